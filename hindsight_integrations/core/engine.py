@@ -1,0 +1,776 @@
+"""``MemoryEngine``: the framework-free facade over store, recall, working memory and upkeep.
+
+Everything else (the MCP server, the CLI, the LangChain and LlamaIndex adapters) is a thin
+translation onto these methods. One engine serves many namespaces (users); each namespace
+is its own Chroma collection, so isolation does not depend on remembering a filter.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import threading
+from collections.abc import Sequence
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from .config import Settings, load_settings, validate_namespace
+from .compression import extractive_summary, transcript
+from .conflicts import detect_slot
+from .context import format_context, memory_line, select_within_budget
+from .embeddings import Embedder, _QueryCache, build_embedder, embed_query
+from .errors import HindsightError, InvalidInputError, LLMError, MemoryNotFoundError
+from .filters import RecallFilters
+from .inputs import MemoryInput, parse_inputs, validate_content
+from .llm import LLMClient
+from .recall import RecallHit, RecallWeights, rank
+from .records import Kind, MemoryRecord, Role, Source, Status, Tier, utcnow
+from .store import ChromaStore, open_client
+from .tokens import counter_for
+from .write_filter import assess
+
+log = logging.getLogger("hindsight.engine")
+
+EXPORT_FORMAT = "hindsight-export"
+
+
+class SkippedMemory(BaseModel):
+    """An item the write filter declined, with the reason (returned to the caller)."""
+
+    index: int
+    content: str
+    reason: str
+
+
+class StoreResult(BaseModel):
+    stored: list[MemoryRecord] = Field(default_factory=list)
+    skipped: list[SkippedMemory] = Field(default_factory=list)
+    superseded: list[str] = Field(default_factory=list, description="ids that the new memories superseded")
+    merged: list[str] = Field(default_factory=list, description="ids of existing memories updated instead of duplicated")
+    replayed: bool = Field(False, description="true when request_id had been seen and nothing new was written")
+
+    @property
+    def ids(self) -> list[str]:
+        return [r.id for r in self.stored]
+
+
+class RecallResult(BaseModel):
+    query: str
+    hits: list[RecallHit]
+    context: str
+    tokens: int
+
+    @property
+    def records(self) -> list[MemoryRecord]:
+        return [h.record for h in self.hits]
+
+
+class TurnResult(BaseModel):
+    turn: MemoryRecord
+    stored: StoreResult
+    compression: "CompressionResult | None" = None
+
+
+class CompressionResult(BaseModel):
+    summaries: list[MemoryRecord]
+    archived_ids: list[str]
+    tokens_before: int
+    tokens_after: int
+
+
+class NamespaceStats(BaseModel):
+    namespace: str
+    total: int
+    by_tier: dict[str, int]
+    by_kind: dict[str, int]
+    by_status: dict[str, int]
+    tokens: int
+    embedding_model: str
+    sessions: int
+
+
+class MemoryEngine:
+    """Store, recall, compress and maintain memories in Chroma.
+
+    Typical use::
+
+        engine = MemoryEngine()                      # ./.hindsight, local embeddings
+        engine.store("I prefer concise answers", namespace="u1")
+        engine.recall("how should answers look?", namespace="u1").context
+    """
+
+    def __init__(
+        self,
+        settings: Settings | None = None,
+        *,
+        store: str | Path | None = None,
+        chroma_url: str | None = None,
+        namespace: str | None = None,
+        embedder: Embedder | None = None,
+        embedding_function: Any = None,
+        llm: LLMClient | None | bool = None,
+        chroma_client: Any = None,
+        **overrides: Any,
+    ) -> None:
+        if settings is None:
+            settings = load_settings(store=store, chroma_url=chroma_url, namespace=namespace, **overrides)
+        elif store or chroma_url or namespace or overrides:
+            settings = settings.model_copy(update={k: v for k, v in {"store": Path(store) if store else None, "chroma_url": chroma_url, "namespace": namespace, **overrides}.items() if v is not None})
+        self.settings = settings
+        self.embedder = embedder or build_embedder(settings, embedding_function)
+        if llm is True or llm is None:
+            self.llm = LLMClient.from_settings(settings)
+        else:
+            self.llm = llm or None
+        client = chroma_client or open_client(
+            path=settings.store if not settings.chroma_url else None,
+            url=settings.chroma_url,
+            attempts=settings.chroma_connect_attempts,
+            timeout=settings.chroma_connect_timeout,
+        )
+        self.chroma = ChromaStore(
+            client,
+            embedding_model=self.embedder.name,
+            embedding_dim=self.embedder.dimension,
+            lexical_sync_seconds=settings.lexical_sync_seconds,
+        )
+        self.tokens = counter_for(settings.tokenizer)
+        self._query_cache = _QueryCache()
+        self._write_locks: dict[str, threading.Lock] = {}
+        self._locks_guard = threading.Lock()
+
+    # -- helpers ------------------------------------------------------------------------------
+    def _ns(self, namespace: str | None) -> str:
+        return validate_namespace(namespace if namespace is not None else self.settings.namespace)
+
+    def _state(self, namespace: str) -> Any:
+        return self.chroma.namespace(namespace)
+
+    def _write_lock(self, namespace: str) -> threading.Lock:
+        with self._locks_guard:
+            return self._write_locks.setdefault(namespace, threading.Lock())
+
+    def _embed(self, texts: Sequence[str]) -> list[list[float]]:
+        return self.embedder.embed(list(texts)) if texts else []
+
+    @staticmethod
+    def _embedding_text(record: MemoryRecord) -> str:
+        return f"{record.context}\n{record.content}" if record.context else record.content
+
+    def warm(self) -> None:
+        """Load the embedding model now so the first request is not slow."""
+        self.embedder.embed(["warm up"])
+
+    def namespaces(self) -> list[str]:
+        return self.chroma.list_namespaces()
+
+    # -- writing ------------------------------------------------------------------------------
+    def store_memories(
+        self,
+        memories: Any,
+        *,
+        namespace: str | None = None,
+        apply_filter: bool = True,
+        dedup: bool = True,
+        request_id: str | None = None,
+        origin: str = "api",
+    ) -> StoreResult:
+        """Store one memory or a batch atomically: all items are validated before any is written.
+
+        ``apply_filter`` runs the write filter (chit-chat is skipped, with a reason);
+        ``dedup`` merges near-duplicates (similarity ≥ ``dedup_threshold``) into the existing
+        memory; a detected subject/attribute conflict supersedes the old value. A repeated
+        ``request_id`` returns the first call's result without writing again.
+        """
+        ns = self._ns(namespace)
+        items = parse_inputs(memories, max_bytes=self.settings.max_content_bytes)
+        if request_id is not None and (not isinstance(request_id, str) or not request_id.strip() or len(request_id) > 200):
+            raise InvalidInputError("request_id", "must be a non-empty string of at most 200 characters")
+        state = self._state(ns)
+        now = utcnow()
+        with self._write_lock(ns):
+            request_hash = _request_hash(items) if request_id else None
+            if request_id:
+                previous = self.chroma.find(state, {"request_id": request_id})
+                if previous:
+                    if any(r.metadata.get("_request_hash") not in (None, request_hash) for r in previous):
+                        raise InvalidInputError(
+                            "request_id", f"{request_id!r} was already used for different content; use a new request_id"
+                        )
+                    return StoreResult(stored=previous, replayed=True)
+            result = StoreResult()
+            records: list[MemoryRecord] = []
+            for n, item in enumerate(items):
+                decision = assess(item.content, item.role)
+                if apply_filter and not decision.remember:
+                    result.skipped.append(SkippedMemory(index=n, content=item.content[:200], reason=decision.reason))
+                    continue
+                records.append(self._new_record(ns, item, decision, now, request_id, request_hash, origin))
+            if not records:
+                return result
+            vectors = self._embed([self._embedding_text(r) for r in records])
+            fresh: list[tuple[MemoryRecord, list[float]]] = []
+            for record, vector in zip(records, vectors):
+                existing = self._near_duplicate(state, record, vector) if dedup else None
+                if existing is not None:
+                    merged = self._merge_into(existing, record, now)
+                    self.chroma.update(state, [merged], [vector])
+                    result.merged.append(merged.id)
+                    result.stored.append(merged)
+                else:
+                    fresh.append((record, vector))
+            self.chroma.add(state, [r for r, _ in fresh], [v for _, v in fresh])
+            result.stored.extend(r for r, _ in fresh)
+            result.superseded = self._supersede(state, [r for r, _ in fresh], now)
+        return result
+
+    def store(self, content: str, *, namespace: str | None = None, apply_filter: bool = True, dedup: bool = True, request_id: str | None = None, **fields: Any) -> StoreResult:
+        """Store one memory given as keyword fields of ``MemoryInput``."""
+        return self.store_memories(
+            [{"content": content, **fields}], namespace=namespace, apply_filter=apply_filter, dedup=dedup, request_id=request_id
+        )
+
+    def _new_record(self, ns: str, item: MemoryInput, decision: Any, now: datetime, request_id: str | None, request_hash: str | None, origin: str) -> MemoryRecord:
+        kind = item.kind or decision.kind
+        if kind is Kind.TURN and decision.remember:
+            kind = decision.kind
+        importance = item.importance if item.importance is not None else decision.importance
+        tier = item.tier or (
+            Tier.SEMANTIC if kind in (Kind.PREFERENCE, Kind.CORRECTION) or (kind is Kind.FACT and importance >= 0.8) else Tier.EPISODIC
+        )
+        ttl = item.ttl_seconds or (decision.ttl_seconds if item.kind is None else None)
+        occurred = item.occurred_at or now
+        metadata = dict(item.metadata)
+        if request_hash:
+            metadata["_request_hash"] = request_hash
+        source = item.source or Source(session_id=item.session_id, origin=origin)
+        return MemoryRecord(
+            namespace=ns,
+            agent_id=item.agent_id,
+            session_id=item.session_id,
+            tier=tier,
+            kind=kind,
+            role=item.role,
+            content=item.content,
+            context=item.context,
+            entities=item.entities,
+            slot=detect_slot(item.content) if kind is not Kind.TURN else None,
+            importance=importance,
+            token_count=self.tokens.count(item.content),
+            occurred_at=occurred,
+            created_at=now,
+            updated_at=now,
+            valid_from=occurred,
+            expires_at=(occurred + timedelta(seconds=ttl)) if ttl else None,
+            source=source,
+            request_id=request_id,
+            metadata=metadata,
+            embedding_model=self.embedder.name,
+            embedding_dim=self.chroma.embedding_dim,
+        )
+
+    def _near_duplicate(self, state: Any, record: MemoryRecord, vector: list[float]) -> MemoryRecord | None:
+        if record.kind in (Kind.TURN, Kind.SUMMARY) or record.tier is Tier.WORKING:
+            return None
+        where = {"$and": [{"status": "active"}, {"tier": {"$in": ["episodic", "semantic"]}}]}
+        hits = self.chroma.query(state, vector, n=1, where=where)
+        if not hits or hits[0][1] < self.settings.dedup_threshold:
+            return None
+        (existing, _), = self.chroma.get(state, [hits[0][0]])
+        if existing.slot and record.slot and existing.slot != record.slot:
+            return None
+        return existing
+
+    @staticmethod
+    def _merge_into(existing: MemoryRecord, record: MemoryRecord, now: datetime) -> MemoryRecord:
+        return existing.model_copy(
+            update={
+                "content": record.content,
+                "importance": max(existing.importance, record.importance),
+                "token_count": record.token_count,
+                "updated_at": now,
+                "occurred_at": max(existing.occurred_at, record.occurred_at),
+                "metadata": {**existing.metadata, **record.metadata},
+                "entities": sorted(set(existing.entities) | set(record.entities)),
+                "expires_at": record.expires_at or existing.expires_at,
+                "slot": record.slot or existing.slot,
+            }
+        )
+
+    def _supersede(self, state: Any, records: Sequence[MemoryRecord], now: datetime) -> list[str]:
+        superseded: list[str] = []
+        for record in records:
+            if not record.slot:
+                continue
+            where = {"$and": [{"slot": record.slot}, {"status": "active"}]}
+            old = [r for r in self.chroma.find(state, where) if r.id != record.id and r.occurred_at <= record.occurred_at]
+            changed = [
+                r.model_copy(update={"status": Status.SUPERSEDED, "valid_until": now, "superseded_by": record.id, "updated_at": now})
+                for r in old
+            ]
+            self.chroma.update(state, changed)
+            superseded.extend(r.id for r in changed)
+        return superseded
+
+    # -- recall -------------------------------------------------------------------------------
+    def recall(
+        self,
+        query: str,
+        *,
+        namespace: str | None = None,
+        top_k: int | None = None,
+        min_score: float | None = None,
+        filters: RecallFilters | dict[str, Any] | None = None,
+        token_budget: int | None = None,
+        weights: RecallWeights | dict[str, Any] | None = None,
+        include_history: bool = False,
+        candidates: int | None = None,
+        touch: bool = True,
+    ) -> RecallResult:
+        """Hybrid recall of the memories most relevant to ``query`` (SPEC §6)."""
+        ns = self._ns(namespace)
+        query = validate_content(query, max_bytes=self.settings.max_content_bytes, field="query")
+        top_k = self._check_top_k(top_k)
+        if min_score is not None and not (isinstance(min_score, (int, float)) and 0 <= min_score <= 1):
+            raise InvalidInputError("min_score", "must be a number between 0 and 1")
+        if token_budget is not None and (not isinstance(token_budget, int) or token_budget <= 0):
+            raise InvalidInputError("token_budget", "must be a positive whole number of tokens")
+        filters = _coerce(RecallFilters, filters, "filters")
+        weights = _coerce(RecallWeights, weights, "weights")
+        state = self._state(ns)
+        now = utcnow()
+        self.chroma.sync_lexical(state)
+        vector = embed_query(self.embedder, query, self._query_cache)
+        pool = candidates or max(50, top_k * 4)
+        dense_hits = self.chroma.query(state, vector, n=pool, where=filters.where(include_history=include_history, now=now))
+        lexical_hits = state.lexical.search(query, pool)
+
+        def fetch(ids: list[str], need_vectors: list[str]) -> dict[str, tuple[MemoryRecord, list[float] | None]]:
+            out = {r.id: (r, None) for r, _ in self.chroma.get(state, [i for i in ids if i not in set(need_vectors)])}
+            out.update({r.id: (r, v) for r, v in self.chroma.get(state, need_vectors, include_embeddings=True)})
+            return out
+
+        hits = rank(
+            dense_hits=dense_hits,
+            lexical_hits=lexical_hits,
+            fetch=fetch,
+            query_vector=vector,
+            filters=filters,
+            include_history=include_history,
+            weights=weights,
+            now=now,
+        )
+        if min_score is not None:
+            hits = [h for h in hits if h.relevance >= min_score]
+        hits = hits[:top_k]
+        if token_budget is not None:
+            kept = {r.id for r in select_within_budget([h.record for h in hits], token_budget, self.tokens)}
+            hits = [h for h in hits if h.record.id in kept]
+        if touch and hits:
+            self.chroma.record_access(state, [h.record.id for h in hits], now)
+            hits = [
+                h.model_copy(update={"record": h.record.model_copy(update={"access_count": h.record.access_count + 1, "last_accessed_at": now})})
+                for h in hits
+            ]
+        context = format_context([h.record for h in hits])
+        return RecallResult(query=query, hits=hits, context=context, tokens=self.tokens.count(context))
+
+    def _check_top_k(self, top_k: Any) -> int:
+        if top_k is None:
+            return self.settings.default_top_k
+        if isinstance(top_k, bool) or not isinstance(top_k, int):
+            raise InvalidInputError("top_k", f"must be a whole number, got {type(top_k).__name__}")
+        if top_k <= 0 or top_k > self.settings.max_top_k:
+            raise InvalidInputError("top_k", f"must be between 1 and {self.settings.max_top_k}, got {top_k}")
+        return top_k
+
+    # -- working memory -----------------------------------------------------------------------
+    def record_turn(
+        self,
+        content: str,
+        *,
+        session_id: str,
+        role: Role | str = Role.USER,
+        namespace: str | None = None,
+        occurred_at: datetime | None = None,
+        metadata: dict[str, Any] | None = None,
+        extract: bool = True,
+        compress: bool = True,
+    ) -> TurnResult:
+        """Add a turn to the session's working memory, remember what matters, compress if due."""
+        ns = self._ns(namespace)
+        if not isinstance(session_id, str) or not session_id.strip():
+            raise InvalidInputError("session_id", "is required to record a turn")
+        role = _coerce_enum(Role, role, "role")
+        turn_input = parse_inputs(
+            [{"content": content, "role": role, "session_id": session_id, "occurred_at": occurred_at, "metadata": metadata or {}}],
+            max_bytes=self.settings.max_content_bytes,
+        )[0]
+        state = self._state(ns)
+        now = utcnow()
+        turn = MemoryRecord(
+            namespace=ns,
+            session_id=session_id,
+            tier=Tier.WORKING,
+            kind=Kind.TURN,
+            role=role,
+            content=turn_input.content,
+            importance=assess(turn_input.content, role).importance,
+            token_count=self.tokens.count(turn_input.content),
+            occurred_at=turn_input.occurred_at or now,
+            created_at=now,
+            updated_at=now,
+            valid_from=turn_input.occurred_at or now,
+            source=Source(session_id=session_id, origin="turn"),
+            metadata=turn_input.metadata,
+            embedding_model=self.embedder.name,
+            embedding_dim=self.chroma.embedding_dim,
+        )
+        with self._write_lock(ns):
+            self.chroma.add(state, [turn], self._embed([turn.content]))
+        stored = StoreResult()
+        if extract:
+            stored = self._remember_turn(ns, turn)
+        compression = None
+        if compress:
+            compression = self.compress(session_id=session_id, namespace=ns)
+        return TurnResult(turn=turn, stored=stored, compression=compression)
+
+    def _remember_turn(self, ns: str, turn: MemoryRecord) -> StoreResult:
+        source = Source(session_id=turn.session_id, message_ids=[turn.id], origin="turn")
+        if self.llm is not None and turn.role is Role.USER:
+            try:
+                window = self.working_window(session_id=turn.session_id or "", namespace=ns)[-2:]
+                extracted = self.llm.extract_memories(transcript(window or [turn]))
+                items = [
+                    {"content": m.content, "kind": _coerce_enum(Kind, m.memory_type, "memory_type", default=Kind.FACT),
+                     "importance": m.importance, "entities": m.entities, "session_id": turn.session_id,
+                     "occurred_at": turn.occurred_at, "source": source}
+                    for m in extracted
+                ]
+                return self.store_memories(items, namespace=ns, apply_filter=False, origin="extraction") if items else StoreResult()
+            except (LLMError, InvalidInputError) as exc:
+                log.warning("LLM extraction failed, falling back to rules: %s", exc)
+        return self.store_memories(
+            [{"content": turn.content, "role": turn.role, "session_id": turn.session_id, "occurred_at": turn.occurred_at, "source": source}],
+            namespace=ns,
+            origin="turn",
+        )
+
+    def working_window(self, *, session_id: str, namespace: str | None = None) -> list[MemoryRecord]:
+        """The session's live turns, oldest first."""
+        ns = self._ns(namespace)
+        state = self._state(ns)
+        where = {"$and": [{"tier": "working"}, {"session_id": session_id}, {"status": "active"}]}
+        return sorted(self.chroma.find(state, where), key=lambda r: (r.occurred_at, r.created_at))
+
+    def compress(
+        self,
+        *,
+        session_id: str,
+        namespace: str | None = None,
+        threshold_tokens: int | None = None,
+        force: bool = False,
+    ) -> CompressionResult | None:
+        """Fold the oldest turn groups into episodic summaries until the window fits.
+
+        Returns None when nothing needed compressing. Raw turns are archived, not deleted,
+        and each summary's ``source.message_ids`` lists the turns it replaced.
+        """
+        ns = self._ns(namespace)
+        if threshold_tokens is not None and (not isinstance(threshold_tokens, int) or threshold_tokens <= 0):
+            raise InvalidInputError("threshold_tokens", "must be a positive whole number")
+        threshold = threshold_tokens or self.settings.compress_threshold_tokens
+        window = self.working_window(session_id=session_id, namespace=ns)
+        before = sum(t.token_count for t in window)
+        if not window or (before <= threshold and not force):
+            return None
+        state = self._state(ns)
+        group_size = self.settings.compress_group_turns
+        summaries: list[MemoryRecord] = []
+        archived: list[str] = []
+        total = before
+        with self._write_lock(ns):
+            while window and (total > threshold or (force and not summaries)):
+                keep_live = 2 if len(window) > 2 else 0
+                group = window[: max(1, min(group_size, len(window) - keep_live))]
+                window = window[len(group):]
+                summary = self._summarize(group)
+                now = utcnow()
+                record = MemoryRecord(
+                    namespace=ns,
+                    session_id=session_id,
+                    tier=Tier.EPISODIC,
+                    kind=Kind.SUMMARY,
+                    role=Role.SYSTEM,
+                    content=summary,
+                    importance=max(0.5, max(t.importance for t in group)),
+                    token_count=self.tokens.count(summary),
+                    occurred_at=group[-1].occurred_at,
+                    created_at=now,
+                    updated_at=now,
+                    valid_from=group[0].occurred_at,
+                    source=Source(session_id=session_id, message_ids=[t.id for t in group], origin="compression"),
+                    embedding_model=self.embedder.name,
+                    embedding_dim=self.chroma.embedding_dim,
+                )
+                self.chroma.add(state, [record], self._embed([summary]))
+                moved = [
+                    t.model_copy(update={"status": Status.ARCHIVED, "updated_at": now, "metadata": {**t.metadata, "summary_id": record.id}})
+                    for t in group
+                ]
+                self.chroma.update(state, moved)
+                summaries.append(record)
+                archived.extend(t.id for t in group)
+                total -= sum(t.token_count for t in group)
+                if keep_live == 0:
+                    break
+        return CompressionResult(summaries=summaries, archived_ids=archived, tokens_before=before, tokens_after=total)
+
+    def _summarize(self, turns: Sequence[MemoryRecord]) -> str:
+        if self.llm is not None:
+            try:
+                return self.llm.summarize(transcript(turns))
+            except LLMError as exc:
+                log.warning("LLM summary failed, using the extractive one: %s", exc)
+        return extractive_summary(turns) or transcript(turns)[:400]
+
+    def clear_working(self, *, session_id: str, namespace: str | None = None) -> int:
+        """Forget the session's working window (soft); long-term memories are untouched."""
+        ns = self._ns(namespace)
+        state = self._state(ns)
+        now = utcnow()
+        turns = self.working_window(session_id=session_id, namespace=ns)
+        self.chroma.update(state, [t.model_copy(update={"status": Status.DELETED, "updated_at": now}) for t in turns])
+        return len(turns)
+
+    # -- single records -----------------------------------------------------------------------
+    def get(self, memory_id: str, *, namespace: str | None = None) -> MemoryRecord:
+        ns = self._ns(namespace)
+        if not isinstance(memory_id, str) or not memory_id:
+            raise InvalidInputError("id", "must be a memory id string")
+        found = self.chroma.get(self._state(ns), [memory_id])
+        if not found:
+            raise MemoryNotFoundError(memory_id, ns)
+        return found[0][0]
+
+    def update(
+        self,
+        memory_id: str,
+        *,
+        namespace: str | None = None,
+        content: str | None = None,
+        importance: float | None = None,
+        kind: Kind | str | None = None,
+        metadata: dict[str, Any] | None = None,
+        ttl_seconds: int | None = None,
+    ) -> MemoryRecord:
+        """Change a memory in place; new content is re-embedded and re-indexed."""
+        ns = self._ns(namespace)
+        record = self.get(memory_id, namespace=ns)
+        changes: dict[str, Any] = {"updated_at": utcnow()}
+        if content is not None:
+            changes["content"] = validate_content(content, max_bytes=self.settings.max_content_bytes)
+            changes["token_count"] = self.tokens.count(changes["content"])
+            changes["slot"] = detect_slot(changes["content"])
+        if importance is not None:
+            if isinstance(importance, bool) or not isinstance(importance, (int, float)) or not 0 <= importance <= 1:
+                raise InvalidInputError("importance", "must be a number between 0 and 1")
+            changes["importance"] = float(importance)
+        if kind is not None:
+            changes["kind"] = _coerce_enum(Kind, kind, "kind")
+        if metadata is not None:
+            if not isinstance(metadata, dict):
+                raise InvalidInputError("metadata", "must be an object")
+            changes["metadata"] = {**record.metadata, **metadata}
+        if ttl_seconds is not None:
+            if isinstance(ttl_seconds, bool) or not isinstance(ttl_seconds, int) or ttl_seconds <= 0:
+                raise InvalidInputError("ttl_seconds", "must be a positive whole number of seconds")
+            changes["expires_at"] = changes["updated_at"] + timedelta(seconds=ttl_seconds)
+        updated = record.model_copy(update=changes)
+        state = self._state(ns)
+        with self._write_lock(ns):
+            vectors = self._embed([self._embedding_text(updated)]) if content is not None else None
+            self.chroma.update(state, [updated], vectors)
+        return updated
+
+    def forget(self, memory_id: str, *, namespace: str | None = None) -> MemoryRecord:
+        """Soft delete: the memory stops being recalled but stays in the store and exports."""
+        ns = self._ns(namespace)
+        record = self.get(memory_id, namespace=ns)
+        updated = record.model_copy(update={"status": Status.DELETED, "updated_at": utcnow()})
+        self.chroma.update(self._state(ns), [updated])
+        return updated
+
+    def list(
+        self,
+        *,
+        namespace: str | None = None,
+        filters: RecallFilters | dict[str, Any] | None = None,
+        include_history: bool = False,
+        limit: int = 100,
+        offset: int = 0,
+    ) -> list[MemoryRecord]:
+        """Memories matching ``filters``, newest first (paged)."""
+        ns = self._ns(namespace)
+        if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 10_000:
+            raise InvalidInputError("limit", "must be between 1 and 10000")
+        if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
+            raise InvalidInputError("offset", "must be zero or more")
+        filters = _coerce(RecallFilters, filters, "filters")
+        where = filters.where(include_history=include_history, now=utcnow())
+        records = self.chroma.find(self._state(ns), where)
+        records.sort(key=lambda r: r.occurred_at, reverse=True)
+        return records[offset : offset + limit]
+
+    # -- inspection ---------------------------------------------------------------------------
+    def stats(self, *, namespace: str | None = None) -> NamespaceStats:
+        ns = self._ns(namespace)
+        state = self._state(ns)
+        by_tier: dict[str, int] = {}
+        by_kind: dict[str, int] = {}
+        by_status: dict[str, int] = {}
+        sessions: set[str] = set()
+        tokens = total = 0
+        for record, _ in self.chroma.iterate(state):
+            total += 1
+            by_tier[record.tier.value] = by_tier.get(record.tier.value, 0) + 1
+            by_kind[record.kind.value] = by_kind.get(record.kind.value, 0) + 1
+            by_status[record.status.value] = by_status.get(record.status.value, 0) + 1
+            if record.session_id:
+                sessions.add(record.session_id)
+            if record.status is Status.ACTIVE:
+                tokens += record.token_count
+        return NamespaceStats(
+            namespace=ns, total=total, by_tier=by_tier, by_kind=by_kind, by_status=by_status,
+            tokens=tokens, embedding_model=self.embedder.name, sessions=len(sessions),
+        )
+
+    def dump(self, *, namespace: str | None = None, include_history: bool = True) -> str:
+        """A human-readable listing for debugging (SPEC §8): tiers, status, dates, provenance."""
+        ns = self._ns(namespace)
+        records = [r for r, _ in self.chroma.iterate(self._state(ns))]
+        if not include_history:
+            records = [r for r in records if r.status is Status.ACTIVE]
+        lines = [f"# namespace {ns}: {len(records)} memories (embedding model {self.embedder.name})"]
+        for tier in Tier:
+            group = sorted((r for r in records if r.tier is tier), key=lambda r: r.occurred_at)
+            if not group:
+                continue
+            lines.append(f"\n## {tier.value} ({len(group)})")
+            for r in group:
+                flags = [r.kind.value, r.status.value, f"imp={r.importance:.2f}", f"hits={r.access_count}"]
+                if r.session_id:
+                    flags.append(f"session={r.session_id}")
+                if r.expires_at:
+                    flags.append(f"expires={r.expires_at.isoformat(timespec='minutes')}")
+                if r.superseded_by:
+                    flags.append(f"superseded_by={r.superseded_by[:8]}")
+                if r.source.message_ids:
+                    flags.append(f"from={','.join(m[:8] for m in r.source.message_ids)}")
+                lines.append(f"{memory_line(r)}\n    [{r.id[:8]}] {' '.join(flags)}")
+        return "\n".join(lines)
+
+    # -- backup -------------------------------------------------------------------------------
+    def export(self, *, namespace: str | None = None, include_embeddings: bool = True) -> dict[str, Any]:
+        """Everything in a namespace, every status included, as JSON-ready data."""
+        ns = self._ns(namespace)
+        records = []
+        for record, vector in self.chroma.iterate(self._state(ns), include_embeddings=include_embeddings):
+            item = record.public_dict()
+            if vector is not None:
+                item["embedding"] = vector
+            records.append(item)
+        return {
+            "format": EXPORT_FORMAT,
+            "version": 1,
+            "namespace": ns,
+            "embedding_model": self.embedder.name,
+            "embedding_dim": self.chroma.embedding_dim,
+            "exported_at": utcnow().isoformat(),
+            "records": records,
+        }
+
+    def import_data(self, data: dict[str, Any], *, namespace: str | None = None) -> int:
+        """Load an export. Vectors are reused when the model matches, otherwise re-embedded."""
+        if not isinstance(data, dict) or data.get("format") != EXPORT_FORMAT:
+            raise InvalidInputError("data", f"is not a {EXPORT_FORMAT} document")
+        ns = self._ns(namespace or data.get("namespace"))
+        same_model = data.get("embedding_model") == self.embedder.name
+        records: list[MemoryRecord] = []
+        vectors: list[list[float] | None] = []
+        for n, item in enumerate(data.get("records", [])):
+            try:
+                record = MemoryRecord.model_validate({k: v for k, v in item.items() if k != "embedding"})
+            except Exception as exc:
+                raise InvalidInputError(f"records[{n}]", str(exc)) from None
+            record = record.model_copy(update={"namespace": ns, "embedding_model": self.embedder.name, "embedding_dim": self.chroma.embedding_dim})
+            records.append(record)
+            vectors.append(item.get("embedding") if same_model else None)
+        missing = [i for i, v in enumerate(vectors) if v is None]
+        for i, vector in zip(missing, self._embed([self._embedding_text(records[i]) for i in missing])):
+            vectors[i] = vector
+        state = self._state(ns)
+        with self._write_lock(ns):
+            existing = {r.id for r, _ in self.chroma.get(state, [r.id for r in records])}
+            new = [(r, v) for r, v in zip(records, vectors) if r.id not in existing]
+            old = [(r, v) for r, v in zip(records, vectors) if r.id in existing]
+            self.chroma.add(state, [r for r, _ in new], [v for _, v in new])  # type: ignore[misc]
+            self.chroma.update(state, [r for r, _ in old], [v for _, v in old] if old else None)  # type: ignore[misc]
+        return len(records)
+
+    def drop_namespace(self, namespace: str) -> None:
+        """Delete a namespace and everything in it, for good."""
+        self.chroma.drop_namespace(self._ns(namespace))
+
+
+def _request_hash(items: Sequence[MemoryInput]) -> str:
+    payload = json.dumps([i.model_dump(mode="json") for i in items], sort_keys=True, ensure_ascii=False)
+    return hashlib.sha256(payload.encode()).hexdigest()[:32]
+
+
+def _coerce(model: type[BaseModel], value: Any, field: str) -> Any:
+    if value is None:
+        return model()
+    if isinstance(value, model):
+        return value
+    if not isinstance(value, dict):
+        raise InvalidInputError(field, f"must be an object, got {type(value).__name__}")
+    try:
+        return model.model_validate(value)
+    except Exception as exc:
+        errors = getattr(exc, "errors", None)
+        if errors:
+            err = errors()[0]
+            raise InvalidInputError(f"{field}.{'.'.join(str(p) for p in err['loc'])}", err["msg"]) from None
+        raise InvalidInputError(field, str(exc)) from None
+
+
+def _coerce_enum(enum: Any, value: Any, field: str, default: Any = None) -> Any:
+    if isinstance(value, enum):
+        return value
+    try:
+        return enum(str(value).lower())
+    except ValueError:
+        if default is not None:
+            return default
+        allowed = ", ".join(e.value for e in enum)
+        raise InvalidInputError(field, f"{value!r} is not one of: {allowed}") from None
+
+
+TurnResult.model_rebuild()
+
+__all__ = [
+    "MemoryEngine",
+    "StoreResult",
+    "RecallResult",
+    "TurnResult",
+    "CompressionResult",
+    "NamespaceStats",
+    "SkippedMemory",
+    "HindsightError",
+]

@@ -1,0 +1,62 @@
+"""Errors raised by the engine.
+
+Every error names what was wrong and, where there is one, what the user should do, so a
+caller (a person at the CLI, or a model reading an MCP tool error) can act on it.
+"""
+
+from __future__ import annotations
+
+
+class HindsightError(Exception):
+    """Base class of every error this package raises on purpose."""
+
+
+class InvalidInputError(HindsightError, ValueError):
+    """An argument failed validation. ``field`` names the offending argument."""
+
+    def __init__(self, field: str, message: str) -> None:
+        self.field = field
+        self.message = message
+        super().__init__(f"{field}: {message}")
+
+
+class ConfigurationError(HindsightError):
+    """Settings are missing or inconsistent; the message says which and how to fix it."""
+
+
+class StoreUnavailableError(HindsightError):
+    """The Chroma store could not be opened or reached (after retries)."""
+
+
+class EmbeddingModelMismatchError(HindsightError):
+    """A collection was built with one embedding model and opened with another.
+
+    Vectors of two models live in different spaces: mixing them returns noise, so we
+    refuse instead and tell the user to re-embed (export + import).
+    """
+
+    def __init__(self, namespace: str, stored: str, requested: str) -> None:
+        self.namespace = namespace
+        self.stored = stored
+        self.requested = requested
+        super().__init__(
+            f"namespace {namespace!r} was embedded with {stored!r} but this engine uses "
+            f"{requested!r}. Use the same embedding model, or re-embed the namespace: "
+            f"`hindsight export` with the old model, then `hindsight import` with the new one."
+        )
+
+
+class MemoryNotFoundError(HindsightError, KeyError):
+    """No memory with that id exists in the namespace."""
+
+    def __init__(self, memory_id: str, namespace: str) -> None:
+        self.memory_id = memory_id
+        self.namespace = namespace
+        super().__init__(f"no memory {memory_id!r} in namespace {namespace!r}")
+
+    def __str__(self) -> str:  # KeyError would repr() the message
+        return self.args[0]
+
+
+class LLMError(HindsightError):
+    """The configured LLM failed after retries, or answered with something unusable."""

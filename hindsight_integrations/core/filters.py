@@ -1,0 +1,94 @@
+"""Structured recall filters, compiled to a Chroma ``where`` and checked in Python.
+
+Dense candidates are narrowed by Chroma itself; lexical candidates come from our own index
+and are checked with ``matches`` on their metadata. Both views are built from one
+definition here so they cannot drift apart.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from .records import Kind, Status, Tier, to_epoch
+
+
+class RecallFilters(BaseModel):
+    """Narrow recall before ranking. Empty means: every valid long-term memory."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    session_id: str | None = None
+    agent_id: str | None = None
+    tiers: list[Tier] | None = None
+    kinds: list[Kind] | None = None
+    statuses: list[Status] | None = None
+    since: datetime | None = None
+    until: datetime | None = None
+    min_importance: float | None = Field(None, ge=0, le=1)
+    metadata: dict[str, str | int | float | bool] | None = None
+
+    @field_validator("tiers", "kinds", "statuses", mode="before")
+    @classmethod
+    def _one_or_many(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            return [value]
+        return value
+
+    def clauses(self, *, include_history: bool, now: datetime) -> list[dict[str, Any]]:
+        out: list[dict[str, Any]] = []
+        if self.session_id is not None:
+            out.append({"session_id": self.session_id})
+        if self.agent_id is not None:
+            out.append({"agent_id": self.agent_id})
+        tiers = self.tiers or [Tier.EPISODIC, Tier.SEMANTIC]
+        out.append(_in("tier", [t.value for t in tiers]))
+        if self.kinds:
+            out.append(_in("kind", [k.value for k in self.kinds]))
+        statuses = self.statuses or ([Status.ACTIVE, Status.SUPERSEDED] if include_history else [Status.ACTIVE])
+        out.append(_in("status", [s.value for s in statuses]))
+        if not include_history:
+            stamp = to_epoch(now)
+            out.append({"expires_at": {"$gt": stamp}})
+            out.append({"valid_until": {"$gt": stamp}})
+        if self.since is not None:
+            out.append({"occurred_at": {"$gte": to_epoch(self.since)}})
+        if self.until is not None:
+            out.append({"occurred_at": {"$lte": to_epoch(self.until)}})
+        if self.min_importance is not None:
+            out.append({"importance": {"$gte": self.min_importance}})
+        for key, value in (self.metadata or {}).items():
+            out.append({f"m.{key}": value})
+        return out
+
+    def where(self, *, include_history: bool, now: datetime) -> dict[str, Any]:
+        clauses = self.clauses(include_history=include_history, now=now)
+        return clauses[0] if len(clauses) == 1 else {"$and": clauses}
+
+    def matches(self, meta: dict[str, Any], *, include_history: bool, now: datetime) -> bool:
+        return all(_match(clause, meta) for clause in self.clauses(include_history=include_history, now=now))
+
+
+def _in(key: str, values: list[str]) -> dict[str, Any]:
+    return {key: values[0]} if len(values) == 1 else {key: {"$in": values}}
+
+
+def _match(clause: dict[str, Any], meta: dict[str, Any]) -> bool:
+    ((key, condition),) = clause.items()
+    value = meta.get(key)
+    if not isinstance(condition, dict):
+        return value == condition
+    ((op, operand),) = condition.items()
+    if value is None:
+        return False
+    if op == "$in":
+        return value in operand
+    if op == "$gt":
+        return value > operand
+    if op == "$gte":
+        return value >= operand
+    if op == "$lte":
+        return value <= operand
+    raise ValueError(f"unsupported filter operator {op}")

@@ -1,0 +1,159 @@
+"""Lexical (BM25) ranking for exact terms: order numbers, names, file names.
+
+Local Chroma has no sparse/BM25 search, so we keep our own index with ``bm25s`` (sparse
+matrices, ~1 ms a query at 100k documents). bm25s indexes are static, while a memory is
+written every turn, so the index has two parts:
+
+* the *main* index, rebuilt from all documents when enough has changed, and
+* a *pending* segment of documents written since the last rebuild.
+
+Small indexes (the common case: one user's memories) are rebuilt before the next search,
+which costs well under a second. Large ones are rebuilt in a background thread; until it
+lands, pending documents are ranked by a small bm25s index of their own, scaled to the
+main index's best score so that a fresh exact match (an order number said a second ago)
+still comes first. Nothing written is ever missing from a search.
+
+The index is a cache derived from Chroma (the source of truth): the store fills it on open
+and keeps it in step, so several processes or replicas can share one Chroma.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterable
+
+import bm25s
+import numpy as np
+import Stemmer
+
+from .text import lexical_tokens, query_terms
+
+_stemmer = Stemmer.Stemmer("english")
+
+
+def _stem(tokens: list[str]) -> list[str]:
+    return _stemmer.stemWords(tokens)
+
+
+class _Segment:
+    """An immutable bm25s index over a fixed list of documents."""
+
+    def __init__(self, ids: list[str], tokens: list[list[str]]) -> None:
+        self.ids = ids
+        self.position = {memory_id: i for i, memory_id in enumerate(ids)}
+        self.live = np.ones(len(ids), dtype=np.float32)
+        self.bm25 = bm25s.BM25()
+        if ids:
+            self.bm25.index([t or [""] for t in tokens], show_progress=False)
+
+    def scores(self, terms: list[str]) -> np.ndarray:
+        if not self.ids:
+            return np.zeros(0, dtype=np.float32)
+        return self.bm25.get_scores(terms) * self.live
+
+    def kill(self, memory_id: str) -> None:
+        i = self.position.get(memory_id)
+        if i is not None:
+            self.live[i] = 0.0
+
+
+class LexicalIndex:
+    """BM25 over (memory id, text) pairs with incremental upsert/remove."""
+
+    def __init__(self, *, sync_rebuild_max_docs: int = 5000) -> None:
+        self._lock = threading.RLock()
+        self._tokens: dict[str, list[str]] = {}
+        self._main = _Segment([], [])
+        self._pending_ids: set[str] = set()
+        self._pending: _Segment | None = None
+        self._sync_rebuild_max_docs = sync_rebuild_max_docs
+        self._rebuilding: threading.Thread | None = None
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._tokens)
+
+    def __contains__(self, memory_id: object) -> bool:
+        return memory_id in self._tokens
+
+    def upsert(self, items: Iterable[tuple[str, str]]) -> None:
+        prepared = [(memory_id, _stem(lexical_tokens(text))) for memory_id, text in items]
+        with self._lock:
+            for memory_id, tokens in prepared:
+                self._main.kill(memory_id)
+                self._tokens[memory_id] = tokens
+                self._pending_ids.add(memory_id)
+            if prepared:
+                self._pending = None
+
+    def remove(self, memory_ids: Iterable[str]) -> None:
+        with self._lock:
+            for memory_id in memory_ids:
+                self._main.kill(memory_id)
+                self._tokens.pop(memory_id, None)
+                if memory_id in self._pending_ids:
+                    self._pending_ids.discard(memory_id)
+                    self._pending = None
+
+    def rebuild(self) -> None:
+        """Fold every pending document into a fresh main index, now."""
+        with self._lock:
+            snapshot = dict(self._tokens)
+        self._install(_Segment(list(snapshot), list(snapshot.values())), snapshot)
+
+    def _install(self, segment: _Segment, snapshot: dict[str, list[str]]) -> None:
+        with self._lock:
+            # Anything written or removed while the segment was built stays pending / dead.
+            for memory_id, tokens in snapshot.items():
+                if self._tokens.get(memory_id) is not tokens:
+                    segment.kill(memory_id)
+            self._main = segment
+            self._pending_ids = {m for m, t in self._tokens.items() if snapshot.get(m) is not t}
+            self._pending = None
+
+    def _rebuild_in_background(self) -> None:
+        if self._rebuilding is not None and self._rebuilding.is_alive():
+            return
+        self._rebuilding = threading.Thread(target=self.rebuild, name="hindsight-bm25-rebuild", daemon=True)
+        self._rebuilding.start()
+
+    def wait_for_rebuild(self, timeout: float | None = None) -> None:
+        """Block until a background rebuild (if any) has landed; for benchmarks and tests."""
+        thread = self._rebuilding
+        if thread is not None:
+            thread.join(timeout)
+
+    def search(self, query: str, limit: int) -> list[tuple[str, float]]:
+        """Best ``limit`` matches as (memory id, BM25 score), higher is better."""
+        terms = _stem(query_terms(query))
+        if not terms or limit <= 0:
+            return []
+        if self._pending_ids:
+            if len(self._tokens) <= self._sync_rebuild_max_docs:
+                self.rebuild()
+            else:
+                self._rebuild_in_background()
+        with self._lock:
+            hits = _top(self._main, terms, limit)
+            if self._pending_ids:
+                if self._pending is None:
+                    ids = sorted(self._pending_ids)
+                    self._pending = _Segment(ids, [self._tokens[i] for i in ids])
+                fresh = _top(self._pending, terms, limit)
+                if fresh:
+                    scale = (hits[0][1] if hits else 1.0) / max(score for _, score in fresh)
+                    hits.extend((memory_id, score * scale) for memory_id, score in fresh)
+        hits.sort(key=lambda hit: hit[1], reverse=True)
+        return hits[:limit]
+
+
+def _top(segment: _Segment, terms: list[str], limit: int) -> list[tuple[str, float]]:
+    scores = segment.scores(terms)
+    if scores.size == 0:
+        return []
+    k = min(limit, scores.size)
+    idx = np.argpartition(-scores, k - 1)[:k]
+    hits = [(segment.ids[i], float(scores[i])) for i in idx if scores[i] > 0]
+    hits.sort(key=lambda hit: hit[1], reverse=True)
+    return hits

@@ -1,0 +1,132 @@
+"""Calls to an OpenAI-compatible LLM: memory extraction, summaries, answers.
+
+Everything here is optional: without a key the engine runs on rules. Transient failures
+(429, 5xx, timeouts, dropped connections) are retried with exponential backoff by
+tenacity; anything else, or a reply we cannot parse, raises ``LLMError`` and the caller
+falls back to rules, so a flaky model never loses a turn.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
+
+import openai
+from pydantic import BaseModel, Field, ValidationError
+from tenacity import retry, retry_if_exception_type, stop_after_attempt, wait_exponential
+
+from .errors import LLMError
+
+T = TypeVar("T")
+
+TRANSIENT_ERRORS = (
+    openai.RateLimitError,
+    openai.APITimeoutError,
+    openai.APIConnectionError,
+    openai.InternalServerError,
+)
+
+
+def retrying(max_retries: int, *, max_wait: float = 8.0) -> Callable[[Callable[..., T]], Callable[..., T]]:
+    """A tenacity decorator for transient OpenAI errors: ``max_retries`` retries after the first try."""
+    return retry(
+        retry=retry_if_exception_type(TRANSIENT_ERRORS),
+        stop=stop_after_attempt(max_retries + 1),
+        wait=wait_exponential(multiplier=0.2, max=max_wait),
+        reraise=True,
+    )
+
+
+class ExtractedMemory(BaseModel):
+    """One item of the extraction reply (SPEC §5)."""
+
+    should_remember: bool = True
+    memory_type: str = "fact"
+    content: str
+    entities: list[str] = Field(default_factory=list)
+    importance: float = Field(0.5, ge=0, le=1)
+
+
+EXTRACTION_PROMPT = """You maintain the long-term memory of an assistant.
+From the exchange below, extract what is worth remembering in later conversations:
+explicit user preferences, constraints (numbers, deadlines, budgets), corrections of
+earlier facts, project context (stack, environment, goals), key decisions and open tasks.
+Never extract greetings, thanks, small talk, transient lookups (weather, time) or reasoning.
+Each memory: one self-contained sentence about the user or their work, at most 80 words.
+Reply with JSON only: {"memories": [{"should_remember": true, "memory_type":
+"preference|context|fact|correction|event", "content": "...", "entities": ["..."],
+"importance": 0.0-1.0}]} — an empty list if nothing is worth keeping."""
+
+SUMMARY_PROMPT = """Summarise these conversation turns for the assistant's episodic memory.
+Keep key decisions, numeric constraints, facts about the user, corrections and open tasks;
+drop small talk. At most 80 words, plain sentences, no preamble."""
+
+
+class LLMClient:
+    """A thin wrapper over ``openai.OpenAI`` with our retry policy and prompts."""
+
+    def __init__(
+        self,
+        *,
+        model: str,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        timeout: float = 30.0,
+        max_retries: int = 3,
+        client: Any = None,
+    ) -> None:
+        self.model = model
+        self._client = client or openai.OpenAI(
+            api_key=api_key or "not-needed", base_url=base_url, timeout=timeout, max_retries=0
+        )
+        self._retry = retrying(max_retries)
+
+    @classmethod
+    def from_settings(cls, settings: Any) -> "LLMClient | None":
+        if not settings.llm_configured:
+            return None
+        return cls(
+            model=settings.llm_model,
+            api_key=settings.openai_api_key,
+            base_url=settings.openai_base_url,
+            timeout=settings.llm_timeout,
+            max_retries=settings.llm_max_retries,
+        )
+
+    def complete(self, messages: Sequence[dict[str, str]], *, json_mode: bool = False, max_tokens: int = 400) -> str:
+        kwargs: dict[str, Any] = {"model": self.model, "messages": list(messages), "max_tokens": max_tokens}
+        if json_mode:
+            kwargs["response_format"] = {"type": "json_object"}
+        try:
+            response = self._retry(self._client.chat.completions.create)(**kwargs)
+        except openai.OpenAIError as exc:
+            raise LLMError(f"LLM call to {self.model!r} failed: {exc}") from exc
+        content = response.choices[0].message.content if response.choices else None
+        if not content:
+            raise LLMError(f"LLM {self.model!r} returned an empty reply")
+        return content
+
+    def extract_memories(self, exchange: str) -> list[ExtractedMemory]:
+        reply = self.complete(
+            [{"role": "system", "content": EXTRACTION_PROMPT}, {"role": "user", "content": exchange}], json_mode=True
+        )
+        try:
+            data = json.loads(_strip_fences(reply))
+            items = data.get("memories", []) if isinstance(data, dict) else data
+            return [m for m in (ExtractedMemory.model_validate(item) for item in items) if m.should_remember]
+        except (json.JSONDecodeError, ValidationError, AttributeError, TypeError) as exc:
+            raise LLMError(f"could not parse the extraction reply: {reply[:200]!r}") from exc
+
+    def summarize(self, transcript: str) -> str:
+        return self.complete(
+            [{"role": "system", "content": SUMMARY_PROMPT}, {"role": "user", "content": transcript}], max_tokens=200
+        ).strip()
+
+
+def _strip_fences(text: str) -> str:
+    text = text.strip()
+    if text.startswith("```"):
+        text = text.split("\n", 1)[1] if "\n" in text else ""
+        text = text.rsplit("```", 1)[0]
+    return text.strip()

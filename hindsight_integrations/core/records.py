@@ -1,0 +1,207 @@
+"""The memory record (SPEC §4) and its mapping to Chroma metadata.
+
+A record is the unit every layer passes around: the engine returns it from recall, the MCP
+server serialises it, the integrations turn it into Documents or nodes. Chroma metadata
+only holds scalars (and flat lists), so times are stored as epoch seconds and free-form
+JSON as strings; ``to_metadata``/``from_chroma`` are the only two places that know this.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import uuid
+from datetime import datetime, timezone
+from enum import Enum
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+FAR_FUTURE = 32503680000.0  # 3000-01-01: "no expiry"/"still valid", so range filters need no nulls
+
+
+class Tier(str, Enum):
+    WORKING = "working"
+    EPISODIC = "episodic"
+    SEMANTIC = "semantic"
+
+
+class Kind(str, Enum):
+    PREFERENCE = "preference"
+    CONTEXT = "context"
+    FACT = "fact"
+    CORRECTION = "correction"
+    EVENT = "event"
+    SUMMARY = "summary"
+    TURN = "turn"
+
+
+class Role(str, Enum):
+    USER = "user"
+    ASSISTANT = "assistant"
+    TOOL = "tool"
+    SYSTEM = "system"
+
+
+class Status(str, Enum):
+    ACTIVE = "active"
+    SUPERSEDED = "superseded"
+    ARCHIVED = "archived"
+    DELETED = "deleted"
+
+
+def utcnow() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+def new_id() -> str:
+    return str(uuid.uuid4())
+
+
+def to_epoch(value: datetime | None) -> float | None:
+    if value is None:
+        return None
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=timezone.utc)
+    return value.timestamp()
+
+
+def from_epoch(value: float | int | None) -> datetime | None:
+    if value is None or (isinstance(value, float) and math.isnan(value)) or value >= FAR_FUTURE:
+        return None
+    return datetime.fromtimestamp(float(value), tz=timezone.utc)
+
+
+class Source(BaseModel):
+    """Provenance: where a memory came from, so a summary can be traced to its turns."""
+
+    model_config = ConfigDict(extra="allow")
+
+    session_id: str | None = None
+    message_ids: list[str] = Field(default_factory=list)
+    memory_ids: list[str] = Field(default_factory=list)
+    origin: str | None = None  # "turn", "compression", "import", "mcp", "cli", ...
+
+
+class MemoryRecord(BaseModel):
+    """One memory. Field meanings follow SPEC §4."""
+
+    model_config = ConfigDict(use_enum_values=False)
+
+    id: str = Field(default_factory=new_id)
+    namespace: str
+    agent_id: str | None = None
+    session_id: str | None = None
+    tier: Tier = Tier.EPISODIC
+    kind: Kind = Kind.FACT
+    role: Role = Role.USER
+    content: str
+    summary: str | None = None
+    context: str | None = None  # indexed with the content (e.g. the neighbouring turn), never returned as content
+    entities: list[str] = Field(default_factory=list)
+    slot: str | None = None  # "subject:attribute" key used for conflict detection
+    importance: float = Field(0.5, ge=0.0, le=1.0)
+    token_count: int = 0
+    occurred_at: datetime = Field(default_factory=utcnow)
+    created_at: datetime = Field(default_factory=utcnow)
+    updated_at: datetime = Field(default_factory=utcnow)
+    valid_from: datetime = Field(default_factory=utcnow)
+    valid_until: datetime | None = None
+    expires_at: datetime | None = None
+    last_accessed_at: datetime | None = None
+    access_count: int = 0
+    source: Source = Field(default_factory=Source)
+    status: Status = Status.ACTIVE
+    superseded_by: str | None = None
+    request_id: str | None = None
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    embedding_model: str | None = None
+    embedding_dim: int | None = None
+
+    def is_expired(self, now: datetime | None = None) -> bool:
+        return self.expires_at is not None and self.expires_at <= (now or utcnow())
+
+    def is_valid(self, now: datetime | None = None) -> bool:
+        """Active, not expired, not past its validity window."""
+        now = now or utcnow()
+        if self.status is not Status.ACTIVE or self.is_expired(now):
+            return False
+        return self.valid_until is None or self.valid_until > now
+
+    def to_metadata(self) -> dict[str, Any]:
+        """Flatten into Chroma metadata (scalars only; None is not allowed there)."""
+        meta: dict[str, Any] = {
+            "namespace": self.namespace,
+            "tier": self.tier.value,
+            "kind": self.kind.value,
+            "role": self.role.value,
+            "status": self.status.value,
+            "importance": float(self.importance),
+            "token_count": int(self.token_count),
+            "occurred_at": to_epoch(self.occurred_at),
+            "created_at": to_epoch(self.created_at),
+            "updated_at": to_epoch(self.updated_at),
+            "valid_from": to_epoch(self.valid_from),
+            "valid_until": to_epoch(self.valid_until) or FAR_FUTURE,
+            "expires_at": to_epoch(self.expires_at) or FAR_FUTURE,
+            "last_accessed_at": to_epoch(self.last_accessed_at) or 0.0,
+            "access_count": int(self.access_count),
+            "source_json": self.source.model_dump_json(exclude_defaults=True),
+            "metadata_json": json.dumps(self.metadata, ensure_ascii=False, default=str),
+            "entities_json": json.dumps(self.entities, ensure_ascii=False),
+        }
+        optional = {
+            "agent_id": self.agent_id,
+            "session_id": self.session_id,
+            "summary": self.summary,
+            "context": self.context,
+            "slot": self.slot,
+            "superseded_by": self.superseded_by,
+            "request_id": self.request_id,
+            "embedding_model": self.embedding_model,
+            "embedding_dim": self.embedding_dim,
+        }
+        meta.update({k: v for k, v in optional.items() if v is not None})
+        # Scalar user metadata is mirrored as m.<key> so it can be filtered on in Chroma.
+        for key, value in self.metadata.items():
+            if isinstance(value, (str, int, float, bool)):
+                meta[f"m.{key}"] = value
+        return meta
+
+    @classmethod
+    def from_chroma(cls, memory_id: str, document: str | None, meta: dict[str, Any]) -> "MemoryRecord":
+        return cls(
+            id=memory_id,
+            namespace=meta["namespace"],
+            agent_id=meta.get("agent_id"),
+            session_id=meta.get("session_id"),
+            tier=Tier(meta["tier"]),
+            kind=Kind(meta["kind"]),
+            role=Role(meta["role"]),
+            content=document or "",
+            summary=meta.get("summary"),
+            context=meta.get("context"),
+            entities=json.loads(meta.get("entities_json") or "[]"),
+            slot=meta.get("slot"),
+            importance=meta.get("importance", 0.5),
+            token_count=meta.get("token_count", 0),
+            occurred_at=from_epoch(meta.get("occurred_at")) or utcnow(),
+            created_at=from_epoch(meta.get("created_at")) or utcnow(),
+            updated_at=from_epoch(meta.get("updated_at")) or utcnow(),
+            valid_from=from_epoch(meta.get("valid_from")) or utcnow(),
+            valid_until=from_epoch(meta.get("valid_until")),
+            expires_at=from_epoch(meta.get("expires_at")),
+            last_accessed_at=from_epoch(meta.get("last_accessed_at") or None),
+            access_count=meta.get("access_count", 0),
+            source=Source.model_validate_json(meta.get("source_json") or "{}"),
+            status=Status(meta["status"]),
+            superseded_by=meta.get("superseded_by"),
+            request_id=meta.get("request_id"),
+            metadata=json.loads(meta.get("metadata_json") or "{}"),
+            embedding_model=meta.get("embedding_model"),
+            embedding_dim=meta.get("embedding_dim"),
+        )
+
+    def public_dict(self) -> dict[str, Any]:
+        """JSON-ready view for tools and exports (enums as values, datetimes as ISO 8601)."""
+        return self.model_dump(mode="json")

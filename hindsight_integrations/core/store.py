@@ -1,0 +1,348 @@
+"""The Chroma store: one collection per namespace, plus its lexical index.
+
+Embedded (``PersistentClient`` at a path) and server (``HttpClient`` at a URL) modes share
+every code path below ``open_client``. Each collection records the embedding model's name
+and dimension in its metadata; opening it with another model raises
+``EmbeddingModelMismatchError`` instead of mixing vector spaces.
+
+The lexical index is derived data: filled from Chroma when a namespace is first opened in
+this process, updated on our own writes, and caught up with other writers' changes by an
+``updated_at`` watermark query at most every ``lexical_sync_seconds``.
+"""
+
+from __future__ import annotations
+
+import atexit
+import tempfile
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlparse
+
+import chromadb
+from tenacity import RetryError, retry, stop_after_attempt, wait_exponential
+
+from .errors import EmbeddingModelMismatchError, StoreUnavailableError
+from .lexical import LexicalIndex
+from .records import MemoryRecord, to_epoch, utcnow
+
+COLLECTION_PREFIX = "hindsight_"
+_PAGE = 2000
+
+
+def open_client(*, path: Path | None = None, url: str | None = None, attempts: int = 5, timeout: float = 10.0) -> Any:
+    """Open Chroma: a server at ``url`` (retried with backoff until it answers), else a local path."""
+    if url:
+        parsed = urlparse(url)
+        host, port, ssl = parsed.hostname or "127.0.0.1", parsed.port or (443 if parsed.scheme == "https" else 8000), parsed.scheme == "https"
+
+        @retry(stop=stop_after_attempt(attempts), wait=wait_exponential(multiplier=0.2, max=5), reraise=False)
+        def connect() -> Any:
+            client = chromadb.HttpClient(host=host, port=port, ssl=ssl, settings=_client_settings(timeout))
+            client.heartbeat()
+            return client
+
+        try:
+            return connect()
+        except RetryError as exc:
+            cause = exc.last_attempt.exception()
+            raise StoreUnavailableError(
+                f"Chroma server at {url} did not answer after {attempts} attempts ({cause}). "
+                "Start it (`chroma run --path DIR --port 8000`) or fix HINDSIGHT_CHROMA_URL."
+            ) from None
+    assert path is not None
+    _check_writable(path)
+    try:
+        return chromadb.PersistentClient(path=str(path), settings=_client_settings())
+    except Exception as exc:
+        raise StoreUnavailableError(f"could not open the Chroma store at {path}: {exc}") from exc
+
+
+def _client_settings(timeout: float | None = None) -> Any:
+    settings = chromadb.Settings(anonymized_telemetry=False)
+    if timeout is not None and hasattr(settings, "chroma_server_http_timeout"):
+        settings.chroma_server_http_timeout = timeout
+    return settings
+
+
+def _check_writable(path: Path) -> None:
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=path, prefix=".write-test-"):
+            pass
+    except OSError as exc:
+        raise StoreUnavailableError(
+            f"the store path {str(path)!r} is not writable ({exc.strerror or exc}); "
+            "choose another with --store or HINDSIGHT_STORE"
+        ) from None
+
+
+@dataclass
+class _Namespace:
+    collection: Any
+    lexical: LexicalIndex = field(default_factory=LexicalIndex)
+    watermark: float = 0.0
+    synced_at: float = 0.0
+    lock: threading.RLock = field(default_factory=threading.RLock)
+
+
+class ChromaStore:
+    """Collections, records and lexical indexes for every namespace of one Chroma."""
+
+    def __init__(self, client: Any, *, embedding_model: str, embedding_dim: int | None, lexical_sync_seconds: float = 1.0) -> None:
+        self.client = client
+        self.embedding_model = embedding_model
+        self.embedding_dim = embedding_dim
+        self.lexical_sync_seconds = lexical_sync_seconds
+        self._namespaces: dict[str, _Namespace] = {}
+        self._lock = threading.Lock()
+        self._access = _AccessRecorder()
+
+    # -- namespaces -----------------------------------------------------------------------
+    def namespace(self, name: str, *, create: bool = True) -> _Namespace | None:
+        with self._lock:
+            state = self._namespaces.get(name)
+            if state is not None:
+                return state
+            collection_name = COLLECTION_PREFIX + name
+            try:
+                if create:
+                    collection = self.client.get_or_create_collection(
+                        collection_name,
+                        embedding_function=None,
+                        metadata=self._collection_metadata(name),
+                        configuration={"hnsw": {"space": "cosine", "ef_search": 64}},
+                    )
+                else:
+                    collection = self.client.get_collection(collection_name, embedding_function=None)
+            except Exception as exc:
+                if not create and "does not exist" in str(exc).lower() or type(exc).__name__ == "NotFoundError":
+                    return None
+                raise StoreUnavailableError(f"could not open namespace {name!r}: {exc}") from exc
+            self._check_model(name, collection.metadata or {})
+            state = _Namespace(collection=collection)
+            self._load_lexical(state)
+            self._namespaces[name] = state
+            return state
+
+    def _collection_metadata(self, name: str) -> dict[str, Any]:
+        meta: dict[str, Any] = {"hindsight_namespace": name, "embedding_model": self.embedding_model, "schema": 1}
+        if self.embedding_dim:
+            meta["embedding_dim"] = self.embedding_dim
+        return meta
+
+    def _check_model(self, name: str, meta: dict[str, Any]) -> None:
+        stored = meta.get("embedding_model")
+        if stored and stored != self.embedding_model:
+            raise EmbeddingModelMismatchError(name, stored, self.embedding_model)
+        stored_dim = meta.get("embedding_dim")
+        if stored_dim and self.embedding_dim and int(stored_dim) != int(self.embedding_dim):
+            raise EmbeddingModelMismatchError(
+                name, f"{stored} ({stored_dim} dimensions)", f"{self.embedding_model} ({self.embedding_dim} dimensions)"
+            )
+
+    def list_namespaces(self) -> list[str]:
+        names = []
+        for item in self.client.list_collections():
+            name = item if isinstance(item, str) else item.name
+            if name.startswith(COLLECTION_PREFIX):
+                names.append(name[len(COLLECTION_PREFIX) :])
+        return sorted(names)
+
+    def drop_namespace(self, name: str) -> None:
+        """Delete a namespace's collection for good (used by `demo` and tests, not by forget)."""
+        with self._lock:
+            self._namespaces.pop(name, None)
+            try:
+                self.client.delete_collection(COLLECTION_PREFIX + name)
+            except Exception:
+                pass
+
+    # -- lexical cache --------------------------------------------------------------------
+    def _load_lexical(self, state: _Namespace) -> None:
+        items = []
+        for memory_id, document, meta in self._iterate(state.collection, include_embeddings=False):
+            items.append((memory_id, index_text(document, meta)))
+            state.watermark = max(state.watermark, meta.get("updated_at", 0.0))
+        state.lexical.upsert(items)
+        state.lexical.rebuild()
+        state.synced_at = time.monotonic()
+
+    def sync_lexical(self, state: _Namespace, *, force: bool = False) -> None:
+        """Catch up with writes made by other processes since our watermark."""
+        if not force and time.monotonic() - state.synced_at < self.lexical_sync_seconds:
+            return
+        with state.lock:
+            got = state.collection.get(where={"updated_at": {"$gt": state.watermark}}, include=["documents", "metadatas"])
+            if got["ids"]:
+                state.lexical.upsert(
+                    (i, index_text(d, m)) for i, d, m in zip(got["ids"], got["documents"], got["metadatas"])
+                )
+                state.watermark = max(state.watermark, *(m.get("updated_at", 0.0) for m in got["metadatas"]))
+            state.synced_at = time.monotonic()
+
+    # -- records --------------------------------------------------------------------------
+    def add(self, state: _Namespace, records: Sequence[MemoryRecord], embeddings: Sequence[Sequence[float]]) -> None:
+        if not records:
+            return
+        with state.lock:
+            for start in range(0, len(records), _max_batch(self.client)):
+                chunk = records[start : start + _max_batch(self.client)]
+                state.collection.add(
+                    ids=[r.id for r in chunk],
+                    documents=[r.content for r in chunk],
+                    metadatas=[r.to_metadata() for r in chunk],
+                    embeddings=[list(e) for e in embeddings[start : start + len(chunk)]],
+                )
+            self._note_written(state, records)
+
+    def update(self, state: _Namespace, records: Sequence[MemoryRecord], embeddings: Sequence[Sequence[float]] | None = None) -> None:
+        """Write back changed records (content changes need new embeddings)."""
+        if not records:
+            return
+        with state.lock:
+            kwargs: dict[str, Any] = {"ids": [r.id for r in records], "metadatas": [r.to_metadata() for r in records]}
+            if embeddings is not None:  # Chroma would try to re-embed documents given without vectors
+                kwargs["documents"] = [r.content for r in records]
+                kwargs["embeddings"] = [list(e) for e in embeddings]
+            state.collection.update(**kwargs)
+            self._note_written(state, records)
+
+    def record_access(self, state: _Namespace, ids: Sequence[str], when: datetime) -> None:
+        """Count a recall of ``ids``. Written in the background: a Chroma write costs more than a recall."""
+        self._access.record(state, ids, when)
+
+    def flush_access(self) -> None:
+        self._access.flush()
+
+    def _note_written(self, state: _Namespace, records: Sequence[MemoryRecord]) -> None:
+        state.lexical.upsert((r.id, index_text(r.content, r.to_metadata())) for r in records)
+        state.watermark = max(state.watermark, *(to_epoch(r.updated_at) or 0.0 for r in records))
+
+    def delete(self, state: _Namespace, ids: Sequence[str]) -> None:
+        """Hard delete (cold-storage archive and purge only; user-facing forget is soft)."""
+        if ids:
+            with state.lock:
+                state.collection.delete(ids=list(ids))
+                state.lexical.remove(ids)
+
+    def get(self, state: _Namespace, ids: Sequence[str], *, include_embeddings: bool = False) -> list[tuple[MemoryRecord, list[float] | None]]:
+        if not ids:
+            return []
+        include = ["documents", "metadatas"] + (["embeddings"] if include_embeddings else [])
+        got = state.collection.get(ids=list(ids), include=include)
+        embeddings = got.get("embeddings") if include_embeddings else None
+        out = []
+        for n, memory_id in enumerate(got["ids"]):
+            vector = list(map(float, embeddings[n])) if embeddings is not None else None
+            out.append((MemoryRecord.from_chroma(memory_id, got["documents"][n], got["metadatas"][n]), vector))
+        return out
+
+    def find(self, state: _Namespace, where: dict[str, Any] | None, *, limit: int | None = None, offset: int = 0) -> list[MemoryRecord]:
+        got = state.collection.get(where=where, limit=limit, offset=offset or None, include=["documents", "metadatas"])
+        return [MemoryRecord.from_chroma(i, d, m) for i, d, m in zip(got["ids"], got["documents"], got["metadatas"])]
+
+    def iterate(self, state: _Namespace, *, include_embeddings: bool = False) -> Iterator[tuple[MemoryRecord, list[float] | None]]:
+        for item in self._iterate(state.collection, include_embeddings=include_embeddings):
+            memory_id, document, meta = item[:3]
+            vector = list(map(float, item[3])) if include_embeddings else None
+            yield MemoryRecord.from_chroma(memory_id, document, meta), vector
+
+    def _iterate(self, collection: Any, *, include_embeddings: bool) -> Iterator[tuple[Any, ...]]:
+        include = ["documents", "metadatas"] + (["embeddings"] if include_embeddings else [])
+        offset = 0
+        while True:
+            got = collection.get(limit=_PAGE, offset=offset, include=include)
+            if not got["ids"]:
+                return
+            for n, memory_id in enumerate(got["ids"]):
+                row: tuple[Any, ...] = (memory_id, got["documents"][n], got["metadatas"][n])
+                if include_embeddings:
+                    row += (got["embeddings"][n],)
+                yield row
+            offset += len(got["ids"])
+
+    def query(self, state: _Namespace, embedding: Sequence[float], *, n: int, where: dict[str, Any] | None) -> list[tuple[str, float]]:
+        """Nearest neighbours as (id, cosine similarity)."""
+        count = state.collection.count()
+        if count == 0:
+            return []
+        got = state.collection.query(query_embeddings=[list(embedding)], n_results=min(n, count), where=where, include=["distances"])
+        return [(i, 1.0 - float(d)) for i, d in zip(got["ids"][0], got["distances"][0])]
+
+    def count(self, state: _Namespace) -> int:
+        return state.collection.count()
+
+
+class _AccessRecorder:
+    """Batches access-count updates and writes them from a daemon thread.
+
+    Only ``access_count`` and ``last_accessed_at`` are written (Chroma merges metadata on
+    update), re-reading the current count first, so a concurrent status change or another
+    process's counts are never overwritten.
+    """
+
+    def __init__(self, interval: float = 0.5) -> None:
+        self._interval = interval
+        self._pending: dict[int, tuple[_Namespace, dict[str, list[float]]]] = {}
+        self._lock = threading.Lock()
+        self._wake = threading.Event()
+        self._thread: threading.Thread | None = None
+        atexit.register(self.flush)
+
+    def record(self, state: _Namespace, ids: Sequence[str], when: datetime) -> None:
+        stamp = when.timestamp()
+        with self._lock:
+            _, counts = self._pending.setdefault(id(state), (state, {}))
+            for memory_id in ids:
+                entry = counts.setdefault(memory_id, [0, 0.0])
+                entry[0] += 1
+                entry[1] = max(entry[1], stamp)
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(target=self._run, name="hindsight-access", daemon=True)
+                self._thread.start()
+
+    def _run(self) -> None:
+        while True:
+            time.sleep(self._interval)
+            if not self.flush():
+                return
+
+    def flush(self) -> bool:
+        """Write pending counts now; returns False when there was nothing to write."""
+        with self._lock:
+            pending, self._pending = self._pending, {}
+        for state, counts in pending.values():
+            try:
+                with state.lock:
+                    got = state.collection.get(ids=list(counts), include=["metadatas"])
+                    ids, metas = [], []
+                    for memory_id, meta in zip(got["ids"], got["metadatas"]):
+                        n, last = counts[memory_id]
+                        ids.append(memory_id)
+                        metas.append({"access_count": int(meta.get("access_count", 0)) + n, "last_accessed_at": max(last, meta.get("last_accessed_at", 0.0))})
+                    if ids:
+                        state.collection.update(ids=ids, metadatas=metas)
+            except Exception:  # a dropped namespace or a closed client: counts are best effort
+                continue
+        return bool(pending)
+
+
+def index_text(document: str | None, meta: dict[str, Any]) -> str:
+    """What the lexical index sees: the content, its context and summary, and its entities."""
+    parts = [document or "", meta.get("context") or "", meta.get("summary") or "", meta.get("entities_json") or ""]
+    return " ".join(p for p in parts if p and p != "[]")
+
+
+def _max_batch(client: Any) -> int:
+    try:
+        return max(1, min(int(client.get_max_batch_size()), 5000))
+    except Exception:
+        return 1000
+
+
+__all__ = ["ChromaStore", "open_client", "index_text", "utcnow"]

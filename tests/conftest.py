@@ -1,0 +1,40 @@
+"""Shared fixtures: one embedding model per test session, a fresh embedded store per test."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+# Tests must never reach a paid LLM or pick up a developer's key by accident.
+for _var in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "HINDSIGHT_OPENAI_API_KEY", "HINDSIGHT_OPENAI_BASE_URL", "HINDSIGHT_STORE", "HINDSIGHT_CHROMA_URL"):
+    os.environ.pop(_var, None)
+
+from hindsight_integrations import MemoryEngine  # noqa: E402
+from hindsight_integrations.core.embeddings import LocalEmbedder  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def embedder() -> LocalEmbedder:
+    """The real local all-MiniLM-L6-v2, loaded once for the whole run."""
+    model = LocalEmbedder()
+    model.warm()
+    return model
+
+
+@pytest.fixture
+def store_path(tmp_path: Path) -> Path:
+    return tmp_path / "store"
+
+
+@pytest.fixture
+def engine(store_path: Path, embedder: LocalEmbedder) -> Iterator[MemoryEngine]:
+    """An engine on a fresh embedded Chroma directory, no LLM."""
+    eng = MemoryEngine(store=store_path, embedder=embedder, llm=False)
+    yield eng
+    eng.chroma.flush_access()
