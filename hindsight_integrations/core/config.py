@@ -65,6 +65,7 @@ class Settings(BaseSettings):
     # Writing.
     max_content_bytes: int = Field(32 * 1024, ge=64)
     dedup_threshold: float = Field(0.92, gt=0, le=1)
+    time_aware_text: bool = True  # index "On 8 May 2023, <content>" (see core/indexing.py)
     tokenizer: str = "estimate"
 
     # Working memory.

@@ -75,6 +75,10 @@ def resolve_local_model(model: str) -> tuple[str, str]:
     return model, os.path.basename(model.rstrip("/")) or model
 
 
+_LOADED: dict[tuple[str, str], Any] = {}  # one copy of each model per process, however many engines
+_LOAD_LOCK = threading.Lock()
+
+
 class LocalEmbedder:
     """sentence-transformers on the CPU, loaded lazily and never from a hub."""
 
@@ -83,23 +87,28 @@ class LocalEmbedder:
         self._batch_size = batch_size
         self._device = device
         self._model: Any = None
-        self._lock = threading.Lock()
 
     def _load(self) -> Any:
         if self._model is None:
-            with self._lock:
+            with _LOAD_LOCK:
+                self._model = _LOADED.get((self._path, self._device))
                 if self._model is None:
                     os.environ.setdefault("HF_HUB_OFFLINE", "1")
                     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
                     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+                    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
                     try:
                         from sentence_transformers import SentenceTransformer
+                        from transformers.utils import logging as transformers_logging
+
+                        transformers_logging.disable_progress_bar()
+                        transformers_logging.set_verbosity_error()
                     except ImportError as exc:
                         raise ConfigurationError(
                             "local embeddings need sentence-transformers: pip install 'hindsight-integrations[local]'"
                         ) from exc
                     try:
-                        self._model = SentenceTransformer(self._path, device=self._device)
+                        self._model = _LOADED[(self._path, self._device)] = SentenceTransformer(self._path, device=self._device)
                     except Exception as exc:
                         raise ConfigurationError(
                             f"could not load the local embedding model {self._path!r} ({exc}); set "

@@ -21,13 +21,14 @@ from pydantic import BaseModel, Field
 from .config import Settings, load_settings, validate_namespace
 from .compression import extractive_summary, transcript
 from .conflicts import detect_slot
-from .context import format_context, memory_line, select_within_budget
+from .context import format_context, memory_line, pack_within_budget
 from .embeddings import Embedder, _QueryCache, build_embedder, embed_query
 from .errors import HindsightError, InvalidInputError, LLMError, MemoryNotFoundError
 from .filters import RecallFilters
+from .indexing import body_text, window_text
 from .inputs import MemoryInput, parse_inputs, validate_content
 from .llm import LLMClient
-from .recall import RecallHit, RecallWeights, rank
+from .recall import Candidate, RecallHit, RecallWeights, rank
 from .records import Kind, MemoryRecord, Role, Source, Status, Tier, utcnow
 from .store import ChromaStore, open_client
 from .tokens import counter_for
@@ -137,6 +138,7 @@ class MemoryEngine:
             embedding_model=self.embedder.name,
             embedding_dim=self.embedder.dimension,
             lexical_sync_seconds=settings.lexical_sync_seconds,
+            time_aware=settings.time_aware_text,
         )
         self.tokens = counter_for(settings.tokenizer)
         self._query_cache = _QueryCache()
@@ -157,9 +159,14 @@ class MemoryEngine:
     def _embed(self, texts: Sequence[str]) -> list[list[float]]:
         return self.embedder.embed(list(texts)) if texts else []
 
-    @staticmethod
-    def _embedding_text(record: MemoryRecord) -> str:
-        return f"{record.context}\n{record.content}" if record.context else record.content
+    def _vectors(self, records: Sequence[MemoryRecord]) -> tuple[list[list[float]], dict[str, list[float]]]:
+        """Embed records in one batch: each one's own text, plus a window vector where it has context."""
+        time_aware = self.settings.time_aware_text
+        metas = [r.to_metadata() for r in records]
+        texts = [body_text(r.content, m, time_aware=time_aware) for r, m in zip(records, metas)]
+        windows = {r.id: w for r, m in zip(records, metas) if (w := window_text(r.content, m, time_aware=time_aware))}
+        vectors = self._embed(texts + list(windows.values()))
+        return vectors[: len(texts)], dict(zip(windows, vectors[len(texts) :]))
 
     def warm(self) -> None:
         """Load the embedding model now so the first request is not slow."""
@@ -212,18 +219,19 @@ class MemoryEngine:
                 records.append(self._new_record(ns, item, decision, now, request_id, request_hash, origin))
             if not records:
                 return result
-            vectors = self._embed([self._embedding_text(r) for r in records])
+            vectors, windows = self._vectors(records)
             fresh: list[tuple[MemoryRecord, list[float]]] = []
             for record, vector in zip(records, vectors):
                 existing = self._near_duplicate(state, record, vector) if dedup else None
                 if existing is not None:
                     merged = self._merge_into(existing, record, now)
-                    self.chroma.update(state, [merged], [vector])
+                    window = {merged.id: windows[record.id]} if record.id in windows else None
+                    self.chroma.update(state, [merged], [vector], window)
                     result.merged.append(merged.id)
                     result.stored.append(merged)
                 else:
                     fresh.append((record, vector))
-            self.chroma.add(state, [r for r, _ in fresh], [v for _, v in fresh])
+            self.chroma.add(state, [r for r, _ in fresh], [v for _, v in fresh], {r.id: windows[r.id] for r, _ in fresh if r.id in windows})
             result.stored.extend(r for r, _ in fresh)
             result.superseded = self._supersede(state, [r for r, _ in fresh], now)
         return result
@@ -346,37 +354,31 @@ class MemoryEngine:
         self.chroma.sync_lexical(state)
         vector = embed_query(self.embedder, query, self._query_cache)
         pool = candidates or max(50, top_k * 4)
-        dense_hits = self.chroma.query(state, vector, n=pool, where=filters.where(include_history=include_history, now=now))
-        lexical_hits = state.lexical.search(query, pool)
-
-        def fetch(ids: list[str], need_vectors: list[str]) -> dict[str, tuple[MemoryRecord, list[float] | None]]:
-            out = {r.id: (r, None) for r, _ in self.chroma.get(state, [i for i in ids if i not in set(need_vectors)])}
-            out.update({r.id: (r, v) for r, v in self.chroma.get(state, need_vectors, include_embeddings=True)})
-            return out
-
-        hits = rank(
-            dense_hits=dense_hits,
-            lexical_hits=lexical_hits,
-            fetch=fetch,
-            query_vector=vector,
-            filters=filters,
-            include_history=include_history,
-            weights=weights,
-            now=now,
-        )
+        dense_ids = [i for i, _ in self.chroma.query(state, vector, n=pool, where=filters.where(include_history=include_history, now=now))]
+        window_ids = self.chroma.query_windows(state, vector, n=pool) if weights.window > 0 else []
+        lexical = dict(state.lexical.search(query, pool))
+        ids = list(dict.fromkeys([*dense_ids, *window_ids, *lexical]))
+        found = self.chroma.get(state, ids, include_embeddings=True)
+        window_vectors = self.chroma.window_vectors(state, ids) if weights.window > 0 else {}
+        prefiltered = set(dense_ids)
+        pool_candidates = [
+            Candidate(record=r, vector=v, window_vector=window_vectors.get(r.id), lexical_raw=lexical.get(r.id, 0.0))
+            for r, v in found
+            if r.id in prefiltered or filters.matches(r.to_metadata(), include_history=include_history, now=now)
+        ]
+        hits = rank(pool_candidates, query=query, query_vector=vector, weights=weights, now=now)
         if min_score is not None:
-            hits = [h for h in hits if h.relevance >= min_score]
+            hits = [h for h in hits if h.similarity >= min_score]
         hits = hits[:top_k]
-        if token_budget is not None:
-            kept = {r.id for r in select_within_budget([h.record for h in hits], token_budget, self.tokens)}
-            hits = [h for h in hits if h.record.id in kept]
+        packed = pack_within_budget([h.record for h in hits], token_budget, query=query, counter=self.tokens)
+        hits = hits[: len(packed)]
         if touch and hits:
             self.chroma.record_access(state, [h.record.id for h in hits], now)
             hits = [
                 h.model_copy(update={"record": h.record.model_copy(update={"access_count": h.record.access_count + 1, "last_accessed_at": now})})
                 for h in hits
             ]
-        context = format_context([h.record for h in hits])
+        context = format_context([(h.record, text) for h, (_, text) in zip(hits, packed)])
         return RecallResult(query=query, hits=hits, context=context, tokens=self.tokens.count(context))
 
     def _check_top_k(self, top_k: Any) -> int:
@@ -431,7 +433,7 @@ class MemoryEngine:
             embedding_dim=self.chroma.embedding_dim,
         )
         with self._write_lock(ns):
-            self.chroma.add(state, [turn], self._embed([turn.content]))
+            self.chroma.add(state, [turn], self._vectors([turn])[0])
         stored = StoreResult()
         if extract:
             stored = self._remember_turn(ns, turn)
@@ -518,7 +520,7 @@ class MemoryEngine:
                     embedding_model=self.embedder.name,
                     embedding_dim=self.chroma.embedding_dim,
                 )
-                self.chroma.add(state, [record], self._embed([summary]))
+                self.chroma.add(state, [record], self._vectors([record])[0])
                 moved = [
                     t.model_copy(update={"status": Status.ARCHIVED, "updated_at": now, "metadata": {**t.metadata, "summary_id": record.id}})
                     for t in group
@@ -594,8 +596,8 @@ class MemoryEngine:
         updated = record.model_copy(update=changes)
         state = self._state(ns)
         with self._write_lock(ns):
-            vectors = self._embed([self._embedding_text(updated)]) if content is not None else None
-            self.chroma.update(state, [updated], vectors)
+            vectors, windows = self._vectors([updated]) if content is not None else (None, None)
+            self.chroma.update(state, [updated], vectors, windows)
         return updated
 
     def forget(self, memory_id: str, *, namespace: str | None = None) -> MemoryRecord:
@@ -679,12 +681,18 @@ class MemoryEngine:
     def export(self, *, namespace: str | None = None, include_embeddings: bool = True) -> dict[str, Any]:
         """Everything in a namespace, every status included, as JSON-ready data."""
         ns = self._ns(namespace)
+        state = self._state(ns)
         records = []
-        for record, vector in self.chroma.iterate(self._state(ns), include_embeddings=include_embeddings):
+        for record, vector in self.chroma.iterate(state, include_embeddings=include_embeddings):
             item = record.public_dict()
             if vector is not None:
                 item["embedding"] = vector
             records.append(item)
+        if include_embeddings:
+            windows = self.chroma.window_vectors(state, [r["id"] for r in records if r.get("context")])
+            for item in records:
+                if item["id"] in windows:
+                    item["window_embedding"] = windows[item["id"]]
         return {
             "format": EXPORT_FORMAT,
             "version": 1,
@@ -702,25 +710,35 @@ class MemoryEngine:
         ns = self._ns(namespace or data.get("namespace"))
         same_model = data.get("embedding_model") == self.embedder.name
         records: list[MemoryRecord] = []
-        vectors: list[list[float] | None] = []
+        vectors: list[list[float]] = []
+        windows: dict[str, list[float]] = {}
+        reembed: list[MemoryRecord] = []
         for n, item in enumerate(data.get("records", [])):
             try:
-                record = MemoryRecord.model_validate({k: v for k, v in item.items() if k != "embedding"})
+                record = MemoryRecord.model_validate({k: v for k, v in item.items() if k not in ("embedding", "window_embedding")})
             except Exception as exc:
                 raise InvalidInputError(f"records[{n}]", str(exc)) from None
             record = record.model_copy(update={"namespace": ns, "embedding_model": self.embedder.name, "embedding_dim": self.chroma.embedding_dim})
             records.append(record)
-            vectors.append(item.get("embedding") if same_model else None)
-        missing = [i for i, v in enumerate(vectors) if v is None]
-        for i, vector in zip(missing, self._embed([self._embedding_text(records[i]) for i in missing])):
-            vectors[i] = vector
+            if same_model and item.get("embedding") and (item.get("window_embedding") or not record.context):
+                vectors.append(item["embedding"])
+                if item.get("window_embedding"):
+                    windows[record.id] = item["window_embedding"]
+            else:
+                vectors.append([])
+                reembed.append(record)
+        fresh_vectors, fresh_windows = self._vectors(reembed) if reembed else ([], {})
+        by_id = dict(zip((r.id for r in reembed), fresh_vectors))
+        vectors = [v or by_id[r.id] for r, v in zip(records, vectors)]
+        windows.update(fresh_windows)
         state = self._state(ns)
         with self._write_lock(ns):
             existing = {r.id for r, _ in self.chroma.get(state, [r.id for r in records])}
             new = [(r, v) for r, v in zip(records, vectors) if r.id not in existing]
             old = [(r, v) for r, v in zip(records, vectors) if r.id in existing]
-            self.chroma.add(state, [r for r, _ in new], [v for _, v in new])  # type: ignore[misc]
-            self.chroma.update(state, [r for r, _ in old], [v for _, v in old] if old else None)  # type: ignore[misc]
+            self.chroma.add(state, [r for r, _ in new], [v for _, v in new], windows)
+            if old:
+                self.chroma.update(state, [r for r, _ in old], [v for _, v in old], None)
         return len(records)
 
     def drop_namespace(self, namespace: str) -> None:

@@ -36,21 +36,36 @@ def _stem(tokens: list[str]) -> list[str]:
     return _stemmer.stemWords(tokens)
 
 
-class _Segment:
-    """An immutable bm25s index over a fixed list of documents."""
+_Doc = tuple[list[str], list[str]]  # (body tokens, context tokens)
 
-    def __init__(self, ids: list[str], tokens: list[list[str]]) -> None:
+
+class _Segment:
+    """Immutable bm25s indexes over a fixed list of documents: one for bodies, one for contexts.
+
+    A memory's context (e.g. the turns around it) should help it match, but less than its
+    own words: the context field's scores count ``context_weight`` times.
+    """
+
+    def __init__(self, ids: list[str], docs: list[_Doc], context_weight: float) -> None:
         self.ids = ids
         self.position = {memory_id: i for i, memory_id in enumerate(ids)}
         self.live = np.ones(len(ids), dtype=np.float32)
-        self.bm25 = bm25s.BM25()
+        self.context_weight = context_weight
+        self.body = bm25s.BM25()
+        self.context: bm25s.BM25 | None = None
         if ids:
-            self.bm25.index([t or [""] for t in tokens], show_progress=False)
+            self.body.index([d[0] or [""] for d in docs], show_progress=False)
+            if context_weight > 0 and any(d[1] for d in docs):
+                self.context = bm25s.BM25()
+                self.context.index([d[1] or [""] for d in docs], show_progress=False)
 
     def scores(self, terms: list[str]) -> np.ndarray:
         if not self.ids:
             return np.zeros(0, dtype=np.float32)
-        return self.bm25.get_scores(terms) * self.live
+        scores = self.body.get_scores(terms)
+        if self.context is not None:
+            scores = scores + self.context_weight * self.context.get_scores(terms)
+        return scores * self.live
 
     def kill(self, memory_id: str) -> None:
         i = self.position.get(memory_id)
@@ -59,12 +74,13 @@ class _Segment:
 
 
 class LexicalIndex:
-    """BM25 over (memory id, text) pairs with incremental upsert/remove."""
+    """BM25 over (memory id, body, context) documents with incremental upsert/remove."""
 
-    def __init__(self, *, sync_rebuild_max_docs: int = 5000) -> None:
+    def __init__(self, *, context_weight: float = 0.3, sync_rebuild_max_docs: int = 5000) -> None:
         self._lock = threading.RLock()
-        self._tokens: dict[str, list[str]] = {}
-        self._main = _Segment([], [])
+        self._context_weight = context_weight
+        self._tokens: dict[str, _Doc] = {}
+        self._main = _Segment([], [], context_weight)
         self._pending_ids: set[str] = set()
         self._pending: _Segment | None = None
         self._sync_rebuild_max_docs = sync_rebuild_max_docs
@@ -77,8 +93,9 @@ class LexicalIndex:
     def __contains__(self, memory_id: object) -> bool:
         return memory_id in self._tokens
 
-    def upsert(self, items: Iterable[tuple[str, str]]) -> None:
-        prepared = [(memory_id, _stem(lexical_tokens(text))) for memory_id, text in items]
+    def upsert(self, items: Iterable[tuple[str, str, str]]) -> None:
+        """Add or replace ``(memory id, body text, context text)`` documents."""
+        prepared = [(m, (_stem(lexical_tokens(body)), _stem(lexical_tokens(context)))) for m, body, context in items]
         with self._lock:
             for memory_id, tokens in prepared:
                 self._main.kill(memory_id)
@@ -100,9 +117,9 @@ class LexicalIndex:
         """Fold every pending document into a fresh main index, now."""
         with self._lock:
             snapshot = dict(self._tokens)
-        self._install(_Segment(list(snapshot), list(snapshot.values())), snapshot)
+        self._install(_Segment(list(snapshot), list(snapshot.values()), self._context_weight), snapshot)
 
-    def _install(self, segment: _Segment, snapshot: dict[str, list[str]]) -> None:
+    def _install(self, segment: _Segment, snapshot: dict[str, _Doc]) -> None:
         with self._lock:
             # Anything written or removed while the segment was built stays pending / dead.
             for memory_id, tokens in snapshot.items():
@@ -139,7 +156,7 @@ class LexicalIndex:
             if self._pending_ids:
                 if self._pending is None:
                     ids = sorted(self._pending_ids)
-                    self._pending = _Segment(ids, [self._tokens[i] for i in ids])
+                    self._pending = _Segment(ids, [self._tokens[i] for i in ids], self._context_weight)
                 fresh = _top(self._pending, terms, limit)
                 if fresh:
                     scale = (hits[0][1] if hits else 1.0) / max(score for _, score in fresh)

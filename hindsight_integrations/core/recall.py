@@ -3,24 +3,26 @@
 score = similarity_weight·relevance + recency_weight·recency + importance_weight·importance
         + access_weight·access_frequency
 
-where relevance fuses the cosine similarity from Chroma with the BM25 score from the
-lexical index (normalised to the best candidate), recency is ``exp(-λ·hours)`` since the
-memory occurred, and access frequency saturates logarithmically. Every weight can be
-changed per call; ``min_score`` applies to relevance, the part that says "is this about
-the question at all".
+where relevance fuses dense similarity (the memory's own vector and its context window's)
+with the BM25 score of the lexical index, each min-max normalised over the candidates
+(the mix LoCoMo tuning favoured over reciprocal-rank fusion), plus a bonus when the query
+names exactly one of the candidates' entities (a speaker, a project). Recency is
+``exp(-λ·hours)`` since the memory occurred; access frequency saturates logarithmically.
+Every weight can be changed per call. ``min_score`` compares raw cosine similarity, as in
+SPEC §6 ("0.7–0.8 on pure similarity").
 """
 
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from .filters import RecallFilters
 from .records import MemoryRecord, to_epoch
 
 
@@ -29,12 +31,14 @@ class RecallWeights(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    similarity: float = Field(0.5, ge=0)
+    similarity: float = Field(0.5, ge=0, description="weight of relevance (dense + lexical) in the score")
     recency: float = Field(0.2, ge=0)
     importance: float = Field(0.2, ge=0)
     access: float = Field(0.1, ge=0)
-    dense: float = Field(0.6, ge=0, description="share of dense similarity inside relevance")
-    lexical: float = Field(0.4, ge=0, description="share of BM25 inside relevance")
+    dense: float = Field(0.5, ge=0, description="share of dense similarity inside relevance")
+    lexical: float = Field(0.5, ge=0, description="share of BM25 inside relevance")
+    window: float = Field(0.5, ge=0, le=1, description="share of the context-window vector inside dense similarity")
+    entity_boost: float = Field(0.2, ge=0, description="relevance bonus when the one entity named in the query is the memory's")
     recency_lambda: float = Field(0.01, ge=0, description="per hour")
     access_saturation: int = Field(20, ge=1)
 
@@ -45,72 +49,86 @@ class RecallHit(BaseModel):
     record: MemoryRecord
     score: float
     relevance: float
-    dense: float = 0.0
-    lexical: float = 0.0
+    similarity: float = Field(0.0, description="cosine similarity to the query (what min_score compares)")
+    lexical: float = Field(0.0, description="BM25 score, min-max normalised over the candidates")
     recency: float = 0.0
 
 
-class _Candidate:
-    __slots__ = ("record", "vector", "dense", "lexical_raw")
+@dataclass
+class Candidate:
+    record: MemoryRecord
+    vector: Sequence[float] | None
+    window_vector: Sequence[float] | None
+    lexical_raw: float
 
-    def __init__(self, record: MemoryRecord, vector: Sequence[float] | None, dense: float | None, lexical_raw: float) -> None:
-        self.record = record
-        self.vector = vector
-        self.dense = dense
-        self.lexical_raw = lexical_raw
+
+def _minmax(values: np.ndarray) -> np.ndarray:
+    if values.size == 0:
+        return values
+    lo, hi = float(values.min()), float(values.max())
+    if hi - lo < 1e-9:
+        return np.ones_like(values)
+    return (values - lo) / (hi - lo)
+
+
+def _cosines(vectors: list[Sequence[float] | None], query: np.ndarray) -> np.ndarray:
+    out = np.zeros(len(vectors), dtype=np.float32)
+    rows = [i for i, v in enumerate(vectors) if v is not None]
+    if rows:
+        matrix = np.asarray([vectors[i] for i in rows], dtype=np.float32)
+        norms = np.linalg.norm(matrix, axis=1) * (float(np.linalg.norm(query)) or 1.0)
+        out[rows] = (matrix @ query) / np.where(norms == 0, 1.0, norms)
+    return out
+
+
+def named_entity(query: str, candidates: Sequence[Candidate]) -> str | None:
+    """The single candidate entity (e.g. a speaker's name) the query mentions, if exactly one."""
+    lowered = query.lower()
+    names = {e for c in candidates for e in c.record.entities}
+    mentioned = {e for e in names if e and re.search(rf"(?<!\w){re.escape(e.lower())}(?!\w)", lowered)}
+    return mentioned.pop() if len(mentioned) == 1 else None
 
 
 def rank(
+    candidates: Sequence[Candidate],
     *,
-    dense_hits: list[tuple[str, float]],
-    lexical_hits: list[tuple[str, float]],
-    fetch: Any,
+    query: str,
     query_vector: Sequence[float],
-    filters: RecallFilters,
-    include_history: bool,
     weights: RecallWeights,
     now: datetime,
 ) -> list[RecallHit]:
-    """Merge candidates from both retrievers and score them; ``fetch(ids)`` loads records."""
-    dense = dict(dense_hits)
-    lexical = dict(lexical_hits)
-    ids = list(dict.fromkeys([*dense, *lexical]))
-    if not ids:
+    """Score already-filtered candidates; best first.
+
+    Dense similarity mixes the memory's own vector with its context-window vector; both
+    signals are min-max normalised over the candidate set before fusion, which keeps
+    BM25's unbounded scores and cosine's narrow band on one scale.
+    """
+    if not candidates:
         return []
-    loaded = fetch(ids, [i for i in ids if i not in dense])
     q = np.asarray(query_vector, dtype=np.float32)
-    q_norm = float(np.linalg.norm(q)) or 1.0
-    candidates: list[_Candidate] = []
-    for memory_id in ids:
-        item = loaded.get(memory_id)
-        if item is None:
-            continue
-        record, vector = item
-        similarity = dense.get(memory_id)
-        if similarity is None:
-            if not filters.matches(record.to_metadata(), include_history=include_history, now=now):
-                continue
-            if vector is not None:
-                v = np.asarray(vector, dtype=np.float32)
-                similarity = float(v @ q) / ((float(np.linalg.norm(v)) or 1.0) * q_norm)
-        candidates.append(_Candidate(record, vector, similarity, lexical.get(memory_id, 0.0)))
-    best_lexical = max((c.lexical_raw for c in candidates), default=0.0) or 1.0
+    own = _cosines([c.vector for c in candidates], q)
+    windows = _cosines([c.window_vector if c.window_vector is not None else c.vector for c in candidates], q)
+    similarity = (1 - weights.window) * own + weights.window * windows
+    dense = _minmax(similarity)
+    raw_lexical = np.asarray([c.lexical_raw for c in candidates], dtype=np.float32)
+    lexical = np.zeros_like(raw_lexical)
+    matched = raw_lexical > 0
+    lexical[matched] = _minmax(raw_lexical[matched]) if matched.sum() > 1 else 1.0
     share = (weights.dense + weights.lexical) or 1.0
+    relevance = (weights.dense * dense + weights.lexical * lexical) / share
+    entity = named_entity(query, candidates) if weights.entity_boost else None
     now_epoch = to_epoch(now) or 0.0
     hits = []
-    for c in candidates:
-        d = max(0.0, min(1.0, c.dense or 0.0))
-        lex = c.lexical_raw / best_lexical
-        relevance = (weights.dense * d + weights.lexical * lex) / share
+    for n, c in enumerate(candidates):
+        rel = float(relevance[n])
+        if entity and entity not in c.record.entities:  # a bonus for the named one, kept within [0, 1]
+            rel /= 1 + weights.entity_boost
         hours = max(0.0, (now_epoch - (to_epoch(c.record.occurred_at) or now_epoch)) / 3600.0)
         recency = math.exp(-weights.recency_lambda * hours)
         access = min(1.0, math.log1p(c.record.access_count) / math.log1p(weights.access_saturation))
-        score = (
-            weights.similarity * relevance
-            + weights.recency * recency
-            + weights.importance * c.record.importance
-            + weights.access * access
+        score = weights.similarity * rel + weights.recency * recency + weights.importance * c.record.importance + weights.access * access
+        hits.append(
+            RecallHit(record=c.record, score=score, relevance=rel, similarity=float(similarity[n]), lexical=float(lexical[n]), recency=recency)
         )
-        hits.append(RecallHit(record=c.record, score=score, relevance=relevance, dense=d, lexical=lex, recency=recency))
     hits.sort(key=lambda h: h.score, reverse=True)
     return hits

@@ -27,10 +27,12 @@ import chromadb
 from tenacity import RetryError, retry, stop_after_attempt, wait_exponential
 
 from .errors import EmbeddingModelMismatchError, StoreUnavailableError
+from .indexing import body_text, context_text
 from .lexical import LexicalIndex
-from .records import MemoryRecord, to_epoch, utcnow
+from .records import MemoryRecord, to_epoch
 
 COLLECTION_PREFIX = "hindsight_"
+WINDOW_PREFIX = "hindsightwin_"  # never matches COLLECTION_PREFIX, so never listed as a namespace
 _PAGE = 2000
 
 
@@ -84,6 +86,7 @@ def _check_writable(path: Path) -> None:
 @dataclass
 class _Namespace:
     collection: Any
+    windows: Any  # the "window" vectors of memories that have a context (see indexing.py)
     lexical: LexicalIndex = field(default_factory=LexicalIndex)
     watermark: float = 0.0
     synced_at: float = 0.0
@@ -93,8 +96,17 @@ class _Namespace:
 class ChromaStore:
     """Collections, records and lexical indexes for every namespace of one Chroma."""
 
-    def __init__(self, client: Any, *, embedding_model: str, embedding_dim: int | None, lexical_sync_seconds: float = 1.0) -> None:
+    def __init__(
+        self,
+        client: Any,
+        *,
+        embedding_model: str,
+        embedding_dim: int | None,
+        lexical_sync_seconds: float = 1.0,
+        time_aware: bool = True,
+    ) -> None:
         self.client = client
+        self.time_aware = time_aware
         self.embedding_model = embedding_model
         self.embedding_dim = embedding_dim
         self.lexical_sync_seconds = lexical_sync_seconds
@@ -108,26 +120,27 @@ class ChromaStore:
             state = self._namespaces.get(name)
             if state is not None:
                 return state
-            collection_name = COLLECTION_PREFIX + name
             try:
-                if create:
-                    collection = self.client.get_or_create_collection(
-                        collection_name,
-                        embedding_function=None,
-                        metadata=self._collection_metadata(name),
-                        configuration={"hnsw": {"space": "cosine", "ef_search": 64}},
-                    )
-                else:
-                    collection = self.client.get_collection(collection_name, embedding_function=None)
+                if not create:
+                    self.client.get_collection(COLLECTION_PREFIX + name, embedding_function=None)
+                collection, windows = (self._open(prefix + name, name) for prefix in (COLLECTION_PREFIX, WINDOW_PREFIX))
             except Exception as exc:
-                if not create and "does not exist" in str(exc).lower() or type(exc).__name__ == "NotFoundError":
+                if not create and ("does not exist" in str(exc).lower() or type(exc).__name__ == "NotFoundError"):
                     return None
                 raise StoreUnavailableError(f"could not open namespace {name!r}: {exc}") from exc
             self._check_model(name, collection.metadata or {})
-            state = _Namespace(collection=collection)
+            state = _Namespace(collection=collection, windows=windows)
             self._load_lexical(state)
             self._namespaces[name] = state
             return state
+
+    def _open(self, collection_name: str, namespace: str) -> Any:
+        return self.client.get_or_create_collection(
+            collection_name,
+            embedding_function=None,
+            metadata=self._collection_metadata(namespace),
+            configuration={"hnsw": {"space": "cosine", "ef_search": 64}},
+        )
 
     def _collection_metadata(self, name: str) -> dict[str, Any]:
         meta: dict[str, Any] = {"hindsight_namespace": name, "embedding_model": self.embedding_model, "schema": 1}
@@ -157,16 +170,17 @@ class ChromaStore:
         """Delete a namespace's collection for good (used by `demo` and tests, not by forget)."""
         with self._lock:
             self._namespaces.pop(name, None)
-            try:
-                self.client.delete_collection(COLLECTION_PREFIX + name)
-            except Exception:
-                pass
+            for prefix in (COLLECTION_PREFIX, WINDOW_PREFIX):
+                try:
+                    self.client.delete_collection(prefix + name)
+                except Exception:  # already gone
+                    pass
 
     # -- lexical cache --------------------------------------------------------------------
     def _load_lexical(self, state: _Namespace) -> None:
         items = []
         for memory_id, document, meta in self._iterate(state.collection, include_embeddings=False):
-            items.append((memory_id, index_text(document, meta)))
+            items.append(self._lexical_doc(memory_id, document, meta))
             state.watermark = max(state.watermark, meta.get("updated_at", 0.0))
         state.lexical.upsert(items)
         state.lexical.rebuild()
@@ -179,17 +193,25 @@ class ChromaStore:
         with state.lock:
             got = state.collection.get(where={"updated_at": {"$gt": state.watermark}}, include=["documents", "metadatas"])
             if got["ids"]:
-                state.lexical.upsert(
-                    (i, index_text(d, m)) for i, d, m in zip(got["ids"], got["documents"], got["metadatas"])
-                )
+                state.lexical.upsert(self._lexical_doc(i, d, m) for i, d, m in zip(got["ids"], got["documents"], got["metadatas"]))
                 state.watermark = max(state.watermark, *(m.get("updated_at", 0.0) for m in got["metadatas"]))
             state.synced_at = time.monotonic()
 
+    def _lexical_doc(self, memory_id: str, document: str | None, meta: dict[str, Any]) -> tuple[str, str, str]:
+        return memory_id, body_text(document, meta, time_aware=self.time_aware), context_text(meta)
+
     # -- records --------------------------------------------------------------------------
-    def add(self, state: _Namespace, records: Sequence[MemoryRecord], embeddings: Sequence[Sequence[float]]) -> None:
+    def add(
+        self,
+        state: _Namespace,
+        records: Sequence[MemoryRecord],
+        embeddings: Sequence[Sequence[float]],
+        window_embeddings: dict[str, Sequence[float]] | None = None,
+    ) -> None:
         if not records:
             return
         with state.lock:
+            self._write_windows(state, window_embeddings)
             for start in range(0, len(records), _max_batch(self.client)):
                 chunk = records[start : start + _max_batch(self.client)]
                 state.collection.add(
@@ -200,11 +222,18 @@ class ChromaStore:
                 )
             self._note_written(state, records)
 
-    def update(self, state: _Namespace, records: Sequence[MemoryRecord], embeddings: Sequence[Sequence[float]] | None = None) -> None:
+    def update(
+        self,
+        state: _Namespace,
+        records: Sequence[MemoryRecord],
+        embeddings: Sequence[Sequence[float]] | None = None,
+        window_embeddings: dict[str, Sequence[float]] | None = None,
+    ) -> None:
         """Write back changed records (content changes need new embeddings)."""
         if not records:
             return
         with state.lock:
+            self._write_windows(state, window_embeddings)
             kwargs: dict[str, Any] = {"ids": [r.id for r in records], "metadatas": [r.to_metadata() for r in records]}
             if embeddings is not None:  # Chroma would try to re-embed documents given without vectors
                 kwargs["documents"] = [r.content for r in records]
@@ -219,8 +248,13 @@ class ChromaStore:
     def flush_access(self) -> None:
         self._access.flush()
 
+    @staticmethod
+    def _write_windows(state: _Namespace, vectors: dict[str, Sequence[float]] | None) -> None:
+        if vectors:
+            state.windows.upsert(ids=list(vectors), embeddings=[list(v) for v in vectors.values()])
+
     def _note_written(self, state: _Namespace, records: Sequence[MemoryRecord]) -> None:
-        state.lexical.upsert((r.id, index_text(r.content, r.to_metadata())) for r in records)
+        state.lexical.upsert(self._lexical_doc(r.id, r.content, r.to_metadata()) for r in records)
         state.watermark = max(state.watermark, *(to_epoch(r.updated_at) or 0.0 for r in records))
 
     def delete(self, state: _Namespace, ids: Sequence[str]) -> None:
@@ -228,6 +262,7 @@ class ChromaStore:
         if ids:
             with state.lock:
                 state.collection.delete(ids=list(ids))
+                state.windows.delete(ids=list(ids))
                 state.lexical.remove(ids)
 
     def get(self, state: _Namespace, ids: Sequence[str], *, include_embeddings: bool = False) -> list[tuple[MemoryRecord, list[float] | None]]:
@@ -265,6 +300,19 @@ class ChromaStore:
                     row += (got["embeddings"][n],)
                 yield row
             offset += len(got["ids"])
+
+    def window_vectors(self, state: _Namespace, ids: Sequence[str]) -> dict[str, list[float]]:
+        if not ids:
+            return {}
+        got = state.windows.get(ids=list(ids), include=["embeddings"])
+        return {i: list(map(float, v)) for i, v in zip(got["ids"], got["embeddings"])}
+
+    def query_windows(self, state: _Namespace, embedding: Sequence[float], *, n: int) -> list[str]:
+        """Ids whose window vectors are nearest (unfiltered: callers filter on the records)."""
+        count = state.windows.count()
+        if count == 0:
+            return []
+        return state.windows.query(query_embeddings=[list(embedding)], n_results=min(n, count), include=[])["ids"][0]
 
     def query(self, state: _Namespace, embedding: Sequence[float], *, n: int, where: dict[str, Any] | None) -> list[tuple[str, float]]:
         """Nearest neighbours as (id, cosine similarity)."""
@@ -332,12 +380,6 @@ class _AccessRecorder:
         return bool(pending)
 
 
-def index_text(document: str | None, meta: dict[str, Any]) -> str:
-    """What the lexical index sees: the content, its context and summary, and its entities."""
-    parts = [document or "", meta.get("context") or "", meta.get("summary") or "", meta.get("entities_json") or ""]
-    return " ".join(p for p in parts if p and p != "[]")
-
-
 def _max_batch(client: Any) -> int:
     try:
         return max(1, min(int(client.get_max_batch_size()), 5000))
@@ -345,4 +387,4 @@ def _max_batch(client: Any) -> int:
         return 1000
 
 
-__all__ = ["ChromaStore", "open_client", "index_text", "utcnow"]
+__all__ = ["ChromaStore", "open_client"]

@@ -61,6 +61,11 @@ _TRANSIENT_TOOL = re.compile(
 )
 _STATE_TOOL = re.compile(r"\b(config|configuration|setting|version|installed|status|created|updated|saved|path|port|url|env)\b", re.IGNORECASE)
 _DIGITS = re.compile(r"\d")
+_DECISION = re.compile(
+    r"\b(we decided|decided to|decision|we'?ll go with|let'?s go with|the plan is|agreed|i'?ve (set|configured|created|"
+    r"scheduled|booked|deployed|changed|updated)|is now (set|configured|scheduled)|todo|next step)\b|决定|计划是|已(设置|创建|安排)",
+    re.IGNORECASE,
+)
 
 
 @dataclass(frozen=True)
@@ -90,20 +95,23 @@ def assess(content: str, role: Role = Role.USER) -> WriteDecision:
         if _TRANSIENT_TOOL.search(text) and not _STATE_TOOL.search(text):
             return WriteDecision(False, Kind.TURN, 0.2, "transient tool lookup")
         return WriteDecision(True, Kind.CONTEXT, 0.8, "tool result describing state")
+    if role is not Role.USER:
+        # Assistant and system turns mostly restate the user; keep only decisions and actions.
+        if _DECISION.search(text) and _word_count(text) >= 4:
+            return WriteDecision(True, Kind.CONTEXT, 0.7, "decision or action stated by the assistant")
+        return WriteDecision(False, Kind.TURN, 0.3, f"{role.value} turn without a decision or new fact")
     if _CORRECTION.search(text):
         return WriteDecision(True, Kind.CORRECTION, 0.9, "correction of an earlier fact")
-    if _PREFERENCE.search(text) and role is Role.USER:
+    if _PREFERENCE.search(text):
         return WriteDecision(True, Kind.PREFERENCE, 0.9, "explicit preference or instruction")
     if _EVENT.search(text) and _word_count(text) >= 4:
         return WriteDecision(True, Kind.EVENT, 0.7, "time-bound event", ttl_seconds=_event_ttl(text))
     if _CONSTRAINT.search(text) and _word_count(text) >= 4:
-        return WriteDecision(True, Kind.CONTEXT, 0.9 if role is Role.USER else 0.7, "explicit constraint")
+        return WriteDecision(True, Kind.CONTEXT, 0.9, "explicit constraint")
     if _CONTEXT.search(text) and _word_count(text) >= 4:
-        return WriteDecision(True, Kind.CONTEXT, 0.8 if role is Role.USER else 0.6, "project or personal context")
+        return WriteDecision(True, Kind.CONTEXT, 0.8, "project or personal context")
     if _word_count(text) < 4 and not _DIGITS.search(text):
         return WriteDecision(False, Kind.TURN, 0.2, "too short to be worth remembering")
-    if role is Role.ASSISTANT or role is Role.SYSTEM:
-        return WriteDecision(False, Kind.TURN, 0.3, "assistant chatter without a decision or fact")
     if _word_count(text) >= 6 or _DIGITS.search(text):
         return WriteDecision(True, Kind.FACT, 0.5, "user statement")
     return WriteDecision(False, Kind.TURN, 0.2, "small talk")

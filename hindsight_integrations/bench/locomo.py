@@ -1,0 +1,436 @@
+"""LoCoMo evidence-retrieval benchmark (`hindsight bench locomo --data DIR`).
+
+Every turn of a conversation is stored through the public API as one memory: content
+"Speaker: text" (plus "[shares image: caption]" when the turn shared one), the session's
+date as ``occurred_at``, the speaker as an entity, the neighbouring turns as ``context``,
+and ``dia_id``/session in metadata. Each question (category 5 excluded) is then recalled
+and scored: evidence recall@k, all-evidence-found, MRR, and the tokens of the returned
+context. Only turns and session dates are read, never the LLM-made summaries or
+observations some LoCoMo files carry, so the same command runs on any such directory.
+
+The loader is deliberately forgiving because the command is run on conversations we have
+never seen: a file may hold one sample or a list of them, turns may sit under
+``conversation`` or at the top level, sessions may lack a date (they get the previous
+session's date plus a day, so chronology survives), turns may lack a ``dia_id`` (one is
+made from the position), and evidence may be written as ``"D8:6; D9:17"`` or ``"D30:05"``.
+Evidence ids that name no turn of the conversation are dropped (no retriever can return
+them) and counted in ``skipped``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any
+
+from ..core.context import format_context
+from ..core.engine import MemoryEngine
+from ..core.recall import RecallWeights
+from ..core.records import MemoryRecord
+
+log = logging.getLogger("hindsight.bench.locomo")
+
+# Tuned on the development split only (shared/data/locomo_dev); see benchmarks/RESULTS.md.
+LOCOMO_WEIGHTS = RecallWeights(similarity=1.0, recency=0.0, importance=0.0, access=0.0, dense=0.5, lexical=0.5, window=0.5, entity_boost=0.2)
+CONTEXT_BUDGET = 450
+NEIGHBOURS_BEFORE = 2
+NEIGHBOURS_AFTER = 1
+CATEGORY_NAMES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
+_DIA_ID = re.compile(r"D\s*:?\s*(\d+)\s*:\s*(\d+)", re.I)
+_FALLBACK_START = datetime(2000, 1, 1, tzinfo=timezone.utc)
+
+
+@dataclass
+class Turn:
+    dia_id: str
+    speaker: str
+    text: str
+    session: int
+    when: datetime
+
+    @property
+    def content(self) -> str:
+        return f"{self.speaker}: {self.text}"
+
+
+@dataclass
+class Question:
+    question: str
+    evidence: list[str]
+    category: int
+    answer: Any = None
+
+
+@dataclass
+class Conversation:
+    name: str
+    turns: list[Turn] = field(default_factory=list)
+    questions: list[Question] = field(default_factory=list)
+    skipped: dict[str, int] = field(default_factory=dict)
+
+    def skip(self, reason: str) -> None:
+        self.skipped[reason] = self.skipped.get(reason, 0) + 1
+
+
+def canonical_dia_id(value: Any) -> str:
+    """``"D8:06"``, ``"d8:6"``, ``"D:8:6"`` → ``"D8:6"``; anything else is returned stripped."""
+    text = str(value).strip()
+    match = _DIA_ID.fullmatch(text)
+    return f"D{int(match.group(1))}:{int(match.group(2))}" if match else text
+
+
+def parse_evidence(raw: Any) -> list[str]:
+    """Evidence ids from a list or a string, split on ';' / ',' / spaces, de-duplicated in order."""
+    items = raw if isinstance(raw, (list, tuple)) else [raw]
+    out: list[str] = []
+    for item in items:
+        if item is None:
+            continue
+        text = str(item)
+        found = [f"D{int(a)}:{int(b)}" for a, b in _DIA_ID.findall(text)]
+        out.extend(found or [p.strip() for p in re.split(r"[;,\s]+", text) if p.strip()])
+    return list(dict.fromkeys(out))
+
+
+def parse_session_date(value: Any) -> datetime | None:
+    """LoCoMo writes "1:56 pm on 8 May, 2023"; other layouts are tried, None when unreadable."""
+    if not isinstance(value, str) or not value.strip():
+        return None
+    text = value.strip()
+    for fmt in ("%I:%M %p on %d %B, %Y", "%I:%M %p on %d %b, %Y", "%Y-%m-%d %H:%M:%S", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d", "%d %B, %Y", "%d %B %Y"):
+        try:
+            return datetime.strptime(text, fmt).replace(tzinfo=timezone.utc)
+        except ValueError:
+            continue
+    try:
+        from dateutil import parser as date_parser
+
+        parsed = date_parser.parse(text.replace(" on ", " "), fuzzy=True)
+        return parsed if parsed.tzinfo else parsed.replace(tzinfo=timezone.utc)
+    except (ImportError, ValueError, OverflowError):
+        return None
+
+
+def _category(value: Any) -> int:
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return 0
+
+
+def conversation_from_sample(sample: dict[str, Any], name: str) -> Conversation:
+    """Build one conversation from a LoCoMo sample (flat or nested under "conversation")."""
+    conv = sample.get("conversation") if isinstance(sample.get("conversation"), dict) else sample
+    out = Conversation(name=str(sample.get("sample_id") or name))
+    sessions = sorted(
+        int(m.group(1)) for k, v in conv.items() if (m := re.fullmatch(r"session_(\d+)", k)) and isinstance(v, list)
+    )
+    previous: datetime | None = None
+    for number in sessions:
+        when = parse_session_date(conv.get(f"session_{number}_date_time"))
+        if when is None:
+            out.skip("session_without_date")
+            when = previous + timedelta(days=1) if previous else _FALLBACK_START + timedelta(days=number)
+        previous = when
+        for position, turn in enumerate(conv[f"session_{number}"], start=1):
+            if not isinstance(turn, dict):
+                out.skip("malformed_turn")
+                continue
+            text = str(turn.get("text") or "").strip()
+            caption = turn.get("blip_caption")
+            if caption:
+                text = f"{text} [shares image: {caption}]".strip()
+            if not text:
+                out.skip("empty_turn")
+                continue
+            dia_id = canonical_dia_id(turn.get("dia_id") or f"D{number}:{position}")
+            out.turns.append(Turn(dia_id, str(turn.get("speaker") or "unknown"), text, number, when))
+    known = {t.dia_id for t in out.turns}
+    for qa in sample.get("qa") or []:
+        if not isinstance(qa, dict) or not str(qa.get("question") or "").strip():
+            out.skip("malformed_question")
+            continue
+        category = _category(qa.get("category"))
+        if category == 5:
+            out.skip("category_5")
+            continue
+        evidence = parse_evidence(qa.get("evidence"))
+        present = [e for e in evidence if e in known]
+        if len(present) < len(evidence):
+            out.skip("unknown_evidence_id")
+        if not present:
+            out.skip("question_without_evidence")
+            continue
+        out.questions.append(Question(str(qa["question"]).strip(), present, category, qa.get("answer")))
+    return out
+
+
+def load_file(path: Path) -> list[Conversation]:
+    data = json.loads(path.read_text(encoding="utf-8"))
+    samples = data if isinstance(data, list) else [data]
+    out = []
+    for n, sample in enumerate(samples):
+        if isinstance(sample, dict):
+            out.append(conversation_from_sample(sample, path.stem if len(samples) == 1 else f"{path.stem}-{n}"))
+    return out
+
+
+def load_directory(directory: Path) -> tuple[list[Conversation], list[str]]:
+    """Every conversation in ``directory`` (*.json), plus the files that could not be read."""
+    files = sorted(p for p in Path(directory).glob("*.json") if p.is_file())
+    if not files:
+        raise FileNotFoundError(f"no LoCoMo *.json files in {directory}")
+    conversations: list[Conversation] = []
+    unreadable: list[str] = []
+    for path in files:
+        try:
+            found = [c for c in load_file(path) if c.turns]
+        except (OSError, ValueError) as exc:
+            log.warning("skipping %s: %s", path, exc)
+            unreadable.append(path.name)
+            continue
+        if not found:
+            unreadable.append(path.name)
+        conversations.extend(found)
+    if not conversations:
+        raise ValueError(f"no readable LoCoMo conversation in {directory}")
+    return conversations, unreadable
+
+
+def load_conversation(path: Path) -> Conversation:
+    """The first conversation of a file (kept for callers that read one file)."""
+    return load_file(path)[0]
+
+
+def turn_items(conversation: Conversation) -> list[dict[str, Any]]:
+    """The store_memories payload: one memory per turn, neighbours of the same session as context."""
+    turns = conversation.turns
+    items = []
+    for i, turn in enumerate(turns):
+        before = [t.content for t in turns[max(0, i - NEIGHBOURS_BEFORE) : i] if t.session == turn.session]
+        after = [t.content for t in turns[i + 1 : i + 1 + NEIGHBOURS_AFTER] if t.session == turn.session]
+        items.append(
+            {
+                "content": turn.content,
+                "occurred_at": turn.when,
+                "entities": [turn.speaker],
+                "context": " ".join(before + after) or None,
+                "metadata": {"dia_id": turn.dia_id, "session": turn.session},
+                "session_id": f"session_{turn.session}",
+                "kind": "turn",
+                "tier": "episodic",
+                "role": "user",
+            }
+        )
+    return items
+
+
+def ingest(engine: MemoryEngine, conversation: Conversation, namespace: str) -> int:
+    """Store every turn as a memory (batched), with its neighbours as context."""
+    items = turn_items(conversation)
+    for start in range(0, len(items), 256):
+        engine.store_memories(items[start : start + 256], namespace=namespace, apply_filter=False, dedup=False)
+    engine.chroma.namespace(namespace).lexical.wait_for_rebuild()
+    return len(items)
+
+
+# -- scoring ---------------------------------------------------------------------------------
+def evidence_scores(ranked: Sequence[str], evidence: Sequence[str], k: int) -> tuple[float, bool]:
+    """(share of evidence ids among the first k ranked ids, whether all of them are)."""
+    top = set(ranked[:k])
+    found = sum(1 for e in evidence if e in top)
+    return found / len(evidence), found == len(evidence)
+
+
+def reciprocal_rank(ranked: Sequence[str], evidence: Sequence[str]) -> float:
+    wanted = set(evidence)
+    for n, dia_id in enumerate(ranked, start=1):
+        if dia_id in wanted:
+            return 1.0 / n
+    return 0.0
+
+
+def _dia_ids(records: Iterable[MemoryRecord]) -> list[str]:
+    return [str(r.metadata.get("dia_id", "")) for r in records]
+
+
+def _mean(values: Sequence[float]) -> float:
+    return float(sum(values) / len(values)) if values else 0.0
+
+
+def summarise(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """Means over question rows (see ``evaluate`` for the row fields)."""
+    tokens = [r["tokens@10"] for r in rows]
+    out = {
+        "questions": len(rows),
+        "recall@5": round(_mean([r["recall@5"] for r in rows]), 4),
+        "recall@10": round(_mean([r["recall@10"] for r in rows]), 4),
+        "recall@20": round(_mean([r["recall@20"] for r in rows]), 4),
+        "all_found@10": round(_mean([float(r["all@10"]) for r in rows]), 4),
+        "mrr": round(_mean([r["rr"] for r in rows]), 4),
+        "context_tokens@10": round(_mean(tokens), 1),
+        "context_tokens@10_max": max(tokens, default=0),
+    }
+    if rows and "last_n_recall" in rows[0]:
+        out["last_n_recall"] = round(_mean([r["last_n_recall"] for r in rows]), 4)
+    return out
+
+
+def _rendered_tokens(engine: MemoryEngine, turns: Sequence[Turn]) -> int:
+    """Tokens of turns rendered exactly like recalled memories ("- (date) Speaker: text")."""
+    records = [MemoryRecord(namespace="x", content=t.content, occurred_at=t.when) for t in turns]
+    return engine.tokens.count(format_context(records))
+
+
+def last_n_window(engine: MemoryEngine, turns: Sequence[Turn], budget: int) -> list[Turn]:
+    """The most recent turns that fit in ``budget`` tokens: the recency-window baseline."""
+    chosen: list[Turn] = []
+    for turn in reversed(turns):
+        candidate = [turn, *chosen]
+        if _rendered_tokens(engine, candidate) > budget:
+            break
+        chosen = candidate
+    return chosen
+
+
+def namespace_for(n: int) -> str:
+    return f"locomo-{n:03d}"
+
+
+def evaluate(
+    engine: MemoryEngine,
+    conversations: Sequence[Conversation],
+    *,
+    top_k: int = 10,
+    budget: int = CONTEXT_BUDGET,
+    deep_k: int = 20,
+    weights: RecallWeights = LOCOMO_WEIGHTS,
+    progress: Callable[[str], None] | None = None,
+) -> dict[str, Any]:
+    """Ingest each conversation into its own namespace, recall every question, score.
+
+    recall@10, all_found@10 and the context tokens come from one call, exactly what an
+    agent would inject: ``recall(top_k=10, token_budget=budget)`` (all ten kept, trimmed).
+    recall@5, recall@20 and MRR come from an unbudgeted ``top_k=20`` call.
+    """
+    rows: list[dict[str, Any]] = []
+    conv_summaries: dict[str, Any] = {}
+    skipped: dict[str, int] = {}
+    ingest_seconds = 0.0
+    recall_ms: list[float] = []
+    tokens_section = {"full_history": [], "last_n_turns": [], "last_n_tokens": []}
+    for n, conv in enumerate(conversations):
+        namespace = namespace_for(n)
+        engine.drop_namespace(namespace)
+        started = time.perf_counter()
+        stored = ingest(engine, conv, namespace)
+        ingest_seconds += time.perf_counter() - started
+        if progress:
+            progress(f"{conv.name}: {stored} turns stored, {len(conv.questions)} questions")
+        for reason, count in conv.skipped.items():
+            skipped[reason] = skipped.get(reason, 0) + count
+        full_tokens = _rendered_tokens(engine, conv.turns)
+        window = last_n_window(engine, conv.turns, budget)
+        window_ids = {t.dia_id for t in window}
+        window_tokens = _rendered_tokens(engine, window)
+        conv_rows = []
+        for q in conv.questions:
+            started = time.perf_counter()
+            budgeted = engine.recall(q.question, namespace=namespace, top_k=top_k, token_budget=budget, weights=weights, touch=False)
+            recall_ms.append((time.perf_counter() - started) * 1000)
+            deep = engine.recall(q.question, namespace=namespace, top_k=deep_k, weights=weights, touch=False)
+            top10 = _dia_ids(budgeted.records)
+            ranked = _dia_ids(deep.records)
+            r10, all10 = evidence_scores(top10, q.evidence, top_k)
+            row = {
+                "conversation": conv.name,
+                "category": q.category,
+                "question": q.question,
+                "evidence": q.evidence,
+                "top10": top10,
+                "recall@5": evidence_scores(ranked, q.evidence, 5)[0],
+                "recall@10": r10,
+                "all@10": all10,
+                "recall@20": evidence_scores(ranked, q.evidence, deep_k)[0],
+                "rr": reciprocal_rank(ranked, q.evidence),
+                "tokens@10": budgeted.tokens,
+                "full_history_tokens": full_tokens,
+                "last_n_tokens": window_tokens,
+                "last_n_recall": sum(e in window_ids for e in q.evidence) / len(q.evidence),
+            }
+            conv_rows.append(row)
+        rows.extend(conv_rows)
+        tokens_section["full_history"].append(full_tokens)
+        tokens_section["last_n_turns"].append(len(window))
+        tokens_section["last_n_tokens"].append(window_tokens)
+        conv_summaries[conv.name] = {"turns": stored, **summarise(conv_rows)}
+    result: dict[str, Any] = summarise(rows)
+    categories = sorted({r["category"] for r in rows})
+    result["per_category"] = {
+        str(c): {"name": CATEGORY_NAMES.get(c, "unknown"), **summarise([r for r in rows if r["category"] == c])} for c in categories
+    }
+    result["per_conversation"] = conv_summaries
+    result["tokens"] = token_savings(rows, tokens_section, budget)
+    result["skipped"] = skipped
+    result["timing"] = {
+        "ingest_seconds": round(ingest_seconds, 2),
+        "turns": sum(len(c.turns) for c in conversations),
+        "recall_ms_mean": round(_mean(recall_ms), 2),
+    }
+    result["config"] = {
+        "top_k": top_k,
+        "deep_k": deep_k,
+        "token_budget": budget,
+        "weights": weights.model_dump(),
+        "embedding_model": engine.embedder.name,
+        "tokenizer": engine.settings.tokenizer,
+        "conversations": [c.name for c in conversations],
+    }
+    result["rows"] = rows
+    return result
+
+
+def token_savings(rows: Sequence[dict[str, Any]], per_conv: dict[str, list[int]], budget: int) -> dict[str, Any]:
+    """Tokens injected per question: ours vs the whole history vs a same-budget recency window."""
+    ours = _mean([r["tokens@10"] for r in rows])
+    full = _mean([r["full_history_tokens"] for r in rows])
+    last_n = _mean([r["last_n_tokens"] for r in rows])
+    return {
+        "ours_mean": round(ours, 1),
+        "ours_recall@10": round(_mean([r["recall@10"] for r in rows]), 4),
+        "full_history_mean": round(full, 1),
+        "full_history_recall": 1.0,
+        "saved_vs_full_history": round(1 - ours / full, 4) if full else 0.0,
+        "last_n_budget": budget,
+        "last_n_turns_mean": round(_mean(per_conv["last_n_turns"]), 1),
+        "last_n_tokens_mean": round(last_n, 1),
+        "last_n_recall": round(_mean([r["last_n_recall"] for r in rows]), 4),
+    }
+
+
+def run_locomo(
+    data: Path,
+    *,
+    store: Path | None = None,
+    top_k: int = 10,
+    budget: int = CONTEXT_BUDGET,
+    embedder: Any = None,
+    progress: Callable[[str], None] | None = None,
+) -> dict[str, Any]:
+    """Load ``data``, evaluate in a temporary embedded store (or ``store``), return the results."""
+    import tempfile
+
+    conversations, unreadable = load_directory(data)
+    with tempfile.TemporaryDirectory(prefix="hindsight-locomo-") as tmp:
+        engine = MemoryEngine(store=store or Path(tmp) / "store", embedder=embedder, llm=False)
+        result = evaluate(engine, conversations, top_k=top_k, budget=budget, progress=progress)
+        engine.chroma.flush_access()
+    result["config"]["data"] = str(data)
+    result["unreadable_files"] = unreadable
+    return result

@@ -1,0 +1,177 @@
+"""Every bad input names its field, writes nothing, and leaves the engine usable."""
+
+from __future__ import annotations
+
+import os
+import socket
+from pathlib import Path
+
+import pytest
+
+from hindsight_integrations import (
+    ConfigurationError,
+    InvalidInputError,
+    MemoryEngine,
+    MemoryNotFoundError,
+    StoreUnavailableError,
+    load_settings,
+)
+
+
+def _count(engine: MemoryEngine) -> int:
+    return len(engine.list(namespace="u1", include_history=True))
+
+
+@pytest.mark.parametrize(
+    ("memories", "field"),
+    [
+        ("", "content"),
+        ("   \n\t ", "content"),
+        ("\x00\x01\x02", "content"),
+        (["fine text about the project plan", ""], "memories[1].content"),
+        ([{"content": 42}], "content"),
+        ([{"content": None}], "content"),
+        ([{"content": "ok text here", "tier": "cosmic"}], "tier"),
+        ([{"content": "ok text here", "kind": "gossip"}], "kind"),
+        ([{"content": "ok text here", "role": "robot"}], "role"),
+        ([{"content": "ok text here", "importance": 3}], "importance"),
+        ([{"content": "ok text here", "ttl_seconds": -5}], "ttl_seconds"),
+        ([{"content": "ok text here", "unknown_field": 1}], "unknown_field"),
+        ([], "memories"),
+        (12, "memories"),
+    ],
+)
+def test_invalid_memories_are_refused_whole(engine: MemoryEngine, memories, field: str) -> None:
+    engine.store("The team uses trunk-based development.", namespace="u1")
+    before = _count(engine)
+    with pytest.raises(InvalidInputError) as err:
+        engine.store_memories(memories, namespace="u1")
+    assert err.value.field == field
+    assert _count(engine) == before
+    assert engine.recall("development model", namespace="u1").hits  # still serving
+
+
+def test_oversize_content_is_refused(engine: MemoryEngine) -> None:
+    with pytest.raises(InvalidInputError, match="limit is 32768"):
+        engine.store("x" * 40_000, namespace="u1")
+    small = MemoryEngine(settings=engine.settings.model_copy(update={"max_content_bytes": 100}), embedder=engine.embedder, llm=False)
+    with pytest.raises(InvalidInputError, match="limit is 100"):
+        small.store("word " * 30, namespace="u1")
+
+
+def test_invalid_utf8_is_refused(engine: MemoryEngine) -> None:
+    with pytest.raises(InvalidInputError, match="UTF-8"):
+        engine.store("broken \ud800 surrogate in the middle of a sentence", namespace="u1")
+
+
+def test_control_characters_are_stripped(engine: MemoryEngine) -> None:
+    record = engine.store("The build\x07 server is named\x1b atlas-7.", namespace="u1").stored[0]
+    assert record.content == "The build server is named atlas-7."
+
+
+@pytest.mark.parametrize("namespace", ["", "has space", "x" * 60, "-leading", "a/b", "ünï"])
+def test_invalid_namespace(engine: MemoryEngine, namespace: str) -> None:
+    with pytest.raises(InvalidInputError) as err:
+        engine.store("Some valid content for the memory.", namespace=namespace)
+    assert err.value.field == "namespace"
+
+
+@pytest.mark.parametrize("top_k", [0, -1, 10_001, "3", 2.5, True])
+def test_bad_top_k(engine: MemoryEngine, top_k) -> None:
+    with pytest.raises(InvalidInputError) as err:
+        engine.recall("anything", namespace="u1", top_k=top_k)
+    assert err.value.field == "top_k"
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "field"),
+    [
+        ({"min_score": 2}, "min_score"),
+        ({"token_budget": 0}, "token_budget"),
+        ({"filters": {"tiers": ["cosmic"]}}, "filters.tiers.0"),
+        ({"filters": {"bogus": 1}}, "filters.bogus"),
+        ({"filters": "session=1"}, "filters"),
+        ({"weights": {"dense": -1}}, "weights.dense"),
+    ],
+)
+def test_bad_recall_arguments(engine: MemoryEngine, kwargs, field: str) -> None:
+    with pytest.raises(InvalidInputError) as err:
+        engine.recall("anything", namespace="u1", **kwargs)
+    assert err.value.field == field
+
+
+def test_empty_query(engine: MemoryEngine) -> None:
+    with pytest.raises(InvalidInputError) as err:
+        engine.recall("  ", namespace="u1")
+    assert err.value.field == "query"
+
+
+def test_unknown_ids(engine: MemoryEngine) -> None:
+    with pytest.raises(MemoryNotFoundError, match="no memory 'nope'"):
+        engine.get("nope", namespace="u1")
+    with pytest.raises(MemoryNotFoundError):
+        engine.forget("nope", namespace="u1")
+    with pytest.raises(MemoryNotFoundError):
+        engine.update("nope", namespace="u1", content="new text for the memory")
+
+
+def test_unwritable_store_path(tmp_path: Path, embedder) -> None:
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    locked.chmod(0o500)
+    try:
+        if os.access(locked, os.W_OK):  # root ignores permissions: use a path under a file instead
+            target = tmp_path / "afile"
+            target.write_text("x")
+            bad = target / "store"
+        else:
+            bad = locked / "store"
+        with pytest.raises(StoreUnavailableError, match="not writable"):
+            MemoryEngine(store=bad, embedder=embedder, llm=False)
+    finally:
+        locked.chmod(0o700)
+
+
+def test_chroma_url_that_does_not_answer(embedder) -> None:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # bound, never listening: connections are refused
+        with pytest.raises(StoreUnavailableError, match=rf"127.0.0.1:{port} did not answer after 3 attempts"):
+            MemoryEngine(chroma_url=f"http://127.0.0.1:{port}", chroma_connect_attempts=3, embedder=embedder, llm=False)
+
+
+@pytest.mark.parametrize(
+    ("overrides", "needle"),
+    [
+        ({"chroma_url": "ftp://nowhere"}, "chroma_url"),
+        ({"namespace": "bad name"}, "namespace"),
+        ({"context_window_tokens": 10}, "context_window_tokens"),
+        ({"embedding_provider": "openai"}, "OPENAI_API_KEY"),
+    ],
+)
+def test_bad_settings_fail_at_start_with_the_variable_named(overrides, needle: str) -> None:
+    with pytest.raises(ConfigurationError, match=needle):
+        load_settings(**overrides)
+
+
+def test_bad_environment_variable_is_named(monkeypatch) -> None:
+    monkeypatch.setenv("HINDSIGHT_DEDUP_THRESHOLD", "lots")
+    with pytest.raises(ConfigurationError, match="HINDSIGHT_DEDUP_THRESHOLD"):
+        load_settings()
+
+
+def test_bad_update_arguments(engine: MemoryEngine) -> None:
+    record = engine.store("The nightly backup runs at 02:00 UTC.", namespace="u1").stored[0]
+    for kwargs, field in (({"importance": 1.5}, "importance"), ({"kind": "gossip"}, "kind"), ({"ttl_seconds": -1}, "ttl_seconds"), ({"content": ""}, "content")):
+        with pytest.raises(InvalidInputError) as err:
+            engine.update(record.id, namespace="u1", **kwargs)
+        assert err.value.field == field
+    assert engine.get(record.id, namespace="u1").content == "The nightly backup runs at 02:00 UTC."
+
+
+def test_bad_import_documents(engine: MemoryEngine) -> None:
+    with pytest.raises(InvalidInputError, match="hindsight-export"):
+        engine.import_data({"records": []}, namespace="u1")
+    with pytest.raises(InvalidInputError) as err:
+        engine.import_data({"format": "hindsight-export", "records": [{"content": "no namespace or fields"}]}, namespace="u1")
+    assert err.value.field == "records[0]"

@@ -1,0 +1,57 @@
+"""The same engine code against a real Chroma server (`chroma run` on 127.0.0.1)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from hindsight_integrations import EmbeddingModelMismatchError, MemoryEngine, Status
+
+from .chroma_server import chroma_server
+
+pytestmark = pytest.mark.server
+
+
+@pytest.fixture(scope="module")
+def server_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    with chroma_server(tmp_path_factory.mktemp("chroma-server")) as url:
+        yield url
+
+
+def test_server_mode_round_trip(server_url: str, embedder) -> None:
+    writer = MemoryEngine(chroma_url=server_url, embedder=embedder, llm=False)
+    old = writer.store("Our project database is MySQL 8.", namespace="srv").stored[0]
+    writer.store("Correction: the project actually uses PostgreSQL, not MySQL.", namespace="srv")
+    writer.store("Order ORD-5521-QX shipped to Oslo.", namespace="srv")
+    # A second engine (think: another replica) sees everything, lexical index included.
+    reader = MemoryEngine(chroma_url=server_url, embedder=embedder, llm=False)
+    assert "PostgreSQL" in reader.recall("which database", namespace="srv", top_k=1).hits[0].record.content
+    assert reader.recall("ORD-5521-QX", namespace="srv", top_k=1).hits[0].record.content.startswith("Order ORD-5521-QX")
+    assert reader.get(old.id, namespace="srv").status is Status.SUPERSEDED
+    data = reader.export(namespace="srv")
+    assert len(data["records"]) == 3
+
+
+def test_server_mode_refuses_a_mismatched_model(server_url: str, embedder) -> None:
+    MemoryEngine(chroma_url=server_url, embedder=embedder, llm=False).store("The cluster has 3 nodes.", namespace="srv2")
+
+    class Other:
+        name = "other-model"
+        dimension = 8
+
+        def embed(self, texts):
+            return [[1.0] * 8 for _ in texts]
+
+    with pytest.raises(EmbeddingModelMismatchError, match="other-model"):
+        MemoryEngine(chroma_url=server_url, embedder=Other(), llm=False).recall("nodes", namespace="srv2")
+
+
+def test_embedded_and_server_share_code_paths(server_url: str, tmp_path: Path, embedder) -> None:
+    results = []
+    for engine in (MemoryEngine(chroma_url=server_url, embedder=embedder, llm=False), MemoryEngine(store=tmp_path, embedder=embedder, llm=False)):
+        engine.drop_namespace("same")
+        engine.store_memories(["I prefer short answers.", "The deploy target is Kubernetes 1.29."], namespace="same")
+        results.append([h.record.content for h in engine.recall("deploy target", namespace="same").hits])
+    assert results[0] == results[1]

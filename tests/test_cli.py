@@ -1,0 +1,89 @@
+"""The `hindsight` command, in-process (typer's runner) and as a real console script."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from hindsight_integrations.cli import app
+
+runner = CliRunner()
+
+
+def _run(store: Path, *args: str, namespace: str = "cli"):
+    return runner.invoke(app, ["--store", str(store), "--namespace", namespace, *args])
+
+
+def test_add_recall_stats_dump_export_import(tmp_path: Path, embedder) -> None:
+    store = tmp_path / "store"
+    added = _run(store, "add", "The release branch is cut every Monday at 9am.", "--json")
+    assert added.exit_code == 0, added.output
+    memory_id = json.loads(added.output)["stored"][0]["id"]
+    skipped = _run(store, "add", "ok thanks")
+    assert "skipped" in skipped.output and skipped.exit_code == 0
+    recalled = _run(store, "recall", "when is the release branch cut", "--top-k", "1", "--json")
+    data = json.loads(recalled.output)
+    assert [h["record"]["id"] for h in data["hits"]] == [memory_id]
+    assert data["context"].startswith("### Relevant memories")
+    assert "release branch" in _run(store, "dump").output
+    stats = json.loads(_run(store, "stats", "--json").output)
+    assert stats["total"] == 1 and sum(stats["by_tier"].values()) == 1
+    out = tmp_path / "export.json"
+    assert _run(store, "export", "--out", str(out)).exit_code == 0
+    imported = _run(tmp_path / "other", "import", str(out), namespace="copy")
+    assert imported.exit_code == 0 and "imported 1" in imported.output
+    again = _run(tmp_path / "other", "recall", "release branch", "--json", namespace="copy")
+    assert json.loads(again.output)["hits"][0]["record"]["id"] == memory_id
+
+
+def test_compress_command(tmp_path: Path, embedder) -> None:
+    from hindsight_integrations import MemoryEngine
+
+    store = tmp_path / "store"
+    engine = MemoryEngine(store=store, embedder=embedder, llm=False)
+    for i in range(8):
+        engine.record_turn(f"Point {i}: the cache TTL for region {i} must be {i * 10} seconds.", session_id="s1", namespace="cli", compress=False)
+    result = _run(store, "compress", "--session", "s1", "--force")
+    assert result.exit_code == 0, result.output
+    assert "archived into 1 summaries" in result.output
+    assert "nothing to compress" in _run(store, "compress", "--session", "empty").output
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["recall", "x", "--top-k", "0"], "top_k"),
+        (["add", "   "], "content"),
+        (["--namespace", "bad name", "stats"], "namespace"),
+    ],
+)
+def test_errors_are_one_clear_line(tmp_path: Path, args, needle: str, embedder) -> None:
+    result = runner.invoke(app, ["--store", str(tmp_path / "s"), *args])
+    assert result.exit_code == 2
+    assert needle in result.output and "Traceback" not in result.output
+
+
+def test_unreachable_chroma_url(tmp_path: Path) -> None:
+    from .chroma_server import free_port
+
+    result = runner.invoke(app, ["--chroma-url", f"http://127.0.0.1:{free_port()}", "stats"], env={"HINDSIGHT_CHROMA_CONNECT_ATTEMPTS": "2"})
+    assert result.exit_code == 2
+    assert "did not answer after 2 attempts" in result.output
+
+
+def test_demo_runs_offline_as_a_console_script(tmp_path: Path) -> None:
+    exe = Path(sys.executable).with_name("hindsight")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI")}
+    env["COLUMNS"] = "200"
+    result = subprocess.run([str(exe), "--store", str(tmp_path / "demo"), "demo"], capture_output=True, text=True, env=env, timeout=300)
+    assert result.returncode == 0, result.stderr
+    out = result.stdout
+    assert "Correction: the project actually uses PostgreSQL" in out
+    assert "ORD-7731-KX" in out
+    assert "fewer)" in out and "superseded" in out

@@ -1,0 +1,163 @@
+"""Hybrid recall on real embedded Chroma: dense, lexical, filters, budget, provenance."""
+
+from __future__ import annotations
+
+import random
+from datetime import datetime, timedelta, timezone
+
+import pytest
+
+from hindsight_integrations import Kind, MemoryEngine, RecallFilters, Status, Tier
+from hindsight_integrations.core.context import CONTEXT_FOOTER, CONTEXT_HEADER
+
+
+def _orders(engine: MemoryEngine, ns: str = "orders") -> None:
+    rng = random.Random(1)
+    items = []
+    for _ in range(200):
+        code = f"ORD-{rng.randint(1000, 9999)}-{rng.choice('ABCDEFGHJK')}{rng.choice('XYZQW')}"
+        items.append(f"Order {code} for a customer in {rng.choice(['Berlin', 'Paris', 'Lyon', 'Oslo'])} was shipped on time.")
+    items.append("Order ORD-7731-KX for a customer in Oslo was shipped on time.")
+    engine.store_memories(items, namespace=ns, apply_filter=False)
+
+
+def test_exact_token_found_lexically_when_dense_misses(engine: MemoryEngine) -> None:
+    _orders(engine)
+    target = "Order ORD-7731-KX for a customer in Oslo was shipped on time."
+    dense_only = engine.recall("ORD-7731-KX", namespace="orders", top_k=1, weights={"dense": 1, "lexical": 0}, touch=False)
+    assert dense_only.hits[0].record.content != target  # all 201 look alike to the embedding model
+    hybrid = engine.recall("ORD-7731-KX", namespace="orders", top_k=1, touch=False)
+    assert hybrid.hits[0].record.content == target
+    assert hybrid.hits[0].lexical == pytest.approx(1.0)
+
+
+def test_recall_returns_records_with_metadata_and_provenance(engine: MemoryEngine) -> None:
+    stored = engine.store(
+        "The staging server runs Ubuntu 22.04 with 16 GB of RAM.",
+        namespace="u1", session_id="s1", metadata={"ticket": "OPS-12", "tags": ["infra"]}, entities=["staging"],
+    )
+    record = stored.stored[0]
+    hit = engine.recall("what OS does staging run?", namespace="u1").hits[0]
+    assert hit.record.id == record.id
+    assert hit.record.metadata == {"ticket": "OPS-12", "tags": ["infra"]}
+    assert hit.record.entities == ["staging"]
+    assert hit.record.source.session_id == "s1"
+    assert hit.record.session_id == "s1"
+    assert hit.record.embedding_model == "all-MiniLM-L6-v2" and hit.record.embedding_dim == 384
+    assert hit.record.token_count > 0
+    assert 0 < hit.score <= 1 and 0 < hit.relevance <= 1
+
+
+def test_recall_updates_access_stats(engine: MemoryEngine) -> None:
+    engine.store("My favourite editor is Neovim with the LazyVim config.", namespace="u1")
+    first = engine.recall("which editor do I use", namespace="u1").hits[0].record
+    assert first.access_count == 1 and first.last_accessed_at is not None
+    engine.chroma.flush_access()
+    again = engine.get(first.id, namespace="u1")
+    assert again.access_count == 1
+    engine.recall("which editor do I use", namespace="u1")
+    engine.chroma.flush_access()
+    assert engine.get(first.id, namespace="u1").access_count == 2
+
+
+def test_filters_narrow_before_ranking(engine: MemoryEngine) -> None:
+    base = datetime(2024, 1, 10, tzinfo=timezone.utc)
+    engine.store_memories(
+        [
+            {"content": "Standup notes: the API migration is blocked on auth.", "session_id": "a", "occurred_at": base, "importance": 0.3, "kind": "event"},
+            {"content": "Standup notes: the API migration shipped to production.", "session_id": "b", "occurred_at": base + timedelta(days=5), "importance": 0.9, "kind": "fact", "metadata": {"team": "core"}},
+        ],
+        namespace="u1",
+        apply_filter=False,
+    )
+    q = "API migration status"
+    assert [h.record.session_id for h in engine.recall(q, namespace="u1", filters={"session_id": "a"}).hits] == ["a"]
+    assert [h.record.kind for h in engine.recall(q, namespace="u1", filters={"kinds": ["fact"]}).hits] == [Kind.FACT]
+    assert len(engine.recall(q, namespace="u1", filters={"since": base + timedelta(days=1)}).hits) == 1
+    assert len(engine.recall(q, namespace="u1", filters={"until": base + timedelta(days=1)}).hits) == 1
+    assert len(engine.recall(q, namespace="u1", filters={"min_importance": 0.5}).hits) == 1
+    assert len(engine.recall(q, namespace="u1", filters=RecallFilters(metadata={"team": "core"})).hits) == 1
+    assert engine.recall(q, namespace="u1", filters={"tiers": ["semantic"]}).hits[0].record.tier is Tier.SEMANTIC
+
+
+def test_lexical_candidates_obey_filters(engine: MemoryEngine) -> None:
+    engine.store_memories(
+        [{"content": "Invoice INV-5521 was paid by Acme.", "session_id": "x"}, {"content": "Invoice INV-5521 was disputed by Acme.", "session_id": "y"}],
+        namespace="u1",
+        apply_filter=False,
+    )
+    hits = engine.recall("INV-5521", namespace="u1", filters={"session_id": "y"}).hits
+    assert [h.record.session_id for h in hits] == ["y"]
+
+
+def test_top_k_min_score_and_token_budget(engine: MemoryEngine) -> None:
+    engine.store_memories([f"Fact number {i}: the build cache lives in /var/cache/build{i}." for i in range(12)], namespace="u1", apply_filter=False)
+    assert len(engine.recall("where is the build cache", namespace="u1", top_k=3).hits) == 3
+    assert engine.recall("where is the build cache", namespace="u1", top_k=10, min_score=0.99).hits == []
+    small = engine.recall("where is the build cache", namespace="u1", top_k=10, token_budget=60)
+    assert 0 < len(small.hits) < 10
+    assert small.tokens <= 60
+
+
+def test_context_is_dated_chronological_and_fenced(engine: MemoryEngine) -> None:
+    engine.store_memories(
+        [
+            {"content": "The project deadline is Friday the 15th.", "occurred_at": datetime(2024, 1, 15, tzinfo=timezone.utc)},
+            {"content": "The project kickoff was held in the Berlin office.", "occurred_at": datetime(2023, 12, 1, tzinfo=timezone.utc)},
+        ],
+        namespace="u1",
+        apply_filter=False,
+    )
+    context = engine.recall("project deadline and kickoff", namespace="u1").context
+    lines = context.splitlines()
+    assert lines[0] == CONTEXT_HEADER and lines[-1] == CONTEXT_FOOTER
+    assert lines[1] == "- (2023-12-01) The project kickoff was held in the Berlin office."
+    assert lines[2] == "- (2024-01-15) The project deadline is Friday the 15th."
+
+
+def test_cjk_text_ranks_lexically(engine: MemoryEngine) -> None:
+    engine.store_memories(
+        ["我住在上海，每天骑自行车上班。", "项目的数据库是PostgreSQL，部署在阿里云。", "我喜欢喝绿茶，不喜欢咖啡。"],
+        namespace="zh",
+        apply_filter=False,
+    )
+    hits = engine.recall("数据库", namespace="zh", top_k=1, weights={"dense": 0, "lexical": 1}).hits
+    assert hits[0].record.content.startswith("项目的数据库")
+    assert engine.chroma.namespace("zh").lexical.search("绿茶", 3)[0][1] > 0
+
+
+def test_namespaces_are_isolated(engine: MemoryEngine) -> None:
+    engine.store("My home town is Porto and I love the riverside.", namespace="alice")
+    engine.store("My home town is Krakow and I love the old town.", namespace="bob")
+    for hit in engine.recall("home town", namespace="alice", top_k=10).hits:
+        assert "Porto" in hit.record.content
+    assert sorted(engine.namespaces()) == ["alice", "bob"]
+
+
+def test_weights_are_configurable_per_call(engine: MemoryEngine) -> None:
+    now = datetime.now(timezone.utc)
+    engine.store_memories(
+        [
+            {"content": "The team lunch spot is the ramen bar on Main Street.", "occurred_at": now - timedelta(days=300), "importance": 0.5},
+            {"content": "The team lunch spot is the taco truck by the park.", "occurred_at": now, "importance": 0.5},
+        ],
+        namespace="u1",
+        apply_filter=False,
+        dedup=False,
+    )
+    by_recency = engine.recall("team lunch spot", namespace="u1", top_k=1, weights={"similarity": 0.1, "recency": 1.0, "importance": 0, "access": 0})
+    assert "taco" in by_recency.hits[0].record.content
+    by_age = engine.recall("team lunch spot", namespace="u1", top_k=2, weights={"similarity": 1.0, "recency": 0, "importance": 0, "access": 0})
+    assert {h.record.content for h in by_age.hits} == {
+        "The team lunch spot is the ramen bar on Main Street.",
+        "The team lunch spot is the taco truck by the park.",
+    }
+
+
+def test_statuses_hidden_by_default(engine: MemoryEngine) -> None:
+    kept = engine.store("The VPN endpoint is vpn.example.org on port 1194.", namespace="u1").stored[0]
+    gone = engine.store("The old VPN endpoint was vpn-legacy.example.org.", namespace="u1").stored[0]
+    engine.forget(gone.id, namespace="u1")
+    ids = [h.record.id for h in engine.recall("VPN endpoint", namespace="u1", top_k=5).hits]
+    assert ids == [kept.id]
+    assert engine.get(gone.id, namespace="u1").status is Status.DELETED  # soft: still there

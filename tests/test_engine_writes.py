@@ -1,0 +1,196 @@
+"""Writing: filter, importance, dedup, conflicts, TTL, update, soft delete, export/import."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import pytest
+
+from hindsight_integrations import EmbeddingModelMismatchError, Kind, MemoryEngine, Role, Status, Tier
+from hindsight_integrations.core.embeddings import ChromaFunctionEmbedder
+from hindsight_integrations.core.write_filter import assess
+
+
+@pytest.mark.parametrize("text", ["hi", "Hello!", "ok thanks", "Thanks!", "好的", "谢谢", "sure", "lol"])
+def test_chit_chat_is_not_stored(engine: MemoryEngine, text: str) -> None:
+    result = engine.store(text, namespace="u1")
+    assert result.stored == [] and result.skipped and result.skipped[0].reason
+
+
+@pytest.mark.parametrize(
+    ("text", "kind", "importance"),
+    [
+        ("I prefer concise answers with code examples.", Kind.PREFERENCE, 0.9),
+        ("Actually, the service runs on PostgreSQL, not MySQL.", Kind.CORRECTION, 0.9),
+        ("The budget for the launch must stay under 5000 euros.", Kind.CONTEXT, 0.9),
+        ("We're building a checkout service and the database is MySQL.", Kind.CONTEXT, 0.8),
+        ("I have a dentist appointment tomorrow at 9am.", Kind.EVENT, 0.7),
+    ],
+)
+def test_rules_keep_what_matters(text: str, kind: Kind, importance: float) -> None:
+    decision = assess(text, Role.USER)
+    assert decision.remember and decision.kind is kind and decision.importance == importance
+
+
+def test_tool_results_are_selective_and_thoughts_never_stored() -> None:
+    assert assess("Config saved: max_connections=200, port 5432", Role.TOOL).importance == 0.8
+    assert not assess("The weather in Paris is 18°C and sunny", Role.TOOL).remember
+    assert not assess("Thought: I should look up the user's database first", Role.ASSISTANT).remember
+    assert not assess("Sure, happy to help with that!", Role.ASSISTANT).remember
+
+
+def test_preferences_go_to_semantic_tier(engine: MemoryEngine) -> None:
+    record = engine.store("Please always answer in British English.", namespace="u1").stored[0]
+    assert record.tier is Tier.SEMANTIC and record.kind is Kind.PREFERENCE
+
+
+def test_near_duplicate_updates_instead_of_adding(engine: MemoryEngine) -> None:
+    first = engine.store("I prefer dark mode in every editor I use.", namespace="u1").stored[0]
+    second = engine.store("I prefer dark mode in every editor that I use.", namespace="u1")
+    assert second.merged == [first.id]
+    assert second.stored[0].id == first.id
+    assert len(engine.list(namespace="u1")) == 1
+    assert engine.get(first.id, namespace="u1").content == "I prefer dark mode in every editor that I use."
+
+
+def test_correction_supersedes_and_history_is_kept(engine: MemoryEngine) -> None:
+    old = engine.store("Our project database is MySQL 8.", namespace="u1").stored[0]
+    new = engine.store("Correction: the project actually uses PostgreSQL, not MySQL.", namespace="u1")
+    assert new.superseded == [old.id]
+    archived = engine.get(old.id, namespace="u1")
+    assert archived.status is Status.SUPERSEDED
+    assert archived.valid_until is not None and archived.superseded_by == new.stored[0].id
+    current = engine.recall("which database does the project use", namespace="u1", top_k=5)
+    assert [h.record.id for h in current.hits] == [new.stored[0].id]
+    history = engine.recall("which database does the project use", namespace="u1", top_k=5, include_history=True)
+    assert {h.record.id for h in history.hits} == {old.id, new.stored[0].id}
+    assert "[superseded on" in history.context
+
+
+def test_different_attributes_do_not_conflict(engine: MemoryEngine) -> None:
+    engine.store("I like red sports cars.", namespace="u1")
+    result = engine.store("I hate red clothes, never suggest them.", namespace="u1")
+    assert result.superseded == []
+    assert all(r.status is Status.ACTIVE for r in engine.list(namespace="u1"))
+
+
+def test_location_change_supersedes(engine: MemoryEngine) -> None:
+    engine.store("I live in Beijing near the university.", namespace="u1")
+    result = engine.store("I moved to Shanghai last month.", namespace="u1")
+    assert len(result.superseded) == 1
+
+
+def test_ttl_expiry_hides_but_keeps(engine: MemoryEngine) -> None:
+    record = engine.store("The staging password rotates at the end of today.", namespace="u1", ttl_seconds=1).stored[0]
+    assert record.expires_at is not None
+    time.sleep(1.2)
+    assert engine.recall("staging password", namespace="u1").hits == []
+    assert engine.get(record.id, namespace="u1").content.startswith("The staging password")
+    assert engine.recall("staging password", namespace="u1", include_history=True).hits
+
+
+def test_time_bound_event_gets_expiry(engine: MemoryEngine) -> None:
+    record = engine.store("I have a meeting with the design team tomorrow at 10am.", namespace="u1").stored[0]
+    assert record.kind is Kind.EVENT
+    assert record.expires_at - record.occurred_at == timedelta(days=3)
+
+
+def test_update_reembeds_and_reindexes(engine: MemoryEngine) -> None:
+    record = engine.store("The release train leaves every second Tuesday.", namespace="u1").stored[0]
+    engine.update(record.id, namespace="u1", content="The release train leaves every Thursday at noon, code XR-55.", importance=0.95)
+    updated = engine.get(record.id, namespace="u1")
+    assert updated.importance == 0.95 and "Thursday" in updated.content
+    assert engine.recall("XR-55", namespace="u1").hits[0].record.id == record.id
+
+
+def test_request_id_makes_writes_idempotent(engine: MemoryEngine) -> None:
+    first = engine.store("Deploys happen from the main branch only.", namespace="u1", request_id="req-1")
+    again = engine.store("Deploys happen from the main branch only.", namespace="u1", request_id="req-1")
+    assert again.replayed and again.ids == first.ids
+    assert len(engine.list(namespace="u1")) == 1
+    with pytest.raises(ValueError, match="request_id"):
+        engine.store("Something else entirely about deploys.", namespace="u1", request_id="req-1")
+
+
+def test_export_import_round_trip_loses_nothing(engine: MemoryEngine, tmp_path: Path, embedder) -> None:
+    engine.store("Our project database is MySQL 8.", namespace="u1", metadata={"k": 1})
+    engine.store("Correction: the project actually uses PostgreSQL, not MySQL.", namespace="u1")
+    wifi = engine.store("The office wifi is called Hive-5G.", namespace="u1", ttl_seconds=3600).stored[0]
+    engine.forget(wifi.id, namespace="u1")
+    data = engine.export(namespace="u1")
+    copy = MemoryEngine(store=tmp_path / "copy", embedder=embedder, llm=False)
+    assert copy.import_data(json.loads(json.dumps(data)), namespace="u2") == len(data["records"])
+    again = copy.export(namespace="u2")
+    strip = lambda d: sorted(({k: v for k, v in r.items() if k not in ("namespace",)} for r in d["records"]), key=lambda r: r["id"])  # noqa: E731
+    assert strip(again) == strip(data)
+
+
+class _HashEmbedding:
+    """A second, genuinely different embedding function (character-hash vectors)."""
+
+    def __call__(self, input):  # noqa: A002 - Chroma's signature
+        out = []
+        for text in input:
+            v = [0.0] * 32
+            for ch in text:
+                v[ord(ch) % 32] += 1.0
+            n = sum(x * x for x in v) ** 0.5 or 1.0
+            out.append([x / n for x in v])
+        return out
+
+    def name(self) -> str:
+        return "char-hash-32"
+
+
+def test_mismatched_embedding_model_is_refused(engine: MemoryEngine, store_path: Path) -> None:
+    engine.store("The CI runs on GitHub Actions with 4 runners.", namespace="u1")
+    other = MemoryEngine(store=store_path, embedding_function=_HashEmbedding(), llm=False)
+    with pytest.raises(EmbeddingModelMismatchError) as err:
+        other.recall("CI", namespace="u1")
+    assert "all-MiniLM-L6-v2" in str(err.value) and "char-hash-32" in str(err.value)
+    assert engine.recall("which CI do we use", namespace="u1").hits  # the original still works
+
+
+def test_import_reembeds_when_the_model_differs(engine: MemoryEngine, tmp_path: Path) -> None:
+    engine.store("The CI runs on GitHub Actions with 4 runners.", namespace="u1")
+    data = engine.export(namespace="u1")
+    other = MemoryEngine(store=tmp_path / "other", embedder=ChromaFunctionEmbedder(_HashEmbedding()), llm=False)
+    other.import_data(data, namespace="u1")
+    record = other.recall("GitHub Actions runners", namespace="u1").hits[0].record
+    assert record.embedding_model == "char-hash-32" and record.embedding_dim == 32
+
+
+def test_fact_stored_in_one_process_is_recalled_in_another(store_path: Path) -> None:
+    script = (
+        "import sys, json; from hindsight_integrations import MemoryEngine;"
+        "e = MemoryEngine(store=sys.argv[1], llm=False);"
+        "cmd = sys.argv[2]\n"
+        "if cmd == 'write': print(e.store('My cat is called Miso and she is 4 years old.', namespace='u1').ids[0])\n"
+        "else: print(json.dumps([h.record.content for h in e.recall('what is my cat called', namespace='u1').hits]))"
+    )
+    env_python = sys.executable
+    written = subprocess.run([env_python, "-c", script, str(store_path), "write"], capture_output=True, text=True, timeout=180)
+    assert written.returncode == 0, written.stderr
+    read = subprocess.run([env_python, "-c", script, str(store_path), "read"], capture_output=True, text=True, timeout=180)
+    assert read.returncode == 0, read.stderr
+    assert "My cat is called Miso and she is 4 years old." in json.loads(read.stdout.strip().splitlines()[-1])
+
+
+def test_other_writers_reach_the_lexical_index(engine: MemoryEngine, store_path: Path, embedder) -> None:
+    engine.store("Warm-up memory so the namespace is open.", namespace="u1", apply_filter=False)
+    engine.recall("warm", namespace="u1")
+    writer = MemoryEngine(store=store_path, embedder=embedder, llm=False)
+    writer.store("Ticket ZX-9912 tracks the flaky login test.", namespace="u1")
+    engine.chroma.sync_lexical(engine.chroma.namespace("u1"), force=True)
+    assert any(h.record.content.startswith("Ticket ZX-9912") for h in engine.recall("ZX-9912", namespace="u1").hits)
+
+
+def test_occurred_at_is_kept_for_imported_conversations(engine: MemoryEngine) -> None:
+    when = datetime(2023, 5, 8, 13, 56, tzinfo=timezone.utc)
+    record = engine.store("Caroline went to the LGBTQ support group yesterday.", namespace="u1", occurred_at=when, apply_filter=False).stored[0]
+    assert engine.get(record.id, namespace="u1").occurred_at == when

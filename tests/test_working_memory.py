@@ -1,0 +1,94 @@
+"""Working memory: token-bounded window, compression at the threshold, persistence."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+from hindsight_integrations import Kind, MemoryEngine, Status, Tier
+
+
+def _talk(engine: MemoryEngine, session: str, n: int, start: datetime | None = None) -> None:
+    start = start or datetime(2024, 3, 1, 9, 0, tzinfo=timezone.utc)
+    for i in range(n):
+        role = "user" if i % 2 == 0 else "assistant"
+        text = (
+            f"Step {i}: we configured the ingestion worker {i} to read from queue orders-{i} and write batches of {10 * i} rows."
+            if role == "user"
+            else f"Noted step {i}; worker {i} reads orders-{i}."
+        )
+        engine.record_turn(text, session_id=session, role=role, namespace="u1", occurred_at=start + timedelta(minutes=i), compress=False)
+
+
+def test_window_is_ordered_and_persists_across_processes(engine: MemoryEngine, store_path: Path) -> None:
+    _talk(engine, "s1", 4)
+    window = engine.working_window(session_id="s1", namespace="u1")
+    assert [t.content.split(":")[0] for t in window] == ["Step 0", "Noted step 1; worker 1 reads orders-1.", "Step 2", "Noted step 3; worker 3 reads orders-3."]
+    assert all(t.tier is Tier.WORKING and t.kind is Kind.TURN for t in window)
+    code = (
+        "import sys; from hindsight_integrations import MemoryEngine;"
+        "e = MemoryEngine(store=sys.argv[1], llm=False);"
+        "print(len(e.working_window(session_id='s1', namespace='u1')))"
+    )
+    out = subprocess.run([sys.executable, "-c", code, str(store_path)], capture_output=True, text=True, timeout=180)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip().splitlines()[-1] == "4"
+
+
+def test_compression_happens_at_the_threshold(engine: MemoryEngine) -> None:
+    _talk(engine, "s1", 10)
+    window = engine.working_window(session_id="s1", namespace="u1")
+    total = sum(t.token_count for t in window)
+    assert engine.compress(session_id="s1", namespace="u1", threshold_tokens=total) is None  # at the threshold: nothing to do
+    result = engine.compress(session_id="s1", namespace="u1", threshold_tokens=total - 1)
+    assert result is not None and result.summaries
+    assert result.tokens_after <= total - 1 < result.tokens_before
+    summary = result.summaries[0]
+    assert summary.tier is Tier.EPISODIC and summary.kind is Kind.SUMMARY
+    assert summary.source.message_ids == result.archived_ids[: len(summary.source.message_ids)]
+    assert "orders-0" in summary.content  # extractive: key facts of the oldest turns survive
+    live = engine.working_window(session_id="s1", namespace="u1")
+    assert len(live) == 10 - len(result.archived_ids)
+    archived = engine.get(result.archived_ids[0], namespace="u1")
+    assert archived.status is Status.ARCHIVED and archived.metadata["summary_id"] == summary.id
+    assert engine.recall("which queue does worker 0 read", namespace="u1", top_k=3).hits
+
+
+def test_record_turn_compresses_automatically(store_path: Path, embedder) -> None:
+    engine = MemoryEngine(store=store_path, embedder=embedder, llm=False, context_window_tokens=400, compress_ratio=0.4)
+    assert engine.settings.compress_threshold_tokens == 160
+    compressed = []
+    for i in range(12):
+        result = engine.record_turn(
+            f"Requirement {i}: the export job must finish before {i + 1} am and keep {i * 3} days of logs.",
+            session_id="s1",
+            namespace="u1",
+        )
+        if result.compression:
+            compressed.append(result.compression)
+        assert sum(t.token_count for t in engine.working_window(session_id="s1", namespace="u1")) <= 160 or i < 2
+    assert compressed, "the window passed 40% of the context window and was never compressed"
+
+
+def test_record_turn_applies_the_write_filter(engine: MemoryEngine) -> None:
+    hello = engine.record_turn("hello!", session_id="s1", namespace="u1")
+    assert hello.stored.stored == [] and hello.turn.tier is Tier.WORKING
+    fact = engine.record_turn("I prefer tabs over spaces in every Go file.", session_id="s1", namespace="u1")
+    assert fact.stored.stored[0].kind is Kind.PREFERENCE
+    assert fact.stored.stored[0].source.message_ids == [fact.turn.id]
+
+
+def test_clear_working_keeps_long_term(engine: MemoryEngine) -> None:
+    engine.record_turn("My preferred cloud is GCP for all new services.", session_id="s1", namespace="u1")
+    assert engine.clear_working(session_id="s1", namespace="u1") == 1
+    assert engine.working_window(session_id="s1", namespace="u1") == []
+    assert engine.recall("which cloud do I prefer", namespace="u1").hits
+
+
+def test_sessions_do_not_share_windows(engine: MemoryEngine) -> None:
+    _talk(engine, "a", 2)
+    _talk(engine, "b", 3)
+    assert len(engine.working_window(session_id="a", namespace="u1")) == 2
+    assert len(engine.working_window(session_id="b", namespace="u1")) == 3
