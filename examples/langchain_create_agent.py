@@ -1,0 +1,120 @@
+"""A langchain 1.x ``create_agent`` agent that remembers users across processes.
+
+Run it::
+
+    python examples/langchain_create_agent.py
+
+Process 1 tells the agent a preference. Then a *second Python process* on the same store
+asks a question in a new conversation: it never saw the first one, yet the model's system
+prompt contains the preference, recalled by ``HindsightMiddleware``. The agent also has the
+``remember`` / ``recall`` / ``forget`` tools.
+
+Offline by default: a tiny local model stands in for the LLM and answers by quoting the
+memories it was given, so you can see exactly what was injected. With ``OPENAI_API_KEY``
+set (optionally ``OPENAI_BASE_URL`` and ``HINDSIGHT_EXAMPLE_MODEL``) ChatOpenAI answers
+instead; that needs ``pip install langchain-openai``.
+
+Where memories live: ``HINDSIGHT_STORE`` (default here: ./.hindsight-example), or
+``HINDSIGHT_CHROMA_URL`` / ``HINDSIGHT_MCP_URL`` for a shared deployment.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from langchain.agents import create_agent
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
+from langchain_core.outputs import ChatGeneration, ChatResult
+
+from hindsight_integrations.core.context import CONTEXT_HEADER
+from hindsight_integrations.langchain import HindsightMiddleware, memory_tools
+
+SYSTEM_PROMPT = "You are a helpful assistant. Use the remembered facts when they are relevant."
+
+
+class QuotingChatModel(BaseChatModel):
+    """Offline stand-in for a chat model: answers with the memory lines found in its system prompt."""
+
+    @property
+    def _llm_type(self) -> str:
+        return "quoting-offline"
+
+    def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> "QuotingChatModel":
+        return self  # it never calls tools; the real model decides that on its own
+
+    def _generate(self, messages: list[BaseMessage], stop: list[str] | None = None, run_manager: Any = None, **kwargs: Any) -> ChatResult:
+        remembered = [
+            line[2:]
+            for m in messages
+            if isinstance(m, SystemMessage) and CONTEXT_HEADER in m.text
+            for line in m.text.splitlines()
+            if line.startswith("- (")
+        ]
+        answer = ("From what you told me before: " + " ".join(remembered)) if remembered else "Noted."
+        return ChatResult(generations=[ChatGeneration(message=AIMessage(content=answer))])
+
+
+def build_model() -> BaseChatModel:
+    """ChatOpenAI when a key is configured, else the offline model."""
+    if not os.environ.get("OPENAI_API_KEY"):
+        return QuotingChatModel()
+    try:
+        from langchain_openai import ChatOpenAI
+    except ImportError:
+        sys.exit("OPENAI_API_KEY is set but langchain-openai is not installed: pip install langchain-openai")
+    return ChatOpenAI(model=os.environ.get("HINDSIGHT_EXAMPLE_MODEL", "gpt-4o-mini"), base_url=os.environ.get("OPENAI_BASE_URL"))
+
+
+@dataclass
+class UserContext:
+    """Who the run is for: one agent serves many users, each with their own memory."""
+
+    user_id: str
+    session_id: str
+
+
+def chat(user: str, session: str, message: str) -> str:
+    agent = create_agent(
+        build_model(),
+        tools=memory_tools(user, session_id=session),
+        system_prompt=SYSTEM_PROMPT,
+        middleware=[HindsightMiddleware()],
+        context_schema=UserContext,
+    )
+    result = agent.invoke({"messages": [HumanMessage(message)]}, context=UserContext(user_id=user, session_id=session))
+    return result["messages"][-1].text
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--user", default="alice", help="namespace: whose memories")
+    parser.add_argument("--ask", help="(second process) ask this in a new session and print the answer")
+    args = parser.parse_args()
+    if not any(os.environ.get(v) for v in ("HINDSIGHT_STORE", "HINDSIGHT_CHROMA_URL", "HINDSIGHT_MCP_URL", "HINDSIGHT_MCP_COMMAND")):
+        os.environ["HINDSIGHT_STORE"] = os.path.abspath(".hindsight-example")
+    if args.ask:
+        print(f"[process 2, pid {os.getpid()}] user: {args.ask}")
+        print(f"[process 2] assistant: {chat(args.user, 'tuesday', args.ask)}")
+        return
+
+    print(f"memories are stored in {os.environ.get('HINDSIGHT_STORE') or os.environ.get('HINDSIGHT_CHROMA_URL') or os.environ.get('HINDSIGHT_MCP_URL')}")
+    fact = "I prefer short answers, and our backend runs on PostgreSQL 16."
+    print(f"[process 1, pid {os.getpid()}] user: {fact}")
+    print(f"[process 1] assistant: {chat(args.user, 'monday', fact)}")
+    # A brand-new interpreter: nothing is shared with this one except the store.
+    subprocess.run(
+        [sys.executable, os.path.abspath(__file__), "--user", args.user, "--ask", "Which database should the migration target?"],
+        check=True,
+        env=os.environ.copy(),
+    )
+
+
+if __name__ == "__main__":
+    main()

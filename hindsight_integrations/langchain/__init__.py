@@ -1,0 +1,22 @@
+"""LangChain, LangGraph and langchain 1.x adapters for Hindsight memory.
+
+One module per surface, each a thin translation onto the MCP ``MemoryClient``:
+
+- ``HindsightMemory`` (memory.py): classic ``BaseMemory`` for ``AgentExecutor(memory=...)``.
+- ``HindsightMiddleware`` (middleware.py): ``AgentMiddleware`` for ``create_agent``.
+- ``HindsightStore`` (store.py): LangGraph ``BaseStore`` (LangGraph agents, LangMem).
+- ``HindsightRetriever`` (retriever.py): ``BaseRetriever`` returning ``Document``s.
+- ``memory_tools`` (tools.py): ``remember`` / ``recall`` / ``forget`` tools for the model.
+
+Every class takes ``namespace=`` (the user) and, for conversations, ``session_id=``; the
+store comes from the environment (``HINDSIGHT_STORE``, ``HINDSIGHT_CHROMA_URL``,
+``HINDSIGHT_MCP_URL``, ``HINDSIGHT_MCP_COMMAND``) unless ``client=`` or ``engine=`` is given.
+"""
+
+from .memory import HindsightMemory
+from .middleware import HindsightMiddleware
+from .retriever import HindsightRetriever
+from .store import HindsightStore
+from .tools import memory_tools
+
+__all__ = ["HindsightMemory", "HindsightMiddleware", "HindsightRetriever", "HindsightStore", "memory_tools"]

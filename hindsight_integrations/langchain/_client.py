@@ -1,0 +1,165 @@
+"""Resolve the MCP client a LangChain adapter talks to, and the user/session it acts for.
+
+Every surface accepts ``client=`` (an open ``MemoryClient``), ``engine=`` (an embedded
+``MemoryEngine``, wrapped in an in-process MCP session) or neither, in which case the
+environment decides: ``HINDSIGHT_MCP_URL`` → streamable HTTP, ``HINDSIGHT_MCP_COMMAND`` →
+stdio, ``HINDSIGHT_STORE`` / ``HINDSIGHT_CHROMA_URL`` → an in-process engine. A client
+serves exactly one namespace, so clients are cached per (namespace, configuration, process):
+a memory, a retriever and a middleware for the same user share one MCP session instead of
+each loading an embedding model or opening a connection, and two users never share one.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from typing import TYPE_CHECKING, Any
+
+from ..core.config import validate_namespace
+from ..core.errors import ConfigurationError
+
+if TYPE_CHECKING:
+    from ..core.engine import MemoryEngine
+    from ..mcp.client import MemoryClient
+
+# Any one of these says where memories live. Without one we refuse rather than silently
+# creating ./.hindsight in whatever directory the application happens to run from.
+CONFIG_VARS = ("HINDSIGHT_MCP_URL", "HINDSIGHT_MCP_COMMAND", "HINDSIGHT_STORE", "HINDSIGHT_CHROMA_URL")
+_KEY_VARS = (*CONFIG_VARS, "HINDSIGHT_MCP_TOKEN")
+
+_env_clients: dict[tuple[Any, ...], "MemoryClient"] = {}
+_env_engines: dict[tuple[Any, ...], "MemoryEngine"] = {}
+_lock = threading.Lock()
+
+
+def resolve_namespace(namespace: str | None, owner: str) -> str:
+    """The user this adapter acts for: the argument, else ``HINDSIGHT_NAMESPACE``, else an error.
+
+    There is deliberately no silent "default" user: mixing two people's memories is the one
+    mistake a memory layer must not make, so an adapter without a user fails loudly.
+    """
+    value = namespace if namespace is not None else os.environ.get("HINDSIGHT_NAMESPACE")
+    if value is None or value == "":
+        raise ConfigurationError(
+            f"{owner} needs a namespace (the user whose memories it reads and writes): "
+            f'pass namespace="..." or set HINDSIGHT_NAMESPACE'
+        )
+    return validate_namespace(value)
+
+
+def require_session(session_id: str | None, owner: str) -> str:
+    """Conversation surfaces record turns into a session's working memory; say so when it is missing."""
+    if not isinstance(session_id, str) or not session_id.strip():
+        raise ConfigurationError(
+            f'{owner} needs a session_id (the conversation whose turns it records): pass session_id="..."'
+        )
+    return session_id
+
+
+def resolve_client(
+    client: "MemoryClient | None" = None,
+    *,
+    namespace: str,
+    engine: "MemoryEngine | None" = None,
+) -> "MemoryClient":
+    """The client for ``namespace``: explicit ``client`` wins, then ``engine``, then the environment.
+
+    Raises ``ConfigurationError`` when both ``client`` and ``engine`` are given, when the
+    client serves another namespace (writing user B's turns through user A's client would
+    leak them into A's memory), or when nothing says where the memory store is.
+    """
+    if client is not None:
+        if engine is not None:
+            raise ConfigurationError("pass either client= or engine=, not both: the client already decides the store")
+        served = served_namespace(client)
+        if served is not None and served != namespace:
+            raise ConfigurationError(
+                f"the client serves namespace {served!r} but namespace {namespace!r} was asked for; "
+                "one client serves one namespace, so pass a client for that user (or engine= / env config)"
+            )
+        return client
+    from ..mcp.client import MemoryClient
+
+    if engine is not None:
+        # Not cached here: the client keeps the engine alive, so a module-level cache would
+        # pin every engine ever passed in. Adapters keep the client they resolved.
+        return MemoryClient.in_process(engine, namespace=namespace)
+    if not any(os.environ.get(var) for var in CONFIG_VARS):
+        raise ConfigurationError(
+            "no memory store configured: set HINDSIGHT_STORE (an embedded Chroma directory), "
+            "HINDSIGHT_CHROMA_URL (a Chroma server), HINDSIGHT_MCP_URL (a Hindsight MCP server over HTTP) "
+            "or HINDSIGHT_MCP_COMMAND (one over stdio), or pass client= or engine= explicitly"
+        )
+    key = (os.getpid(), namespace, *(os.environ.get(var) for var in _KEY_VARS))
+    with _lock:
+        cached = _env_clients.get(key)
+        if cached is None:
+            cached = _env_clients[key] = _client_from_env(MemoryClient, namespace)
+        return cached
+
+
+def _client_from_env(cls: type["MemoryClient"], namespace: str) -> "MemoryClient":
+    """Like ``MemoryClient.from_env``, but for the adapter's namespace rather than HINDSIGHT_NAMESPACE.
+
+    Over HTTP the server maps the bearer token to a namespace, so ``HINDSIGHT_MCP_TOKEN``
+    must be the token of this user. In-process clients of all users share one engine per
+    configuration, so serving many users does not load the embedding model many times.
+    """
+    env = os.environ
+    if env.get("HINDSIGHT_MCP_URL"):
+        return cls.http(env["HINDSIGHT_MCP_URL"], token=env.get("HINDSIGHT_MCP_TOKEN") or None)
+    if env.get("HINDSIGHT_MCP_COMMAND"):
+        return cls.stdio(env["HINDSIGHT_MCP_COMMAND"], namespace=namespace)
+    from ..core.engine import MemoryEngine
+
+    engine_key = (os.getpid(), env.get("HINDSIGHT_STORE"), env.get("HINDSIGHT_CHROMA_URL"))
+    engine = _env_engines.get(engine_key)
+    if engine is None:
+        engine = _env_engines[engine_key] = MemoryEngine()
+    return cls.in_process(engine, namespace=namespace)
+
+
+def served_namespace(client: Any) -> str | None:
+    """The namespace a client serves, when the client can tell (in-process clients can)."""
+    server = getattr(client, "server", None)
+    return getattr(server, "namespace", None) or getattr(client, "namespace", None)
+
+
+class ClientPool:
+    """The clients one adapter uses, one per namespace it has acted for.
+
+    A middleware serves whichever user the run's context names, so it may need several
+    clients; a memory or retriever needs one. Resolving once per namespace keeps a per-call
+    adapter cheap and keeps an ``engine=``-built in-process session alive with the adapter.
+    """
+
+    def __init__(self, client: "MemoryClient | None" = None, engine: "MemoryEngine | None" = None) -> None:
+        if client is not None and engine is not None:
+            raise ConfigurationError("pass either client= or engine=, not both: the client already decides the store")
+        self.client = client
+        self.engine = engine
+        self._clients: dict[str, MemoryClient] = {}
+        self._lock = threading.Lock()
+
+    def get(self, namespace: str) -> "MemoryClient":
+        with self._lock:
+            found = self._clients.get(namespace)
+            if found is None:
+                found = self._clients[namespace] = resolve_client(self.client, namespace=namespace, engine=self.engine)
+            return found
+
+
+def clear_client_cache() -> None:
+    """Close and forget the clients built from the environment (tests, or after changing env vars)."""
+    with _lock:
+        clients = list(_env_clients.values())
+        _env_clients.clear()
+        _env_engines.clear()
+    for client in clients:
+        try:
+            client.close()
+        except Exception:  # best effort: one dead transport must not keep the others open
+            pass
+
+
+__all__ = ["CONFIG_VARS", "resolve_namespace", "require_session", "resolve_client", "ClientPool", "clear_client_cache"]

@@ -1,0 +1,163 @@
+"""``HindsightMemory``: the classic LangChain ``BaseMemory`` (``AgentExecutor(memory=...)``, chains).
+
+Classic chains call ``load_memory_variables`` before the run and ``save_context`` after
+it. We answer the first with two variables — the session's working window (the live
+conversation, so a restarted process resumes it) and the long-term memories recalled for
+the current input, formatted as SPEC §6's fenced, dated block — and turn the second into
+two ``record_turn`` calls through the MCP client, so the write filter, extraction and
+compression happen server-side exactly as for every other MCP client.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from langchain_classic.base_memory import BaseMemory
+from langchain_classic.memory.utils import get_prompt_input_key
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, get_buffer_string
+from pydantic import ConfigDict, Field, PrivateAttr, model_validator
+
+from ..core.context import format_context
+from ..core.engine import RecallResult
+from ..core.records import MemoryRecord, Role
+from ._client import ClientPool, require_session, resolve_namespace
+
+
+def turn_message(record: MemoryRecord) -> BaseMessage:
+    """A working-memory turn as the chat message a prompt expects."""
+    if record.role is Role.ASSISTANT:
+        return AIMessage(content=record.content, id=record.id)
+    if record.role is Role.USER:
+        return HumanMessage(content=record.content, id=record.id)
+    # Tool results and system notes have no tool_call_id to pair with here, so they are
+    # shown as system context rather than as a ToolMessage a provider would reject.
+    prefix = "Tool result: " if record.role is Role.TOOL else ""
+    return SystemMessage(content=prefix + record.content, id=record.id)
+
+
+def message_text(value: Any) -> str:
+    """Text of a chain input/output, which may be a string, a message or a list of messages."""
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, BaseMessage):
+        return value.text
+    if isinstance(value, Sequence) and all(isinstance(m, BaseMessage) for m in value):
+        return "\n".join(m.text for m in value if m.text)
+    return str(value)
+
+
+def long_term_context(result: RecallResult, window: Sequence[MemoryRecord]) -> str:
+    """The recalled block, minus memories distilled from turns the prompt already shows verbatim."""
+    shown = {t.id for t in window}
+    records = [h.record for h in result.hits if not (h.record.source.message_ids and set(h.record.source.message_ids) <= shown)]
+    return format_context(records)
+
+
+class HindsightMemory(BaseMemory):
+    """Working window + recalled long-term memories for classic chains and ``AgentExecutor``.
+
+    ``HindsightMemory(namespace="u1", session_id="s1")`` reads the store configured by the
+    environment (``HINDSIGHT_STORE``, ``HINDSIGHT_CHROMA_URL`` or an MCP server via
+    ``HINDSIGHT_MCP_URL`` / ``HINDSIGHT_MCP_COMMAND``); pass ``client=`` or ``engine=`` to
+    choose explicitly. ``clear()`` ends the conversation's working memory only: what the
+    user taught stays in long-term memory, which is the point of having it.
+    """
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    namespace: str | None = Field(None, description="The user; falls back to HINDSIGHT_NAMESPACE.")
+    session_id: str | None = Field(None, description="The conversation whose turns are recorded.")
+    client: Any = Field(None, exclude=True, description="A MemoryClient for this namespace.")
+    engine: Any = Field(None, exclude=True, description="A MemoryEngine to serve in-process.")
+    memory_key: str = "chat_history"
+    long_term_key: str = "long_term_memory"
+    return_messages: bool = Field(True, description="chat_history as messages (True) or one string (False).")
+    input_key: str | None = None
+    output_key: str | None = None
+    human_prefix: str = "Human"
+    ai_prefix: str = "AI"
+    top_k: int = Field(5, ge=1)
+    min_score: float | None = Field(None, ge=0, le=1)
+    token_budget: int | None = Field(500, ge=1, description="Cap on the injected long-term block (SPEC: ≤ 500 tokens typical).")
+
+    _pool: ClientPool = PrivateAttr()
+
+    @model_validator(mode="after")
+    def _configured(self) -> "HindsightMemory":
+        # Fail at construction, not on the first turn: a memory without a user or session
+        # would either mix users or lose the conversation.
+        self.namespace = resolve_namespace(self.namespace, "HindsightMemory")
+        self.session_id = require_session(self.session_id, "HindsightMemory")
+        self._pool = ClientPool(self.client, self.engine)
+        return self
+
+    @property
+    def memory_client(self) -> Any:
+        """The MemoryClient in use (resolved on first use, so construction never blocks on I/O)."""
+        return self._pool.get(self.namespace)  # type: ignore[arg-type]
+
+    @property
+    def memory_variables(self) -> list[str]:
+        return [self.memory_key, self.long_term_key]
+
+    # -- reading ------------------------------------------------------------------------------
+    def _query(self, inputs: dict[str, Any]) -> str:
+        key = self.input_key or get_prompt_input_key(inputs, self.memory_variables)
+        return message_text(inputs.get(key)).strip()
+
+    def _variables(self, window: list[MemoryRecord], recalled: RecallResult | None) -> dict[str, Any]:
+        messages = [turn_message(r) for r in window]
+        history: Any = messages if self.return_messages else get_buffer_string(messages, human_prefix=self.human_prefix, ai_prefix=self.ai_prefix)
+        context = long_term_context(recalled, window) if recalled is not None else ""
+        return {self.memory_key: history, self.long_term_key: context}
+
+    def load_memory_variables(self, inputs: dict[str, Any]) -> dict[str, Any]:
+        client = self.memory_client
+        window = client.working_memory(self.session_id)
+        query = self._query(inputs)
+        recalled = client.recall(query, top_k=self.top_k, min_score=self.min_score, token_budget=self.token_budget) if query else None
+        return self._variables(window, recalled)
+
+    async def aload_memory_variables(self, inputs: dict[str, Any]) -> dict[str, Any]:
+        client = self.memory_client
+        window = await client.aworking_memory(self.session_id)
+        query = self._query(inputs)
+        recalled = await client.arecall(query, top_k=self.top_k, min_score=self.min_score, token_budget=self.token_budget) if query else None
+        return self._variables(window, recalled)
+
+    # -- writing ------------------------------------------------------------------------------
+    def _turns(self, inputs: dict[str, Any], outputs: dict[str, Any]) -> list[tuple[str, str]]:
+        said = self._query(inputs)
+        if self.output_key:
+            out_key = self.output_key
+        elif len(outputs) == 1:
+            out_key = next(iter(outputs))
+        elif "output" in outputs:
+            out_key = "output"
+        else:
+            raise ValueError(f"HindsightMemory: several outputs {sorted(outputs)}; set output_key= to say which is the answer")
+        answer = message_text(outputs.get(out_key)).strip()
+        return [(text, role) for text, role in ((said, "user"), (answer, "assistant")) if text]
+
+    def save_context(self, inputs: dict[str, Any], outputs: dict[str, Any]) -> None:
+        client = self.memory_client
+        for text, role in self._turns(inputs, outputs):
+            client.record_turn(text, session_id=self.session_id, role=role)
+
+    async def asave_context(self, inputs: dict[str, Any], outputs: dict[str, Any]) -> None:
+        client = self.memory_client
+        for text, role in self._turns(inputs, outputs):
+            await client.arecord_turn(text, session_id=self.session_id, role=role)
+
+    def clear(self) -> None:
+        """End this session's working memory; long-term memories are kept."""
+        self.memory_client.clear_working(self.session_id)
+
+    async def aclear(self) -> None:
+        await self.memory_client.aclear_working(self.session_id)
+
+
+__all__ = ["HindsightMemory", "turn_message", "message_text", "long_term_context"]

@@ -1,0 +1,216 @@
+"""``HindsightMiddleware``: long-term memory for langchain 1.x ``create_agent``.
+
+Before each model call the memories recalled for the latest user message are appended to
+the system message *of that call only* (``request.override``): they are not written into
+the agent state, so they never pile up in the checkpointed conversation or get recorded
+back as if the user had said them. After the agent finishes, the turn (the user's
+message, tool results, the final answer) is recorded through the MCP client, where the
+write filter and extraction decide what becomes long-term memory.
+
+The user and session come from the run — ``context=`` (``user_id``/``namespace``,
+``session_id``/``thread_id``) or ``config["configurable"]`` — so one agent serves many
+users; the constructor's ``namespace``/``session_id`` are the fallback.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any
+
+from langchain.agents.middleware import AgentMiddleware, AgentState, ModelRequest, ModelResponse
+from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, SystemMessage, ToolMessage
+from langgraph.runtime import Runtime
+
+from ..core.config import validate_namespace
+from ..core.engine import RecallResult
+from ..core.errors import ConfigurationError
+from ._client import ClientPool
+from .tools import MEMORY_TOOL_NAMES
+
+_USER_KEYS = ("namespace", "user_id")
+_SESSION_KEYS = ("session_id", "thread_id")
+
+
+def _lookup(source: Any, keys: tuple[str, ...]) -> str | None:
+    """First non-empty ``keys`` entry of a dict-like or attribute-bearing run context."""
+    if source is None:
+        return None
+    for key in keys:
+        value = source.get(key) if isinstance(source, Mapping) else getattr(source, key, None)
+        if value not in (None, ""):
+            return str(value)
+    return None
+
+
+def _configurable() -> Mapping[str, Any]:
+    try:
+        from langgraph.config import get_config
+
+        return get_config().get("configurable") or {}
+    except RuntimeError:  # called outside a runnable context (e.g. a unit test calling a hook)
+        return {}
+
+
+def _last_human_index(messages: list[AnyMessage]) -> int | None:
+    for index in range(len(messages) - 1, -1, -1):
+        if isinstance(messages[index], HumanMessage):
+            return index
+    return None
+
+
+def _with_memories(system: SystemMessage | None, context: str) -> SystemMessage:
+    if system is None:
+        return SystemMessage(content=context)
+    if isinstance(system.content, str):
+        return SystemMessage(content=f"{system.content}\n\n{context}" if system.content else context)
+    return SystemMessage(content=[*system.content, {"type": "text", "text": context}])
+
+
+class HindsightMiddleware(AgentMiddleware):
+    """Recall before the model call, record after the agent run.
+
+    ``create_agent(model, tools, middleware=[HindsightMiddleware(namespace="u1")])``, then
+    ``agent.invoke({...}, config={"configurable": {"thread_id": "s1"}})``. Pass
+    ``client=`` (a MemoryClient) or ``engine=`` to choose the store explicitly; otherwise
+    the environment decides (see ``HindsightMemory``).
+    """
+
+    def __init__(
+        self,
+        namespace: str | None = None,
+        *,
+        session_id: str | None = None,
+        client: Any = None,
+        engine: Any = None,
+        top_k: int = 5,
+        min_score: float | None = None,
+        token_budget: int | None = 500,
+        record_turns: bool = True,
+    ) -> None:
+        super().__init__()
+        self.namespace = validate_namespace(namespace) if namespace is not None else None
+        self.session_id = session_id
+        self.top_k = top_k
+        self.min_score = min_score
+        self.token_budget = token_budget
+        self.record_turns = record_turns
+        self._pool = ClientPool(client, engine)
+        self.tools = []
+
+    # -- who is this run for ------------------------------------------------------------------
+    def scope(self, runtime: Runtime[Any] | None) -> tuple[str, str | None]:
+        """(namespace, session_id) of the current run: run context, then config, then constructor."""
+        context = getattr(runtime, "context", None)
+        configurable = _configurable()
+        namespace = _lookup(context, _USER_KEYS) or _lookup(configurable, _USER_KEYS) or self.namespace
+        if namespace is None:
+            namespace = os.environ.get("HINDSIGHT_NAMESPACE") or None
+        if namespace is None:
+            raise ConfigurationError(
+                "HindsightMiddleware does not know whose memories to use: pass namespace=... to it, "
+                "or give the run a user via context (user_id) or config={'configurable': {'user_id': ...}}"
+            )
+        info = getattr(runtime, "execution_info", None)
+        session = (
+            _lookup(context, _SESSION_KEYS)
+            or _lookup(configurable, _SESSION_KEYS)
+            or self.session_id
+            or getattr(info, "thread_id", None)
+        )
+        return validate_namespace(namespace), session
+
+    def _require_session(self, session: str | None) -> str:
+        if session is None and self.record_turns:
+            raise ConfigurationError(
+                "HindsightMiddleware records each turn into a session: pass session_id=... to it, run the agent "
+                "with config={'configurable': {'thread_id': ...}} (a checkpointer's thread), or set record_turns=False"
+            )
+        return session or ""
+
+    def before_agent(self, state: AgentState, runtime: Runtime[Any]) -> dict[str, Any] | None:
+        # Resolve up front so a misconfigured agent fails before any model tokens are spent.
+        self._require_session(self.scope(runtime)[1])
+        return None
+
+    async def abefore_agent(self, state: AgentState, runtime: Runtime[Any]) -> dict[str, Any] | None:
+        return self.before_agent(state, runtime)
+
+    # -- recall before each model call --------------------------------------------------------
+    def _recall_args(self) -> dict[str, Any]:
+        return {"top_k": self.top_k, "min_score": self.min_score, "token_budget": self.token_budget}
+
+    @staticmethod
+    def _query(request: ModelRequest) -> str:
+        index = _last_human_index(request.messages)
+        return request.messages[index].text.strip() if index is not None else ""
+
+    @staticmethod
+    def _inject(request: ModelRequest, result: RecallResult) -> ModelRequest:
+        if not result.context:
+            return request
+        return request.override(system_message=_with_memories(request.system_message, result.context))
+
+    def wrap_model_call(self, request: ModelRequest, handler: Callable[[ModelRequest], ModelResponse]) -> ModelResponse:
+        query = self._query(request)
+        if query:
+            namespace, _ = self.scope(request.runtime)
+            request = self._inject(request, self._pool.get(namespace).recall(query, **self._recall_args()))
+        return handler(request)
+
+    async def awrap_model_call(
+        self, request: ModelRequest, handler: Callable[[ModelRequest], Awaitable[ModelResponse]]
+    ) -> ModelResponse:
+        query = self._query(request)
+        if query:
+            namespace, _ = self.scope(request.runtime)
+            request = self._inject(request, await self._pool.get(namespace).arecall(query, **self._recall_args()))
+        return await handler(request)
+
+    # -- record after the run -----------------------------------------------------------------
+    @staticmethod
+    def turns(messages: list[AnyMessage]) -> list[tuple[str, str]]:
+        """(text, role) to record for this run: the last user message, tool results, the final answer.
+
+        Results of the memory tools are skipped: they are memories already, and recording
+        them as turns would store each recalled memory a second time.
+        """
+        start = _last_human_index(messages)
+        if start is None:
+            return []
+        out: list[tuple[str, str]] = []
+        for message in messages[start:]:
+            text = message.text.strip()
+            if not text:
+                continue
+            if isinstance(message, HumanMessage):
+                out.append((text, "user"))
+            elif isinstance(message, ToolMessage) and message.name not in MEMORY_TOOL_NAMES:
+                out.append((text, "tool"))
+        final = messages[-1]
+        if isinstance(final, AIMessage) and not final.tool_calls and final.text.strip():
+            out.append((final.text.strip(), "assistant"))
+        return out
+
+    def after_agent(self, state: AgentState, runtime: Runtime[Any]) -> dict[str, Any] | None:
+        if not self.record_turns:
+            return None
+        namespace, session = self.scope(runtime)
+        session = self._require_session(session)
+        client = self._pool.get(namespace)
+        for text, role in self.turns(state["messages"]):
+            client.record_turn(text, session_id=session, role=role)
+        return None
+
+    async def aafter_agent(self, state: AgentState, runtime: Runtime[Any]) -> dict[str, Any] | None:
+        if not self.record_turns:
+            return None
+        namespace, session = self.scope(runtime)
+        session = self._require_session(session)
+        client = self._pool.get(namespace)
+        for text, role in self.turns(state["messages"]):
+            await client.arecord_turn(text, session_id=session, role=role)
+        return None
+
+
+__all__ = ["HindsightMiddleware"]

@@ -1,0 +1,321 @@
+"""``HindsightStore``: a LangGraph ``BaseStore`` on Hindsight memory, for LangGraph agents and LangMem.
+
+Mapping. One ``HindsightStore`` serves one Hindsight namespace (the user). Each LangGraph
+item — namespace tuple + key + JSON value — is one memory whose metadata holds the tuple,
+the key and the value; its content is the text to embed (the ``index`` fields of the
+value, or all of it). Indexed items live in the semantic tier, so the other surfaces
+(middleware, retriever, classic memory) recall what a LangMem agent stored; items put with
+``index=False`` live in the working tier, out of recall, reachable by ``get``/``search``.
+
+Key-value semantics come first, because that is what made other memory projects drop
+their store: ``get`` after ``put`` returns exactly the value, ``put`` of an existing key
+updates that item in place, ``delete`` deletes (soft, like every Hindsight forget),
+``ttl`` (minutes) expires the item, and reads refresh it unless told not to.
+
+Writes go through the MCP client's tools. ``store_memory`` is built for conversation
+memories: it runs the write filter (which drops short text such as ``"food: pizza"``) and
+merges near-duplicates (which would fold two keys with similar values into one). A store
+must do neither, so a new item is created in two steps: ``store_memory`` with an opaque
+placeholder text of kind ``summary`` (a kind that is never merged) carrying the final
+metadata, then ``update_memory`` with the real text and kind (updates skip the filter and
+the merge). The item is addressable by its key from the first step on.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import uuid
+from collections.abc import Iterable, Mapping
+from datetime import datetime
+from typing import Any
+
+from langchain_core.runnables import run_in_executor
+from langgraph.store.base import (
+    BaseStore,
+    GetOp,
+    Item,
+    ListNamespacesOp,
+    MatchCondition,
+    Op,
+    PutOp,
+    Result,
+    SearchItem,
+    SearchOp,
+    TTLConfig,
+    validate_op_namespace,
+)
+from langgraph.store.base.embed import get_text_at_path, tokenize_path
+
+from ..core.records import MemoryRecord
+from ._client import ClientPool, resolve_namespace
+
+MARK = "lg_item"
+_ACTIVE = ["active", "superseded"]  # a superseded store item is still the current value of its key
+_PAGE = 1000  # list_memories' largest page
+_MAX_CANDIDATES = 200  # recall's default max_top_k
+
+
+def _flatten(value: Any, prefix: str = "") -> list[str]:
+    """``key: value`` lines of a JSON value: embeds far better than the raw JSON text."""
+    if isinstance(value, Mapping):
+        lines: list[str] = []
+        for k, v in value.items():
+            lines.extend(_flatten(v, f"{prefix}.{k}" if prefix else str(k)))
+        return lines
+    if isinstance(value, (list, tuple)):
+        return [line for v in value for line in _flatten(v, prefix)]
+    if value is None:
+        return []
+    return [f"{prefix}: {value}" if prefix else str(value)]
+
+
+def _compare(actual: Any, expected: Any) -> bool:
+    """LangGraph's filter semantics: equality, nested objects, and $eq/$ne/$gt/$gte/$lt/$lte."""
+    if isinstance(expected, Mapping):
+        if any(str(k).startswith("$") for k in expected):
+            return all(_operator(actual, op, operand) for op, operand in expected.items())
+        return isinstance(actual, Mapping) and all(_compare(actual.get(k), v) for k, v in expected.items())
+    return actual == expected
+
+
+def _operator(actual: Any, op: str, operand: Any) -> bool:
+    if op == "$eq":
+        return actual == operand
+    if op == "$ne":
+        return actual != operand
+    if op == "$in":
+        return actual in operand
+    if op == "$nin":
+        return actual not in operand
+    if op in ("$gt", "$gte", "$lt", "$lte"):
+        try:
+            a, b = float(actual), float(operand)
+        except (TypeError, ValueError):
+            return False
+        return {"$gt": a > b, "$gte": a >= b, "$lt": a < b, "$lte": a <= b}[op]
+    raise ValueError(f"unsupported filter operator {op!r}; use $eq, $ne, $in, $nin, $gt, $gte, $lt or $lte")
+
+
+def _matches(value: Mapping[str, Any], filter: Mapping[str, Any] | None) -> bool:
+    return not filter or all(_compare(value.get(k), v) for k, v in filter.items())
+
+
+def _namespace_matches(condition: MatchCondition, namespace: tuple[str, ...]) -> bool:
+    path = tuple(condition.path)
+    if len(namespace) < len(path):
+        return False
+    part = namespace[: len(path)] if condition.match_type == "prefix" else namespace[len(namespace) - len(path):]
+    return all(p == "*" or p == n for p, n in zip(path, part))
+
+
+class HindsightStore(BaseStore):
+    """LangGraph store on one user's Hindsight memory.
+
+    ``HindsightStore(namespace="u1")`` uses the environment's store; ``client=`` /
+    ``engine=`` choose it explicitly. ``index_fields`` says which value fields are
+    embedded by default (``["$"]``, the whole value); ``put(..., index=[...])`` overrides
+    it per item. ``ttl`` is LangGraph's ``TTLConfig`` (``default_ttl`` in minutes,
+    ``refresh_on_read``).
+    """
+
+    supports_ttl = True
+
+    def __init__(
+        self,
+        namespace: str | None = None,
+        *,
+        client: Any = None,
+        engine: Any = None,
+        index_fields: list[str] | None = None,
+        ttl: TTLConfig | None = None,
+        importance: float = 0.8,
+    ) -> None:
+        self.namespace = resolve_namespace(namespace, "HindsightStore")
+        self.index_fields = list(index_fields) if index_fields else ["$"]
+        self.ttl_config = ttl
+        self.importance = importance
+        self._pool = ClientPool(client, engine)
+        self._write_lock = threading.Lock()
+
+    @property
+    def memory_client(self) -> Any:
+        return self._pool.get(self.namespace)
+
+    # -- batch entry points -------------------------------------------------------------------
+    def batch(self, ops: Iterable[Op]) -> list[Result]:
+        """Run ops in order, so a get after a put in the same batch sees the put."""
+        results: list[Result] = []
+        for op in ops:
+            validate_op_namespace(op)
+            if isinstance(op, GetOp):
+                results.append(self._get(op))
+            elif isinstance(op, SearchOp):
+                results.append(self._search(op))
+            elif isinstance(op, ListNamespacesOp):
+                results.append(self._list_namespaces(op))
+            elif isinstance(op, PutOp):
+                self._put(op)
+                results.append(None)
+            else:
+                raise ValueError(f"unknown store operation: {type(op).__name__}")
+        return results
+
+    async def abatch(self, ops: Iterable[Op]) -> list[Result]:
+        # The client's sync calls are thread-safe; running the batch in a worker keeps one
+        # code path for both APIs and keeps the event loop free while Chroma works.
+        return await run_in_executor(None, self.batch, list(ops))
+
+    # -- mapping ------------------------------------------------------------------------------
+    @staticmethod
+    def _ns_key(namespace: tuple[str, ...]) -> str:
+        return json.dumps(list(namespace), ensure_ascii=False)
+
+    def _filters(self, namespace_prefix: tuple[str, ...] = (), *, exact: tuple[str, ...] | None = None, key: str | None = None, indexed_only: bool = False) -> dict[str, Any]:
+        metadata: dict[str, Any] = {MARK: True}
+        if exact is not None:
+            metadata["lg_ns"] = self._ns_key(exact)
+        else:
+            metadata.update({f"lg_ns_{i}": label for i, label in enumerate(namespace_prefix)})
+        if key is not None:
+            metadata["lg_key"] = key
+        if indexed_only:
+            metadata["lg_indexed"] = True
+        tiers = ["semantic"] if indexed_only else ["working", "episodic", "semantic"]
+        return {"metadata": metadata, "statuses": _ACTIVE, "tiers": tiers}
+
+    def _text(self, value: Mapping[str, Any], index: list[str] | None) -> str:
+        fields = index if index is not None else self.index_fields
+        parts: list[str] = []
+        for field in fields:
+            if field == "$":
+                parts.extend(_flatten(value))
+            else:
+                parts.extend(get_text_at_path(value, tokenize_path(field)))
+        return "\n".join(p for p in parts if p.strip()) or json.dumps(value, ensure_ascii=False, sort_keys=True)
+
+    @staticmethod
+    def _item(record: MemoryRecord, score: float | None = None, *, scored: bool = False) -> Item:
+        meta = record.metadata
+        created = datetime.fromisoformat(meta["lg_created_at"]) if meta.get("lg_created_at") else record.created_at
+        fields = {
+            "namespace": tuple(json.loads(meta["lg_ns"])),
+            "key": meta["lg_key"],
+            "value": dict(meta.get("lg_value") or {}),
+            "created_at": created,
+            "updated_at": record.updated_at,
+        }
+        return SearchItem(**fields, score=score) if scored else Item(**fields)
+
+    def _find(self, namespace: tuple[str, ...], key: str) -> list[MemoryRecord]:
+        """The memories holding (namespace, key), newest first (more than one only after a race)."""
+        found = self.memory_client.list(filters=self._filters(exact=namespace, key=key), limit=_PAGE)
+        return sorted(found, key=lambda r: r.updated_at, reverse=True)
+
+    def _all(self, filters: dict[str, Any]) -> list[MemoryRecord]:
+        out: list[MemoryRecord] = []
+        while True:
+            page = self.memory_client.list(filters=filters, limit=_PAGE, offset=len(out))
+            out.extend(page)
+            if len(page) < _PAGE:
+                return out
+
+    def _refresh(self, records: Iterable[MemoryRecord]) -> None:
+        for record in records:
+            minutes = record.metadata.get("lg_ttl")
+            if minutes:
+                self.memory_client.update(record.id, ttl_seconds=max(1, round(float(minutes) * 60)))
+
+    # -- operations ---------------------------------------------------------------------------
+    def _get(self, op: GetOp) -> Item | None:
+        found = self._find(op.namespace, op.key)
+        if not found:
+            return None
+        if op.refresh_ttl:
+            self._refresh(found[:1])
+        return self._item(found[0])
+
+    def _search(self, op: SearchOp) -> list[SearchItem]:
+        query = (op.query or "").strip()
+        wanted = op.offset + op.limit
+        if query:
+            result = self.memory_client.recall(
+                query,
+                top_k=min(_MAX_CANDIDATES, max(wanted * 4, 50)),
+                filters=self._filters(op.namespace_prefix, indexed_only=True),
+            )
+            scored = [(h.record, h.relevance) for h in result.hits]
+        else:
+            records = sorted(self._all(self._filters(op.namespace_prefix)), key=lambda r: r.updated_at, reverse=True)
+            scored = [(r, None) for r in records]
+        seen: set[tuple[str, str]] = set()
+        picked: list[tuple[MemoryRecord, float | None]] = []
+        for record, score in scored:
+            ident = (record.metadata["lg_ns"], record.metadata["lg_key"])
+            if ident in seen or not _matches(record.metadata.get("lg_value") or {}, op.filter):
+                continue
+            seen.add(ident)
+            picked.append((record, score))
+        picked = picked[op.offset : wanted]
+        if op.refresh_ttl:
+            self._refresh(r for r, _ in picked)
+        return [self._item(r, s, scored=True) for r, s in picked]  # type: ignore[misc]
+
+    def _list_namespaces(self, op: ListNamespacesOp) -> list[tuple[str, ...]]:
+        namespaces = {tuple(json.loads(r.metadata["lg_ns"])) for r in self._all(self._filters())}
+        if op.match_conditions:
+            namespaces = {ns for ns in namespaces if all(_namespace_matches(c, ns) for c in op.match_conditions)}
+        if op.max_depth is not None:
+            namespaces = {ns[: op.max_depth] for ns in namespaces}
+        return sorted(namespaces)[op.offset : op.offset + op.limit]
+
+    def _put(self, op: PutOp) -> None:
+        client = self.memory_client
+        # Serialised per store: find-then-create must not race with itself in this process.
+        with self._write_lock:
+            existing = self._find(op.namespace, op.key)
+            if op.value is None:
+                for record in existing:
+                    client.forget(record.id)
+                return
+            value = dict(op.value)
+            indexed = op.index is not False
+            text = self._text(value, op.index or None) if indexed else f"{'/'.join(op.namespace)}/{op.key}"
+            ttl_seconds = max(1, round(op.ttl * 60)) if op.ttl else None
+            metadata: dict[str, Any] = {
+                MARK: True,
+                "lg_ns": self._ns_key(op.namespace),
+                "lg_key": op.key,
+                "lg_value": value,
+                "lg_indexed": indexed,
+                "lg_ttl": op.ttl or 0,
+                **{f"lg_ns_{i}": label for i, label in enumerate(op.namespace)},
+            }
+            current = existing[0] if existing else None
+            tier = "semantic" if indexed else "working"
+            # An in-place update cannot drop an expiry or move a memory between tiers, so
+            # those changes replace the memory instead (created_at is carried over).
+            if current is not None and current.tier.value == tier and (ttl_seconds or not current.expires_at):
+                client.update(current.id, content=text, metadata=metadata, ttl_seconds=ttl_seconds)
+                stale = existing[1:]
+            else:
+                created = current.metadata.get("lg_created_at") if current else None
+                metadata["lg_created_at"] = created or datetime.now().astimezone().isoformat()
+                self._create(text, tier, metadata, ttl_seconds)
+                stale = existing
+            for record in stale:
+                client.forget(record.id)
+
+    def _create(self, text: str, tier: str, metadata: dict[str, Any], ttl_seconds: int | None) -> None:
+        """Create an item without the write filter or near-duplicate merge (see the module doc)."""
+        placeholder = f"langgraph store item {uuid.uuid4()}"
+        item: dict[str, Any] = {"content": placeholder, "kind": "summary", "tier": tier, "importance": self.importance, "metadata": metadata}
+        if ttl_seconds:
+            item["ttl_seconds"] = ttl_seconds
+        client = self.memory_client
+        result = client.store([item], request_id=f"lgstore-{uuid.uuid4()}")
+        (record,) = result.stored
+        client.update(record.id, content=text, kind="fact")
+
+
+__all__ = ["HindsightStore"]

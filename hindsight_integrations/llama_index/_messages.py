@@ -1,0 +1,186 @@
+"""Translate between LlamaIndex ``ChatMessage`` objects and Hindsight turns.
+
+A memory is text, but a chat message is a list of blocks: text, images, audio, documents,
+tool calls, thinking. Text (and citation text) is stored as is; a tool call becomes a short
+readable line so the turn still says what happened; thinking is never stored (SPEC §5: no
+chain-of-thought); binary media cannot be embedded as text and are skipped with a log line.
+
+Tool calling needs more than text to be replayed: an OpenAI-style API rejects a ``tool``
+message whose call id has no matching assistant tool call. So when a message carries tool
+calls or a tool-call id, a JSON snapshot of its replayable parts travels in the turn's
+metadata (``SNAPSHOT_KEY``) and ``turn_to_message`` rebuilds the original message from it;
+``sanitize_history`` then drops tool results whose call was compressed away.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from llama_index.core.base.llms.types import (
+    AudioBlock,
+    CachePoint,
+    ChatMessage,
+    CitableBlock,
+    CitationBlock,
+    DocumentBlock,
+    ImageBlock,
+    MessageRole,
+    TextBlock,
+    ThinkingBlock,
+    ToolCallBlock,
+    VideoBlock,
+)
+
+from ..core.errors import InvalidInputError
+from ..core.records import MemoryRecord, Role
+
+log = logging.getLogger("hindsight.llama_index")
+
+SNAPSHOT_KEY = "llama_index_message"
+# Marks the system message this package injects, so it is never written back as a turn.
+CONTEXT_FLAG = "hindsight_context"
+_REPLAYED_KWARGS = ("tool_call_id", "tool_calls", "name")
+
+_ROLE_MAP: dict[str, Role] = {
+    MessageRole.USER.value: Role.USER,
+    MessageRole.ASSISTANT.value: Role.ASSISTANT,
+    MessageRole.CHATBOT.value: Role.ASSISTANT,
+    MessageRole.MODEL.value: Role.ASSISTANT,
+    MessageRole.TOOL.value: Role.TOOL,
+    MessageRole.FUNCTION.value: Role.TOOL,
+    MessageRole.SYSTEM.value: Role.SYSTEM,
+    MessageRole.DEVELOPER.value: Role.SYSTEM,
+}
+
+
+def hindsight_role(message: ChatMessage) -> Role:
+    role = message.role.value if isinstance(message.role, MessageRole) else str(message.role)
+    return _ROLE_MAP.get(role, Role.USER)
+
+
+def is_injected_context(message: ChatMessage) -> bool:
+    return bool(message.additional_kwargs.get(CONTEXT_FLAG))
+
+
+def _tool_call_line(name: str, arguments: Any) -> str:
+    try:
+        args = arguments if isinstance(arguments, str) else json.dumps(arguments, ensure_ascii=False, default=str)
+    except (TypeError, ValueError):
+        args = str(arguments)
+    return f"[tool call] {name}({args})"
+
+
+def message_text(message: ChatMessage) -> str:
+    """The storable text of a message; empty when nothing in it can be stored as text."""
+    parts: list[str] = []
+    skipped: list[str] = []
+    for block in message.blocks:
+        if isinstance(block, TextBlock):
+            parts.append(block.text)
+        elif isinstance(block, ToolCallBlock):
+            parts.append(_tool_call_line(block.tool_name, block.tool_kwargs))
+        elif isinstance(block, CitableBlock):
+            parts.extend(c.text for c in block.content if isinstance(c, TextBlock))
+        elif isinstance(block, CitationBlock):
+            if isinstance(block.cited_content, TextBlock):
+                parts.append(block.cited_content.text)
+        elif isinstance(block, ThinkingBlock):
+            skipped.append("thinking")
+        elif isinstance(block, (ImageBlock, AudioBlock, VideoBlock, DocumentBlock)):
+            skipped.append(block.block_type)
+        elif not isinstance(block, CachePoint):
+            skipped.append(getattr(block, "block_type", type(block).__name__))
+    if not any(isinstance(b, ToolCallBlock) for b in message.blocks):
+        # Older integrations carry OpenAI-style tool calls in additional_kwargs instead of blocks.
+        for call in message.additional_kwargs.get("tool_calls") or []:
+            function = _get(call, "function")
+            if function is not None:
+                parts.append(_tool_call_line(str(_get(function, "name") or "?"), _get(function, "arguments")))
+    if skipped:
+        log.info("not storing %s block(s) of a %s message as memory: only text is remembered", ", ".join(skipped), message.role)
+    return "\n".join(p for p in (part.strip() for part in parts) if p)
+
+
+def rejected_text(exc: InvalidInputError, *fields: str) -> bool:
+    """Whether the server refused the message text itself (too large, empty after cleaning).
+
+    Only such errors are logged and skipped: the conversation must go on without that one
+    message. Any other invalid argument is a configuration mistake and is raised.
+    """
+    field = getattr(exc, "field", None) or ""
+    return any(field == f or field.endswith(f".{f}") for f in fields)
+
+
+def _get(obj: Any, key: str) -> Any:
+    return obj.get(key) if isinstance(obj, dict) else getattr(obj, key, None)
+
+
+def snapshot(message: ChatMessage) -> dict[str, Any] | None:
+    """A JSON-safe copy of a tool-calling message's replayable parts, or None for plain text."""
+    kwargs = {k: message.additional_kwargs[k] for k in _REPLAYED_KWARGS if message.additional_kwargs.get(k)}
+    has_calls = any(isinstance(b, ToolCallBlock) for b in message.blocks)
+    if not kwargs and not has_calls:
+        return None
+    blocks = [b for b in message.blocks if isinstance(b, (TextBlock, ToolCallBlock))]
+    data = ChatMessage(role=message.role, blocks=blocks, additional_kwargs=kwargs).model_dump(mode="json")
+    try:
+        json.dumps(data)
+    except (TypeError, ValueError):
+        log.info("tool-call details of a %s message are not JSON; storing its text only", message.role)
+        return None
+    return data
+
+
+def turn_to_message(record: MemoryRecord) -> ChatMessage:
+    """Rebuild the chat message a working-memory turn was recorded from."""
+    data = record.metadata.get(SNAPSHOT_KEY)
+    if isinstance(data, dict):
+        try:
+            return ChatMessage.model_validate(data)
+        except Exception as exc:  # a snapshot from another version must not break the chat
+            log.warning("could not restore the message of turn %s (%s); using its text", record.id, exc)
+    if record.role is Role.TOOL:
+        # A tool result without its call id cannot be replayed as a tool message.
+        return ChatMessage(role=MessageRole.ASSISTANT, content=f"[tool result] {record.content}")
+    role = {Role.USER: MessageRole.USER, Role.ASSISTANT: MessageRole.ASSISTANT, Role.SYSTEM: MessageRole.SYSTEM}[record.role]
+    return ChatMessage(role=role, content=record.content)
+
+
+def _call_ids(message: ChatMessage) -> set[str]:
+    ids = {b.tool_call_id for b in message.blocks if isinstance(b, ToolCallBlock) and b.tool_call_id}
+    ids.update(str(_get(c, "id")) for c in message.additional_kwargs.get("tool_calls") or [] if _get(c, "id"))
+    return ids
+
+
+def sanitize_history(messages: Sequence[ChatMessage]) -> list[ChatMessage]:
+    """Drop tool results whose tool call is no longer in the window (e.g. it was compressed)."""
+    out: list[ChatMessage] = []
+    open_calls: set[str] = set()
+    for message in messages:
+        if message.role in (MessageRole.TOOL, MessageRole.FUNCTION):
+            call_id = message.additional_kwargs.get("tool_call_id")
+            if call_id is None or call_id not in open_calls:
+                log.debug("dropping a tool result whose call is not in the window: %s", call_id)
+                continue
+        elif message.role == MessageRole.ASSISTANT:
+            open_calls = _call_ids(message)
+        out.append(message)
+    return out
+
+
+def latest_user_text(messages: Iterable[ChatMessage]) -> str:
+    """The text of the newest user message (the best recall query), else of the newest message."""
+    items = [m for m in messages if not is_injected_context(m)]
+    for message in reversed(items):
+        if message.role == MessageRole.USER:
+            text = message_text(message)
+            if text:
+                return text
+    for message in reversed(items):
+        text = message_text(message)
+        if text:
+            return text
+    return ""

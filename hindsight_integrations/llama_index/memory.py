@@ -1,0 +1,295 @@
+"""``HindsightChatMemory``: a LlamaIndex ``BaseMemory`` backed by Hindsight.
+
+Drop it in wherever LlamaIndex takes ``memory=``: ``SimpleChatEngine``,
+``ContextChatEngine``, ``CondensePlusContextChatEngine`` and the workflow agents
+(``FunctionAgent`` / ``ReActAgent`` ``.run(memory=...)``). All of them only call the
+``BaseMemory`` interface (``put``/``aput``, ``put_messages``, ``set``, ``get(input=...)``,
+``get_all``, ``reset``), so no subclass of the newer ``Memory`` class is needed.
+
+* ``put`` records each message as a turn of the session's working memory through the MCP
+  client; the server's write filter and extraction decide what also becomes a long-term
+  memory, and it compresses the window when it grows past its threshold.
+* ``get`` returns the working window (so a restarted process resumes the conversation) with
+  one system message in front holding the long-term memories recalled for the current
+  input, in the SPEC §6 format.
+* ``reset`` clears the session's working memory only; what was learned stays.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from typing import TYPE_CHECKING, Any, Literal
+
+from llama_index.core.base.llms.types import ChatMessage, MessageRole, TextBlock
+from llama_index.core.bridge.pydantic import Field, PrivateAttr, field_validator
+from llama_index.core.memory.types import BaseMemory
+
+from ..core.errors import InvalidInputError
+from ..core.records import MemoryRecord
+from ._client import resolve_client, served_namespace
+from ._messages import (
+    CONTEXT_FLAG,
+    SNAPSHOT_KEY,
+    hindsight_role,
+    is_injected_context,
+    latest_user_text,
+    message_text,
+    rejected_text,
+    sanitize_history,
+    snapshot,
+    turn_to_message,
+)
+from ._recall import DEFAULT_TOKEN_BUDGET, RecallOptions, check_filters, context_of, select_hits
+
+if TYPE_CHECKING:
+    from ..core.engine import MemoryEngine, RecallResult
+    from ..mcp.client import MemoryClient
+
+log = logging.getLogger("hindsight.llama_index")
+
+# Recall over-fetches this many extra hits so that dropping the ones distilled from live
+# turns still leaves ``top_k`` to choose from.
+_OVERFETCH = 5
+_MAX_QUERY_CHARS = 2000
+
+
+class HindsightChatMemory(BaseMemory):
+    """Chat memory for LlamaIndex chat engines and agents: working window + recalled memories.
+
+    ``namespace`` is the user whose memories are read and written; ``session_id`` names the
+    conversation whose working window is replayed (a random one when omitted, like
+    LlamaIndex's own ``Memory``; pass a stable id to resume a conversation after a restart).
+    """
+
+    namespace: str | None = Field(None, description="the user; None uses HINDSIGHT_NAMESPACE or 'default'")
+    session_id: str = Field(default_factory=lambda: str(uuid.uuid4()), description="the conversation")
+    top_k: int = Field(5, ge=1, description="long-term memories injected at most")
+    min_score: float | None = Field(None, ge=0, le=1, description="minimum similarity of an injected memory to the query")
+    token_budget: int | None = Field(DEFAULT_TOKEN_BUDGET, gt=0, description="tokens the injected memories may use")
+    filters: dict[str, Any] | None = Field(None, description="recall filters (tiers, kinds, since, min_importance, ...)")
+    include_history: bool = Field(False, description="also inject superseded memories, marked as such")
+    insert_method: Literal["system", "user"] = Field(
+        "system",
+        description=(
+            "'system': a system message before the conversation; 'user': prepended to the latest user "
+            "message (for ReActAgent without a system_prompt, which drops a leading system message)"
+        ),
+    )
+
+    _client: Any = PrivateAttr(default=None)
+
+    @field_validator("filters")
+    @classmethod
+    def _filters(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
+        return check_filters(value)
+
+    def __init__(self, *, client: "MemoryClient | None" = None, engine: "MemoryEngine | None" = None, **data: Any) -> None:
+        super().__init__(**data)
+        self._client = resolve_client(client, namespace=self.namespace, engine=engine)
+        self.namespace = self.namespace or served_namespace(self._client)
+
+    @field_validator("session_id")
+    @classmethod
+    def _session_id(cls, value: str) -> str:
+        if not isinstance(value, str) or not value.strip():
+            raise ValueError("session_id must be a non-empty string")
+        return value
+
+    @classmethod
+    def class_name(cls) -> str:
+        return "HindsightChatMemory"
+
+    @classmethod
+    def from_defaults(  # type: ignore[override]
+        cls,
+        namespace: str | None = None,
+        session_id: str | None = None,
+        *,
+        client: "MemoryClient | None" = None,
+        engine: "MemoryEngine | None" = None,
+        chat_history: list[ChatMessage] | None = None,
+        **kwargs: Any,
+    ) -> "HindsightChatMemory":
+        """Build a chat memory; ``chat_history`` (optional) replaces the session's window."""
+        if session_id is not None:
+            kwargs["session_id"] = session_id
+        memory = cls(namespace=namespace, client=client, engine=engine, **kwargs)
+        if chat_history:
+            memory.set(chat_history)
+        return memory
+
+    @property
+    def client(self) -> "MemoryClient":
+        """The MCP client this memory writes through."""
+        return self._client
+
+    @property
+    def recall_options(self) -> RecallOptions:
+        return RecallOptions(
+            top_k=self.top_k, min_score=self.min_score, token_budget=self.token_budget,
+            filters=self.filters, include_history=self.include_history,
+        )
+
+    # -- writing ------------------------------------------------------------------------------
+    def _turn(self, message: ChatMessage) -> dict[str, Any] | None:
+        """Arguments of ``record_turn`` for a message, or None when there is nothing to record."""
+        if is_injected_context(message):
+            return None  # our own recalled block, handed back by a caller: never re-learn it
+        text = message_text(message)
+        if not text:
+            log.info("skipping a %s message with no text to remember", message.role)
+            return None
+        data = snapshot(message)
+        return {
+            "content": text,
+            "session_id": self.session_id,
+            "role": hindsight_role(message).value,
+            "metadata": {SNAPSHOT_KEY: data} if data else None,
+        }
+
+    def put(self, message: ChatMessage) -> None:
+        """Record one message as a turn (write filter, extraction and compression run server-side)."""
+        turn = self._turn(message)
+        if turn is not None:
+            try:
+                self._client.record_turn(**turn)
+            except InvalidInputError as exc:
+                if not rejected_text(exc, "content"):
+                    raise
+                log.warning("message not recorded in memory: %s", exc)
+
+    async def aput(self, message: ChatMessage) -> None:
+        turn = self._turn(message)
+        if turn is not None:
+            try:
+                await self._client.arecord_turn(**turn)
+            except InvalidInputError as exc:
+                if not rejected_text(exc, "content"):
+                    raise
+                log.warning("message not recorded in memory: %s", exc)
+
+    def put_messages(self, messages: list[ChatMessage]) -> None:
+        for message in messages:
+            self.put(message)
+
+    async def aput_messages(self, messages: list[ChatMessage]) -> None:
+        for message in messages:
+            await self.aput(message)
+
+    def _to_append(self, window: list[MemoryRecord], messages: list[ChatMessage]) -> tuple[bool, list[ChatMessage]]:
+        """Whether ``set`` must clear the window first, and which messages it must record.
+
+        When the new history merely extends the stored window (a chat engine handing back
+        the history it got from us), only the tail is recorded: re-recording the rest would
+        re-embed it and churn the window for nothing.
+        """
+        wanted = [m for m in messages if not is_injected_context(m) and message_text(m)]
+        stored = [(r.role.value, r.content.strip()) for r in window]
+        given = [(hindsight_role(m).value, message_text(m).strip()) for m in wanted]
+        if stored and stored == given[: len(stored)]:
+            return False, wanted[len(stored):]
+        return bool(window), wanted
+
+    def set(self, messages: list[ChatMessage]) -> None:
+        """Make ``messages`` the session's working window (long-term memory is kept)."""
+        clear, todo = self._to_append(self._client.working_memory(self.session_id), messages)
+        if clear:
+            self._client.clear_working(self.session_id)
+        self.put_messages(todo)
+
+    async def aset(self, messages: list[ChatMessage]) -> None:
+        clear, todo = self._to_append(await self._client.aworking_memory(self.session_id), messages)
+        if clear:
+            await self._client.aclear_working(self.session_id)
+        await self.aput_messages(todo)
+
+    def reset(self) -> None:
+        """Clear this session's working memory; long-term memories are untouched."""
+        self._client.clear_working(self.session_id)
+
+    async def areset(self) -> None:
+        await self._client.aclear_working(self.session_id)
+
+    # -- reading ------------------------------------------------------------------------------
+    @staticmethod
+    def _history(window: list[MemoryRecord]) -> list[ChatMessage]:
+        return sanitize_history([turn_to_message(r) for r in window])
+
+    def get_all(self) -> list[ChatMessage]:
+        """The session's working window as chat messages, without recalled memories."""
+        return self._history(self._client.working_memory(self.session_id))
+
+    async def aget_all(self) -> list[ChatMessage]:
+        return self._history(await self._client.aworking_memory(self.session_id))
+
+    @staticmethod
+    def _query(input: Any, history: list[ChatMessage]) -> str:
+        if isinstance(input, ChatMessage):
+            text = message_text(input)
+        elif isinstance(input, str) and input.strip():
+            text = input
+        else:
+            text = latest_user_text(history)
+        # The end of a long message is what the user is asking now; recall needs no more.
+        return text.strip()[-_MAX_QUERY_CHARS:]
+
+    def _assemble(self, window: list[MemoryRecord], history: list[ChatMessage], result: "RecallResult | None") -> list[ChatMessage]:
+        if result is None:
+            return history
+        selected = select_hits(
+            result.hits,
+            self.recall_options,
+            query=result.query,
+            exclude_turn_ids={r.id for r in window},
+            exclude_texts={r.content.strip() for r in window},
+        )
+        context = context_of(selected)
+        if not context:
+            return history
+        if self.insert_method == "user":
+            for i in range(len(history) - 1, -1, -1):
+                if history[i].role == MessageRole.USER:
+                    original = history[i]
+                    merged = original.model_copy(update={"blocks": [TextBlock(text=context + "\n\n"), *original.blocks]})
+                    return [*history[:i], merged, *history[i + 1:]]
+        block = ChatMessage(role=MessageRole.SYSTEM, content=context, additional_kwargs={CONTEXT_FLAG: True})
+        return [block, *history]
+
+    def get(self, input: str | None = None, **kwargs: Any) -> list[ChatMessage]:
+        """Working window plus the long-term memories recalled for ``input``.
+
+        ``input`` defaults to the latest user message of the window (agents call ``aget()``
+        right after putting the user's message). Extra keyword arguments that chat engines
+        pass (``initial_token_count``) are accepted and ignored: the window is already kept
+        within budget by server-side compression.
+        """
+        window = self._client.working_memory(self.session_id)
+        history = self._history(window)
+        query = self._query(input, history)
+        result = None
+        if query:
+            try:
+                result = self._client.recall(query, **self.recall_options.call_kwargs(_OVERFETCH))
+            except InvalidInputError as exc:
+                if not rejected_text(exc, "query"):
+                    raise
+                log.warning("recall skipped: %s", exc)
+        return self._assemble(window, history, result)
+
+    async def aget(self, input: str | None = None, **kwargs: Any) -> list[ChatMessage]:
+        window = await self._client.aworking_memory(self.session_id)
+        history = self._history(window)
+        query = self._query(input, history)
+        result = None
+        if query:
+            try:
+                result = await self._client.arecall(query, **self.recall_options.call_kwargs(_OVERFETCH))
+            except InvalidInputError as exc:
+                if not rejected_text(exc, "query"):
+                    raise
+                log.warning("recall skipped: %s", exc)
+        return self._assemble(window, history, result)
+
+
+__all__ = ["HindsightChatMemory"]

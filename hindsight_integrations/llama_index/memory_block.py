@@ -1,0 +1,180 @@
+"""``HindsightMemoryBlock``: long-term memory as a block of LlamaIndex's ``Memory``.
+
+LlamaIndex's ``Memory`` keeps recent messages in its own FIFO queue and, when the queue
+passes its token limit, flushes the oldest messages to its memory blocks. This block is
+the long-term side of that design:
+
+* ``_aput`` receives the flushed messages and stores them through the MCP client; the
+  server's write filter drops chit-chat and keeps preferences, facts and decisions.
+* ``_aget`` recalls the memories relevant to the latest messages and returns them as the
+  SPEC §6 block, which ``Memory`` renders into its system message.
+* ``atruncate`` gives up the lowest-scoring memories first when ``Memory`` needs the
+  tokens back (only for blocks with ``priority`` > 0: priority 0 means never truncate).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from collections import OrderedDict
+from typing import TYPE_CHECKING, Any
+
+from llama_index.core.base.llms.types import ChatMessage
+from llama_index.core.bridge.pydantic import Field, PrivateAttr, field_validator
+from llama_index.core.memory.memory import BaseMemoryBlock
+
+from ..core.context import CONTEXT_FOOTER, CONTEXT_HEADER
+from ..core.errors import InvalidInputError
+from ..core.tokens import estimate_tokens
+from ._client import resolve_client, served_namespace
+from ._messages import hindsight_role, is_injected_context, latest_user_text, message_text, rejected_text
+from ._recall import DEFAULT_TOKEN_BUDGET, RecallOptions, Selected, check_filters, context_of, select_hits
+
+if TYPE_CHECKING:
+    from ..core.engine import MemoryEngine
+    from ..mcp.client import MemoryClient
+
+log = logging.getLogger("hindsight.llama_index")
+
+_MAX_QUERY_CHARS = 2000
+_REMEMBERED_CONTEXTS = 64  # recent block texts whose hits atruncate can rank
+
+
+class HindsightMemoryBlock(BaseMemoryBlock[str]):
+    """Recall from and store into Hindsight as one block of ``llama_index.core.memory.Memory``."""
+
+    name: str = Field("hindsight", description="the block's name in the memory template")
+    description: str | None = Field(
+        "Facts, preferences and decisions remembered from earlier conversations with this user.",
+        description="what the block holds",
+    )
+    namespace: str | None = Field(None, description="the user; None uses HINDSIGHT_NAMESPACE or 'default'")
+    top_k: int = Field(5, ge=1, description="memories recalled at most")
+    min_score: float | None = Field(None, ge=0, le=1, description="minimum similarity of a recalled memory to the query")
+    token_budget: int | None = Field(DEFAULT_TOKEN_BUDGET, gt=0, description="tokens the block may use")
+    filters: dict[str, Any] | None = Field(None, description="recall filters (tiers, kinds, since, min_importance, ...)")
+    include_history: bool = Field(False, description="also recall superseded memories, marked as such")
+    query_messages: int = Field(1, ge=1, description="how many of the latest messages form the recall query")
+
+    _client: Any = PrivateAttr(default=None)
+    _selected: "OrderedDict[str, Selected]" = PrivateAttr(default_factory=OrderedDict)
+
+    @field_validator("filters")
+    @classmethod
+    def _filters(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
+        return check_filters(value)
+
+    def __init__(self, *, client: "MemoryClient | None" = None, engine: "MemoryEngine | None" = None, **data: Any) -> None:
+        super().__init__(**data)
+        self._client = resolve_client(client, namespace=self.namespace, engine=engine)
+        self.namespace = self.namespace or served_namespace(self._client)
+
+    @property
+    def client(self) -> "MemoryClient":
+        return self._client
+
+    @property
+    def recall_options(self) -> RecallOptions:
+        return RecallOptions(
+            top_k=self.top_k, min_score=self.min_score, token_budget=self.token_budget,
+            filters=self.filters, include_history=self.include_history,
+        )
+
+    def _query(self, messages: list[ChatMessage]) -> str:
+        live = [m for m in messages if not is_injected_context(m)]
+        if self.query_messages == 1:
+            return latest_user_text(live)[-_MAX_QUERY_CHARS:]
+        texts = [message_text(m) for m in live[-self.query_messages:]]
+        return "\n".join(t for t in texts if t)[-_MAX_QUERY_CHARS:]
+
+    async def _aget(self, messages: list[ChatMessage] | None = None, **block_kwargs: Any) -> str:
+        """The memories relevant to the latest messages, as the SPEC §6 block ('' if none)."""
+        query = self._query(messages or [])
+        if not query:
+            return ""
+        try:
+            result = await self._client.arecall(query, **self.recall_options.call_kwargs())
+        except InvalidInputError as exc:
+            if not rejected_text(exc, "query"):
+                raise
+            log.warning("recall skipped: %s", exc)
+            return ""
+        selected = select_hits(result.hits, self.recall_options, query=query)
+        context = context_of(selected)
+        if context:
+            self._selected[context] = selected
+            while len(self._selected) > _REMEMBERED_CONTEXTS:
+                self._selected.popitem(last=False)
+        return context
+
+    async def _aput(self, messages: list[ChatMessage]) -> None:
+        """Store the messages ``Memory`` flushed out of its queue (the write filter picks what stays)."""
+        items: list[dict[str, Any]] = []
+        for message in messages:
+            if is_injected_context(message):
+                continue
+            text = message_text(message)
+            if not text:
+                log.info("skipping a flushed %s message with no text to remember", message.role)
+                continue
+            item: dict[str, Any] = {"content": text, "role": hindsight_role(message).value, "metadata": {"origin": "llama_index.memory_block"}}
+            session_id = message.additional_kwargs.get("session_id")
+            if isinstance(session_id, str) and session_id:
+                item["session_id"] = session_id
+            items.append(item)
+        if not items:
+            return
+        try:
+            await self._client.astore(items, request_id=_request_id(items))
+        except InvalidInputError as exc:
+            if not rejected_text(exc, "content"):
+                raise
+            # One bad item (e.g. over the size limit) must not cost the others.
+            log.warning("storing %d flushed messages as a batch failed (%s); storing them one by one", len(items), exc)
+            for item in items:
+                try:
+                    await self._client.astore([item], request_id=_request_id([item]))
+                except InvalidInputError as item_exc:
+                    if not rejected_text(item_exc, "content"):
+                        raise
+                    log.warning("flushed message not stored: %s", item_exc)
+
+    async def atruncate(self, content: str, tokens_to_truncate: int) -> str | None:
+        """Drop the lowest-scoring memories until about ``tokens_to_truncate`` tokens are freed."""
+        if not content or tokens_to_truncate <= 0:
+            return content or None
+        selected = self._selected.get(content)
+        if selected is None:
+            return _drop_oldest_lines(content, tokens_to_truncate)
+        kept = sorted(selected, key=lambda pair: pair[0].score, reverse=True)
+        before = estimate_tokens(content)
+        while kept:
+            kept.pop()
+            if before - estimate_tokens(context_of(kept)) >= tokens_to_truncate:
+                break
+        if not kept:
+            return None
+        shorter = context_of(kept)
+        self._selected[shorter] = kept
+        return shorter
+
+
+def _request_id(items: list[dict[str, Any]]) -> str:
+    """Same flushed messages → same id, so a retried flush never stores them twice."""
+    digest = hashlib.sha256(repr([(i.get("session_id"), i["role"], i["content"]) for i in items]).encode()).hexdigest()
+    return f"llama-index-block-{digest[:40]}"
+
+
+def _drop_oldest_lines(content: str, tokens_to_truncate: int) -> str | None:
+    """Truncate a block whose hits are unknown: memory lines go oldest first."""
+    lines = content.split("\n")
+    memory_lines = [line for line in lines if line.startswith("- (")]
+    freed = 0
+    while memory_lines and freed < tokens_to_truncate:
+        freed += estimate_tokens(memory_lines.pop(0))
+    if not memory_lines:
+        return None
+    return "\n".join([CONTEXT_HEADER, *memory_lines, CONTEXT_FOOTER])
+
+
+__all__ = ["HindsightMemoryBlock"]

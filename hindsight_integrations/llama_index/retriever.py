@@ -1,0 +1,117 @@
+"""``HindsightRetriever``: recalled memories as LlamaIndex nodes.
+
+Use it anywhere LlamaIndex takes a retriever (``RetrieverQueryEngine``,
+``ContextChatEngine``, a ``QueryFusionRetriever``...). Each hit becomes a ``TextNode``
+whose id is the memory id (so a node can be traced, updated or forgotten) and whose
+metadata carries the memory's tier, kind, dates and provenance. Only the date and kind
+are shown to the LLM; the rest stays out of prompts and embeddings.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from llama_index.core.base.base_retriever import BaseRetriever
+from llama_index.core.callbacks import CallbackManager
+from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
+
+from ..core.recall import RecallHit
+from ._client import resolve_client, served_namespace
+from ._recall import RecallOptions
+
+if TYPE_CHECKING:
+    from ..core.engine import MemoryEngine, RecallResult
+    from ..mcp.client import MemoryClient
+
+# Metadata the LLM sees next to the memory text; everything else is for the application.
+_LLM_VISIBLE = ("occurred_at", "kind")
+
+
+def hit_to_node(hit: RecallHit) -> NodeWithScore:
+    """One recalled memory as a scored node with the memory's metadata."""
+    r = hit.record
+    metadata: dict[str, Any] = {
+        "memory_id": r.id,
+        "namespace": r.namespace,
+        "tier": r.tier.value,
+        "kind": r.kind.value,
+        "role": r.role.value,
+        "status": r.status.value,
+        "importance": r.importance,
+        "occurred_at": r.occurred_at.isoformat(),
+        "created_at": r.created_at.isoformat(),
+        "updated_at": r.updated_at.isoformat(),
+        "valid_from": r.valid_from.isoformat(),
+        "valid_until": r.valid_until.isoformat() if r.valid_until else None,
+        "expires_at": r.expires_at.isoformat() if r.expires_at else None,
+        "session_id": r.session_id,
+        "agent_id": r.agent_id,
+        "entities": list(r.entities),
+        "source": r.source.model_dump(mode="json", exclude_defaults=True),
+        "superseded_by": r.superseded_by,
+        "access_count": r.access_count,
+        "relevance": hit.relevance,
+        "similarity": hit.similarity,
+        "metadata": {k: v for k, v in r.metadata.items() if not k.startswith("_")},
+    }
+    hidden = [k for k in metadata if k not in _LLM_VISIBLE]
+    node = TextNode(
+        id_=r.id,
+        text=r.content,
+        metadata=metadata,
+        excluded_llm_metadata_keys=hidden,
+        excluded_embed_metadata_keys=list(metadata),
+    )
+    return NodeWithScore(node=node, score=hit.score)
+
+
+class HindsightRetriever(BaseRetriever):
+    """Retrieve a user's long-term memories (hybrid recall, SPEC §6) as ``NodeWithScore``.
+
+    ``score`` is Hindsight's fused score (similarity, recency, importance, access); the
+    relevance part alone is in ``metadata["relevance"]`` and the cosine similarity (what
+    ``min_score`` compares) in ``metadata["similarity"]``. ``session_id`` narrows recall to
+    one conversation's memories.
+    """
+
+    def __init__(
+        self,
+        namespace: str | None = None,
+        *,
+        client: "MemoryClient | None" = None,
+        engine: "MemoryEngine | None" = None,
+        top_k: int = 5,
+        min_score: float | None = None,
+        token_budget: int | None = None,
+        filters: dict[str, Any] | None = None,
+        include_history: bool = False,
+        session_id: str | None = None,
+        callback_manager: CallbackManager | None = None,
+        verbose: bool = False,
+    ) -> None:
+        if session_id is not None:
+            filters = {**(filters or {}), "session_id": session_id}
+        # Validated here so a bad argument fails when the retriever is built, not mid-query.
+        self.options = RecallOptions(
+            top_k=top_k, min_score=min_score, token_budget=token_budget, filters=filters, include_history=include_history
+        )
+        self._client = resolve_client(client, namespace=namespace, engine=engine)
+        self.namespace = namespace or served_namespace(self._client)
+        super().__init__(callback_manager=callback_manager, verbose=verbose)
+
+    @property
+    def client(self) -> "MemoryClient":
+        return self._client
+
+    @staticmethod
+    def _nodes(result: "RecallResult") -> list[NodeWithScore]:
+        return [hit_to_node(h) for h in result.hits]
+
+    def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
+        return self._nodes(self._client.recall(query_bundle.query_str, **self.options.call_kwargs()))
+
+    async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
+        return self._nodes(await self._client.arecall(query_bundle.query_str, **self.options.call_kwargs()))
+
+
+__all__ = ["HindsightRetriever", "hit_to_node"]

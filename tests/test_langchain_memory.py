@@ -1,0 +1,168 @@
+"""HindsightMemory with the classic AgentExecutor: real Chroma, real MCP session, a second process."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pytest
+from langchain_classic.agents import AgentExecutor, create_tool_calling_agent
+from langchain_core.messages import AIMessage, HumanMessage
+from langchain_core.prompts import ChatPromptTemplate, MessagesPlaceholder
+
+from hindsight_integrations import MemoryEngine
+from hindsight_integrations.core.context import CONTEXT_HEADER
+from hindsight_integrations.core.errors import ConfigurationError
+from hindsight_integrations.langchain import HindsightMemory, memory_tools
+from hindsight_integrations.langchain._client import clear_client_cache
+from hindsight_integrations.mcp.errors import MemoryServerUnavailableError
+
+try:  # tests/ may or may not be a package, depending on how the suite is laid out
+    from .langchain_fakes import PromptEcho
+except ImportError:
+    from langchain_fakes import PromptEcho  # type: ignore[no-redef]
+
+REPO = Path(__file__).resolve().parents[1]
+
+PROMPT = ChatPromptTemplate.from_messages([
+    ("system", "You are a helpful assistant.\n{long_term_memory}"),
+    MessagesPlaceholder("chat_history"),
+    ("human", "{input}"),
+    MessagesPlaceholder("agent_scratchpad"),
+])
+
+
+def executor(memory: HindsightMemory, model: PromptEcho | None = None) -> AgentExecutor:
+    model = model or PromptEcho()
+    tools = memory_tools(memory.namespace, engine=memory.engine) if memory.engine is not None else []
+    agent = create_tool_calling_agent(model, tools, PROMPT)
+    return AgentExecutor(agent=agent, tools=tools, memory=memory)
+
+
+def test_agent_executor_uses_working_window_and_long_term_memory(engine: MemoryEngine) -> None:
+    memory = HindsightMemory(namespace="u1", session_id="s1", engine=engine)
+    run = executor(memory)
+    run.invoke({"input": "Please always answer in French, I prefer it."})
+    second = run.invoke({"input": "Which language do I want answers in?"})["output"]
+    # The previous exchange is in the working window (chat_history) ...
+    assert "[human] Please always answer in French, I prefer it." in second
+    # ... and the preference was remembered long-term and injected as dated memory lines.
+    window = engine.working_window(session_id="s1", namespace="u1")
+    assert [t.role.value for t in window] == ["user", "assistant", "user", "assistant"]
+
+    fresh = HindsightMemory(namespace="u1", session_id="s2", engine=engine)
+    loaded = fresh.load_memory_variables({"input": "What language should replies use?"})
+    assert loaded["chat_history"] == []
+    assert CONTEXT_HEADER in loaded["long_term_memory"] and "French" in loaded["long_term_memory"]
+
+
+def test_string_history_and_memory_variables(engine: MemoryEngine) -> None:
+    memory = HindsightMemory(namespace="u1", session_id="s1", engine=engine, return_messages=False)
+    assert memory.memory_variables == ["chat_history", "long_term_memory"]
+    memory.save_context({"input": "My project deadline is next Friday."}, {"output": "Noted, Friday it is."})
+    loaded = memory.load_memory_variables({"input": "When is the deadline?"})
+    assert loaded["chat_history"] == "Human: My project deadline is next Friday.\nAI: Noted, Friday it is."
+    # The deadline is in the window verbatim, so it is not repeated as a recalled memory.
+    assert "deadline" not in loaded["long_term_memory"]
+
+
+def test_clear_keeps_long_term_memory(engine: MemoryEngine) -> None:
+    memory = HindsightMemory(namespace="u1", session_id="s1", engine=engine)
+    memory.save_context({"input": "I'm allergic to peanuts, never suggest them."}, {"output": "Understood."})
+    assert len(memory.load_memory_variables({"input": "hi"})["chat_history"]) == 2
+    memory.clear()
+    loaded = memory.load_memory_variables({"input": "Can you suggest a snack without allergens?"})
+    assert loaded["chat_history"] == []
+    assert "peanuts" in loaded["long_term_memory"]
+
+
+async def test_async_variants(engine: MemoryEngine) -> None:
+    memory = HindsightMemory(namespace="u1", session_id="s1", engine=engine)
+    await memory.asave_context({"input": "Our database is PostgreSQL 16."}, {"output": "Got it."})
+    loaded = await memory.aload_memory_variables({"input": "Which database do we run?"})
+    assert loaded["chat_history"] == [HumanMessage("Our database is PostgreSQL 16.", id=loaded["chat_history"][0].id),
+                                      AIMessage("Got it.", id=loaded["chat_history"][1].id)]
+    await memory.aclear()
+    loaded = await memory.aload_memory_variables({"input": "Which database do we run?"})
+    assert loaded["chat_history"] == [] and "PostgreSQL" in loaded["long_term_memory"]
+
+
+def test_users_never_see_each_other(engine: MemoryEngine) -> None:
+    alice = HindsightMemory(namespace="alice", session_id="s", engine=engine)
+    bob = HindsightMemory(namespace="bob", session_id="s", engine=engine)
+    alice.save_context({"input": "I prefer vegetarian recipes."}, {"output": "Sure."})
+    loaded = bob.load_memory_variables({"input": "What recipes do I prefer?"})
+    assert loaded == {"chat_history": [], "long_term_memory": ""}
+
+
+def test_missing_configuration_is_a_clear_error(engine: MemoryEngine, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("HINDSIGHT_NAMESPACE", raising=False)
+    with pytest.raises(ConfigurationError, match="namespace"):
+        HindsightMemory(session_id="s1", engine=engine)
+    with pytest.raises(ConfigurationError, match="session_id"):
+        HindsightMemory(namespace="u1", engine=engine)
+    for var in ("HINDSIGHT_MCP_URL", "HINDSIGHT_MCP_COMMAND", "HINDSIGHT_STORE", "HINDSIGHT_CHROMA_URL"):
+        monkeypatch.delenv(var, raising=False)
+    with pytest.raises(ConfigurationError, match="no memory store configured"):
+        HindsightMemory(namespace="u1", session_id="s1").load_memory_variables({"input": "x"})
+
+
+def test_unreachable_memory_server_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    with socket.socket() as sock:  # a port nobody listens on
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    url = f"http://127.0.0.1:{port}/mcp"
+    monkeypatch.setenv("HINDSIGHT_MCP_URL", url)
+    clear_client_cache()
+    try:
+        memory = HindsightMemory(namespace="u1", session_id="s1")
+        with pytest.raises(MemoryServerUnavailableError) as caught:
+            memory.load_memory_variables({"input": "hello there"})
+        assert url in str(caught.value)
+    finally:
+        clear_client_cache()
+
+
+SECOND_PROCESS = textwrap.dedent(
+    """
+    import sys
+    sys.path.insert(0, sys.argv[1])
+    from langchain_classic.agents import AgentExecutor, create_tool_calling_agent
+    from langchain_core.prompts import ChatPromptTemplate, MessagesPlaceholder
+    from langchain_fakes import PromptEcho
+    from hindsight_integrations.langchain import HindsightMemory
+
+    PROMPT = ChatPromptTemplate.from_messages([
+        ("system", "You are a helpful assistant.\\n{long_term_memory}"),
+        MessagesPlaceholder("chat_history"),
+        ("human", "{input}"),
+        MessagesPlaceholder("agent_scratchpad"),
+    ])
+
+    memory = HindsightMemory(namespace="u1", session_id="second-session")
+    agent = AgentExecutor(agent=create_tool_calling_agent(PromptEcho(), [], PROMPT), tools=[], memory=memory)
+    print(agent.invoke({"input": "How should you format code snippets for me?"})["output"])
+    """
+)
+
+
+def test_preference_reaches_a_later_process(store_path: Path, embedder: Any) -> None:
+    first = MemoryEngine(store=store_path, embedder=embedder, llm=False)
+    memory = HindsightMemory(namespace="u1", session_id="first-session", engine=first)
+    executor(memory).invoke({"input": "I prefer code snippets with type hints and no comments."})
+    first.chroma.flush_access()
+
+    env = {**os.environ, "HINDSIGHT_STORE": str(store_path), "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(REPO)}
+    done = subprocess.run(
+        [sys.executable, "-c", SECOND_PROCESS, str(Path(__file__).parent)],
+        env=env, capture_output=True, text=True, timeout=240, cwd=str(REPO),
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    # The second process's model saw the first process's preference in its system prompt.
+    assert "[system] You are a helpful assistant." in done.stdout
+    assert CONTEXT_HEADER in done.stdout and "type hints" in done.stdout

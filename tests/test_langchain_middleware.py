@@ -1,0 +1,121 @@
+"""HindsightMiddleware + memory_tools with langchain 1.x create_agent: real Chroma, real MCP session."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from langchain.agents import create_agent
+from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
+from langgraph.checkpoint.memory import InMemorySaver
+
+from hindsight_integrations import MemoryEngine
+from hindsight_integrations.core.context import CONTEXT_HEADER
+from hindsight_integrations.core.errors import ConfigurationError
+from hindsight_integrations.langchain import HindsightMiddleware, memory_tools
+
+try:  # tests/ may or may not be a package, depending on how the suite is laid out
+    from .langchain_fakes import PromptEcho
+except ImportError:
+    from langchain_fakes import PromptEcho  # type: ignore[no-redef]
+
+
+@dataclass
+class UserContext:
+    user_id: str
+    session_id: str | None = None
+
+
+def ask(agent: Any, text: str, **kwargs: Any) -> dict[str, Any]:
+    return agent.invoke({"messages": [HumanMessage(text)]}, **kwargs)
+
+
+def test_recalled_memories_reach_the_model_of_a_later_agent(store_path: Path, embedder: Any) -> None:
+    first = MemoryEngine(store=store_path, embedder=embedder, llm=False)
+    teach = create_agent(PromptEcho(), system_prompt="You are a barista.", middleware=[HindsightMiddleware(engine=first)],
+                         context_schema=UserContext)
+    ask(teach, "I prefer green tea over coffee, always.", context=UserContext(user_id="u1", session_id="morning"))
+    assert [t.role.value for t in first.working_window(session_id="morning", namespace="u1")] == ["user", "assistant"]
+    first.chroma.flush_access()
+
+    later = MemoryEngine(store=store_path, embedder=embedder, llm=False)  # a fresh engine and MCP session
+    model = PromptEcho()
+    agent = create_agent(model, system_prompt="You are a barista.", middleware=[HindsightMiddleware(engine=later)],
+                         context_schema=UserContext)
+    out = ask(agent, "What should you offer me to drink?", context=UserContext(user_id="u1", session_id="evening"))
+    prompt = model.prompts[-1]
+    assert prompt.startswith("[system] You are a barista.\n\n" + CONTEXT_HEADER)
+    assert "green tea" in prompt
+    # Injected for that call only: the agent state holds no memory block.
+    assert not any(isinstance(m, SystemMessage) or CONTEXT_HEADER in m.text for m in out["messages"][:1])
+    assert [type(m) for m in out["messages"]] == [HumanMessage, AIMessage]
+
+
+def test_user_and_thread_from_config_and_isolation(engine: MemoryEngine) -> None:
+    middleware = HindsightMiddleware(engine=engine)
+    model = PromptEcho()
+    agent = create_agent(model, middleware=[middleware], checkpointer=InMemorySaver())
+    alice = {"configurable": {"user_id": "alice", "thread_id": "t-alice"}}
+    bob = {"configurable": {"user_id": "bob", "thread_id": "t-bob"}}
+    ask(agent, "My favourite city is Lisbon and I travel there every spring.", config=alice)
+    assert len(engine.working_window(session_id="t-alice", namespace="alice")) == 2
+
+    ask(agent, "Which city do I travel to every spring?", config=bob)
+    assert "Lisbon" not in model.prompts[-1]
+    ask(agent, "Which city do I travel to every spring?", config=alice)
+    assert "Lisbon" in model.prompts[-1].split("[human]")[0], "recalled into the system message"
+    # The checkpointer keeps the conversation; only the latest exchange is recorded again.
+    turns = engine.working_window(session_id="t-alice", namespace="alice")
+    assert [t.content for t in turns][-2] == "Which city do I travel to every spring?" and len(turns) == 4
+
+
+async def test_async_agent(engine: MemoryEngine) -> None:
+    model = PromptEcho()
+    agent = create_agent(model, middleware=[HindsightMiddleware("u1", session_id="s-async", engine=engine)])
+    await agent.ainvoke({"messages": [HumanMessage("Our backend runs on Ubuntu 22.04 servers.")]})
+    await agent.ainvoke({"messages": [HumanMessage("Which OS do our servers run?")]})
+    assert "Ubuntu 22.04" in model.prompts[-1].split("[human]")[0]
+    assert len(engine.working_window(session_id="s-async", namespace="u1")) == 4
+
+
+def test_memory_tools_and_malformed_arguments(engine: MemoryEngine) -> None:
+    model = PromptEcho(tool_calls=[
+        [{"name": "recall", "args": {"top_k": "lots"}, "id": "bad-1"}],  # no query, top_k not a number
+        [{"name": "remember", "args": {"content": "The user's cat is called Miso", "kind": "fact"}, "id": "ok-1"}],
+        [{"name": "forget", "args": {"memory_id": "no-such-id"}, "id": "bad-2"}],
+        [{"name": "recall", "args": {"query": "what is the cat called"}, "id": "ok-2"}],
+    ])
+    tools = memory_tools("u1", engine=engine)
+    assert [t.name for t in tools] == ["remember", "recall", "forget"]
+    agent = create_agent(model, tools, middleware=[HindsightMiddleware("u1", session_id="s-tools", engine=engine)])
+    out = ask(agent, "Remember my cat's name, Miso.")
+    results = {m.tool_call_id: m for m in out["messages"] if isinstance(m, ToolMessage)}
+    assert results["bad-1"].status == "error" and "query" in results["bad-1"].text
+    assert results["ok-1"].status == "success" and "Remembered" in results["ok-1"].text
+    assert results["bad-2"].status == "error" and "no-such-id" in results["bad-2"].text
+    assert "Miso" in results["ok-2"].text
+    assert out["messages"][-1].text.startswith("ECHO:"), "the agent continued to its final answer"
+    # Memory-tool results are not recorded again as turns.
+    roles = [t.role.value for t in engine.working_window(session_id="s-tools", namespace="u1")]
+    assert roles == ["user", "assistant"]
+
+    memory_id = results["ok-1"].text.split("[")[1].split("]")[0]
+    assert memory_id in {h.record.id for h in engine.recall("cat name", namespace="u1").hits}
+    forget = next(t for t in tools if t.name == "forget")
+    assert "Forgot" in forget.invoke({"memory_id": memory_id})
+    assert memory_id not in {h.record.id for h in engine.recall("cat name", namespace="u1").hits}
+
+
+def test_missing_user_or_session_fails_before_the_model_runs(engine: MemoryEngine, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("HINDSIGHT_NAMESPACE", raising=False)
+    model = PromptEcho()
+    with pytest.raises(ConfigurationError, match="whose memories"):
+        ask(create_agent(model, middleware=[HindsightMiddleware(engine=engine)]), "hello")
+    with pytest.raises(ConfigurationError, match="session"):
+        ask(create_agent(model, middleware=[HindsightMiddleware("u1", engine=engine)]), "hello")
+    assert model.prompts == []
+    # Without recording, no session is needed.
+    ask(create_agent(model, middleware=[HindsightMiddleware("u1", engine=engine, record_turns=False)]), "hello")
+    assert len(model.prompts) == 1

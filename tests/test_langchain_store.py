@@ -1,0 +1,218 @@
+"""HindsightStore: LangGraph's store contract (modelled on langgraph's own store tests) over a real
+Chroma store and a real in-process MCP session."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from pathlib import Path
+from typing import Any, TypedDict
+
+import pytest
+from langgraph.graph import END, START, StateGraph
+from langgraph.runtime import Runtime
+from langgraph.store.base import GetOp, InvalidNamespaceError, ListNamespacesOp, MatchCondition, PutOp, SearchOp
+
+from hindsight_integrations import MemoryEngine
+from hindsight_integrations.core.errors import ConfigurationError
+from hindsight_integrations.langchain import HindsightStore
+from hindsight_integrations.mcp.client import MemoryClient
+
+
+@pytest.fixture
+def store(engine: MemoryEngine) -> HindsightStore:
+    return HindsightStore(namespace="u1", engine=engine)
+
+
+def test_put_get_update_delete(store: HindsightStore) -> None:
+    ns = ("users", "u1", "prefs")
+    assert store.get(ns, "food") is None
+    store.put(ns, "food", {"food": "pizza"})  # short text the write filter would drop as chit-chat
+    first = store.get(ns, "food")
+    assert first is not None and first.value == {"food": "pizza"}
+    assert first.namespace == ns and first.key == "food"
+
+    time.sleep(0.01)
+    store.put(ns, "food", {"food": "sushi", "rating": 5})
+    second = store.get(ns, "food")
+    assert second is not None and second.value == {"food": "sushi", "rating": 5}
+    assert second.created_at == first.created_at and second.updated_at > first.updated_at
+    assert len(store.search(ns)) == 1, "put of an existing key must update, not add"
+
+    store.delete(ns, "food")
+    assert store.get(ns, "food") is None
+    assert store.search(ns) == []
+    store.put(ns, "food", {"food": "ramen"})  # a deleted key can be reused
+    assert store.get(ns, "food").value == {"food": "ramen"}  # type: ignore[union-attr]
+
+
+def test_similar_values_under_different_keys_stay_separate(store: HindsightStore) -> None:
+    # The engine merges near-duplicate memories; a key-value store must never do that.
+    store.put(("notes",), "a", {"text": "The user prefers dark mode in the editor"})
+    store.put(("notes",), "b", {"text": "The user prefers dark mode in the editor!"})
+    store.put(("notes",), "c", {"text": "I live in Berlin"})
+    store.put(("notes",), "d", {"text": "I moved to Paris"})  # same slot: the engine would supersede "c"
+    assert {i.key for i in store.search(("notes",))} == {"a", "b", "c", "d"}
+    assert store.get(("notes",), "c").value == {"text": "I live in Berlin"}  # type: ignore[union-attr]
+
+
+def test_search_filters_and_pagination(store: HindsightStore) -> None:
+    docs = [
+        ("doc1", {"text": "red apple", "color": "red", "score": 4.5}),
+        ("doc2", {"text": "red car", "color": "red", "score": 3.0}),
+        ("doc3", {"text": "green apple", "color": "green", "score": 4.0}),
+        ("doc4", {"text": "blue car", "color": "blue", "score": 3.5}),
+    ]
+    store.batch([PutOp(("test",), key, value) for key, value in docs])
+
+    assert {i.key for i in store.search(("test",), filter={"color": "red"})} == {"doc1", "doc2"}
+    assert {i.key for i in store.search(("test",), filter={"score": {"$gt": 3.2}})} == {"doc1", "doc3", "doc4"}
+    assert [i.key for i in store.search(("test",), filter={"score": {"$gte": 4.0}, "color": "green"})] == ["doc3"]
+    assert {i.key for i in store.search(("test",), filter={"color": {"$ne": "red"}})} == {"doc3", "doc4"}
+
+    results = store.search(("test",), query="apple", filter={"color": "red"})
+    assert [i.key for i in results][:1] == ["doc1"] and len(results) == 2
+    assert results[0].score is not None
+    assert store.search(("test",), query="car", filter={"color": "red"})[0].key == "doc2"
+    assert store.search(("test",), query="a green fruit")[0].key == "doc3"
+
+    page1 = store.search(("test",), limit=2)
+    page2 = store.search(("test",), limit=2, offset=2)
+    assert len(page1) == len(page2) == 2 and not {i.key for i in page1} & {i.key for i in page2}
+    assert len(store.search(("test",), query="vehicle", limit=10)) == 4
+    assert len(store.search(("test",), query="")) == 4  # empty query = plain listing
+    assert store.search(("other",)) == []
+
+
+def test_index_false_and_index_fields(store: HindsightStore) -> None:
+    store.put(("docs",), "indexed", {"title": "x", "body": "notes about kubernetes deployment"}, index=["body"])
+    store.put(("docs",), "hidden", {"body": "notes about kubernetes deployment"}, index=False)
+    by_query = store.search(("docs",), query="kubernetes deployment")
+    assert [i.key for i in by_query] == ["indexed"]
+    assert {i.key for i in store.search(("docs",))} == {"indexed", "hidden"}
+    assert store.get(("docs",), "hidden").value == {"body": "notes about kubernetes deployment"}  # type: ignore[union-attr]
+    # Switching an item between indexed and not must keep exactly one copy.
+    store.put(("docs",), "hidden", {"body": "now searchable kubernetes notes"})
+    assert [i.key for i in store.search(("docs",), filter={"body": "now searchable kubernetes notes"})] == ["hidden"]
+    assert "hidden" in [i.key for i in store.search(("docs",), query="searchable kubernetes notes")]
+
+
+def test_ttl_expires_refreshes_and_can_be_removed(store: HindsightStore, engine: MemoryEngine) -> None:
+    assert store.supports_ttl
+    store.put(("tmp",), "short", {"v": "gone soon"}, ttl=1 / 60)  # one second
+    store.put(("tmp",), "long", {"v": "stays"}, ttl=60)
+    assert store.get(("tmp",), "short") is not None
+    before = _record(engine, "long").expires_at
+    time.sleep(1.3)
+    assert store.get(("tmp",), "short") is None
+    assert [i.key for i in store.search(("tmp",))] == ["long"]
+    after = _record(engine, "long").expires_at
+    assert before is not None and after is not None and after > before, "reads refresh the TTL"
+    store.get(("tmp",), "long", refresh_ttl=False)
+    assert _record(engine, "long").expires_at == after
+    store.put(("tmp",), "long", {"v": "stays forever"}, ttl=None)
+    assert _record(engine, "long").expires_at is None
+    assert store.get(("tmp",), "long").value == {"v": "stays forever"}  # type: ignore[union-attr]
+
+
+def _record(engine: MemoryEngine, key: str) -> Any:
+    (record,) = engine.list(namespace="u1", filters={"metadata": {"lg_key": key}, "tiers": ["semantic", "working"]})
+    return record
+
+
+def test_list_namespaces(store: HindsightStore) -> None:
+    namespaces = [
+        ("a", "b", "c"), ("a", "b", "d", "e"), ("a", "b", "d", "i"), ("a", "b", "f"), ("a", "c", "f"),
+        ("b", "a", "f"), ("users", "123"), ("users", "456", "settings"), ("admin", "users", "789"),
+    ]
+    store.batch([PutOp(ns, f"id_{i}", {"data": f"value_{i:02d}"}, index=False) for i, ns in enumerate(namespaces)])
+    assert store.list_namespaces(prefix=("a", "b")) == [("a", "b", "c"), ("a", "b", "d", "e"), ("a", "b", "d", "i"), ("a", "b", "f")]
+    assert store.list_namespaces(suffix=("f",)) == [("a", "b", "f"), ("a", "c", "f"), ("b", "a", "f")]
+    assert store.list_namespaces(prefix=("a",), suffix=("f",)) == [("a", "b", "f"), ("a", "c", "f")]
+    assert store.list_namespaces(prefix=("a", "b"), max_depth=3) == [("a", "b", "c"), ("a", "b", "d"), ("a", "b", "f")]
+    assert store.list_namespaces(prefix=("a", "b"), limit=2) == [("a", "b", "c"), ("a", "b", "d", "e")]
+    assert store.list_namespaces(prefix=("a", "b"), offset=2) == [("a", "b", "d", "i"), ("a", "b", "f")]
+    assert store.list_namespaces(prefix=("a", "*", "f")) == [("a", "b", "f"), ("a", "c", "f")]
+    assert store.list_namespaces(suffix=("*", "f")) == [("a", "b", "f"), ("a", "c", "f"), ("b", "a", "f")]
+    assert store.list_namespaces(prefix=("nonexistent",)) == []
+    assert store.list_namespaces(prefix=("users", "123")) == [("users", "123")]
+    assert store.list_namespaces(max_depth=1) == [("a",), ("admin",), ("b",), ("users",)]
+    assert len(store.list_namespaces()) == len(namespaces)
+
+
+def test_invalid_namespaces(store: HindsightStore) -> None:
+    for bad in [(), ("the", "thing.about"), ("some", "fun", ""), ("langgraph", "foo")]:
+        with pytest.raises(InvalidNamespaceError):
+            store.put(bad, "k", {"v": 1})
+    with pytest.raises(InvalidNamespaceError):
+        store.batch([GetOp(("a.b",), "k")])
+    with pytest.raises(ValueError, match="unsupported filter operator"):
+        store.put(("ok",), "k", {"v": 1}) or store.search(("ok",), filter={"v": {"$regex": "x"}})
+
+
+def test_batch_runs_in_order_and_mixed_ops(store: HindsightStore) -> None:
+    results = store.batch([
+        PutOp(("m",), "k", {"v": 1}),
+        GetOp(("m",), "k"),
+        SearchOp(("m",)),
+        ListNamespacesOp(match_conditions=(MatchCondition("prefix", ("m",)),)),
+        PutOp(("m",), "k", None),
+        GetOp(("m",), "k"),
+    ])
+    assert results[0] is None and results[1].value == {"v": 1}  # type: ignore[union-attr]
+    assert [i.key for i in results[2]] == ["k"] and results[3] == [("m",)]  # type: ignore[union-attr]
+    assert results[5] is None
+
+
+async def test_async_api(store: HindsightStore) -> None:
+    await asyncio.gather(*(store.aput(("async",), f"k{i}", {"n": i, "text": f"note number {i}"}) for i in range(4)))
+    assert (await store.aget(("async",), "k2")).value == {"n": 2, "text": "note number 2"}  # type: ignore[union-attr]
+    assert {i.key for i in await store.asearch(("async",), filter={"n": {"$lte": 1}})} == {"k0", "k1"}
+    await store.adelete(("async",), "k0")
+    assert await store.aget(("async",), "k0") is None
+    assert await store.alist_namespaces() == [("async",)]
+
+
+def test_users_are_isolated(engine: MemoryEngine) -> None:
+    alice = HindsightStore(namespace="alice", engine=engine)
+    bob = HindsightStore(namespace="bob", engine=engine)
+    alice.put(("memories",), "diet", {"text": "Alice is vegetarian"})
+    assert bob.get(("memories",), "diet") is None
+    assert bob.search(("memories",), query="vegetarian") == []
+    assert bob.list_namespaces() == []
+
+
+def test_missing_namespace_is_a_clear_error(engine: MemoryEngine, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("HINDSIGHT_NAMESPACE", raising=False)
+    with pytest.raises(ConfigurationError, match="namespace"):
+        HindsightStore(engine=engine)
+    with pytest.raises(ConfigurationError, match="serves namespace"):
+        HindsightStore(namespace="bob", client=MemoryClient.in_process(engine, namespace="alice")).get(("a",), "b")
+
+
+class State(TypedDict, total=False):
+    question: str
+    prompt: str
+
+
+def test_langgraph_agent_memory_survives_a_new_engine(store_path: Path, embedder: Any) -> None:
+    """A LangGraph graph writes through runtime.store; a later graph on a fresh engine reads it into its prompt."""
+
+    def learn(state: State, runtime: Runtime) -> State:
+        runtime.store.put(("memories", "u1"), "drink", {"text": "The user prefers green tea over coffee"})  # type: ignore[union-attr]
+        return {}
+
+    def answer(state: State, runtime: Runtime) -> State:
+        found = runtime.store.search(("memories", "u1"), query=state["question"], limit=3)  # type: ignore[union-attr]
+        return {"prompt": "Known about the user:\n" + "\n".join(i.value["text"] for i in found) + f"\nQ: {state['question']}"}
+
+    def graph(node: Any, store: HindsightStore) -> Any:
+        return StateGraph(State).add_node("n", node).add_edge(START, "n").add_edge("n", END).compile(store=store)
+
+    first = MemoryEngine(store=store_path, embedder=embedder, llm=False)
+    graph(learn, HindsightStore(namespace="u1", engine=first)).invoke({"question": "-"})
+    first.chroma.flush_access()
+
+    later = MemoryEngine(store=store_path, embedder=embedder, llm=False)
+    out = graph(answer, HindsightStore(namespace="u1", engine=later)).invoke({"question": "What should I offer to drink?"})
+    assert "green tea" in out["prompt"]
