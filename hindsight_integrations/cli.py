@@ -203,6 +203,31 @@ def compress(
 
 
 @app.command()
+def maintain() -> None:
+    """Upkeep: decay idle memories, move stale or over-cap ones to cold storage (SPEC §7)."""
+    try:
+        report = _engine().maintain()
+    except HindsightError as exc:
+        _fail(exc)
+        return
+    console.print(
+        f"decayed {len(report.decayed)}, archived {len(report.archived)}, evicted {len(report.evicted)} "
+        f"(cold storage: {report.cold_store})"
+    )
+
+
+@app.command()
+def restore(ids: Annotated[Optional[list[str]], typer.Argument(help="Memory ids to restore (default: all).")] = None) -> None:
+    """Bring memories back from cold storage."""
+    try:
+        count = _engine().restore(ids=ids or None)
+    except HindsightError as exc:
+        _fail(exc)
+        return
+    console.print(f"restored {count} memories")
+
+
+@app.command()
 def serve(
     transport: Annotated[str, typer.Option(help="stdio or http")] = "stdio",
     host: Annotated[str, typer.Option()] = "127.0.0.1",

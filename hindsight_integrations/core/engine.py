@@ -27,6 +27,7 @@ from .errors import HindsightError, InvalidInputError, LLMError, MemoryNotFoundE
 from .filters import RecallFilters
 from .indexing import body_text, window_text
 from .inputs import MemoryInput, parse_inputs, validate_content
+from .lifecycle import MaintenanceReport, plan, read_cold, write_cold
 from .llm import LLMClient
 from .recall import Candidate, RecallHit, RecallWeights, rank
 from .records import Kind, MemoryRecord, Role, Source, Status, Tier, utcnow
@@ -740,6 +741,47 @@ class MemoryEngine:
             if old:
                 self.chroma.update(state, [r for r, _ in old], [v for _, v in old], None)
         return len(records)
+
+    # -- upkeep -------------------------------------------------------------------------------
+    def _cold_path(self, namespace: str) -> Path:
+        return self.settings.resolved_cold_store / f"{namespace}.jsonl"
+
+    def maintain(self, *, namespace: str | None = None, now: datetime | None = None, caps: dict[Tier, int] | None = None) -> MaintenanceReport:
+        """Decay idle memories, archive stale unimportant ones and enforce tier caps (SPEC §7)."""
+        ns = self._ns(namespace)
+        state = self._state(ns)
+        now = now or utcnow()
+        path = self._cold_path(ns)
+        with self._write_lock(ns):
+            decayed, archive, evict = plan([r for r, _ in self.chroma.iterate(state)], now, caps)
+            self.chroma.update(state, decayed)
+            moving = [r.id for r in archive + evict]
+            if moving:
+                windows = self.chroma.window_vectors(state, moving)
+                write_cold(path, [(r, v, windows.get(r.id)) for r, v in self.chroma.get(state, moving, include_embeddings=True)])
+                self.chroma.delete(state, moving)
+        return MaintenanceReport(
+            namespace=ns, decayed=[r.id for r in decayed], archived=[r.id for r in archive],
+            evicted=[r.id for r in evict], cold_store=str(path),
+        )
+
+    def restore(self, *, namespace: str | None = None, ids: Sequence[str] | None = None) -> int:
+        """Bring archived memories back from cold storage (all, or the given ids) as active."""
+        ns = self._ns(namespace)
+        path = self._cold_path(ns)
+        rows = read_cold(path)
+        wanted = set(ids) if ids is not None else {r["id"] for r in rows}
+        back = [{**r, "status": Status.ACTIVE.value} for r in rows if r["id"] in wanted]
+        if not back:
+            return 0
+        models = {r.get("embedding_model") for r in back}
+        self.import_data(
+            {"format": EXPORT_FORMAT, "embedding_model": models.pop() if len(models) == 1 else None, "records": back},
+            namespace=ns,
+        )
+        keep = [r for r in rows if r["id"] not in wanted]
+        path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in keep), encoding="utf-8")
+        return len(back)
 
     def drop_namespace(self, namespace: str) -> None:
         """Delete a namespace and everything in it, for good."""
