@@ -1,0 +1,27 @@
+"""The MCP memory server and the client every integration writes through.
+
+``MemoryClient`` (stdio / HTTP / in-process) is the public entry point for adapters;
+``build_server`` / ``run`` live in ``hindsight_integrations.mcp.server``.
+"""
+
+from .client import MemoryClient
+from .errors import (
+    MemoryAuthError,
+    MemoryServerUnavailableError,
+    MemoryTimeoutError,
+    MemoryToolError,
+    MemoryToolInputError,
+    MemoryToolNotFoundError,
+)
+from .schemas import MAX_BATCH
+
+__all__ = [
+    "MemoryClient",
+    "MemoryServerUnavailableError",
+    "MemoryTimeoutError",
+    "MemoryAuthError",
+    "MemoryToolError",
+    "MemoryToolInputError",
+    "MemoryToolNotFoundError",
+    "MAX_BATCH",
+]

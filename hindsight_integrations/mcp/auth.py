@@ -1,0 +1,126 @@
+"""Bearer-token → namespace mapping for the HTTP transport.
+
+In HTTP mode one server is shared by many users, so the namespace must come from who is
+calling, never from an argument the caller controls. ``BearerNamespaceMiddleware`` maps the
+``Authorization: Bearer <token>`` header to a namespace, answers 401 when the token is
+missing or unknown, and records the namespace both in a contextvar and in the ASGI scope.
+The scope copy matters: the MCP SDK runs tool handlers in the session's task, not the
+request's, so the server reads the namespace back from the request the message arrived on
+(``request_context.request``) and re-binds ``current_namespace`` around each tool call.
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+import os
+from collections.abc import Mapping
+from contextvars import ContextVar
+from pathlib import Path
+
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from ..core.config import validate_namespace
+from ..core.errors import ConfigurationError, InvalidInputError
+
+current_namespace: ContextVar[str | None] = ContextVar("hindsight_namespace", default=None)
+"""The namespace of the tool call being served (set by the server around every call)."""
+
+SCOPE_KEY = "hindsight_namespace"
+PUBLIC_PATHS = frozenset({"/health", "/metrics"})  # probes and scrapers carry no token; neither exposes memories
+
+
+def parse_token_env(value: str) -> dict[str, str]:
+    """``"tok1=ns1,tok2=ns2"`` → ``{"tok1": "ns1", "tok2": "ns2"}``."""
+    tokens: dict[str, str] = {}
+    for pair in filter(None, (p.strip() for p in value.split(","))):
+        token, sep, namespace = pair.partition("=")
+        if not sep or not token.strip() or not namespace.strip():
+            raise ConfigurationError(f"HINDSIGHT_TOKENS entry {pair!r} is not token=namespace")
+        tokens[token.strip()] = namespace.strip()
+    return tokens
+
+
+def load_token_map(tokens_file: str | Path | None = None, *, environ: Mapping[str, str] | None = None) -> dict[str, str] | None:
+    """Tokens from ``tokens_file`` / HINDSIGHT_TOKENS_FILE (JSON ``{"tokens": {...}}``) and HINDSIGHT_TOKENS.
+
+    Returns None when no auth is configured (the server then serves one namespace to all).
+    """
+    env = os.environ if environ is None else environ
+    path = tokens_file or env.get("HINDSIGHT_TOKENS_FILE")
+    tokens: dict[str, str] = {}
+    if path:
+        try:
+            data = json.loads(Path(path).read_text(encoding="utf-8"))
+        except (OSError, json.JSONDecodeError) as exc:
+            raise ConfigurationError(f"cannot read tokens file {path}: {exc}") from None
+        mapping = data.get("tokens") if isinstance(data, dict) else None
+        if not isinstance(mapping, dict):
+            raise ConfigurationError(f'tokens file {path} must be JSON like {{"tokens": {{"<token>": "<namespace>"}}}}')
+        tokens.update({str(k): str(v) for k, v in mapping.items()})
+    if env.get("HINDSIGHT_TOKENS"):
+        tokens.update(parse_token_env(env["HINDSIGHT_TOKENS"]))
+    if not tokens and not path:
+        return None
+    return validate_token_map(tokens)
+
+
+def validate_token_map(tokens: Mapping[str, str]) -> dict[str, str]:
+    if not tokens:
+        raise ConfigurationError("token map is empty: give at least one token, or no token map to disable auth")
+    out = {}
+    for token, namespace in tokens.items():
+        if len(token) < 8:
+            raise ConfigurationError("bearer tokens must be at least 8 characters")
+        try:
+            out[token] = validate_namespace(namespace)
+        except InvalidInputError as exc:
+            raise ConfigurationError(f"token map: {exc}") from None
+    return out
+
+
+class BearerNamespaceMiddleware:
+    """ASGI middleware: authenticate every HTTP request except ``/health``/``/metrics`` and bind its namespace."""
+
+    def __init__(self, app: ASGIApp, token_map: Mapping[str, str]) -> None:
+        self.app = app
+        self._tokens = [(t.encode(), ns) for t, ns in token_map.items()]
+
+    def _lookup(self, presented: bytes) -> str | None:
+        found = None
+        for token, namespace in self._tokens:  # constant-time compare against every token
+            if hmac.compare_digest(token, presented):
+                found = namespace
+        return found
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope.get("path") in PUBLIC_PATHS:
+            await self.app(scope, receive, send)
+            return
+        header = dict(scope.get("headers") or []).get(b"authorization", b"")
+        scheme, _, presented = header.partition(b" ")
+        namespace = self._lookup(presented.strip()) if scheme.lower() == b"bearer" and presented.strip() else None
+        if namespace is None:
+            reason = "missing bearer token" if not header else "invalid bearer token"
+            await _unauthorized(send, reason)
+            return
+        scope.setdefault("state", {})[SCOPE_KEY] = namespace
+        token = current_namespace.set(namespace)
+        try:
+            await self.app(scope, receive, send)
+        finally:
+            current_namespace.reset(token)
+
+
+async def _unauthorized(send: Send, reason: str) -> None:
+    body = json.dumps({"error": "unauthorized", "message": f"{reason}: send 'Authorization: Bearer <token>'"}).encode()
+    await send({
+        "type": "http.response.start",
+        "status": 401,
+        "headers": [
+            (b"content-type", b"application/json"),
+            (b"content-length", str(len(body)).encode()),
+            (b"www-authenticate", b'Bearer realm="hindsight"'),
+        ],
+    })
+    await send({"type": "http.response.body", "body": body})

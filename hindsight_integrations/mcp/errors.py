@@ -1,0 +1,96 @@
+"""Errors raised by the MCP client.
+
+Two families, because callers must react differently: a *transport* failure
+(``MemoryServerUnavailableError``: the server could not be reached, did not answer in time,
+or refused the token) may be retried; a *tool* failure (``MemoryToolError``: the server ran
+the tool and said no) will fail the same way again until the input changes. Tool errors
+that mirror an engine error also subclass that engine error, so an adapter catching
+``InvalidInputError`` or ``MemoryNotFoundError`` behaves the same in-process and over MCP.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..core.errors import HindsightError, InvalidInputError, MemoryNotFoundError
+
+
+class MemoryServerUnavailableError(HindsightError):
+    """The memory server could not be reached or stopped answering.
+
+    ``transport`` is "stdio", "http" or "in-process"; ``target`` is the command or URL.
+    """
+
+    def __init__(self, transport: str, target: str, reason: str) -> None:
+        self.transport = transport
+        self.target = target
+        self.reason = reason
+        super().__init__(f"memory server unavailable ({transport} {target}): {reason}")
+
+
+class MemoryTimeoutError(MemoryServerUnavailableError):
+    """A call did not complete within the client's timeout (the server may still finish it)."""
+
+
+class MemoryAuthError(MemoryServerUnavailableError):
+    """The HTTP server rejected the bearer token (401/403). Retrying will not help."""
+
+
+class MemoryToolError(HindsightError):
+    """The server ran a tool and reported an error; ``message`` is the server's explanation."""
+
+    def __init__(self, tool: str, message: str, *, error_type: str | None = None, field: str | None = None, details: dict[str, Any] | None = None) -> None:
+        self.tool = tool
+        self.message = message
+        self.error_type = error_type
+        self.field = field
+        self.details = details or {}
+        HindsightError.__init__(self, f"{tool} failed: {message}")
+
+    def __str__(self) -> str:
+        return f"{self.tool} failed: {self.message}"
+
+
+class MemoryToolInputError(MemoryToolError, InvalidInputError):
+    """The server rejected the arguments (validation); ``field`` names the bad argument."""
+
+    def __init__(self, tool: str, message: str, *, error_type: str | None = None, field: str | None = None, details: dict[str, Any] | None = None) -> None:
+        MemoryToolError.__init__(self, tool, message, error_type=error_type, field=field, details=details)
+
+
+class MemoryToolNotFoundError(MemoryToolError, MemoryNotFoundError):
+    """The memory id named in the call does not exist in the caller's namespace."""
+
+    def __init__(self, tool: str, message: str, *, error_type: str | None = None, field: str | None = None, details: dict[str, Any] | None = None) -> None:
+        MemoryToolError.__init__(self, tool, message, error_type=error_type, field=field, details=details)
+        self.memory_id = (details or {}).get("memory_id", "")
+        self.namespace = (details or {}).get("namespace", "")
+
+    def __str__(self) -> str:
+        return MemoryToolError.__str__(self)
+
+
+def tool_error(tool: str, payload: dict[str, Any] | None, text: str) -> MemoryToolError:
+    """Build the most specific client exception from a tool's structured error payload."""
+    payload = payload or {}
+    error_type = payload.get("type")
+    message = payload.get("message") or text or "unknown error"
+    field = payload.get("field")
+    details = {k: v for k, v in payload.items() if k not in ("type", "message", "field")}
+    cls: type[MemoryToolError] = MemoryToolError
+    if error_type in ("invalid_input", "unknown_argument", "unknown_tool"):
+        cls = MemoryToolInputError
+    elif error_type == "not_found":
+        cls = MemoryToolNotFoundError
+    return cls(tool, message, error_type=error_type, field=field, details=details)
+
+
+__all__ = [
+    "MemoryServerUnavailableError",
+    "MemoryTimeoutError",
+    "MemoryAuthError",
+    "MemoryToolError",
+    "MemoryToolInputError",
+    "MemoryToolNotFoundError",
+    "tool_error",
+]

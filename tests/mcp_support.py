@@ -1,0 +1,81 @@
+"""Helpers shared by the MCP tests: spawning servers on a temp store and a free port."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import httpx
+
+REPO = Path(__file__).resolve().parent.parent
+SERVER_CMD = [sys.executable, "-m", "hindsight_integrations.mcp"]
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def server_env(store: Path, **extra: str) -> dict[str, str]:
+    env = {**os.environ, "HINDSIGHT_STORE": str(store), "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false", **extra}
+    for var in ("HINDSIGHT_MCP_URL", "HINDSIGHT_MCP_COMMAND", "HINDSIGHT_TOKENS", "HINDSIGHT_TOKENS_FILE", "OPENAI_API_KEY"):
+        if var not in extra:
+            env.pop(var, None)
+    return env
+
+
+@contextmanager
+def http_server(store: Path, *, tokens: dict[str, str] | None = None, namespace: str | None = None, log_path: Path | None = None) -> Iterator[str]:
+    """A ``--transport http`` server subprocess; yields its base URL (``http://127.0.0.1:PORT``)."""
+    port = free_port()
+    extra = {"HINDSIGHT_TOKENS": ",".join(f"{t}={ns}" for t, ns in tokens.items())} if tokens else {}
+    if namespace:
+        extra["HINDSIGHT_NAMESPACE"] = namespace
+    log = open(log_path or os.devnull, "wb")
+    proc = subprocess.Popen([*SERVER_CMD, "--transport", "http", "--port", str(port)], env=server_env(store, **extra), stdout=log, stderr=log, cwd=REPO)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 90
+        while True:
+            if proc.poll() is not None:
+                raise RuntimeError(f"HTTP server exited with {proc.returncode} before becoming healthy")
+            try:
+                if httpx.get(f"{base}/health", timeout=1).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            if time.monotonic() > deadline:
+                raise RuntimeError("HTTP server did not become healthy in 90 s")
+            time.sleep(0.2)
+        yield base
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        log.close()
+
+
+def inspector_bin() -> Path | None:
+    """The MCP Inspector CLI, installed once into <repo>/.tools (gitignored); None without npm."""
+    binary = REPO / ".tools" / "node_modules" / ".bin" / "mcp-inspector"
+    if binary.exists():
+        return binary
+    npm = shutil.which("npm")
+    if npm is None:
+        return None
+    subprocess.run(
+        [npm, "install", "--prefix", str(REPO / ".tools"), "--no-audit", "--no-fund", "@modelcontextprotocol/inspector"],
+        check=True, capture_output=True, timeout=600,
+    )
+    return binary if binary.exists() else None

@@ -1,0 +1,107 @@
+"""The scale-out topology: docker-compose.yml checked, and the same topology run on loopback.
+
+No Docker engine runs here, so the compose file is validated structurally and the topology
+it describes (a Chroma server + two stateless MCP HTTP replicas) is started as processes:
+`chroma run` and two `hindsight serve --transport http` pointed at it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+from pathlib import Path
+
+import httpx
+import pytest
+import yaml
+from mcp import ClientSession
+from mcp.client.streamable_http import streamablehttp_client
+
+from .chroma_server import chroma_server, free_port
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def test_compose_file_describes_the_topology() -> None:
+    compose = yaml.safe_load((REPO / "docker-compose.yml").read_text())
+    services = compose["services"]
+    assert {"chroma", "memory-a", "memory-b"} <= set(services)
+    assert "chroma-data" in compose["volumes"] and "chroma-data:/data" in services["chroma"]["volumes"]
+    for name in ("chroma", "memory-a", "memory-b"):
+        assert services[name]["healthcheck"]["test"], name
+    for name in ("memory-a", "memory-b"):
+        service = services[name]
+        assert service["depends_on"]["chroma"]["condition"] == "service_healthy"
+        assert service["environment"]["HINDSIGHT_CHROMA_URL"] == "http://chroma:8000"
+        assert int(service["environment"]["HINDSIGHT_CHROMA_CONNECT_ATTEMPTS"]) > 1  # start-up retry
+    tokens = json.loads((REPO / compose["secrets"]["hindsight_tokens"]["file"]).read_text())
+    assert set(tokens["tokens"].values()) == {"alice", "bob"}
+    assert "hindsight" in (REPO / "Dockerfile").read_text() and (REPO / "Dockerfile").exists()
+
+
+@contextmanager
+def _replica(chroma_url: str, tokens: str) -> Iterator[str]:
+    port = free_port()
+    env = {
+        **os.environ,
+        "HINDSIGHT_CHROMA_URL": chroma_url,
+        "HINDSIGHT_TOKENS": tokens,
+        "HINDSIGHT_LEXICAL_SYNC_SECONDS": "0",
+        "HF_HUB_OFFLINE": "1",
+    }
+    env.pop("HINDSIGHT_STORE", None)
+    exe = str(Path(sys.executable).with_name("hindsight"))
+    proc = subprocess.Popen([exe, "serve", "--transport", "http", "--port", str(port)], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            if proc.poll() is not None:
+                raise RuntimeError(f"replica exited with {proc.returncode}")
+            try:
+                if httpx.get(f"{base}/health", timeout=1).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            if time.monotonic() > deadline:
+                raise RuntimeError("replica did not become healthy")
+            time.sleep(0.3)
+        yield base
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
+async def _call(base: str, token: str, tool: str, arguments: dict) -> dict:
+    async with streamablehttp_client(f"{base}/mcp", headers={"Authorization": f"Bearer {token}"}) as (read, write, _):
+        async with ClientSession(read, write) as session:
+            await session.initialize()
+            result = await session.call_tool(tool, arguments)
+            assert not result.isError, result.content
+            return result.structuredContent
+
+
+@pytest.mark.server
+@pytest.mark.slow
+async def test_two_stateless_replicas_share_one_chroma(tmp_path: Path) -> None:
+    with ExitStack() as stack:
+        chroma_url = stack.enter_context(chroma_server(tmp_path / "chroma"))
+        a = stack.enter_context(_replica(chroma_url, "token-alice-1=alice,token-bob-22=bob"))
+        b = stack.enter_context(_replica(chroma_url, "token-alice-1=alice,token-bob-22=bob"))
+        stored = await _call(a, "token-alice-1", "store_memory", {"content": "Alice's build server is named ORION-77.", "request_id": "r1"})
+        assert stored["ids"]
+        found = await _call(b, "token-alice-1", "retrieve_memory", {"query": "ORION-77", "top_k": 3})
+        assert found["memories"][0]["content"] == "Alice's build server is named ORION-77."
+        again = await _call(b, "token-alice-1", "store_memory", {"content": "Alice's build server is named ORION-77.", "request_id": "r1"})
+        assert again["ids"] == stored["ids"]  # idempotent across replicas
+        other = await _call(b, "token-bob-22", "retrieve_memory", {"query": "ORION-77 build server", "top_k": 3})
+        assert other["memories"] == []  # bob's token never sees alice's namespace
+        assert httpx.post(f"{a}/mcp", json={}).status_code == 401

@@ -1,0 +1,191 @@
+"""The MCP tool contract, run identically over the three transports of ``MemoryClient``.
+
+One server per transport for the whole module (a spawned server costs seconds to load the
+embedding model); each test uses its own session ids / contents so tests do not depend on
+one another's data.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import uuid
+from collections.abc import Iterator
+
+import pytest
+
+from hindsight_integrations import MemoryEngine, MemoryNotFoundError, InvalidInputError, RecallResult, StoreResult
+from hindsight_integrations.core.records import Kind, MemoryRecord, Status
+from hindsight_integrations.mcp import MAX_BATCH, MemoryClient, MemoryToolError, MemoryToolInputError, MemoryToolNotFoundError
+
+from .mcp_support import http_server
+
+TOOLS = {
+    "store_memory", "retrieve_memory", "compress_memory", "update_memory", "forget_memory", "list_memories",
+    "memory_stats", "dump_memory", "record_turn", "get_working_memory", "clear_working_memory",
+}
+TOKEN = "contract-token-0001"
+
+
+@pytest.fixture(scope="module", params=["in-process", pytest.param("stdio", marks=pytest.mark.server), pytest.param("http", marks=pytest.mark.server)])
+def client(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, embedder) -> Iterator[MemoryClient]:
+    store = tmp_path_factory.mktemp(f"store-{request.param}")
+    if request.param == "in-process":
+        engine = MemoryEngine(store=store, embedder=embedder, llm=False)
+        with MemoryClient.in_process(engine, namespace="contract") as c:
+            yield c
+    elif request.param == "stdio":
+        env = {"HINDSIGHT_STORE": str(store), "HF_HUB_OFFLINE": "1", "HINDSIGHT_LOG_LEVEL": "WARNING"}
+        with MemoryClient.stdio(env=env, namespace="contract", timeout=60) as c:
+            c.connect()
+            yield c
+    else:
+        with http_server(store, tokens={TOKEN: "contract"}) as base, MemoryClient.http(f"{base}/mcp", token=TOKEN, timeout=60) as c:
+            yield c
+
+
+def unique(text: str) -> str:
+    return f"{text} (ref {uuid.uuid4().hex[:8]})"
+
+
+def test_all_tools_are_listed(client: MemoryClient) -> None:
+    assert set(client.list_tools()) == TOOLS
+
+
+def test_store_then_retrieve_returns_records_and_a_dated_context(client: MemoryClient) -> None:
+    content = unique("I prefer answers in metric units, never imperial")
+    stored = client.store(content, kind="preference", importance=0.9, metadata={"topic": "units"})
+    assert isinstance(stored, StoreResult) and len(stored.ids) == 1 and not stored.skipped
+    assert stored.stored[0].kind is Kind.PREFERENCE and stored.stored[0].metadata["topic"] == "units"
+
+    raw = client.call_tool("retrieve_memory", {"query": "which units does the user prefer?", "top_k": 3})
+    assert set(raw) >= {"memories", "context", "tokens"}
+    first = raw["memories"][0]
+    assert set(first) >= {"id", "content", "score", "tier", "kind", "occurred_at", "metadata"}
+    assert first["id"] == stored.ids[0] and first["tier"] == "semantic"
+    assert content in raw["context"] and stored.stored[0].occurred_at.date().isoformat() in raw["context"]
+    assert raw["tokens"] > 0
+
+    result = client.recall("which units does the user prefer?", top_k=3)
+    assert isinstance(result, RecallResult)
+    assert result.hits[0].record.id == stored.ids[0] and isinstance(result.hits[0].record, MemoryRecord)
+
+
+def test_model_mistakes_are_coerced(client: MemoryClient) -> None:
+    content = unique("My home office is in Porto")
+    data = client.call_tool("store_memory", {"content": content, "importance": "0.8", "kind": "Fact", "metadata": '{"src": "chat"}'})
+    (record,) = data["stored"]
+    assert record["importance"] == 0.8 and record["kind"] == "fact" and record["metadata"]["src"] == "chat"
+    batch = client.call_tool("store_memory", {"memories": json.dumps([{"content": unique("My sister lives in Oslo")}, unique("I drive a blue Volvo")])})
+    assert len(batch["ids"]) == 2
+    found = client.call_tool("retrieve_memory", {"query": "where is the home office", "top_k": "3", "filters": '{"kinds": "fact"}', "include_history": "false"})
+    assert any(m["content"] == content for m in found["memories"])
+    assert all(m["kind"] == "fact" for m in found["memories"])
+
+
+def test_batch_store_reports_what_was_filtered_and_why(client: MemoryClient) -> None:
+    keep = unique("The project deadline is the 3rd of June")
+    result = client.store([{"content": "thanks!"}, {"content": keep, "kind": "event"}])
+    assert [r.content for r in result.stored] == [keep]
+    assert len(result.skipped) == 1 and result.skipped[0].index == 0 and result.skipped[0].reason
+
+
+def test_request_id_makes_writes_idempotent(client: MemoryClient) -> None:
+    request_id = str(uuid.uuid4())
+    items = [{"content": unique("I am allergic to peanuts")}, {"content": unique("I work night shifts")}]
+    first = client.store(items, request_id=request_id)
+    again = client.store(items, request_id=request_id)
+    assert again.replayed and sorted(again.ids) == sorted(first.ids)
+    matching = [r for r in client.list(limit=1000) if r.request_id == request_id]
+    assert len(matching) == 2
+    with pytest.raises(MemoryToolInputError) as err:
+        client.store([{"content": unique("something else entirely")}], request_id=request_id)
+    assert err.value.field == "request_id" and "different content" in err.value.message
+    assert isinstance(err.value, InvalidInputError)
+
+
+BAD_CALLS = [
+    pytest.param("no_such_tool", {}, None, "unknown tool", id="unknown-tool"),
+    pytest.param("retrieve_memory", {}, "query", "Field required", id="missing-required"),
+    pytest.param("retrieve_memory", {"query": "x", "top_k": "three"}, "top_k", "valid integer", id="uncoercible-type"),
+    pytest.param("retrieve_memory", {"query": "x", "top_k": {"n": 3}}, "top_k", "valid integer", id="object-for-int"),
+    pytest.param("retrieve_memory", {"query": "x", "filters": {"colour": "red"}}, "filters.colour", "Extra inputs", id="unknown-filter"),
+    pytest.param("retrieve_memory", {"query": "x", "k": 3}, "k", "unknown argument", id="unknown-argument"),
+    pytest.param("store_memory", {"content": "x" * (1 << 20)}, "content", "limit is 32768", id="1MB-content"),
+    pytest.param("store_memory", {"memories": [{"content": f"fact number {i}"} for i in range(10_000)]}, "memories", f"limit is {MAX_BATCH}", id="10k-batch"),
+    pytest.param("store_memory", {"content": "\x00\x01\x02 \x7f"}, "content", "empty", id="only-control-chars"),
+    pytest.param("store_memory", {"content": "call me later", "ttl_seconds": -5}, "ttl_seconds", "greater than 0", id="negative-ttl"),
+    pytest.param("store_memory", {"content": "I like tea", "importance": 7}, "importance", "less than or equal to 1", id="importance-out-of-range"),
+    pytest.param("store_memory", {"content": "a", "memories": ["b"]}, "content", "not both", id="content-and-memories"),
+    pytest.param("store_memory", {"memories": [{"content": "ok"}, {"text": "wrong key"}]}, "memories[1]", "", id="bad-batch-item"),
+    pytest.param("update_memory", {"id": "no-such-id", "importance": 0.5}, None, "no memory", id="update-unknown-id"),
+]
+
+
+@pytest.mark.parametrize(("tool", "arguments", "field", "message"), BAD_CALLS)
+def test_bad_input_is_a_readable_tool_error_and_the_server_keeps_serving(client: MemoryClient, tool: str, arguments: dict, field: str | None, message: str) -> None:
+    with pytest.raises(MemoryToolError) as err:
+        client.call_tool(tool, arguments)
+    assert message in err.value.message
+    if field is not None:
+        assert (err.value.field or "").startswith(field)
+    assert isinstance(client.stats().total, int)  # still serving
+
+
+def test_invalid_utf8_is_refused_before_it_reaches_the_transport(client: MemoryClient) -> None:
+    with pytest.raises(InvalidInputError) as err:
+        client.store("broken \ud800 surrogate")
+    assert "UTF-8" in str(err.value)
+    assert client.list_tools()  # the connection survived
+
+
+def test_control_characters_are_stripped_from_stored_content(client: MemoryClient) -> None:
+    result = client.store(unique("My flight leaves at\x00 9am on\x07 Friday"))
+    assert "\x00" not in result.stored[0].content and "\x07" not in result.stored[0].content
+
+
+def test_update_forget_list_stats_and_dump(client: MemoryClient) -> None:
+    content = unique("My favourite editor is vim")
+    (memory_id,) = client.store(content, kind="preference").ids
+    updated = client.update(memory_id, content=content.replace("vim", "helix"), importance=0.95)
+    assert "helix" in updated.content and updated.importance == 0.95
+    assert any(r.id == memory_id for r in client.list(filters={"kinds": ["preference"]}, limit=1000))
+    forgotten = client.forget(memory_id)
+    assert forgotten.status is Status.DELETED
+    assert all(r.id != memory_id for r in client.list(limit=1000))
+    assert all(h.record.id != memory_id for h in client.recall("favourite editor", top_k=10).hits)
+    stats = client.stats()
+    assert stats.namespace == "contract" and stats.by_status.get("deleted", 0) >= 1
+    dump = client.dump()
+    assert "namespace contract" in dump and memory_id[:8] in dump
+    with pytest.raises(MemoryToolNotFoundError) as err:
+        client.forget(str(uuid.uuid4()))
+    assert isinstance(err.value, MemoryNotFoundError)
+
+
+def test_turns_working_memory_compression_and_clear(client: MemoryClient) -> None:
+    session = f"s-{uuid.uuid4().hex[:8]}"
+    first = client.record_turn("I'm planning a trip to Japan in April and I hate crowded places", session_id=session)
+    assert first.turn.session_id == session and first.turn.tier.value == "working"
+    client.record_turn("Noted, I will suggest quiet places.", session_id=session, role="assistant")
+    for n in range(6):
+        client.record_turn(f"Message {n} about temples, trains and ryokans in Kyoto and Nara", session_id=session, role="user" if n % 2 else "assistant")
+    window = client.working_memory(session)
+    assert [t.id for t in window][0] == first.turn.id and len(window) == 8
+    compression = client.compress(session, threshold_tokens=30)
+    assert compression is not None and compression.summaries and set(compression.archived_ids) <= {t.id for t in window}
+    assert len(client.working_memory(session)) < 8
+    assert client.compress(session, threshold_tokens=100_000) is None
+    client.record_turn("One more thing: I prefer trains to buses", session_id=session)
+    live = len(client.working_memory(session))
+    assert live >= 1 and client.clear_working(session) == live
+    assert client.working_memory(session) == []
+
+
+async def test_async_api_and_sync_api_inside_a_running_loop(client: MemoryClient) -> None:
+    content = unique("My cat is called Miso")
+    stored = await client.astore(content)
+    # LangChain calls sync methods from code that runs inside an event loop: must not deadlock.
+    assert client.recall("what is my cat called", top_k=3).hits
+    hits = await asyncio.gather(*(client.arecall("what is my cat called", top_k=3) for _ in range(4)))
+    assert all(h.hits[0].record.id == stored.ids[0] for h in hits)

@@ -1,0 +1,129 @@
+"""Server and client behaviour that is not per-transport: logging, rate limits, namespaces,
+transport selection, stdio stream hygiene and a stdio client dying mid-call."""
+
+from __future__ import annotations
+
+import json
+import logging
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from hindsight_integrations import MemoryEngine
+from hindsight_integrations.mcp import MemoryClient, MemoryServerUnavailableError, MemoryToolError
+from hindsight_integrations.mcp.auth import load_token_map, parse_token_env
+from hindsight_integrations.mcp.observability import JsonFormatter, RateLimiter
+from hindsight_integrations.mcp.server import build_server
+from hindsight_integrations.core.errors import ConfigurationError
+
+from .mcp_support import SERVER_CMD, server_env
+
+
+@pytest.fixture(scope="module")
+def engine(tmp_path_factory: pytest.TempPathFactory, embedder) -> MemoryEngine:
+    return MemoryEngine(store=tmp_path_factory.mktemp("server"), embedder=embedder, llm=False)
+
+
+@pytest.fixture(scope="module")
+def client(engine: MemoryEngine) -> Iterator[MemoryClient]:
+    with MemoryClient.in_process(engine, namespace="logged") as c:
+        yield c
+
+
+def test_every_tool_call_is_logged_as_one_json_line(client: MemoryClient, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO, logger="hindsight.mcp")
+    client.store("The user's birthday is on the 4th of May " + "x" * 200)
+    with pytest.raises(MemoryToolError):
+        client.call_tool("retrieve_memory", {"query": "x", "top_k": "many"})
+    calls = [r for r in caplog.records if r.name == "hindsight.mcp" and r.getMessage() == "tool_call"]
+    ok, failed = calls[-2], calls[-1]
+    line = json.loads(JsonFormatter().format(ok))
+    assert line["tool"] == "store_memory" and line["namespace"] == "logged" and line["outcome"] == "ok" and line["latency_ms"] >= 0
+    assert "chars)" in line["arguments"]["content"]  # content is summarised, not logged verbatim
+    failed_line = json.loads(JsonFormatter().format(failed))
+    assert failed_line["outcome"] == "invalid_input" and "top_k" in failed_line["error"]
+
+
+def test_two_servers_on_one_engine_keep_their_namespaces_apart(engine: MemoryEngine) -> None:
+    with MemoryClient.in_process(engine, namespace="ns-a") as a, MemoryClient.in_process(engine, namespace="ns-b") as b:
+        a.store("I prefer dark mode in every editor", kind="preference")
+        assert a.stats().total == 1 and b.stats().total == 0
+        assert not b.recall("which editor theme?").hits
+
+
+def test_rate_limit_refuses_with_a_retry_hint(engine: MemoryEngine) -> None:
+    import anyio
+    from mcp.shared.memory import create_connected_server_and_client_session
+
+    server = build_server(engine, namespace="limited", rate_limit_per_minute=3)
+
+    async def scenario() -> list[bool]:
+        async with create_connected_server_and_client_session(server) as session:
+            return [(await session.call_tool("memory_stats", {})).isError for _ in range(5)]
+
+    errors = anyio.run(scenario)
+    assert errors[:3] == [False] * 3 and errors[3:] == [True, True]
+    limiter = RateLimiter(per_minute=60, burst=1)
+    assert limiter.acquire("x") == 0 and limiter.acquire("x") > 0 and limiter.acquire("y") == 0
+
+
+def test_token_configuration_is_validated(tmp_path: Path) -> None:
+    assert parse_token_env("tok-aaaaaaa1=u1, tok-bbbbbbb2=u2") == {"tok-aaaaaaa1": "u1", "tok-bbbbbbb2": "u2"}
+    path = tmp_path / "tokens.json"
+    path.write_text(json.dumps({"tokens": {"long-enough-token": "team.a"}}))
+    assert load_token_map(path, environ={}) == {"long-enough-token": "team.a"}
+    assert load_token_map(None, environ={}) is None
+    for bad in ({"HINDSIGHT_TOKENS": "no-equals-sign"}, {"HINDSIGHT_TOKENS": "short=ns"}, {"HINDSIGHT_TOKENS": "long-enough-token=bad/ns"}):
+        with pytest.raises(ConfigurationError):
+            load_token_map(None, environ=bad)
+
+
+def test_from_settings_picks_the_transport_from_the_environment(engine: MemoryEngine, monkeypatch: pytest.MonkeyPatch) -> None:
+    with MemoryClient.from_settings(environ={"HINDSIGHT_MCP_URL": "http://127.0.0.1:9/mcp", "HINDSIGHT_MCP_TOKEN": "t"}) as c:
+        assert c.transport == "http" and c.target == "http://127.0.0.1:9/mcp"
+    with MemoryClient.from_settings(environ={"HINDSIGHT_MCP_COMMAND": "hindsight serve --transport stdio"}) as c:
+        assert c.transport == "stdio" and c.target.startswith("hindsight serve")
+    import hindsight_integrations.core.engine as engine_module
+
+    monkeypatch.setattr(engine_module, "MemoryEngine", lambda settings=None, **kwargs: engine)  # reuse the loaded model
+    with MemoryClient.from_settings(environ={}) as c:
+        assert c.transport == "in-process" and c.stats().namespace == "default"
+
+
+def test_a_stdio_command_that_cannot_start_is_a_clear_error() -> None:
+    with MemoryClient.stdio(["/nonexistent/hindsight-server"], retries=0, connect_timeout=20) as c, pytest.raises(MemoryServerUnavailableError) as err:
+        c.stats()
+    assert err.value.transport == "stdio" and "/nonexistent/hindsight-server" in str(err.value)
+
+
+def _rpc(n: int, method: str, params: dict) -> str:
+    return json.dumps({"jsonrpc": "2.0", "id": n, "method": method, "params": params}) + "\n"
+
+
+@pytest.mark.server
+def test_stdio_stdout_carries_only_protocol_and_a_killed_client_loses_nothing_acknowledged(tmp_path: Path) -> None:
+    """Raw stdio: every stdout line is JSON-RPC; when the client vanishes mid-call the server exits
+    cleanly, and a new server on the same store still has everything that was acknowledged."""
+    store = tmp_path / "store"
+    proc = subprocess.Popen([*SERVER_CMD], env=server_env(store), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    assert proc.stdin and proc.stdout
+    init = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}
+    proc.stdin.write(_rpc(1, "initialize", init))
+    proc.stdin.write(json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}) + "\n")
+    proc.stdin.write(_rpc(2, "tools/call", {"name": "store_memory", "arguments": {"content": "The user's passport expires in 2031", "request_id": "r-1"}}))
+    proc.stdin.flush()
+    lines = [json.loads(proc.stdout.readline()) for _ in range(2)]  # json.loads fails on any stray non-protocol line
+    acknowledged = lines[1]["result"]["structuredContent"]["ids"]
+    assert lines[0]["id"] == 1 and acknowledged
+    proc.stdin.write(_rpc(3, "tools/call", {"name": "store_memory", "arguments": {"content": "In flight when the client died", "request_id": "r-2"}}))
+    proc.stdin.flush()
+    proc.stdin.close()  # the client is gone mid-call
+    proc.kill() if proc.wait(timeout=30) is None else None
+    assert proc.returncode == 0
+    with MemoryClient.stdio(env={"HINDSIGHT_STORE": str(store)}) as client:
+        ids = {r.id for r in client.list(limit=100)}
+        assert set(acknowledged) <= ids
+        retried = client.store("In flight when the client died", request_id="r-2")
+        assert client.store("In flight when the client died", request_id="r-2").ids == retried.ids
