@@ -139,7 +139,22 @@ class LocalEmbedder:
         return vectors.tolist()
 
 
-class OpenAIEmbedder:
+class _ProbedDimension:
+    """For remote or user-supplied models: the dimension is learnt from the first vector."""
+
+    _dimension: int | None = None
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        raise NotImplementedError
+
+    @property
+    def dimension(self) -> int:
+        if self._dimension is None:
+            self._dimension = len(self.embed(["dimension probe"])[0])
+        return self._dimension
+
+
+class OpenAIEmbedder(_ProbedDimension):
     """Any OpenAI-compatible ``/embeddings`` endpoint, batched and retried."""
 
     def __init__(
@@ -158,13 +173,6 @@ class OpenAIEmbedder:
         self._client = OpenAI(api_key=api_key or "not-needed", base_url=base_url, timeout=timeout, max_retries=0)
         self._batch_size = batch_size
         self._max_retries = max_retries
-        self._dimension: int | None = None
-
-    @property
-    def dimension(self) -> int:
-        if self._dimension is None:
-            self._dimension = len(self.embed(["dimension probe"])[0])
-        return self._dimension
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         from .llm import retrying
@@ -179,19 +187,12 @@ class OpenAIEmbedder:
         return out
 
 
-class ChromaFunctionEmbedder:
+class ChromaFunctionEmbedder(_ProbedDimension):
     """Wraps any Chroma ``EmbeddingFunction`` (e.g. a multilingual model the user prefers)."""
 
     def __init__(self, function: Any, name: str | None = None) -> None:
         self._function = function
         self.name = name or _chroma_function_name(function)
-        self._dimension: int | None = None
-
-    @property
-    def dimension(self) -> int:
-        if self._dimension is None:
-            self._dimension = len(self.embed(["dimension probe"])[0])
-        return self._dimension
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         vectors = self._function(list(texts))
