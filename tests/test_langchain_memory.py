@@ -19,7 +19,7 @@ from hindsight_integrations import MemoryEngine
 from hindsight_integrations.core.context import CONTEXT_HEADER
 from hindsight_integrations.core.errors import ConfigurationError
 from hindsight_integrations.langchain import HindsightMemory, memory_tools
-from hindsight_integrations.langchain._client import clear_client_cache
+from hindsight_integrations.mcp.resolve import clear_client_cache
 from hindsight_integrations.mcp.errors import MemoryServerUnavailableError
 
 try:  # tests/ may or may not be a package, depending on how the suite is laid out

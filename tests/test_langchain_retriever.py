@@ -83,7 +83,7 @@ def test_over_a_stdio_mcp_server_from_the_environment(store_path: Path, embedder
     """HINDSIGHT_MCP_COMMAND: the adapters spawn a real MCP server process and talk stdio to it."""
     import sys
 
-    from hindsight_integrations.langchain._client import clear_client_cache
+    from hindsight_integrations.mcp.resolve import clear_client_cache
 
     monkeypatch.setenv("HINDSIGHT_STORE", str(store_path))
     monkeypatch.setenv("HINDSIGHT_MCP_COMMAND", f"{sys.executable} -m hindsight_integrations.mcp")

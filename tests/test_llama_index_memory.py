@@ -19,7 +19,7 @@ from llama_index.core.tools import FunctionTool
 from hindsight_integrations.core.context import CONTEXT_HEADER
 from hindsight_integrations.core.errors import ConfigurationError
 from hindsight_integrations.llama_index import HindsightChatMemory, HindsightRetriever
-from hindsight_integrations.llama_index import _client as client_module
+from hindsight_integrations.mcp import resolve
 
 from .llama_index_support import ScriptedChatLLM, Stores, stores, texts  # noqa: F401
 
@@ -146,6 +146,18 @@ def test_namespaces_are_isolated(stores: Stores) -> None:
     assert "Biscuit" in texts(alice.get(QUESTION))
 
 
+def test_a_missing_namespace_is_an_error_not_a_default_user(stores: Stores, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("HINDSIGHT_NAMESPACE", raising=False)
+    with pytest.raises(ConfigurationError, match="HindsightChatMemory needs a namespace"):
+        HindsightChatMemory.from_defaults(session_id="s", engine=stores.engine())
+    with pytest.raises(ConfigurationError, match="HindsightRetriever needs a namespace"):
+        HindsightRetriever(engine=stores.engine())
+    # A client that knows its user names it; so does the environment.
+    assert HindsightRetriever(client=stores.client("u1")).namespace == "u1"
+    monkeypatch.setenv("HINDSIGHT_NAMESPACE", "u3")
+    assert HindsightChatMemory.from_defaults(session_id="s", engine=stores.engine()).client.namespace == "u3"
+
+
 def test_a_client_for_another_namespace_is_refused(stores: Stores) -> None:
     with pytest.raises(ConfigurationError, match="serves namespace 'u1'"):
         HindsightChatMemory.from_defaults(namespace="u2", session_id="s", client=stores.client("u1"))
@@ -223,7 +235,7 @@ def test_bad_recall_settings_fail_when_the_memory_is_built(stores: Stores) -> No
 
 
 def test_missing_configuration_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
-    for var in client_module.CONFIG_VARS:
+    for var in resolve.CONFIG_VARS:
         monkeypatch.delenv(var, raising=False)
     with pytest.raises(ConfigurationError, match="HINDSIGHT_STORE"):
         HindsightChatMemory.from_defaults(namespace="u1", session_id="s1")
@@ -232,7 +244,7 @@ def test_missing_configuration_is_a_clear_error(monkeypatch: pytest.MonkeyPatch)
 def test_clients_from_the_environment_are_shared_per_namespace(monkeypatch: pytest.MonkeyPatch) -> None:
     from hindsight_integrations.mcp import MemoryServerUnavailableError
 
-    for var in client_module.CONFIG_VARS:
+    for var in resolve.CONFIG_VARS:
         monkeypatch.delenv(var, raising=False)
     monkeypatch.setenv("HINDSIGHT_MCP_URL", "http://127.0.0.1:9/mcp")  # nothing listens on port 9
     try:
@@ -244,7 +256,7 @@ def test_clients_from_the_environment_are_shared_per_namespace(monkeypatch: pyte
         with pytest.raises(MemoryServerUnavailableError, match="127.0.0.1:9"):
             first.get_all()
     finally:
-        client_module.clear_cache()
+        resolve.clear_client_cache()
 
 
 SECOND_PROCESS = textwrap.dedent(

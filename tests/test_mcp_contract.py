@@ -90,6 +90,39 @@ def test_batch_store_reports_what_was_filtered_and_why(client: MemoryClient) -> 
     assert len(result.skipped) == 1 and result.skipped[0].index == 0 and result.skipped[0].reason
 
 
+def test_apply_filter_false_keeps_text_the_write_filter_drops(client: MemoryClient) -> None:
+    assert client.store("ok thanks").skipped  # small talk: the default filter drops it
+    kept = client.store("ok thanks", apply_filter=False)
+    assert [r.content for r in kept.stored] == ["ok thanks"] and not kept.skipped
+    raw = client.call_tool("store_memory", {"content": "ok thanks", "apply_filter": "False ", "dedup": "false"})
+    assert [r["content"] for r in raw["stored"]] == ["ok thanks"] and raw["ids"] != kept.ids
+
+
+async def test_dedup_false_stores_a_near_duplicate_as_its_own_memory(client: MemoryClient) -> None:
+    base = unique("I keep my road bike in the garage next to the freezer")
+    first = client.store(base, kind="fact")
+    folded = client.store(base + ".", kind="fact")
+    assert folded.merged == first.ids  # the default folds a near-duplicate into the existing memory
+    separate = await client.astore(base + "!", kind="fact", dedup=False)
+    assert not separate.merged and separate.ids[0] not in first.ids
+    assert sorted(r.id for r in client.list(limit=1000) if r.content.startswith(base)) == sorted(first.ids + separate.ids)
+
+
+def test_supersede_false_leaves_the_older_value_current(client: MemoryClient) -> None:
+    old = client.store(unique("My favourite colour is teal"), kind="preference")
+    new = client.store(unique("My favourite colour is green"), kind="preference")
+    assert new.superseded == old.ids  # the default: a changed value outdates the old one
+    kept = client.call_tool("store_memory", {"content": unique("My favourite colour is amber"), "kind": "preference", "supersede": "false"})
+    assert kept["superseded"] == []
+    current = {r.id for r in client.list(limit=1000, filters={"kinds": ["preference"]})}
+    assert set(new.ids) | set(kept["ids"]) <= current and not set(old.ids) & current
+
+
+def test_the_client_knows_the_namespace_the_server_announced(client: MemoryClient) -> None:
+    client.connect()
+    assert client.namespace == "contract"
+
+
 def test_request_id_makes_writes_idempotent(client: MemoryClient) -> None:
     request_id = str(uuid.uuid4())
     items = [{"content": unique("I am allergic to peanuts")}, {"content": unique("I work night shifts")}]

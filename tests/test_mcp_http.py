@@ -11,7 +11,13 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
-from hindsight_integrations.mcp import MemoryAuthError, MemoryClient, MemoryServerUnavailableError, MemoryToolNotFoundError
+from hindsight_integrations.mcp import (
+    MemoryAuthError,
+    MemoryClient,
+    MemoryNamespaceError,
+    MemoryServerUnavailableError,
+    MemoryToolNotFoundError,
+)
 
 from .mcp_support import REPO, free_port, http_server
 
@@ -58,6 +64,18 @@ def test_client_with_a_wrong_token_gets_a_clear_auth_error(base: str) -> None:
     with MemoryClient.http(f"{base}/mcp", token="wrong-token-123", retries=2) as client, pytest.raises(MemoryAuthError) as err:
         client.recall("anything")
     assert "401" in str(err.value) and base in str(err.value)
+
+
+def test_each_token_announces_its_namespace_and_a_client_for_another_user_is_refused(base: str) -> None:
+    with MemoryClient.http(f"{base}/mcp", token=BOB) as bob:
+        assert bob.namespace is None  # not known before the server says
+        assert bob.connect().namespace == "bob"
+    content = f"I prefer aisle seats (ref {uuid.uuid4().hex[:8]})"
+    with MemoryClient.http(f"{base}/mcp", token=BOB, namespace="alice", retries=2) as wrong, pytest.raises(MemoryNamespaceError) as err:
+        wrong.store(content)
+    assert "'bob'" in str(err.value) and "'alice'" in str(err.value)
+    with MemoryClient.http(f"{base}/mcp", token=BOB, namespace="bob") as bob:
+        assert not [r for r in bob.list(limit=1000) if r.content == content]  # refused before anything was sent
 
 
 def test_a_token_never_reads_or_writes_another_namespace(alice: MemoryClient, bob: MemoryClient) -> None:

@@ -184,6 +184,7 @@ class MemoryEngine:
         namespace: str | None = None,
         apply_filter: bool = True,
         dedup: bool = True,
+        supersede: bool = True,
         request_id: str | None = None,
         origin: str = "api",
     ) -> StoreResult:
@@ -191,8 +192,10 @@ class MemoryEngine:
 
         ``apply_filter`` runs the write filter (chit-chat is skipped, with a reason);
         ``dedup`` merges near-duplicates (similarity ≥ ``dedup_threshold``) into the existing
-        memory; a detected subject/attribute conflict supersedes the old value. A repeated
-        ``request_id`` returns the first call's result without writing again.
+        memory; ``supersede`` lets a detected subject/attribute conflict supersede the old
+        value (off for callers such as a key-value store, whose items under different keys
+        must all stay current). A repeated ``request_id`` returns the first call's result
+        without writing again.
         """
         ns = self._ns(namespace)
         items = parse_inputs(memories, max_bytes=self.settings.max_content_bytes)
@@ -234,7 +237,7 @@ class MemoryEngine:
                     fresh.append((record, vector))
             self.chroma.add(state, [r for r, _ in fresh], [v for _, v in fresh], {r.id: windows[r.id] for r, _ in fresh if r.id in windows})
             result.stored.extend(r for r, _ in fresh)
-            result.superseded = self._supersede(state, [r for r, _ in fresh], now)
+            result.superseded = self._supersede(state, [r for r, _ in fresh], now) if supersede else []
         return result
 
     def store(self, content: str, *, namespace: str | None = None, apply_filter: bool = True, dedup: bool = True, request_id: str | None = None, **fields: Any) -> StoreResult:

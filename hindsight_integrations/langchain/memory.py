@@ -21,7 +21,7 @@ from pydantic import ConfigDict, Field, PrivateAttr, model_validator
 from ..core.context import format_context
 from ..core.engine import RecallResult
 from ..core.records import MemoryRecord, Role
-from ._client import ClientPool, require_session, resolve_namespace
+from ..mcp.resolve import ClientPool, require_session, resolve_namespace
 
 
 def turn_message(record: MemoryRecord) -> BaseMessage:

@@ -25,7 +25,7 @@ from langgraph.runtime import Runtime
 from ..core.config import validate_namespace
 from ..core.engine import RecallResult
 from ..core.errors import ConfigurationError
-from ._client import ClientPool
+from ..mcp.resolve import ClientPool
 from .tools import MEMORY_TOOL_NAMES
 
 _USER_KEYS = ("namespace", "user_id")

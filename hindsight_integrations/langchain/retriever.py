@@ -17,7 +17,7 @@ from pydantic import ConfigDict, Field, PrivateAttr, model_validator
 
 from ..core.engine import RecallResult
 from ..core.recall import RecallHit
-from ._client import ClientPool, resolve_namespace
+from ..mcp.resolve import ClientPool, resolve_namespace
 
 
 def hit_document(hit: RecallHit) -> Document:

@@ -13,12 +13,13 @@ updates that item in place, ``delete`` deletes (soft, like every Hindsight forge
 ``ttl`` (minutes) expires the item, and reads refresh it unless told not to.
 
 Writes go through the MCP client's tools. ``store_memory`` is built for conversation
-memories: it runs the write filter (which drops short text such as ``"food: pizza"``) and
-merges near-duplicates (which would fold two keys with similar values into one). A store
-must do neither, so a new item is created in two steps: ``store_memory`` with an opaque
-placeholder text of kind ``summary`` (a kind that is never merged) carrying the final
-metadata, then ``update_memory`` with the real text and kind (updates skip the filter and
-the merge). The item is addressable by its key from the first step on.
+memories: by default it runs the write filter (which drops short text such as
+``"food: pizza"``), merges near-duplicates (which would fold two keys with similar values
+into one) and lets a changed value supersede an older one about the same thing (which
+would hide ``"I live in Berlin"`` under one key once ``"I moved to Paris"`` is put under
+another). A store must do none of that, so items are created with ``apply_filter=False``,
+``dedup=False`` and ``supersede=False``: what was put is what is stored, as its own
+current memory, in one call.
 """
 
 from __future__ import annotations
@@ -48,7 +49,7 @@ from langgraph.store.base import (
 from langgraph.store.base.embed import get_text_at_path, tokenize_path
 
 from ..core.records import MemoryRecord
-from ._client import ClientPool, resolve_namespace
+from ..mcp.resolve import ClientPool, resolve_namespace
 
 MARK = "lg_item"
 _ACTIVE = ["active", "superseded"]  # a superseded store item is still the current value of its key
@@ -307,15 +308,15 @@ class HindsightStore(BaseStore):
                 client.forget(record.id)
 
     def _create(self, text: str, tier: str, metadata: dict[str, Any], ttl_seconds: int | None) -> None:
-        """Create an item without the write filter or near-duplicate merge (see the module doc)."""
-        placeholder = f"langgraph store item {uuid.uuid4()}"
-        item: dict[str, Any] = {"content": placeholder, "kind": "summary", "tier": tier, "importance": self.importance, "metadata": metadata}
+        """Create an item without the write filter or near-duplicate merge (see the module doc).
+
+        Kind ``fact``: a store item is a value the agent chose to keep, not a conversation
+        turn, and facts are what the other surfaces recall.
+        """
+        item: dict[str, Any] = {"content": text, "kind": "fact", "tier": tier, "importance": self.importance, "metadata": metadata}
         if ttl_seconds:
             item["ttl_seconds"] = ttl_seconds
-        client = self.memory_client
-        result = client.store([item], request_id=f"lgstore-{uuid.uuid4()}")
-        (record,) = result.stored
-        client.update(record.id, content=text, kind="fact")
+        self.memory_client.store([item], request_id=f"lgstore-{uuid.uuid4()}", apply_filter=False, dedup=False, supersede=False)
 
 
 __all__ = ["HindsightStore"]

@@ -18,7 +18,7 @@ from pydantic import BaseModel, Field
 from ..core.context import memory_line
 from ..core.engine import RecallResult, StoreResult
 from ..core.errors import HindsightError
-from ._client import ClientPool, resolve_namespace
+from ..mcp.resolve import ClientPool, resolve_namespace
 
 REMEMBER = "remember"
 RECALL = "recall"

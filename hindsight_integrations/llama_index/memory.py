@@ -27,7 +27,7 @@ from llama_index.core.memory.types import BaseMemory
 
 from ..core.errors import InvalidInputError
 from ..core.records import MemoryRecord
-from ._client import resolve_client, served_namespace
+from ..mcp.resolve import resolve_client, resolve_namespace
 from ._messages import (
     CONTEXT_FLAG,
     SNAPSHOT_KEY,
@@ -62,7 +62,7 @@ class HindsightChatMemory(BaseMemory):
     LlamaIndex's own ``Memory``; pass a stable id to resume a conversation after a restart).
     """
 
-    namespace: str | None = Field(None, description="the user; None uses HINDSIGHT_NAMESPACE or 'default'")
+    namespace: str | None = Field(None, description="the user; None uses the client's, else HINDSIGHT_NAMESPACE, else an error")
     session_id: str = Field(default_factory=lambda: str(uuid.uuid4()), description="the conversation")
     top_k: int = Field(5, ge=1, description="long-term memories injected at most")
     min_score: float | None = Field(None, ge=0, le=1, description="minimum similarity of an injected memory to the query")
@@ -86,8 +86,8 @@ class HindsightChatMemory(BaseMemory):
 
     def __init__(self, *, client: "MemoryClient | None" = None, engine: "MemoryEngine | None" = None, **data: Any) -> None:
         super().__init__(**data)
+        self.namespace = resolve_namespace(self.namespace, "HindsightChatMemory", client)
         self._client = resolve_client(client, namespace=self.namespace, engine=engine)
-        self.namespace = self.namespace or served_namespace(self._client)
 
     @field_validator("session_id")
     @classmethod

@@ -26,7 +26,7 @@ from llama_index.core.memory.memory import BaseMemoryBlock
 from ..core.context import CONTEXT_FOOTER, CONTEXT_HEADER
 from ..core.errors import InvalidInputError
 from ..core.tokens import estimate_tokens
-from ._client import resolve_client, served_namespace
+from ..mcp.resolve import resolve_client, resolve_namespace
 from ._messages import hindsight_role, is_injected_context, latest_user_text, message_text, rejected_text
 from ._recall import DEFAULT_TOKEN_BUDGET, RecallOptions, Selected, check_filters, context_of, select_hits
 
@@ -48,7 +48,7 @@ class HindsightMemoryBlock(BaseMemoryBlock[str]):
         "Facts, preferences and decisions remembered from earlier conversations with this user.",
         description="what the block holds",
     )
-    namespace: str | None = Field(None, description="the user; None uses HINDSIGHT_NAMESPACE or 'default'")
+    namespace: str | None = Field(None, description="the user; None uses the client's, else HINDSIGHT_NAMESPACE, else an error")
     top_k: int = Field(5, ge=1, description="memories recalled at most")
     min_score: float | None = Field(None, ge=0, le=1, description="minimum similarity of a recalled memory to the query")
     token_budget: int | None = Field(DEFAULT_TOKEN_BUDGET, gt=0, description="tokens the block may use")
@@ -66,8 +66,8 @@ class HindsightMemoryBlock(BaseMemoryBlock[str]):
 
     def __init__(self, *, client: "MemoryClient | None" = None, engine: "MemoryEngine | None" = None, **data: Any) -> None:
         super().__init__(**data)
+        self.namespace = resolve_namespace(self.namespace, "HindsightMemoryBlock", client)
         self._client = resolve_client(client, namespace=self.namespace, engine=engine)
-        self.namespace = self.namespace or served_namespace(self._client)
 
     @property
     def client(self) -> "MemoryClient":

@@ -16,7 +16,7 @@ from llama_index.core.callbacks import CallbackManager
 from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 
 from ..core.recall import RecallHit
-from ._client import resolve_client, served_namespace
+from ..mcp.resolve import resolve_client, resolve_namespace
 from ._recall import RecallOptions
 
 if TYPE_CHECKING:
@@ -95,8 +95,8 @@ class HindsightRetriever(BaseRetriever):
         self.options = RecallOptions(
             top_k=top_k, min_score=min_score, token_budget=token_budget, filters=filters, include_history=include_history
         )
-        self._client = resolve_client(client, namespace=namespace, engine=engine)
-        self.namespace = namespace or served_namespace(self._client)
+        self.namespace = resolve_namespace(namespace, "HindsightRetriever", client)
+        self._client = resolve_client(client, namespace=self.namespace, engine=engine)
         super().__init__(callback_manager=callback_manager, verbose=verbose)
 
     @property

@@ -7,6 +7,7 @@
 from .client import MemoryClient
 from .errors import (
     MemoryAuthError,
+    MemoryNamespaceError,
     MemoryServerUnavailableError,
     MemoryTimeoutError,
     MemoryToolError,
@@ -20,6 +21,7 @@ __all__ = [
     "MemoryServerUnavailableError",
     "MemoryTimeoutError",
     "MemoryAuthError",
+    "MemoryNamespaceError",
     "MemoryToolError",
     "MemoryToolInputError",
     "MemoryToolNotFoundError",

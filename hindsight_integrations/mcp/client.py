@@ -40,14 +40,22 @@ from pydantic import BaseModel
 from pydantic_core import to_jsonable_python
 from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_exponential
 
-from ..core.config import Settings, load_settings
-from ..core.engine import CompressionResult, NamespaceStats, RecallResult, SkippedMemory, StoreResult, TurnResult
+from ..core.config import Settings, load_settings, validate_namespace
+from ..core.engine import CompressionResult, MemoryEngine, NamespaceStats, RecallResult, SkippedMemory, StoreResult, TurnResult
 from ..core.errors import InvalidInputError
 from ..core.filters import RecallFilters
 from ..core.inputs import MemoryInput
 from ..core.recall import RecallHit
 from ..core.records import MemoryRecord
-from .errors import MemoryAuthError, MemoryServerUnavailableError, MemoryTimeoutError, MemoryToolError, tool_error
+from .errors import (
+    MemoryAuthError,
+    MemoryNamespaceError,
+    MemoryServerUnavailableError,
+    MemoryTimeoutError,
+    MemoryToolError,
+    tool_error,
+)
+from .schemas import announced_namespace
 
 T = TypeVar("T")
 
@@ -131,18 +139,23 @@ class MemoryClient:
 
     Use one client per namespace (the server decides the namespace: the stdio/in-process
     server's own, or the HTTP token's). Close it when done, or use it as a context manager.
+    ``namespace`` is the one the client was opened for: when the server announces another
+    at connect, the connection is refused with ``MemoryNamespaceError``.
     """
 
     def __init__(
         self,
         transport: _Transport,
         *,
+        namespace: str | None = None,
         timeout: float = 30.0,
         connect_timeout: float = 120.0,
         retries: int = 3,
         backoff: float = 0.2,
     ) -> None:
         self._transport = transport
+        self._expected_namespace = validate_namespace(namespace) if namespace is not None else None
+        self._announced_namespace: str | None = None
         self.timeout = timeout
         self.connect_timeout = connect_timeout
         self.retries = retries
@@ -170,7 +183,8 @@ class MemoryClient:
         """Spawn a stdio server. Default command: ``[sys.executable, "-m", "hindsight_integrations.mcp"]``.
 
         The child inherits this process's environment (so ``HINDSIGHT_*`` settings carry
-        over) plus ``env``; ``namespace`` sets its ``HINDSIGHT_NAMESPACE``.
+        over) plus ``env``; ``namespace`` sets its ``HINDSIGHT_NAMESPACE`` (the server's
+        ``--namespace`` fallback, so any command honouring the environment serves it).
         """
         from mcp.client.stdio import StdioServerParameters, stdio_client
 
@@ -183,7 +197,7 @@ class MemoryClient:
         argv += list(args or [])
         child_env = {**os.environ, **(env or {})}
         if namespace is not None:
-            child_env["HINDSIGHT_NAMESPACE"] = namespace
+            child_env["HINDSIGHT_NAMESPACE"] = validate_namespace(namespace)
         params = StdioServerParameters(command=argv[0], args=argv[1:], env=child_env, cwd=cwd)
 
         async def open_stdio(stack: AsyncExitStack, read_timeout: float) -> ClientSession:
@@ -192,11 +206,25 @@ class MemoryClient:
             await session.initialize()
             return session
 
-        return cls(_Transport("stdio", " ".join(argv), open_stdio), **options)
+        return cls(_Transport("stdio", " ".join(argv), open_stdio), namespace=namespace, **options)
 
     @classmethod
-    def http(cls, url: str, token: str | None = None, *, headers: dict[str, str] | None = None, **options: Any) -> "MemoryClient":
-        """Connect to a streamable-HTTP server, e.g. ``http://127.0.0.1:8765/mcp``."""
+    def http(
+        cls,
+        url: str,
+        token: str | None = None,
+        *,
+        headers: dict[str, str] | None = None,
+        namespace: str | None = None,
+        **options: Any,
+    ) -> "MemoryClient":
+        """Connect to a streamable-HTTP server, e.g. ``http://127.0.0.1:8765/mcp``.
+
+        The bearer token decides the namespace; nothing the client sends can change it.
+        ``namespace`` is a check: a server that announces its session's namespace (this
+        project's does) is refused at connect when it differs; an older server announces
+        none, and then the token alone decides.
+        """
         from mcp.client.streamable_http import streamable_http_client
         from mcp.shared._httpx_utils import create_mcp_http_client
 
@@ -215,14 +243,13 @@ class MemoryClient:
             await session.initialize()
             return session
 
-        return cls(_Transport("http", url, open_http), **options)
+        return cls(_Transport("http", url, open_http), namespace=namespace, **options)
 
     @classmethod
     def in_process(cls, engine: Any = None, namespace: str | None = None, **options: Any) -> "MemoryClient":
         """A real MCP session over memory streams to a server bound to ``engine`` (built from env if None)."""
         from mcp.shared.memory import create_connected_server_and_client_session
 
-        from ..core.engine import MemoryEngine
         from .server import build_server
 
         engine = engine if engine is not None else MemoryEngine()
@@ -231,33 +258,53 @@ class MemoryClient:
         async def open_memory(stack: AsyncExitStack, read_timeout: float) -> ClientSession:
             return await stack.enter_async_context(create_connected_server_and_client_session(server))
 
-        client = cls(_Transport("in-process", f"namespace {server.namespace}", open_memory), **options)  # type: ignore[attr-defined]
+        client = cls(_Transport("in-process", f"namespace {server.namespace}", open_memory), namespace=server.namespace, **options)  # type: ignore[attr-defined]
         client.engine = engine  # type: ignore[attr-defined]
         client.server = server  # type: ignore[attr-defined]
         return client
 
     @classmethod
-    def from_settings(cls, settings: Settings | None = None, *, environ: dict[str, str] | None = None, **options: Any) -> "MemoryClient":
-        """Pick the transport from the environment.
+    def from_settings(
+        cls,
+        settings: Settings | None = None,
+        *,
+        namespace: str | None = None,
+        environ: dict[str, str] | None = None,
+        engine_factory: Callable[[], MemoryEngine] | None = None,
+        **options: Any,
+    ) -> "MemoryClient":
+        """Pick the transport from the environment, for ``namespace`` (default ``HINDSIGHT_NAMESPACE``).
 
-        ``HINDSIGHT_MCP_URL`` (+ ``HINDSIGHT_MCP_TOKEN``) → HTTP; ``HINDSIGHT_MCP_COMMAND`` →
-        stdio; otherwise in-process over an engine built from ``settings`` / the environment
-        (``HINDSIGHT_STORE``, ``HINDSIGHT_CHROMA_URL``, ``HINDSIGHT_NAMESPACE``, ...).
+        ``HINDSIGHT_MCP_URL`` (+ ``HINDSIGHT_MCP_TOKEN``) → HTTP, where the token decides the
+        namespace and ``namespace`` is checked against what the server announces at connect;
+        ``HINDSIGHT_MCP_COMMAND`` → stdio, the spawned server serving ``namespace``; otherwise
+        in-process over an engine built from ``settings`` / the environment (``HINDSIGHT_STORE``,
+        ``HINDSIGHT_CHROMA_URL``, ...), serving ``namespace``. ``engine_factory`` supplies that
+        engine instead and is called only when the in-process transport is chosen, so a caller
+        serving many namespaces can share one engine (and one embedding model) among them.
         """
         env = os.environ if environ is None else environ
         if env.get("HINDSIGHT_MCP_URL"):
-            return cls.http(env["HINDSIGHT_MCP_URL"], token=env.get("HINDSIGHT_MCP_TOKEN") or None, **options)
+            return cls.http(env["HINDSIGHT_MCP_URL"], token=env.get("HINDSIGHT_MCP_TOKEN") or None, namespace=namespace, **options)
         if env.get("HINDSIGHT_MCP_COMMAND"):
-            return cls.stdio(env["HINDSIGHT_MCP_COMMAND"], namespace=env.get("HINDSIGHT_NAMESPACE"), **options)
-        from ..core.engine import MemoryEngine
-
-        return cls.in_process(MemoryEngine(settings or load_settings()), **options)
+            return cls.stdio(env["HINDSIGHT_MCP_COMMAND"], namespace=namespace or env.get("HINDSIGHT_NAMESPACE"), **options)
+        engine = engine_factory() if engine_factory is not None else MemoryEngine(settings or load_settings())
+        return cls.in_process(engine, namespace=namespace, **options)
 
     from_env = from_settings
 
     @property
     def transport(self) -> str:
         return self._transport.kind
+
+    @property
+    def namespace(self) -> str | None:
+        """The namespace this client serves, when known.
+
+        What the server announced at connect, else what the client was opened for; None for
+        an HTTP client opened without ``namespace`` before it connects (the token decides).
+        """
+        return self._announced_namespace or self._expected_namespace
 
     @property
     def target(self) -> str:
@@ -302,6 +349,7 @@ class MemoryClient:
         try:
             async with AsyncExitStack() as stack:
                 session = await self._transport.open(stack, self.timeout)
+                self._check_namespace(session)
                 if not ready.done():
                     ready.set_result(session)
                 await stop.wait()
@@ -310,6 +358,21 @@ class MemoryClient:
                 ready.set_exception(exc if isinstance(exc, Exception) else RuntimeError(repr(exc)))
             if isinstance(exc, (KeyboardInterrupt, SystemExit)):
                 raise
+
+    def _check_namespace(self, session: ClientSession) -> None:
+        """Record the namespace the server announced; refuse the session if it is not ours."""
+        capabilities = session.get_server_capabilities()
+        announced = announced_namespace(capabilities.experimental if capabilities else None)
+        expected = self._expected_namespace
+        if announced is not None and expected is not None and announced != expected:
+            err = MemoryNamespaceError(
+                self._transport.kind, self._transport.target,
+                f"the server serves namespace {announced!r} but this client was opened for {expected!r}"
+                + (" (the bearer token belongs to another namespace)" if self._transport.kind == "http" else ""),
+            )
+            err.before_send = True  # type: ignore[attr-defined]
+            raise err
+        self._announced_namespace = announced
 
     async def _drop(self) -> None:
         """Close the current connection (if any) so the next call opens a fresh one."""
@@ -397,9 +460,16 @@ class MemoryClient:
         return self._submit(self._tool_names()).result(timeout=self._sync_deadline())
 
     # -- the memory API (async) -----------------------------------------------------------------
-    async def astore(self, memories: Any, *, request_id: str | None = None, **fields: Any) -> StoreResult:
-        """Store one memory (a string, with ``fields`` such as kind/importance/metadata) or a batch."""
-        args = _store_arguments(memories, request_id, fields)
+    async def astore(self, memories: Any, *, request_id: str | None = None, apply_filter: bool = True, dedup: bool = True,
+                     supersede: bool = True, **fields: Any) -> StoreResult:
+        """Store one memory (a string, with ``fields`` such as kind/importance/metadata) or a batch.
+
+        ``apply_filter=False`` keeps text the write filter would drop as small talk,
+        ``dedup=False`` keeps a near-duplicate as its own memory and ``supersede=False``
+        leaves older memories about the same thing current: for callers that store exact
+        values (a key-value store), not for conversation text.
+        """
+        args = _store_arguments(memories, request_id, fields, apply_filter=apply_filter, dedup=dedup, supersede=supersede)
         return _store_result(await self.acall_tool("store_memory", args, idempotent=True))
 
     async def arecall(self, query: str, *, top_k: int | None = None, min_score: float | None = None,
@@ -445,8 +515,10 @@ class MemoryClient:
         return str((await self.acall_tool("dump_memory", {"include_history": include_history}))["dump"])
 
     # -- the memory API (sync) ------------------------------------------------------------------
-    def store(self, memories: Any, *, request_id: str | None = None, **fields: Any) -> StoreResult:
-        return _store_result(self.call_tool("store_memory", _store_arguments(memories, request_id, fields), idempotent=True))
+    def store(self, memories: Any, *, request_id: str | None = None, apply_filter: bool = True, dedup: bool = True,
+              supersede: bool = True, **fields: Any) -> StoreResult:
+        args = _store_arguments(memories, request_id, fields, apply_filter=apply_filter, dedup=dedup, supersede=supersede)
+        return _store_result(self.call_tool("store_memory", args, idempotent=True))
 
     def recall(self, query: str, *, top_k: int | None = None, min_score: float | None = None,
                filters: RecallFilters | dict[str, Any] | None = None, token_budget: int | None = None,
@@ -578,14 +650,18 @@ def _memory_dict(item: Any) -> Any:
     return item
 
 
-def _store_arguments(memories: Any, request_id: str | None, fields: dict[str, Any]) -> dict[str, Any]:
+def _store_arguments(memories: Any, request_id: str | None, fields: dict[str, Any], **switches: bool) -> dict[str, Any]:
+    """``store_memory`` arguments; the ``switches`` (apply_filter, dedup, supersede) are sent only
+    when off (None is dropped by ``_prepare``), so ordinary writes still work against servers
+    that predate them."""
     request_id = request_id or str(uuid.uuid4())
+    sent: dict[str, Any] = {name: None if on else False for name, on in switches.items()}
     if isinstance(memories, str):
-        return {"content": memories, "request_id": request_id, **{k: _enum(v) for k, v in fields.items()}}
+        return {"content": memories, "request_id": request_id, **sent, **{k: _enum(v) for k, v in fields.items()}}
     if fields:
         raise InvalidInputError("fields", "keyword fields apply to a single string memory; put them inside each batch item instead")
     items = [memories] if isinstance(memories, (dict, MemoryInput)) else list(memories)
-    return {"memories": [_memory_dict(i) for i in items], "request_id": request_id}
+    return {"memories": [_memory_dict(i) for i in items], "request_id": request_id, **sent}
 
 
 def _recall_arguments(query: str, top_k: Any, min_score: Any, filters: Any, token_budget: Any, include_history: bool) -> dict[str, Any]:

@@ -36,6 +36,15 @@ class MemoryAuthError(MemoryServerUnavailableError):
     """The HTTP server rejected the bearer token (401/403). Retrying will not help."""
 
 
+class MemoryNamespaceError(MemoryAuthError):
+    """The server announced another namespace than the client was opened for. Retrying will not help.
+
+    Over HTTP this means the bearer token belongs to another user; over stdio, that the
+    spawned command ignored the namespace it was given. Either way no call is sent, because
+    it would read or write someone else's memories.
+    """
+
+
 class MemoryToolError(HindsightError):
     """The server ran a tool and reported an error; ``message`` is the server's explanation."""
 

@@ -13,7 +13,7 @@ import json
 from datetime import datetime
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from ..core.context import memory_line
 from ..core.engine import CompressionResult, NamespaceStats, RecallResult, StoreResult, TurnResult
@@ -22,9 +22,33 @@ from ..core.records import Kind, MemoryRecord, Role, Tier
 MAX_BATCH = 1000
 """Largest ``memories`` batch one ``store_memory`` call accepts; larger batches must be split."""
 
+CAPABILITY = "hindsight"
+"""Key of the server's experimental capability that reports the namespace a session serves.
+
+The MCP initialize result is the one answer every transport gets before any tool call, and
+over HTTP it is computed for the request's bearer token, so it is where a client learns
+(and checks) whose memories it is about to read and write.
+"""
+
+
+def capability(namespace: str | None) -> dict[str, dict[str, Any]]:
+    """The experimental capabilities a server announces for a session serving ``namespace``."""
+    return {CAPABILITY: {"namespace": namespace}} if namespace else {}
+
+
+def announced_namespace(experimental: dict[str, dict[str, Any]] | None) -> str | None:
+    """The namespace a server announced in its initialize result (None: an older server, or none)."""
+    value = (experimental or {}).get(CAPABILITY, {}).get("namespace")
+    return value if isinstance(value, str) else None
+
 
 def _lower_enum(value: Any) -> Any:
     return value.strip().lower() if isinstance(value, str) else value
+
+
+Flag = BeforeValidator(_lower_enum)
+"""Booleans that models send as text (``"false"``, ``" True"``): trimmed and lower-cased so
+pydantic reads them as booleans instead of refusing the call."""
 
 
 class MemoryItem(BaseModel):

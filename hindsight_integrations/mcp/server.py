@@ -93,6 +93,26 @@ class HindsightMCP(FastMCP):
         self.token_map = token_map
         self.metrics = ServerMetrics()
         self.limiter = RateLimiter(rate_limit_per_minute) if rate_limit_per_minute else None
+        self._announce_namespace()
+
+    def _announce_namespace(self) -> None:
+        """Report the session's namespace in every initialize result (``schemas.CAPABILITY``).
+
+        Every transport (stdio, streamable HTTP, in-memory) builds a session's initialize
+        answer from the low-level server's ``create_initialization_options``, called in the
+        task that opens the session; over HTTP that task runs in the context of the request,
+        where ``BearerNamespaceMiddleware`` has bound the token's namespace. Wrapping that one
+        method is therefore enough for a client to learn whose memories it serves.
+        """
+        lowlevel = self._mcp_server
+        create = lowlevel.create_initialization_options
+
+        def create_initialization_options(notification_options: Any = None, experimental_capabilities: Any = None) -> Any:
+            namespace = self.namespace if self.token_map is None else current_namespace.get()
+            experimental = {**(experimental_capabilities or {}), **schemas.capability(namespace)}
+            return create(notification_options, experimental)
+
+        lowlevel.create_initialization_options = create_initialization_options  # type: ignore[method-assign]
 
     # -- namespace ------------------------------------------------------------------------------
     def resolve_namespace(self) -> str:
@@ -253,7 +273,8 @@ def _register_tools(server: HindsightMCP, engine: MemoryEngine) -> None:  # noqa
             "self-contained sentence. Do NOT store greetings, thanks or small talk (they are filtered out and reported as "
             f"skipped). Give one memory with `content`, or several at once with `memories` (max {MAX_BATCH} per call). "
             "Pass a `request_id` you generate: retrying with the same request_id never stores twice. "
-            "Returns the stored ids, and any items not stored with the reason."
+            "Returns the stored ids, and any items not stored with the reason. Leave `apply_filter`, `dedup` and `supersede` at "
+            "their defaults unless the user explicitly asked you to remember this exact text."
         ),
     )
     async def store_memory(
@@ -267,6 +288,18 @@ def _register_tools(server: HindsightMCP, engine: MemoryEngine) -> None:  # noqa
         ttl_seconds: Annotated[int | None, Field(gt=0, description="Forget after this many seconds (temporary facts).")] = None,
         session_id: Annotated[str | None, Field(description="Conversation id the memory came from.")] = None,
         request_id: Annotated[str | None, Field(description="Idempotency key for this call (e.g. a UUID).")] = None,
+        apply_filter: Annotated[bool, schemas.Flag, Field(description=(
+            "Drop small talk and other text not worth remembering (default true). Set apply_filter=false only when "
+            "the user explicitly asked you to remember this exact text."
+        ))] = True,
+        dedup: Annotated[bool, schemas.Flag, Field(description=(
+            "Merge a memory that nearly repeats an existing one into it (default true). Set dedup=false only when "
+            "the user wants a separate memory even though a similar one exists."
+        ))] = True,
+        supersede: Annotated[bool, schemas.Flag, Field(description=(
+            "Mark an older memory about the same thing as outdated when this one changes it, e.g. a new address "
+            "(default true). Set supersede=false only when the user wants both kept as current."
+        ))] = True,
     ) -> CallToolResult:
         namespace = _ns()
         if (content is None) == (memories is None):
@@ -286,7 +319,10 @@ def _register_tools(server: HindsightMCP, engine: MemoryEngine) -> None:  # noqa
                 "occurred_at": occurred_at, "ttl_seconds": ttl_seconds, "session_id": session_id,
             }
             items = [MemoryItem.model_validate({k: v for k, v in single.items() if v is not None}).engine_dict()]
-        result = await _in_thread(engine.store_memories, items, namespace=namespace, request_id=request_id, origin="mcp")
+        result = await _in_thread(
+            engine.store_memories, items, namespace=namespace, apply_filter=apply_filter, dedup=dedup, supersede=supersede,
+            request_id=request_id, origin="mcp",
+        )
         if not result.replayed:
             metrics.memories_written.inc(len(result.stored))
             metrics.memories_superseded.inc(len(result.superseded))

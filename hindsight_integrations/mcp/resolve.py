@@ -1,12 +1,16 @@
-"""Resolve the MCP client a LangChain adapter talks to, and the user/session it acts for.
+"""Which ``MemoryClient`` a framework adapter talks to, and whose memories it acts on.
 
-Every surface accepts ``client=`` (an open ``MemoryClient``), ``engine=`` (an embedded
-``MemoryEngine``, wrapped in an in-process MCP session) or neither, in which case the
-environment decides: ``HINDSIGHT_MCP_URL`` → streamable HTTP, ``HINDSIGHT_MCP_COMMAND`` →
-stdio, ``HINDSIGHT_STORE`` / ``HINDSIGHT_CHROMA_URL`` → an in-process engine. A client
-serves exactly one namespace, so clients are cached per (namespace, configuration, process):
-a memory, a retriever and a middleware for the same user share one MCP session instead of
-each loading an embedding model or opening a connection, and two users never share one.
+Every adapter surface (LangChain, LlamaIndex) accepts ``client=`` (an open ``MemoryClient``),
+``engine=`` (an embedded ``MemoryEngine``, wrapped in an in-process MCP session) or neither,
+in which case the environment decides through ``MemoryClient.from_env``:
+``HINDSIGHT_MCP_URL`` → streamable HTTP, ``HINDSIGHT_MCP_COMMAND`` → stdio,
+``HINDSIGHT_STORE`` / ``HINDSIGHT_CHROMA_URL`` → an in-process engine.
+
+A client serves exactly one namespace, so clients built from the environment are cached per
+(process, namespace, configuration): a memory, a retriever and a middleware for the same
+user share one MCP session instead of each loading an embedding model or opening a
+connection, and two users never share one. In-process clients of all users share one
+engine per store, so serving many users loads the embedding model once.
 """
 
 from __future__ import annotations
@@ -20,25 +24,32 @@ from ..core.errors import ConfigurationError
 
 if TYPE_CHECKING:
     from ..core.engine import MemoryEngine
-    from ..mcp.client import MemoryClient
+    from .client import MemoryClient
 
 # Any one of these says where memories live. Without one we refuse rather than silently
 # creating ./.hindsight in whatever directory the application happens to run from.
 CONFIG_VARS = ("HINDSIGHT_MCP_URL", "HINDSIGHT_MCP_COMMAND", "HINDSIGHT_STORE", "HINDSIGHT_CHROMA_URL")
-_KEY_VARS = (*CONFIG_VARS, "HINDSIGHT_MCP_TOKEN")
+_CLIENT_KEY_VARS = (*CONFIG_VARS, "HINDSIGHT_MCP_TOKEN", "HINDSIGHT_EMBEDDING_MODEL")
+_ENGINE_KEY_VARS = ("HINDSIGHT_STORE", "HINDSIGHT_CHROMA_URL", "HINDSIGHT_EMBEDDING_MODEL")
 
 _env_clients: dict[tuple[Any, ...], "MemoryClient"] = {}
 _env_engines: dict[tuple[Any, ...], "MemoryEngine"] = {}
 _lock = threading.Lock()
 
 
-def resolve_namespace(namespace: str | None, owner: str) -> str:
-    """The user this adapter acts for: the argument, else ``HINDSIGHT_NAMESPACE``, else an error.
+def resolve_namespace(namespace: str | None, owner: str, client: Any = None) -> str:
+    """The user an adapter acts for: the argument, else the explicit client's, else ``HINDSIGHT_NAMESPACE``.
 
     There is deliberately no silent "default" user: mixing two people's memories is the one
-    mistake a memory layer must not make, so an adapter without a user fails loudly.
+    mistake a memory layer must not make, so an adapter that cannot name its user fails
+    loudly. A client that knows its namespace names it (an HTTP client learns it only when
+    it connects, so one opened without ``namespace=`` does not).
     """
-    value = namespace if namespace is not None else os.environ.get("HINDSIGHT_NAMESPACE")
+    value = namespace
+    if value is None and client is not None:
+        value = served_namespace(client)
+    if value is None:
+        value = os.environ.get("HINDSIGHT_NAMESPACE") or None
     if value is None or value == "":
         raise ConfigurationError(
             f"{owner} needs a namespace (the user whose memories it reads and writes): "
@@ -54,6 +65,12 @@ def require_session(session_id: str | None, owner: str) -> str:
             f'{owner} needs a session_id (the conversation whose turns it records): pass session_id="..."'
         )
     return session_id
+
+
+def served_namespace(client: Any) -> str | None:
+    """The namespace a client serves, when it can tell (``MemoryClient.namespace``)."""
+    value = getattr(client, "namespace", None)
+    return value if isinstance(value, str) else None
 
 
 def resolve_client(
@@ -78,7 +95,7 @@ def resolve_client(
                 "one client serves one namespace, so pass a client for that user (or engine= / env config)"
             )
         return client
-    from ..mcp.client import MemoryClient
+    from .client import MemoryClient
 
     if engine is not None:
         # Not cached here: the client keeps the engine alive, so a module-level cache would
@@ -90,39 +107,28 @@ def resolve_client(
             "HINDSIGHT_CHROMA_URL (a Chroma server), HINDSIGHT_MCP_URL (a Hindsight MCP server over HTTP) "
             "or HINDSIGHT_MCP_COMMAND (one over stdio), or pass client= or engine= explicitly"
         )
-    key = (os.getpid(), namespace, *(os.environ.get(var) for var in _KEY_VARS))
+    key = (os.getpid(), namespace, *(os.environ.get(var) for var in _CLIENT_KEY_VARS))
     with _lock:
         cached = _env_clients.get(key)
         if cached is None:
-            cached = _env_clients[key] = _client_from_env(MemoryClient, namespace)
+            # Over HTTP the token decides the namespace; ``namespace`` makes the client refuse
+            # a token that the server says belongs to someone else.
+            cached = _env_clients[key] = MemoryClient.from_env(namespace=namespace, engine_factory=_shared_engine)
         return cached
 
 
-def _client_from_env(cls: type["MemoryClient"], namespace: str) -> "MemoryClient":
-    """Like ``MemoryClient.from_env``, but for the adapter's namespace rather than HINDSIGHT_NAMESPACE.
+def _shared_engine() -> "MemoryEngine":
+    """One engine per store configuration and process, for every namespace's in-process client.
 
-    Over HTTP the server maps the bearer token to a namespace, so ``HINDSIGHT_MCP_TOKEN``
-    must be the token of this user. In-process clients of all users share one engine per
-    configuration, so serving many users does not load the embedding model many times.
+    Called with ``_lock`` held (from ``resolve_client``).
     """
-    env = os.environ
-    if env.get("HINDSIGHT_MCP_URL"):
-        return cls.http(env["HINDSIGHT_MCP_URL"], token=env.get("HINDSIGHT_MCP_TOKEN") or None)
-    if env.get("HINDSIGHT_MCP_COMMAND"):
-        return cls.stdio(env["HINDSIGHT_MCP_COMMAND"], namespace=namespace)
     from ..core.engine import MemoryEngine
 
-    engine_key = (os.getpid(), env.get("HINDSIGHT_STORE"), env.get("HINDSIGHT_CHROMA_URL"))
-    engine = _env_engines.get(engine_key)
+    key = (os.getpid(), *(os.environ.get(var) for var in _ENGINE_KEY_VARS))
+    engine = _env_engines.get(key)
     if engine is None:
-        engine = _env_engines[engine_key] = MemoryEngine()
-    return cls.in_process(engine, namespace=namespace)
-
-
-def served_namespace(client: Any) -> str | None:
-    """The namespace a client serves, when the client can tell (in-process clients can)."""
-    server = getattr(client, "server", None)
-    return getattr(server, "namespace", None) or getattr(client, "namespace", None)
+        engine = _env_engines[key] = MemoryEngine()
+    return engine
 
 
 class ClientPool:
@@ -162,4 +168,12 @@ def clear_client_cache() -> None:
             pass
 
 
-__all__ = ["CONFIG_VARS", "resolve_namespace", "require_session", "resolve_client", "ClientPool", "clear_client_cache"]
+__all__ = [
+    "CONFIG_VARS",
+    "ClientPool",
+    "clear_client_cache",
+    "require_session",
+    "resolve_client",
+    "resolve_namespace",
+    "served_namespace",
+]
