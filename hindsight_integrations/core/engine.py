@@ -358,18 +358,31 @@ class MemoryEngine:
         self.chroma.sync_lexical(state)
         vector = embed_query(self.embedder, query, self._query_cache)
         pool = candidates or max(50, top_k * 4)
-        dense_ids = [i for i, _ in self.chroma.query(state, vector, n=pool, where=filters.where(include_history=include_history, now=now))]
+        where = filters.where(include_history=include_history, now=now)
+        prefilter = filters.narrows() or include_history
+        dense = dict(self.chroma.query(state, vector, n=pool if prefilter else 2 * pool, where=where if prefilter else None))
         window_ids = self.chroma.query_windows(state, vector, n=pool) if weights.window > 0 else []
         lexical = dict(state.lexical.search(query, pool))
-        ids = list(dict.fromkeys([*dense_ids, *window_ids, *lexical]))
-        found = self.chroma.get(state, ids, include_embeddings=True)
-        window_vectors = self.chroma.window_vectors(state, ids) if weights.window > 0 else {}
-        prefiltered = set(dense_ids)
-        pool_candidates = [
-            Candidate(record=r, vector=v, window_vector=window_vectors.get(r.id), lexical_raw=lexical.get(r.id, 0.0))
-            for r, v in found
-            if r.id in prefiltered or filters.matches(r.to_metadata(), include_history=include_history, now=now)
-        ]
+
+        def admit(ids: list[str], trusted: set[str]) -> list[Candidate]:
+            # Vectors are fetched only where the vector search gave no similarity (lexical-only hits).
+            found = [(r, None) for r, _ in self.chroma.get(state, [i for i in ids if i in dense])]
+            found += self.chroma.get(state, [i for i in ids if i not in dense], include_embeddings=True)
+            windows = self.chroma.window_vectors(state, [r.id for r, _ in found if r.context]) if weights.window > 0 else {}
+            return [
+                Candidate(record=r, vector=v, window_vector=windows.get(r.id), lexical_raw=lexical.get(r.id, 0.0), similarity=dense.get(r.id))
+                for r, v in found
+                if r.id in trusted or filters.matches(r.to_metadata(), include_history=include_history, now=now)
+            ]
+
+        pool_candidates = admit(list(dict.fromkeys([*dense, *window_ids, *lexical])), set(dense) if prefilter else set())
+        if not prefilter and len(dense) == 2 * pool:
+            admitted = {c.record.id for c in pool_candidates}
+            if sum(i in admitted for i in dense) < pool // 2:
+                # Mostly working turns or history nearby: ask Chroma to filter after all.
+                extra = dict(self.chroma.query(state, vector, n=pool, where=where))
+                dense.update(extra)
+                pool_candidates += admit([i for i in extra if i not in admitted], set(extra))
         hits = rank(pool_candidates, query=query, query_vector=vector, weights=weights, now=now)
         if min_score is not None:
             hits = [h for h in hits if h.similarity >= min_score]

@@ -37,6 +37,16 @@ class RecallFilters(BaseModel):
             return [value]
         return value
 
+    def narrows(self) -> bool:
+        """True when the caller asked for more than "valid long-term memories".
+
+        Chroma pre-filters a ``where`` by scanning metadata, which costs more than the vector
+        search itself on large namespaces; the default filter keeps nearly everything, so it
+        is cheaper to over-fetch unfiltered and check candidates afterwards.
+        """
+        custom = (self.session_id, self.agent_id, self.kinds, self.statuses, self.since, self.until, self.min_importance, self.metadata)
+        return any(v is not None for v in custom) or (self.tiers is not None and set(self.tiers) != {Tier.EPISODIC, Tier.SEMANTIC})
+
     def clauses(self, *, include_history: bool, now: datetime) -> list[dict[str, Any]]:
         out: list[dict[str, Any]] = []
         if self.session_id is not None:

@@ -56,10 +56,14 @@ class RecallHit(BaseModel):
 
 @dataclass
 class Candidate:
+    """A memory up for ranking. ``similarity`` is known for hits of the vector search;
+    others (lexical-only hits) carry their ``vector`` so it can be computed."""
+
     record: MemoryRecord
     vector: Sequence[float] | None
     window_vector: Sequence[float] | None
     lexical_raw: float
+    similarity: float | None = None
 
 
 def _minmax(values: np.ndarray) -> np.ndarray:
@@ -107,7 +111,13 @@ def rank(
         return []
     q = np.asarray(query_vector, dtype=np.float32)
     own = _cosines([c.vector for c in candidates], q)
-    windows = _cosines([c.window_vector if c.window_vector is not None else c.vector for c in candidates], q)
+    for n, c in enumerate(candidates):
+        if c.similarity is not None:
+            own[n] = c.similarity
+    windows = own.copy()
+    with_window = [n for n, c in enumerate(candidates) if c.window_vector is not None]
+    if with_window:
+        windows[with_window] = _cosines([candidates[n].window_vector for n in with_window], q)
     similarity = (1 - weights.window) * own + weights.window * windows
     dense = _minmax(similarity)
     raw_lexical = np.asarray([c.lexical_raw for c in candidates], dtype=np.float32)

@@ -309,17 +309,11 @@ class ChromaStore:
 
     def query_windows(self, state: _Namespace, embedding: Sequence[float], *, n: int) -> list[str]:
         """Ids whose window vectors are nearest (unfiltered: callers filter on the records)."""
-        count = state.windows.count()
-        if count == 0:
-            return []
-        return state.windows.query(query_embeddings=[list(embedding)], n_results=min(n, count), include=[])["ids"][0]
+        return state.windows.query(query_embeddings=[list(embedding)], n_results=n, include=[])["ids"][0]
 
     def query(self, state: _Namespace, embedding: Sequence[float], *, n: int, where: dict[str, Any] | None) -> list[tuple[str, float]]:
         """Nearest neighbours as (id, cosine similarity)."""
-        count = state.collection.count()
-        if count == 0:
-            return []
-        got = state.collection.query(query_embeddings=[list(embedding)], n_results=min(n, count), where=where, include=["distances"])
+        got = state.collection.query(query_embeddings=[list(embedding)], n_results=n, where=where, include=["distances"])
         return [(i, 1.0 - float(d)) for i, d in zip(got["ids"][0], got["distances"][0])]
 
     def count(self, state: _Namespace) -> int:
