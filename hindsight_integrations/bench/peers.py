@@ -1,0 +1,317 @@
+"""Peers side by side (`hindsight bench peers`): same LoCoMo data, same MiniLM model, one run.
+
+Each system stores every turn of a conversation as one memory in its own Chroma
+collection (turn granularity, so evidence ids can be scored the same way for everyone),
+then answers every question with its own memory API, asking for 10 items:
+
+* **hindsight**: ``MemoryEngine.recall(top_k=10, token_budget=450)`` with the LoCoMo
+  weights, and once more with the default weights and no budget (what a user gets
+  without tuning; it reuses the first setting's store, so its ingest time is ~0);
+* **LangChain** ``VectorStoreRetrieverMemory`` (langchain_classic) over ``langchain_chroma.Chroma``:
+  ``save_context`` per turn, ``load_memory_variables`` per question;
+* **LlamaIndex** ``VectorMemoryBlock`` over ``ChromaVectorStore``: ``aput`` per turn (the
+  call ``Memory`` makes when it flushes; left to ``Memory`` the flush would pack many turns
+  into one node and turn-level evidence could not be scored), ``aget`` per question (the
+  call ``Memory.aget`` makes for each block);
+* **mem0** OSS, run only when the package is importable in this environment.
+
+Peers get the text a user would hand them: "(session date) Speaker: text". Latency is the
+wall time of the retrieval call (query embedding included), with the systems asked in
+turn for each question so they share the machine's load; tokens are those of the text
+the call returns, counted with the engine's counter.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, Protocol
+
+from ..core.embeddings import LocalEmbedder
+from ..core.engine import MemoryEngine
+from ..core.recall import RecallWeights
+from .locomo import CONTEXT_BUDGET, LOCOMO_WEIGHTS, Conversation, Turn, evidence_scores, ingest, load_directory, reciprocal_rank
+from .scale import percentile
+
+TOP_K = 10
+MEM0_REASON = (
+    "mem0ai is not installed here: mem0ai 2.2.1 requires protobuf<7, so installing it would downgrade "
+    "protobuf 7.36.2 (used by chromadb's OpenTelemetry exporter) to 6.33.6"
+)
+
+
+def peer_text(turn: Turn) -> str:
+    return f"({turn.when.date().isoformat()}) {turn.speaker}: {turn.text}"
+
+
+class _System(Protocol):
+    """One memory system under test: ``load`` a conversation, then ``ask`` → (dia_ids, context)."""
+
+    name: str
+
+    def load(self, conversation: Conversation, index: int) -> None: ...
+
+    def ask(self, question: str) -> tuple[list[str], str]: ...
+
+
+class HindsightSystem:
+    """Two settings can share one store: the second finds the namespace filled and reuses it."""
+
+    def __init__(self, engine: MemoryEngine, *, weights: RecallWeights | None, budget: int | None, name: str) -> None:
+        self.engine, self.weights, self.budget, self.name = engine, weights, budget, name
+        self.namespace = ""
+
+    def load(self, conversation: Conversation, index: int) -> None:
+        self.namespace = f"peers-{index:03d}"
+        state = self.engine.chroma.namespace(self.namespace)
+        if self.engine.chroma.count(state) == len(conversation.turns):
+            return
+        self.engine.drop_namespace(self.namespace)
+        ingest(self.engine, conversation, self.namespace)
+
+    def ask(self, question: str) -> tuple[list[str], str]:
+        result = self.engine.recall(
+            question, namespace=self.namespace, top_k=TOP_K, token_budget=self.budget, weights=self.weights, touch=False
+        )
+        return [str(r.metadata.get("dia_id")) for r in result.records], result.context
+
+
+class LangChainSystem:
+    name = "LangChain VectorStoreRetrieverMemory"
+
+    def __init__(self, client: Any, embedder: LocalEmbedder) -> None:
+        from langchain_core.embeddings import Embeddings
+
+        class MiniLMEmbeddings(Embeddings):
+            """The same MiniLM instance the engine uses, behind LangChain's interface."""
+
+            def embed_documents(self, texts: list[str]) -> list[list[float]]:
+                return embedder.embed(texts)
+
+            def embed_query(self, text: str) -> list[float]:
+                return embedder.embed([text])[0]
+
+        self.client, self.embeddings = client, MiniLMEmbeddings()
+        self.memory: Any = None
+        self.lookup: dict[str, str] = {}
+
+    def load(self, conversation: Conversation, index: int) -> None:
+        from langchain_chroma import Chroma
+        from langchain_classic.memory import VectorStoreRetrieverMemory
+
+        store = Chroma(collection_name=f"lc-{index:03d}", embedding_function=self.embeddings, client=self.client)
+        self.memory = VectorStoreRetrieverMemory(
+            retriever=store.as_retriever(search_kwargs={"k": TOP_K}), memory_key="history", input_key="input", return_docs=True
+        )
+        self.lookup = {}
+        for turn in conversation.turns:
+            self.memory.save_context({"input": peer_text(turn)}, {})
+            self.lookup.setdefault(f"input: {peer_text(turn)}", turn.dia_id)
+
+    def ask(self, question: str) -> tuple[list[str], str]:
+        docs = self.memory.load_memory_variables({"input": question})["history"]
+        return [self.lookup.get(d.page_content, "") for d in docs], "\n".join(d.page_content for d in docs)
+
+
+class LlamaIndexSystem:
+    name = "LlamaIndex VectorMemoryBlock"
+
+    def __init__(self, client: Any, embedder: LocalEmbedder) -> None:
+        from llama_index.core.bridge.pydantic import PrivateAttr
+        from llama_index.core.embeddings import BaseEmbedding
+        from llama_index.core.postprocessor.types import BaseNodePostprocessor
+
+        class MiniLMEmbedding(BaseEmbedding):
+            """The same MiniLM instance the engine uses, behind LlamaIndex's interface."""
+
+            _model: Any = PrivateAttr()
+
+            def __init__(self, model: LocalEmbedder) -> None:
+                super().__init__(model_name=model.name, embed_batch_size=64)
+                self._model = model
+
+            def _get_query_embedding(self, query: str) -> list[float]:
+                return self._model.embed([query])[0]
+
+            async def _aget_query_embedding(self, query: str) -> list[float]:
+                return self._get_query_embedding(query)
+
+            def _get_text_embedding(self, text: str) -> list[float]:
+                return self._model.embed([text])[0]
+
+            def _get_text_embeddings(self, texts: list[str]) -> list[list[float]]:
+                return self._model.embed(texts)
+
+        class Recorder(BaseNodePostprocessor):
+            """Pass-through postprocessor that notes the retrieved nodes' order (for scoring)."""
+
+            seen: list[str] = []
+
+            def _postprocess_nodes(self, nodes: list[Any], query_bundle: Any = None) -> list[Any]:
+                self.seen = [n.node.get_content() for n in nodes]
+                return nodes
+
+        self.client, self.embed_model, self.recorder = client, MiniLMEmbedding(embedder), Recorder()
+        self.block: Any = None
+        self.lookup: dict[str, str] = {}
+        self.loop = asyncio.new_event_loop()
+
+    def load(self, conversation: Conversation, index: int) -> None:
+        from llama_index.core.llms import ChatMessage
+        from llama_index.core.memory import VectorMemoryBlock
+        from llama_index.vector_stores.chroma import ChromaVectorStore
+
+        collection = self.client.get_or_create_collection(f"li-{index:03d}")
+        self.block = VectorMemoryBlock(
+            vector_store=ChromaVectorStore(chroma_collection=collection), embed_model=self.embed_model,
+            similarity_top_k=TOP_K, node_postprocessors=[self.recorder],
+        )
+        self.lookup = {}
+        for turn in conversation.turns:
+            self.loop.run_until_complete(self.block.aput([ChatMessage(role="user", content=peer_text(turn))]))
+            self.lookup.setdefault(f"<message role='user'>{peer_text(turn)}</message>", turn.dia_id)
+
+    def ask(self, question: str) -> tuple[list[str], str]:
+        from llama_index.core.llms import ChatMessage
+
+        self.recorder.seen = []
+        context = self.loop.run_until_complete(self.block.aget(messages=[ChatMessage(role="user", content=question)]))
+        return [self.lookup.get(text, "") for text in self.recorder.seen], str(context)
+
+
+class _Tally:
+    """Per-system scores and latencies, filled question by question."""
+
+    def __init__(self) -> None:
+        self.r5: list[float] = []
+        self.r10: list[float] = []
+        self.all10: list[float] = []
+        self.rr: list[float] = []
+        self.tokens: list[int] = []
+        self.latencies: list[float] = []
+        self.ingest_seconds = 0.0
+
+    def add(self, ranked: Sequence[str], context: str, evidence: Sequence[str], ms: float, count: Callable[[str], int]) -> None:
+        self.latencies.append(ms)
+        self.r5.append(evidence_scores(ranked, evidence, 5)[0])
+        recall, found = evidence_scores(ranked, evidence, TOP_K)
+        self.r10.append(recall)
+        self.all10.append(float(found))
+        self.rr.append(reciprocal_rank(ranked[:TOP_K], evidence))
+        self.tokens.append(count(context))
+
+    def summary(self, name: str) -> dict[str, Any]:
+        def mean(values: Sequence[float]) -> float:
+            return round(sum(values) / len(values), 4) if values else 0.0
+
+        return {
+            "name": name,
+            "status": "ok",
+            "questions": len(self.r10),
+            "recall@5": mean(self.r5),
+            "recall@10": mean(self.r10),
+            "all_found@10": mean(self.all10),
+            "mrr@10": mean(self.rr),
+            "context_tokens_mean": round(mean(self.tokens), 1),
+            "context_tokens_max": max(self.tokens, default=0),
+            "latency_p50_ms": round(percentile(self.latencies, 50), 2),
+            "latency_p99_ms": round(percentile(self.latencies, 99), 2),
+            "ingest_seconds": round(self.ingest_seconds, 2),
+        }
+
+
+def evaluate_systems(
+    systems: Sequence[_System], conversations: Sequence[Conversation], count: Callable[[str], int]
+) -> list[dict[str, Any]]:
+    """Load every system, then ask each question of every system in turn.
+
+    Interleaving (with the order rotated per question) means every system's latency is
+    measured under the same machine load, which matters on a shared CI runner.
+    """
+    tallies = [_Tally() for _ in systems]
+    asked = 0
+    for index, conv in enumerate(conversations):
+        for system, tally in zip(systems, tallies):
+            started = time.perf_counter()
+            system.load(conv, index)
+            tally.ingest_seconds += time.perf_counter() - started
+        for q in conv.questions:
+            order = list(range(len(systems)))
+            shift = asked % len(order)
+            for n in order[shift:] + order[:shift]:
+                started = time.perf_counter()
+                ranked, context = systems[n].ask(q.question)
+                tallies[n].add(ranked, context, q.evidence, (time.perf_counter() - started) * 1000, count)
+            asked += 1
+    return [tally.summary(system.name) for system, tally in zip(systems, tallies)]
+
+
+def run_peers(
+    data: Path,
+    *,
+    embedder: LocalEmbedder | None = None,
+    progress: Callable[[str], None] | None = None,
+    only: Sequence[str] | None = None,
+) -> dict[str, Any]:
+    """Every system on the same conversations with one shared MiniLM; unavailable peers say why."""
+    import chromadb
+
+    conversations, _ = load_directory(data)
+    embedder = embedder or LocalEmbedder()
+    embedder.embed(["warm up the model"])
+    say = progress or (lambda _msg: None)
+    peers: list[dict[str, Any]] = []
+    with tempfile.TemporaryDirectory(prefix="hindsight-peers-") as tmp:
+        engine = MemoryEngine(store=Path(tmp) / "hindsight", embedder=embedder, llm=False)
+        count = engine.tokens.count
+        client = chromadb.PersistentClient(path=str(Path(tmp) / "peers"), settings=chromadb.Settings(anonymized_telemetry=False))
+        factories: list[tuple[str, Callable[[], _System]]] = [
+            ("hindsight", lambda: HindsightSystem(engine, weights=LOCOMO_WEIGHTS, budget=CONTEXT_BUDGET, name="hindsight (LoCoMo weights, 450-token budget)")),
+            # Its own engine over the same Chroma client: the store is shared (no second ingest),
+            # the query-vector cache is not, so neither setting gets the other's cached queries.
+            ("hindsight-defaults", lambda: HindsightSystem(
+                MemoryEngine(store=Path(tmp) / "hindsight", embedder=embedder, llm=False, chroma_client=engine.chroma.client),
+                weights=None, budget=None, name="hindsight (default weights, no budget)")),
+            ("langchain", lambda: LangChainSystem(client, embedder)),
+            ("llamaindex", lambda: LlamaIndexSystem(client, embedder)),
+        ]
+        systems: list[_System] = []
+        for key, factory in factories:
+            if only and key not in only:
+                continue
+            try:
+                systems.append(factory())
+            except ImportError as exc:
+                peers.append({"name": key, "status": "not run", "reason": f"not installed: {exc}"})
+        say("running " + ", ".join(s.name for s in systems) + " side by side…")
+        peers[:0] = evaluate_systems(systems, conversations, count)
+        for p in peers:
+            if p["status"] == "ok":
+                say(f"  {p['name']}: recall@10 {p['recall@10']:.3f}, {p['context_tokens_mean']:.0f} tokens, p50 {p['latency_p50_ms']} ms")
+        if not only or "mem0" in only:
+            peers.append(_mem0_status())
+        engine.chroma.flush_access()
+    return {
+        "benchmark": "peers",
+        "data": str(data),
+        "questions": sum(len(c.questions) for c in conversations),
+        "top_k": TOP_K,
+        "embedding_model": embedder.name,
+        "peers": peers,
+    }
+
+
+def _mem0_status() -> dict[str, Any]:
+    """mem0 runs only where it installs without changing core packages; otherwise say why."""
+    if importlib.util.find_spec("mem0") is None:
+        return {"name": "mem0 OSS", "status": "not run", "reason": MEM0_REASON}
+    return {
+        "name": "mem0 OSS",
+        "status": "not run",
+        "reason": "mem0 is importable here, but this benchmark has no mem0 runner: it could not be installed "
+                  "next to the core packages when the benchmark was written, so none could be tested",
+    }

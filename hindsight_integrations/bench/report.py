@@ -1,0 +1,202 @@
+"""Tables and plots for the benchmark results.
+
+Plots use matplotlib's Agg backend (no display in CI); matplotlib is imported only here,
+inside the functions, so the engine never depends on it. Tables are Markdown, so the same
+text goes to the terminal, to benchmarks/RESULTS.md and into a PR description.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+
+def _pyplot() -> Any:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def markdown_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
+    def cell(value: Any) -> str:
+        if isinstance(value, float):
+            return f"{value:.3f}" if abs(value) < 10 else f"{value:,.1f}"
+        if isinstance(value, int):
+            return f"{value:,}"
+        return str(value)
+
+    lines = ["| " + " | ".join(headers) + " |", "|" + "|".join("---" for _ in headers) + "|"]
+    lines += ["| " + " | ".join(cell(v) for v in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+# -- LoCoMo -----------------------------------------------------------------------------------
+def locomo_table(result: dict[str, Any]) -> str:
+    headers = ["slice", "questions", "R@5", "R@10", "R@20", "all@10", "MRR", "tokens@10 mean", "max"]
+    keys = ["questions", "recall@5", "recall@10", "recall@20", "all_found@10", "mrr", "context_tokens@10", "context_tokens@10_max"]
+    rows = [["overall", *(result[k] for k in keys)]]
+    for cat, part in result["per_category"].items():
+        rows.append([f"cat {cat} ({part['name']})", *(part[k] for k in keys)])
+    for name, part in result.get("per_conversation", {}).items():
+        rows.append([f"conv {name}", *(part[k] for k in keys)])
+    return markdown_table(headers, rows)
+
+
+def tokens_table(result: dict[str, Any]) -> str:
+    t = result["tokens"]
+    rows = [
+        ["hindsight recall (top 10, 450-token budget)", t["ours_mean"], t["ours_recall@10"]],
+        [f"last-N turns in the same budget (N≈{t['last_n_turns_mean']:.0f})", t["last_n_tokens_mean"], t["last_n_recall"]],
+        ["full history", t["full_history_mean"], t["full_history_recall"]],
+    ]
+    table = markdown_table(["context injected per question", "tokens (mean)", "evidence recall"], rows)
+    return table + f"\n\nTokens saved vs the full history: {t['saved_vs_full_history']:.1%}."
+
+
+def plot_locomo(result: dict[str, Any], path: Path) -> None:
+    plt = _pyplot()
+    cats = list(result["per_category"].items())
+    labels = ["overall", *(f"{c}\n{p['name']}" for c, p in cats)]
+    parts = [result, *(p for _, p in cats)]
+    fig, (ax, ax2) = plt.subplots(1, 2, figsize=(11, 4), gridspec_kw={"width_ratios": [3, 2]})
+    width = 0.2
+    for n, key in enumerate(["recall@5", "recall@10", "recall@20", "mrr"]):
+        ax.bar([i + (n - 1.5) * width for i in range(len(parts))], [p[key] for p in parts], width, label=key)
+    ax.set_xticks(range(len(parts)), labels)
+    ax.set_ylim(0, 1.15)
+    ax.axhline(0.75, color="grey", linestyle="--", linewidth=0.8)
+    ax.set_title(f"LoCoMo evidence retrieval ({result['questions']} questions)")
+    ax.legend(fontsize=8, loc="upper center", ncol=4)
+    t = result["tokens"]
+    names = ["hindsight\nrecall", f"last {t['last_n_turns_mean']:.0f}\nturns", "full\nhistory"]
+    tokens = [t["ours_mean"], t["last_n_tokens_mean"], t["full_history_mean"]]
+    recalls = [t["ours_recall@10"], t["last_n_recall"], 1.0]
+    bars = ax2.bar(names, tokens, color=["tab:green", "tab:orange", "tab:grey"])
+    ax2.set_yscale("log")
+    ax2.set_ylabel("tokens injected per question (log)")
+    for bar, recall in zip(bars, recalls):
+        ax2.annotate(f"recall {recall:.2f}", (bar.get_x() + bar.get_width() / 2, bar.get_height()), ha="center", va="bottom", fontsize=8)
+    ax2.set_title("Context size vs evidence recall")
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+# -- scale ------------------------------------------------------------------------------------
+def scale_table(results: dict[str, Any]) -> str:
+    headers = ["mode", "memories", "store/s", "raw embed/s", "store ÷ raw", "recall p50 ms", "p99 ms", "peak RSS MB", "server RSS MB"]
+    rows = [
+        [r["mode"], r["size"], r["store_per_second"], r["raw_embed_per_second"], f"{r['store_vs_raw_embed']:.0%}",
+         r["recall_p50_ms"], r["recall_p99_ms"], r["peak_rss_mb"], r.get("server_peak_rss_mb", "–")]
+        for r in results["runs"]
+    ]
+    return markdown_table(headers, rows)
+
+
+def profile_table(profile: dict[str, Any]) -> str:
+    rows = [[stage, ms] for stage, ms in profile["stages_ms"].items()]
+    return markdown_table(["recall stage", "ms per recall"], rows)
+
+
+def plot_scale(results: dict[str, Any], path: Path) -> None:
+    plt = _pyplot()
+    fig, (ax, ax2) = plt.subplots(1, 2, figsize=(11, 4))
+    for mode in sorted({r["mode"] for r in results["runs"]}):
+        runs = sorted((r for r in results["runs"] if r["mode"] == mode), key=lambda r: r["size"])
+        sizes = [r["size"] for r in runs]
+        ax.plot(sizes, [r["recall_p50_ms"] for r in runs], marker="o", label=f"{mode} p50")
+        ax.plot(sizes, [r["recall_p99_ms"] for r in runs], marker="^", linestyle="--", label=f"{mode} p99")
+        ax2.plot(sizes, [r["store_per_second"] for r in runs], marker="o", label=f"{mode} store")
+        ax2.plot(sizes, [r["raw_embed_per_second"] for r in runs], marker="x", linestyle=":", label=f"{mode} raw embedding")
+    for axis in (ax, ax2):
+        axis.set_xscale("log")
+        axis.set_xlabel("memories in the namespace")
+        axis.legend(fontsize=8)
+    ax.axhline(15, color="grey", linewidth=0.8, linestyle="--")
+    ax.axhline(40, color="grey", linewidth=0.8, linestyle=":")
+    ax.set_yscale("log")
+    ax.set_ylabel("recall latency, ms (log; targets 15 / 40 at 100k)")
+    ax.set_title("Recall latency")
+    ax2.set_ylabel("memories per second")
+    ax2.set_title("Batch store throughput vs the raw model")
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+# -- peers ------------------------------------------------------------------------------------
+def peers_table(result: dict[str, Any]) -> str:
+    headers = ["system", "R@5", "R@10", "all@10", "MRR@10", "tokens mean", "tokens max", "recall p50 ms", "p99 ms", "ingest s"]
+    rows = []
+    for p in result["peers"]:
+        if p.get("status") != "ok":
+            rows.append([p["name"], *(["–"] * 9)])
+            continue
+        rows.append([p["name"], p["recall@5"], p["recall@10"], p["all_found@10"], p["mrr@10"], p["context_tokens_mean"],
+                     p["context_tokens_max"], p["latency_p50_ms"], p["latency_p99_ms"], p["ingest_seconds"]])
+    table = markdown_table(headers, rows)
+    skipped = [p for p in result["peers"] if p.get("status") != "ok"]
+    if skipped:
+        table += "\n\n" + "\n".join(f"- **{p['name']}** not run: {p['reason']}" for p in skipped)
+    return table
+
+
+def plot_peers(result: dict[str, Any], path: Path) -> None:
+    plt = _pyplot()
+    ran = [p for p in result["peers"] if p.get("status") == "ok"]
+    fig, (ax, ax2) = plt.subplots(1, 2, figsize=(11, 4))
+    for p in ran:
+        ax.scatter(p["context_tokens_mean"], p["recall@10"], s=60)
+        ax.annotate(p["name"], (p["context_tokens_mean"], p["recall@10"]), textcoords="offset points", xytext=(5, 5), fontsize=8)
+    ax.set_xlabel("tokens injected per question (mean)")
+    ax.set_ylabel("evidence recall@10")
+    ax.set_ylim(0, 1)
+    ax.set_title("Recall vs context size (same data, same model)")
+    names = [p["name"] for p in ran]
+    ax2.bar([i - 0.2 for i in range(len(ran))], [p["latency_p50_ms"] for p in ran], 0.4, label="p50")
+    ax2.bar([i + 0.2 for i in range(len(ran))], [p["latency_p99_ms"] for p in ran], 0.4, label="p99")
+    ax2.set_xticks(range(len(ran)), names, fontsize=8, rotation=10)
+    ax2.set_ylabel("retrieval latency, ms")
+    ax2.set_title("Latency per question")
+    ax2.legend(fontsize=8)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+# -- grid -------------------------------------------------------------------------------------
+def grid_table(result: dict[str, Any], limit: int = 10) -> str:
+    headers = ["dense", "lexical", "window", "entity_boost", "top_k", "budget", "recall", "precision", "MRR", "all found", "tokens"]
+    rows = [
+        [r["dense"], r["lexical"], r["window"], r["entity_boost"], r["top_k"], r["budget"] or "none",
+         r["recall"], r["precision"], r["mrr"], r["all_found"], r["tokens_mean"]]
+        for r in result["rows"][:limit]
+    ]
+    return markdown_table(headers, rows)
+
+
+def plot_grid(result: dict[str, Any], path: Path) -> None:
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    by_k: dict[int, list[dict[str, Any]]] = {}
+    for r in result["rows"]:
+        by_k.setdefault(r["top_k"], []).append(r)
+    for k, rows in sorted(by_k.items()):
+        ax.scatter([r["tokens_mean"] for r in rows], [r["recall"] for r in rows], s=14, label=f"top_k={k}")
+    best = result["best"]
+    ax.scatter([best["tokens_mean"]], [best["recall"]], marker="*", s=200, color="black", label="best within budget")
+    ax.set_xlabel("context tokens per question (mean)")
+    ax.set_ylabel("evidence recall")
+    ax.set_title(f"Grid: {len(result['rows'])} settings")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)

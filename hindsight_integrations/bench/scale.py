@@ -1,0 +1,420 @@
+"""Speed at scale (`hindsight bench scale`): store throughput and recall latency.
+
+For each size, a fresh namespace is filled with seeded synthetic memories
+(``bench/synthetic.py``) through ``store_memories`` in batches, then timed recalls are run
+with distinct questions, so every recall pays for its query embedding as a new question
+would. Two reference points keep the numbers honest on any machine:
+
+* store throughput is compared with the raw embedding model's own throughput, measured in
+  the same run on the same texts (the memory's indexed text), interleaved batch by batch
+  with the store so that both see the same machine load;
+* latency is split into stages (embedding, dense ANN, window ANN, BM25, fetch, ranking,
+  packing) over extra recalls at the largest size, plus a cProfile of a few recalls.
+
+Embedded mode runs Chroma in-process; server mode starts ``chroma run`` from the same
+environment on a free local port and talks to it over HTTP, like a shared deployment.
+Peak RSS is ``getrusage`` for this process (so cumulative across sizes) and VmHWM for the
+server process.
+"""
+
+from __future__ import annotations
+
+import cProfile
+import io
+import json
+import os
+import platform
+import pstats
+import resource
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..core import engine as engine_module
+from ..core.embeddings import LocalEmbedder
+from ..core.engine import MemoryEngine
+from ..core.indexing import body_text
+from ..core.records import to_epoch
+from . import synthetic
+
+STORE_BATCH = 512
+RAW_SAMPLE = 10_000
+WARM_QUERIES = 5
+PROFILE_QUERIES = 40
+
+
+def _rss_mb() -> dict[str, float]:
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
+    return {"peak_rss_mb": round(peak, 1), "rss_mb": round(_proc_status_mb(os.getpid(), "VmRSS"), 1)}
+
+
+def _proc_status_mb(pid: int, field: str) -> float:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith(field + ":"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return 0.0
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@contextmanager
+def chroma_server(path: Path, *, startup_seconds: float = 90.0) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+    """Run ``chroma run`` (from this interpreter's environment) on a free port; stop it after."""
+    import httpx
+
+    executable = Path(sys.executable).with_name("chroma")
+    command = [str(executable) if executable.exists() else (shutil.which("chroma") or "chroma")]
+    port = _free_port()
+    log_file = open(path.parent / f"chroma-{port}.log", "wb")  # noqa: SIM115 - closed below
+    process = subprocess.Popen(
+        [*command, "run", "--path", str(path), "--port", str(port), "--host", "127.0.0.1"],
+        stdout=log_file, stderr=subprocess.STDOUT, env={**os.environ, "ANONYMIZED_TELEMETRY": "False"},
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + startup_seconds
+        while True:
+            if process.poll() is not None:
+                raise RuntimeError(f"chroma server exited with {process.returncode}; see {log_file.name}")
+            try:
+                if httpx.get(f"{url}/api/v2/heartbeat", timeout=1.0).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"chroma server did not answer within {startup_seconds:.0f}s; see {log_file.name}")
+            time.sleep(0.25)
+        yield url, process
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+        log_file.close()
+
+
+def indexed_texts(items: Sequence[dict[str, Any]]) -> list[str]:
+    """The text the engine embeds for each item (``core.indexing.body_text``)."""
+    return [
+        body_text(i["content"], {"occurred_at": to_epoch(i["occurred_at"]), "entities_json": json.dumps(i.get("entities", []))})
+        for i in items
+    ]
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    return float(np.percentile(np.asarray(values, dtype=np.float64), q)) if values else 0.0
+
+
+@contextmanager
+def stage_timer(engine: MemoryEngine, namespace: str) -> Iterator[dict[str, float]]:
+    """Accumulate the wall time of each step ``MemoryEngine.recall`` makes (patched, then restored)."""
+    totals: dict[str, float] = defaultdict(float)
+
+    def wrap(label: str, fn: Callable[..., Any]) -> Callable[..., Any]:
+        def timed(*args: Any, **kwargs: Any) -> Any:
+            started = time.perf_counter()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                totals[label] += time.perf_counter() - started
+
+        return timed
+
+    state = engine.chroma.namespace(namespace)
+    instance_patches = [
+        (engine.chroma, "sync_lexical", "lexical sync check"),
+        (engine.chroma, "query", "dense ANN (Chroma query)"),
+        (engine.chroma, "query_windows", "window ANN (Chroma query)"),
+        (engine.chroma, "get", "fetch records + vectors (Chroma get + parse)"),
+        (engine.chroma, "window_vectors", "fetch window vectors"),
+        (engine.chroma, "record_access", "record access (queued)"),
+        (state.lexical, "search", "BM25 (bm25s)"),
+    ]
+    module_patches = [
+        ("embed_query", "query embedding (MiniLM)"),
+        ("rank", "fusion + ranking"),
+        ("pack_within_budget", "packing"),
+        ("format_context", "formatting"),
+    ]
+    originals = {name: getattr(engine_module, name) for name, _ in module_patches}
+    for obj, name, label in instance_patches:
+        setattr(obj, name, wrap(label, getattr(obj, name)))
+    for name, label in module_patches:
+        setattr(engine_module, name, wrap(label, originals[name]))
+    try:
+        yield totals
+    finally:
+        for obj, name, _ in instance_patches:
+            delattr(obj, name)
+        for name, fn in originals.items():
+            setattr(engine_module, name, fn)
+
+
+@contextmanager
+def store_stage_timer(engine: MemoryEngine) -> Iterator[dict[str, float]]:
+    """Split store time into embedding and the Chroma write (HNSW insert + SQLite metadata)."""
+    totals: dict[str, float] = defaultdict(float)
+    originals = {"_embed": engine._embed, "add": engine.chroma.add}
+
+    def timed(label: str, fn: Callable[..., Any]) -> Callable[..., Any]:
+        def run(*args: Any, **kwargs: Any) -> Any:
+            started = time.perf_counter()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                totals[label] += time.perf_counter() - started
+
+        return run
+
+    engine._embed = timed("embedding (MiniLM)", originals["_embed"])  # type: ignore[method-assign]
+    engine.chroma.add = timed("chroma add (HNSW + SQLite)", originals["add"])  # type: ignore[method-assign]
+    try:
+        yield totals
+    finally:
+        del engine._embed
+        del engine.chroma.add
+
+
+def ann_filter_cost(engine: MemoryEngine, namespace: str, queries: Sequence[str], pool: int = 50) -> dict[str, float]:
+    """Chroma ANN with recall's default ``where`` vs without it, same vectors: the cost of pre-filtering."""
+    from ..core.filters import RecallFilters
+    from ..core.records import utcnow
+
+    state = engine.chroma.namespace(namespace)
+    vectors = engine.embedder.embed(list(queries))
+    where = RecallFilters().where(include_history=False, now=utcnow())
+    out = {}
+    for label, clause in (("with_default_where_ms", where), ("unfiltered_ms", None)):
+        started = time.perf_counter()
+        for vector in vectors:
+            state.collection.query(query_embeddings=[vector], n_results=pool, where=clause, include=["distances"])
+        out[label] = round((time.perf_counter() - started) / len(vectors) * 1000, 2)
+    return out
+
+
+def profile_recall(engine: MemoryEngine, namespace: str, queries: Sequence[str]) -> dict[str, Any]:
+    """Where one recall's time goes at this size: per-stage means (ms) and cProfile's top functions."""
+    half = len(queries) // 2
+    wall = 0.0
+    with stage_timer(engine, namespace) as totals:
+        for q in queries[:half]:
+            started = time.perf_counter()
+            engine.recall(q, namespace=namespace, top_k=10)
+            wall += time.perf_counter() - started
+    stages = {k: round(v / half * 1000, 2) for k, v in sorted(totals.items(), key=lambda kv: -kv[1])}
+    stages["other (validation, pydantic copies, result)"] = round(max(0.0, wall - sum(totals.values())) / half * 1000, 2)
+    profiler = cProfile.Profile()
+    profiler.enable()
+    for q in queries[half:]:
+        engine.recall(q, namespace=namespace, top_k=10)
+    profiler.disable()
+    buffer = io.StringIO()
+    pstats.Stats(profiler, stream=buffer).sort_stats("tottime").print_stats(15)
+    top = [line.strip() for line in buffer.getvalue().splitlines() if line.strip() and line.strip()[0].isdigit()]
+    return {
+        "queries": half,
+        "recall_ms_mean": round(wall / half * 1000, 2),
+        "stages_ms": stages,
+        "ann_query_cost": ann_filter_cost(engine, namespace, queries),
+        "cprofile_top_tottime": top[:15],
+    }
+
+
+def bench_size(
+    engine: MemoryEngine,
+    namespace: str,
+    items: Sequence[dict[str, Any]],
+    queries: Sequence[str],
+    *,
+    embedder: Any,
+    raw_sample: int = RAW_SAMPLE,
+    batch: int = STORE_BATCH,
+    profile_queries: Sequence[str] = (),
+) -> dict[str, Any]:
+    """Store rate against the raw model's rate, then recall latencies, for one namespace size.
+
+    The raw reference is measured interleaved with the store, batch by batch (every
+    ``every``-th batch is also embedded on its own, about ``raw_sample`` texts in all), so
+    both see the same share of a CPU that other work may be using; measuring it once before
+    or after can be off by 2x on a busy machine.
+    """
+    batches = [list(items[start : start + batch]) for start in range(0, len(items), batch)]
+    every = max(1, round(len(items) / max(raw_sample, 1)))
+    raw_texts = 0
+    raw_seconds = 0.0
+    engine.drop_namespace(namespace)
+    with store_stage_timer(engine) as store_stages:
+        store_seconds = 0.0
+        for n, chunk in enumerate(batches):
+            if n % every == 0:
+                texts = indexed_texts(chunk)
+                started = time.perf_counter()
+                embedder.embed(texts)
+                raw_seconds += time.perf_counter() - started
+                raw_texts += len(texts)
+            started = time.perf_counter()
+            engine.store_memories(chunk, namespace=namespace, apply_filter=False, dedup=False)
+            store_seconds += time.perf_counter() - started
+    raw_rate = raw_texts / raw_seconds
+    state = engine.chroma.namespace(namespace)
+    stored = engine.chroma.count(state)
+    warm, timed = queries[:WARM_QUERIES], queries[WARM_QUERIES:]
+    for q in warm:  # the first search after a bulk write starts the BM25 rebuild: let it land first
+        engine.recall(q, namespace=namespace, top_k=10)
+        state.lexical.wait_for_rebuild()
+    latencies = []
+    for q in timed:
+        started = time.perf_counter()
+        engine.recall(q, namespace=namespace, top_k=10)
+        latencies.append((time.perf_counter() - started) * 1000)
+    engine.chroma.flush_access()
+    store_rate = len(items) / store_seconds
+    result: dict[str, Any] = {
+        "size": len(items),
+        "stored": stored,
+        "store_seconds": round(store_seconds, 2),
+        "store_per_second": round(store_rate, 1),
+        "raw_embed_per_second": round(raw_rate, 1),
+        "raw_embed_sample": raw_texts,
+        "store_vs_raw_embed": round(store_rate / raw_rate, 3),
+        "store_stages_s": {
+            **{k: round(v, 2) for k, v in store_stages.items()},
+            "other (validation, records, lexical index)": round(max(0.0, store_seconds - sum(store_stages.values())), 2),
+        },
+        "queries": len(latencies),
+        "recall_p50_ms": round(percentile(latencies, 50), 2),
+        "recall_p90_ms": round(percentile(latencies, 90), 2),
+        "recall_p99_ms": round(percentile(latencies, 99), 2),
+        "recall_mean_ms": round(float(np.mean(latencies)), 2) if latencies else 0.0,
+        **_rss_mb(),
+    }
+    if profile_queries:
+        result["profile"] = profile_recall(engine, namespace, profile_queries)
+        engine.chroma.flush_access()
+    return result
+
+
+def run_scale(
+    *,
+    sizes: Sequence[int],
+    queries: int,
+    mode: str,
+    out: Path | None,
+    console: Any = None,
+    embedder: Any = None,
+    raw_sample: int = RAW_SAMPLE,
+    batch: int = STORE_BATCH,
+    profile: bool = True,
+    seed: int = 7,
+    torch_threads: int | None = None,
+) -> dict[str, Any]:
+    """Run every (mode, size), write ``out`` (JSON) and a plot beside it, return the results.
+
+    ``torch_threads`` sets torch's intra-op threads for this process (default: torch's own
+    choice, one per core); on a busy machine one thread gives steadier query embedding.
+    """
+    if mode not in ("embedded", "server", "both"):
+        raise ValueError("mode must be embedded, server or both")
+    sizes = sorted(set(int(s) for s in sizes))
+    if not sizes or sizes[0] <= 0 or queries <= 0:
+        raise ValueError("sizes and queries must be positive")
+    say = console.print if console is not None else (lambda *a, **k: None)
+    if torch_threads:
+        import torch
+
+        torch.set_num_threads(torch_threads)
+    embedder = embedder or LocalEmbedder()
+    embedder.embed(["warm up the model"])
+    modes = ["embedded", "server"] if mode == "both" else [mode]
+    per_run = queries + WARM_QUERIES + PROFILE_QUERIES
+    all_questions = synthetic.questions(per_run * len(sizes) * len(modes), seed=seed + 1)
+    largest = synthetic.memories(sizes[-1], seed=seed)  # smaller sizes are prefixes of the same stream
+    results: dict[str, Any] = {
+        "benchmark": "scale",
+        "started_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "machine": _machine(),
+        "config": {"sizes": sizes, "queries": queries, "store_batch": batch, "raw_embed_sample_max": raw_sample,
+                   "top_k": 10, "embedding_model": getattr(embedder, "name", "?"), "seed": seed},
+        "runs": [],
+    }
+    q_offset = 0
+    for run_mode in modes:
+        with tempfile.TemporaryDirectory(prefix=f"hindsight-scale-{run_mode}-") as tmp:
+            with _backend(run_mode, Path(tmp)) as (kwargs, server):
+                engine = MemoryEngine(embedder=embedder, llm=False, **kwargs)
+                for size in sizes:
+                    qs = all_questions[q_offset : q_offset + per_run]
+                    q_offset += per_run
+                    say(f"[bold]{run_mode}[/bold] {size:,} memories: storing…")
+                    row = bench_size(
+                        engine, f"scale-{size}", largest[:size], qs[: queries + WARM_QUERIES],
+                        embedder=embedder, raw_sample=raw_sample, batch=batch,
+                        profile_queries=qs[queries + WARM_QUERIES :] if profile and size == sizes[-1] else (),
+                    )
+                    row["mode"] = run_mode
+                    if server is not None:
+                        row["server_peak_rss_mb"] = round(_proc_status_mb(server.pid, "VmHWM"), 1)
+                    engine.drop_namespace(f"scale-{size}")
+                    results["runs"].append(row)
+                    say(
+                        f"  store {row['store_per_second']:,.0f}/s ({row['store_vs_raw_embed']:.0%} of raw embedding "
+                        f"{row['raw_embed_per_second']:,.0f}/s); recall p50 {row['recall_p50_ms']} ms, p99 {row['recall_p99_ms']} ms; "
+                        f"peak RSS {row['peak_rss_mb']} MB"
+                    )
+                    if out is not None:
+                        write_results(results, out)
+    results["machine"]["load_average_end"] = [round(x, 2) for x in os.getloadavg()]
+    if out is not None:
+        write_results(results, out)
+    return results
+
+
+def _machine() -> dict[str, Any]:
+    """What the figures depend on: cores, torch threads, and how busy the machine was."""
+    import torch
+
+    return {
+        "cpus": os.cpu_count(),
+        "torch_threads": torch.get_num_threads(),
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "load_average_start": [round(x, 2) for x in os.getloadavg()],
+    }
+
+
+@contextmanager
+def _backend(mode: str, tmp: Path) -> Iterator[tuple[dict[str, Any], subprocess.Popen[bytes] | None]]:
+    if mode == "embedded":
+        yield {"store": tmp / "store"}, None
+        return
+    with chroma_server(tmp / "server") as (url, process):
+        yield {"chroma_url": url}, process
+
+
+def write_results(results: dict[str, Any], out: Path) -> None:
+    from .report import plot_scale
+
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
+    if results["runs"]:
+        plot_scale(results, out.with_suffix(".png"))

@@ -1,0 +1,192 @@
+"""Benchmarks on tiny inputs: the loader's tolerance, the scoring maths, and every command's output shape."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from hindsight_integrations.bench import locomo
+from hindsight_integrations.bench.grid import grid_search, parse_grid
+from hindsight_integrations.bench.locomo import evaluate, evidence_scores, load_directory, parse_evidence, reciprocal_rank
+from hindsight_integrations.bench.scale import run_scale
+from hindsight_integrations.bench import synthetic
+from hindsight_integrations.core.engine import MemoryEngine
+
+# A nested-layout conversation with the quirks real files have: a session without a date,
+# a turn without dia_id, an image caption, evidence written "D1:1; D2:2", zero-padded ids,
+# an evidence id that names no turn, a category-5 question and one with no evidence.
+NESTED = {
+    "sample_id": "tiny-a",
+    "conversation": {
+        "speaker_a": "Maya",
+        "speaker_b": "Tom",
+        "session_1_date_time": "1:56 pm on 8 May, 2023",
+        "session_1": [
+            {"speaker": "Maya", "dia_id": "D1:1", "text": "I adopted a greyhound called Pepper last weekend."},
+            {"speaker": "Tom", "dia_id": "D1:2", "text": "Congratulations! How is she settling in?"},
+            {"speaker": "Maya", "dia_id": "D1:3", "text": "Great, she loves the beach.", "blip_caption": "a dog running on sand"},
+        ],
+        "session_2": [
+            {"speaker": "Tom", "dia_id": "D2:1", "text": "I started learning the cello in June."},
+            {"speaker": "Maya", "text": "That is brave, my violin lessons were a disaster."},
+        ],
+    },
+    "qa": [
+        {"question": "What is the name of Maya's dog?", "answer": "Pepper", "evidence": ["D1:1"], "category": 4},
+        {"question": "Which instruments do Tom and Maya play?", "answer": "cello, violin", "evidence": ["D2:1; D2:02"], "category": 1},
+        {"question": "Where does Pepper like to go?", "answer": "beach", "evidence": ["D1:3", "D9:99"], "category": "2"},
+        {"question": "What is Tom's cat called?", "answer": "", "evidence": [], "category": 5},
+        {"question": "When did Tom start?", "answer": "June", "evidence": [], "category": 2},
+    ],
+}
+# A flat-layout file holding a list of samples (how locomo10.json ships).
+FLAT_LIST = [
+    {
+        "sample_id": "tiny-b",
+        "session_1_date_time": "10:00 am on 2 January, 2024",
+        "session_1": [
+            {"speaker": "Ana", "dia_id": "D1:1", "text": "My brother Luis moved to Valencia for a job at the port."},
+            {"speaker": "Ben", "dia_id": "D1:2", "text": "Valencia is lovely in spring."},
+        ],
+        "qa": [{"question": "Where did Ana's brother move?", "answer": "Valencia", "evidence": ["D1:1"], "category": 4}],
+    }
+]
+
+
+@pytest.fixture
+def locomo_dir(tmp_path: Path) -> Path:
+    directory = tmp_path / "locomo"
+    directory.mkdir()
+    (directory / "a.json").write_text(json.dumps(NESTED), encoding="utf-8")
+    (directory / "b.json").write_text(json.dumps(FLAT_LIST), encoding="utf-8")
+    (directory / "broken.json").write_text("{not json", encoding="utf-8")
+    return directory
+
+
+def test_loader_tolerates_real_world_quirks(locomo_dir: Path) -> None:
+    conversations, unreadable = load_directory(locomo_dir)
+    assert unreadable == ["broken.json"]
+    a, b = conversations
+    assert (a.name, b.name) == ("tiny-a", "tiny-b")
+    assert [t.dia_id for t in a.turns] == ["D1:1", "D1:2", "D1:3", "D2:1", "D2:2"]
+    assert a.turns[2].text.endswith("[shares image: a dog running on sand]")
+    # the undated session follows the previous one by a day, so chronology survives
+    assert a.turns[3].when.date().isoformat() == "2023-05-09"
+    assert [(q.evidence, q.category) for q in a.questions] == [(["D1:1"], 4), (["D2:1", "D2:2"], 1), (["D1:3"], 2)]
+    assert a.skipped == {"session_without_date": 1, "unknown_evidence_id": 1, "category_5": 1, "question_without_evidence": 1}
+    assert len(b.questions) == 1 and b.turns[0].speaker == "Ana"
+
+
+def test_evidence_parsing_and_scores_by_hand() -> None:
+    assert parse_evidence(["D8:6; D9:17", "D30:05", "D8:6"]) == ["D8:6", "D9:17", "D30:5"]
+    assert parse_evidence("D:3:4") == ["D3:4"]
+    ranked = ["D1:1", "D2:5", "D3:3", "D4:4"]
+    assert evidence_scores(ranked, ["D2:5", "D9:9"], 2) == (0.5, False)
+    assert evidence_scores(ranked, ["D2:5", "D4:4"], 4) == (1.0, True)
+    assert evidence_scores(ranked, ["D2:5", "D4:4"], 3) == (0.5, False)
+    assert reciprocal_rank(ranked, ["D3:3", "D4:4"]) == pytest.approx(1 / 3)
+    assert reciprocal_rank(ranked, ["D7:7"]) == 0.0
+
+
+def test_locomo_evaluation_on_a_hand_checkable_corpus(locomo_dir: Path, store_path: Path, embedder) -> None:
+    conversations, _ = load_directory(locomo_dir)
+    engine = MemoryEngine(store=store_path, embedder=embedder, llm=False)
+    result = evaluate(engine, conversations, top_k=10, budget=450)
+    # Each conversation has at most 5 turns, so a top-10 recall returns every turn and
+    # every evidence id must be found: recall@10 and all_found@10 are exactly 1.
+    assert result["questions"] == 4
+    assert result["recall@10"] == 1.0 and result["all_found@10"] == 1.0 and result["recall@20"] == 1.0
+    assert 0 < result["mrr"] <= 1
+    assert set(result["per_category"]) == {"1", "2", "4"}
+    assert result["per_category"]["4"]["questions"] == 2
+    for row in result["rows"]:
+        assert len(row["top10"]) == len({t.dia_id for c in conversations if c.name == row["conversation"] for t in c.turns})
+        assert 0 < row["tokens@10"] <= 450
+    tokens = result["tokens"]
+    # the whole tiny history fits in 450 tokens, so the last-N window holds everything too
+    assert tokens["last_n_recall"] == 1.0
+    assert tokens["full_history_mean"] >= tokens["last_n_tokens_mean"] > 0
+    assert result["context_tokens@10_max"] <= 450
+    engine.chroma.flush_access()
+
+
+def test_locomo_cli_prints_exactly_one_json_object(locomo_dir: Path) -> None:
+    from hindsight_integrations.cli import app
+
+    result = CliRunner().invoke(app, ["bench", "locomo", "--data", str(locomo_dir), "--json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    for key in ("questions", "recall@5", "recall@10", "recall@20", "all_found@10", "mrr", "context_tokens@10", "per_category"):
+        assert key in data
+    assert "rows" not in data
+    assert data["questions"] == 4
+
+
+def test_locomo_cli_reports_a_directory_without_conversations(tmp_path: Path) -> None:
+    from hindsight_integrations.cli import app
+
+    result = CliRunner().invoke(app, ["bench", "locomo", "--data", str(tmp_path), "--json"])
+    assert result.exit_code == 2
+    assert result.stdout == ""
+
+
+def test_grid_reranks_one_ingested_corpus(locomo_dir: Path, store_path: Path, embedder) -> None:
+    conversations, _ = load_directory(locomo_dir)
+    engine = MemoryEngine(store=store_path, embedder=embedder, llm=False)
+    grid = parse_grid("dense=0.3,0.7;window=0;entity_boost=0,0.2;top_k=1,10;budget=none,60")
+    result = grid_search(engine, conversations, grid, max_tokens=450)
+    assert result["settings"] == 2 * 1 * 2 * 2 * 2 == len(result["rows"])
+    top10 = [r for r in result["rows"] if r["top_k"] == 10 and r["budget"] is None]
+    # every turn comes back at top_k=10, so recall is 1 and precision is evidence/turns
+    assert all(r["recall"] == 1.0 for r in top10)
+    assert all(r["precision"] < 1.0 for r in top10)
+    tight = [r for r in result["rows"] if r["budget"] == 60]
+    assert all(r["tokens_mean"] <= 60 for r in tight)
+    assert result["best"]["tokens_mean"] <= 450
+    with pytest.raises(ValueError):
+        parse_grid("speed=1")
+    engine.chroma.flush_access()
+
+
+def test_synthetic_questions_are_unique_and_memories_seeded() -> None:
+    questions = synthetic.questions(500)
+    assert len(set(questions)) == 500
+    assert [m["content"] for m in synthetic.memories(50)] == [m["content"] for m in synthetic.memories(50)]
+
+
+def test_scale_on_200_memories(tmp_path: Path, embedder) -> None:
+    out = tmp_path / "scale.json"
+    results = run_scale(sizes=[200], queries=15, mode="embedded", out=out, embedder=embedder, raw_sample=200)
+    (run,) = results["runs"]
+    assert run["stored"] == 200 and run["queries"] == 15
+    assert run["recall_p50_ms"] <= run["recall_p99_ms"]
+    assert run["store_per_second"] > 0 and run["raw_embed_per_second"] > 0
+    assert set(run["profile"]["stages_ms"]) >= {"query embedding (MiniLM)", "dense ANN (Chroma query)", "BM25 (bm25s)"}
+    assert json.loads(out.read_text())["runs"][0]["size"] == 200
+    assert out.with_suffix(".png").stat().st_size > 0
+
+
+@pytest.mark.server
+def test_scale_server_mode_on_200_memories(tmp_path: Path, embedder) -> None:
+    results = run_scale(sizes=[200], queries=10, mode="server", out=None, embedder=embedder, raw_sample=100, profile=False)
+    (run,) = results["runs"]
+    assert run["mode"] == "server" and run["stored"] == 200
+    assert run["server_peak_rss_mb"] > 0
+
+
+def test_peers_score_the_same_way(locomo_dir: Path, embedder) -> None:
+    pytest.importorskip("langchain_chroma")
+    pytest.importorskip("llama_index.vector_stores.chroma")
+    from hindsight_integrations.bench.peers import run_peers
+
+    result = run_peers(locomo_dir, embedder=embedder, only=["hindsight", "langchain", "llamaindex", "mem0"])
+    by_name = {p["name"].split(" ")[0]: p for p in result["peers"]}
+    for name in ("hindsight", "LangChain", "LlamaIndex"):
+        peer = by_name[name]
+        assert peer["status"] == "ok" and peer["questions"] == 4
+        # at most 5 turns per conversation: a top-10 retrieval returns all of them
+        assert peer["recall@10"] == 1.0
+    assert by_name["mem0"]["status"] in ("ok", "not run")
