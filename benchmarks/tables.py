@@ -1,8 +1,8 @@
-"""Print the Markdown tables of benchmarks/RESULTS.md from benchmarks/results/*.json.
+"""Print the Markdown tables of the README "Results" section from benchmarks/results/*.json.
 
     python benchmarks/tables.py            # after benchmarks/run_all.sh
 
-The narrative in RESULTS.md is written by hand; the numbers come from here.
+The narrative in the README "Results" section is written by hand; the numbers come from here.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Full-size benchmark runs (marked slow; they fit in CI's budget, see benchmarks/RESULTS.md).
+"""Full-size benchmark runs (marked slow; they fit in CI's budget, see README "Results").
 
 The LoCoMo test is a quality gate: the development split must keep evidence recall@10
 ≥ 0.75 inside the 450-token budget. The 100k scale test checks that a namespace of that

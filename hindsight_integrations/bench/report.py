@@ -2,7 +2,7 @@
 
 Plots use matplotlib's Agg backend (no display in CI); matplotlib is imported only here,
 inside the functions, so the engine never depends on it. Tables are Markdown, so the same
-text goes to the terminal, to benchmarks/RESULTS.md and into a PR description.
+text goes to the terminal, to the README "Results" section and into a PR description.
 """
 
 from __future__ import annotations
