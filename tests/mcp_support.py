@@ -4,24 +4,16 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-import httpx
+from hindsight_integrations.processes import free_port, running
 
 REPO = Path(__file__).resolve().parent.parent
 SERVER_CMD = [sys.executable, "-m", "hindsight_integrations.mcp"]
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def server_env(store: Path, **extra: str) -> dict[str, str]:
@@ -39,31 +31,11 @@ def http_server(store: Path, *, tokens: dict[str, str] | None = None, namespace:
     extra = {"HINDSIGHT_TOKENS": ",".join(f"{t}={ns}" for t, ns in tokens.items())} if tokens else {}
     if namespace:
         extra["HINDSIGHT_NAMESPACE"] = namespace
-    log = open(log_path or os.devnull, "wb")
-    proc = subprocess.Popen([*SERVER_CMD, "--transport", "http", "--port", str(port)], env=server_env(store, **extra), stdout=log, stderr=log, cwd=REPO)
     base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 90
-        while True:
-            if proc.poll() is not None:
-                raise RuntimeError(f"HTTP server exited with {proc.returncode} before becoming healthy")
-            try:
-                if httpx.get(f"{base}/health", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if time.monotonic() > deadline:
-                raise RuntimeError("HTTP server did not become healthy in 90 s")
-            time.sleep(0.2)
+    with open(log_path or os.devnull, "wb") as log, running(
+        [*SERVER_CMD, "--transport", "http", "--port", str(port)], health_url=f"{base}/health", env=server_env(store, **extra), log=log, cwd=REPO
+    ):
         yield base
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        log.close()
 
 
 def inspector_bin() -> Path | None:

@@ -16,8 +16,8 @@ pytestmark = pytest.mark.server
 
 @pytest.fixture(scope="module")
 def server_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    with chroma_server(tmp_path_factory.mktemp("chroma-server")) as url:
-        yield url
+    with chroma_server(tmp_path_factory.mktemp("chroma-server")) as server:
+        yield server.url
 
 
 def test_server_mode_round_trip(server_url: str, embedder) -> None:

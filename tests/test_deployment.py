@@ -9,9 +9,7 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
@@ -22,7 +20,7 @@ import yaml
 from mcp import ClientSession
 from mcp.client.streamable_http import streamablehttp_client
 
-from .chroma_server import chroma_server, free_port
+from hindsight_integrations.processes import chroma_server, free_port, running
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -47,37 +45,12 @@ def test_compose_file_describes_the_topology() -> None:
 @contextmanager
 def _replica(chroma_url: str, tokens: str) -> Iterator[str]:
     port = free_port()
-    env = {
-        **os.environ,
-        "HINDSIGHT_CHROMA_URL": chroma_url,
-        "HINDSIGHT_TOKENS": tokens,
-        "HINDSIGHT_LEXICAL_SYNC_SECONDS": "0",
-        "HF_HUB_OFFLINE": "1",
-    }
+    env = {**os.environ, "HINDSIGHT_CHROMA_URL": chroma_url, "HINDSIGHT_TOKENS": tokens, "HINDSIGHT_LEXICAL_SYNC_SECONDS": "0", "HF_HUB_OFFLINE": "1"}
     env.pop("HINDSIGHT_STORE", None)
-    exe = str(Path(sys.executable).with_name("hindsight"))
-    proc = subprocess.Popen([exe, "serve", "--transport", "http", "--port", str(port)], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    command = [str(Path(sys.executable).with_name("hindsight")), "serve", "--transport", "http", "--port", str(port)]
     base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 120
-        while True:
-            if proc.poll() is not None:
-                raise RuntimeError(f"replica exited with {proc.returncode}")
-            try:
-                if httpx.get(f"{base}/health", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if time.monotonic() > deadline:
-                raise RuntimeError("replica did not become healthy")
-            time.sleep(0.3)
+    with running(command, health_url=f"{base}/health", env=env, startup_seconds=120):
         yield base
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
 
 
 async def _call(base: str, token: str, tool: str, arguments: dict) -> dict:
@@ -93,7 +66,7 @@ async def _call(base: str, token: str, tool: str, arguments: dict) -> dict:
 @pytest.mark.slow
 async def test_two_stateless_replicas_share_one_chroma(tmp_path: Path) -> None:
     with ExitStack() as stack:
-        chroma_url = stack.enter_context(chroma_server(tmp_path / "chroma"))
+        chroma_url = stack.enter_context(chroma_server(tmp_path / "chroma")).url
         a = stack.enter_context(_replica(chroma_url, "token-alice-1=alice,token-bob-22=bob"))
         b = stack.enter_context(_replica(chroma_url, "token-alice-1=alice,token-bob-22=bob"))
         stored = await _call(a, "token-alice-1", "store_memory", {"content": "Alice's build server is named ORION-77.", "request_id": "r1"})

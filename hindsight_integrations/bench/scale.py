@@ -26,10 +26,7 @@ import os
 import platform
 import pstats
 import resource
-import shutil
-import socket
 import subprocess
-import sys
 import tempfile
 import time
 from collections import defaultdict
@@ -46,6 +43,7 @@ from ..core.embeddings import LocalEmbedder
 from ..core.engine import MemoryEngine
 from ..core.indexing import body_text
 from ..core.records import to_epoch
+from ..processes import chroma_server
 from . import synthetic
 
 STORE_BATCH = 512
@@ -67,50 +65,6 @@ def _proc_status_mb(pid: int, field: str) -> float:
     except OSError:
         pass
     return 0.0
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-@contextmanager
-def chroma_server(path: Path, *, startup_seconds: float = 90.0) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
-    """Run ``chroma run`` (from this interpreter's environment) on a free port; stop it after."""
-    import httpx
-
-    executable = Path(sys.executable).with_name("chroma")
-    command = [str(executable) if executable.exists() else (shutil.which("chroma") or "chroma")]
-    port = _free_port()
-    log_file = open(path.parent / f"chroma-{port}.log", "wb")  # noqa: SIM115 - closed below
-    process = subprocess.Popen(
-        [*command, "run", "--path", str(path), "--port", str(port), "--host", "127.0.0.1"],
-        stdout=log_file, stderr=subprocess.STDOUT, env={**os.environ, "ANONYMIZED_TELEMETRY": "False"},
-    )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + startup_seconds
-        while True:
-            if process.poll() is not None:
-                raise RuntimeError(f"chroma server exited with {process.returncode}; see {log_file.name}")
-            try:
-                if httpx.get(f"{url}/api/v2/heartbeat", timeout=1.0).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"chroma server did not answer within {startup_seconds:.0f}s; see {log_file.name}")
-            time.sleep(0.25)
-        yield url, process
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-        log_file.close()
 
 
 def indexed_texts(items: Sequence[dict[str, Any]]) -> list[str]:
@@ -407,8 +361,8 @@ def _backend(mode: str, tmp: Path) -> Iterator[tuple[dict[str, Any], subprocess.
     if mode == "embedded":
         yield {"store": tmp / "store"}, None
         return
-    with chroma_server(tmp / "server") as (url, process):
-        yield {"chroma_url": url}, process
+    with open(tmp / "chroma-server.log", "wb") as log, chroma_server(tmp / "server", log=log) as server:
+        yield {"chroma_url": server.url}, server.process
 
 
 def write_results(results: dict[str, Any], out: Path) -> None:
