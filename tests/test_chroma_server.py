@@ -9,7 +9,7 @@ import pytest
 
 from hindsight_integrations import EmbeddingModelMismatchError, MemoryEngine, Status
 
-from .chroma_server import chroma_server
+from hindsight_integrations.processes import chroma_server
 
 pytestmark = pytest.mark.server
 

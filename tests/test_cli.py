@@ -70,7 +70,7 @@ def test_errors_are_one_clear_line(tmp_path: Path, args, needle: str, embedder) 
 
 
 def test_unreachable_chroma_url(tmp_path: Path) -> None:
-    from .chroma_server import free_port
+    from hindsight_integrations.processes import free_port
 
     result = runner.invoke(app, ["--chroma-url", f"http://127.0.0.1:{free_port()}", "stats"], env={"HINDSIGHT_CHROMA_CONNECT_ATTEMPTS": "2"})
     assert result.exit_code == 2
