@@ -8,7 +8,6 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from hindsight_integrations.bench import locomo
 from hindsight_integrations.bench.grid import grid_search, parse_grid
 from hindsight_integrations.bench.locomo import evaluate, evidence_scores, load_directory, parse_evidence, reciprocal_rank
 from hindsight_integrations.bench.scale import run_scale

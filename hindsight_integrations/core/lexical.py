@@ -20,7 +20,6 @@ and keeps it in step, so several processes or replicas can share one Chroma.
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Iterable
 
 import bm25s
