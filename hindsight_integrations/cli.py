@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Any, Optional
 
@@ -56,15 +58,22 @@ def _fail(exc: Exception) -> None:
     raise typer.Exit(2)
 
 
+@contextmanager
+def _reported() -> Iterator[None]:
+    """Turn an engine error into one clear line and exit code 2, never a traceback."""
+    try:
+        yield
+    except HindsightError as exc:
+        _fail(exc)
+
+
 @app.command()
 def demo(namespace: Annotated[str, typer.Option(help="Namespace the demo writes into (reset first).")] = "demo") -> None:
     """Run the offline demo: two sessions teach, a new session recalls."""
     from .demo import run_demo
 
-    try:
+    with _reported():
         run_demo(_engine(), namespace=namespace, console=console)
-    except HindsightError as exc:
-        _fail(exc)
 
 
 @app.command()
@@ -78,13 +87,10 @@ def add(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """Store one memory (through the write filter unless --force)."""
-    try:
+    with _reported():
         result = _engine().store(
             content, kind=kind, importance=importance, session_id=session, ttl_seconds=ttl, apply_filter=not force
         )
-    except HindsightError as exc:
-        _fail(exc)
-        return
     if as_json:
         console.print_json(result.model_dump_json())
         return
@@ -105,11 +111,8 @@ def recall(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """Recall the memories most relevant to a query."""
-    try:
+    with _reported():
         result = _engine().recall(query, top_k=top_k, token_budget=budget, include_history=history)
-    except HindsightError as exc:
-        _fail(exc)
-        return
     if as_json:
         console.print_json(result.model_dump_json())
         return
@@ -125,10 +128,8 @@ def recall(
 @app.command()
 def dump(history: Annotated[bool, typer.Option(help="Include superseded/archived/deleted memories.")] = True) -> None:
     """Print every memory of the namespace, human-readable, for debugging."""
-    try:
+    with _reported():
         console.print(_engine().dump(include_history=history), markup=False, highlight=False)
-    except HindsightError as exc:
-        _fail(exc)
 
 
 @app.command()
@@ -137,11 +138,8 @@ def export(
     embeddings: Annotated[bool, typer.Option(help="Include vectors (faster re-import with the same model).")] = True,
 ) -> None:
     """Export the namespace as JSON (every status, every field)."""
-    try:
+    with _reported():
         data = _engine().export(include_embeddings=embeddings)
-    except HindsightError as exc:
-        _fail(exc)
-        return
     text = json.dumps(data, ensure_ascii=False)
     if out:
         out.write_text(text, encoding="utf-8")
@@ -158,22 +156,16 @@ def import_(file: Annotated[Path, typer.Argument(help="A file written by `hindsi
     except (OSError, json.JSONDecodeError) as exc:
         _fail(HindsightError(f"could not read {file}: {exc}"))
         return
-    try:
+    with _reported():
         count = _engine().import_data(data, namespace=_opts.namespace)
-    except HindsightError as exc:
-        _fail(exc)
-        return
     console.print(f"imported {count} memories")
 
 
 @app.command()
 def stats(as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
     """Counts by tier, kind and status."""
-    try:
+    with _reported():
         result = _engine().stats()
-    except HindsightError as exc:
-        _fail(exc)
-        return
     if as_json:
         console.print_json(result.model_dump_json())
         return
@@ -189,11 +181,8 @@ def compress(
     force: Annotated[bool, typer.Option(help="Compress the oldest group even if under the threshold.")] = False,
 ) -> None:
     """Compress a session's working memory into episodic summaries."""
-    try:
+    with _reported():
         result = _engine().compress(session_id=session, threshold_tokens=threshold, force=force)
-    except HindsightError as exc:
-        _fail(exc)
-        return
     if result is None:
         console.print("nothing to compress")
         return
@@ -205,11 +194,8 @@ def compress(
 @app.command()
 def maintain() -> None:
     """Upkeep: decay idle memories, move stale or over-cap ones to cold storage (SPEC §7)."""
-    try:
+    with _reported():
         report = _engine().maintain()
-    except HindsightError as exc:
-        _fail(exc)
-        return
     console.print(
         f"decayed {len(report.decayed)}, archived {len(report.archived)}, evicted {len(report.evicted)} "
         f"(cold storage: {report.cold_store})"
@@ -219,11 +205,8 @@ def maintain() -> None:
 @app.command()
 def restore(ids: Annotated[Optional[list[str]], typer.Argument(help="Memory ids to restore (default: all).")] = None) -> None:
     """Bring memories back from cold storage."""
-    try:
+    with _reported():
         count = _engine().restore(ids=ids or None)
-    except HindsightError as exc:
-        _fail(exc)
-        return
     console.print(f"restored {count} memories")
 
 
@@ -237,13 +220,11 @@ def serve(
     """Run the MCP memory server (stdio for local agents, streamable HTTP for shared use)."""
     from .mcp.server import run
 
-    try:
+    with _reported():
         run(
             transport=transport, host=host, port=port, namespace=_opts.namespace, tokens_file=tokens_file,
             store=str(_opts.store) if _opts.store else None, chroma_url=_opts.chroma_url,
         )
-    except HindsightError as exc:
-        _fail(exc)
 
 
 DEV_DATA = Path("../shared/data/locomo_dev")

@@ -37,6 +37,11 @@ class RecallOptions(BaseModel):
     def _filters(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
         return check_filters(value)
 
+    @classmethod
+    def of(cls, adapter: Any) -> "RecallOptions":
+        """The options an adapter (chat memory or memory block) carries as its own fields."""
+        return cls(**{name: getattr(adapter, name) for name in cls.model_fields})
+
     def call_kwargs(self, extra: int = 0) -> dict[str, Any]:
         """Arguments for ``client.recall``; ``extra`` over-fetches to leave room for exclusions."""
         return {

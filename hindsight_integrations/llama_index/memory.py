@@ -126,10 +126,7 @@ class HindsightChatMemory(BaseMemory):
 
     @property
     def recall_options(self) -> RecallOptions:
-        return RecallOptions(
-            top_k=self.top_k, min_score=self.min_score, token_budget=self.token_budget,
-            filters=self.filters, include_history=self.include_history,
-        )
+        return RecallOptions.of(self)
 
     # -- writing ------------------------------------------------------------------------------
     def _turn(self, message: ChatMessage) -> dict[str, Any] | None:

@@ -75,10 +75,7 @@ class HindsightMemoryBlock(BaseMemoryBlock[str]):
 
     @property
     def recall_options(self) -> RecallOptions:
-        return RecallOptions(
-            top_k=self.top_k, min_score=self.min_score, token_budget=self.token_budget,
-            filters=self.filters, include_history=self.include_history,
-        )
+        return RecallOptions.of(self)
 
     def _query(self, messages: list[ChatMessage]) -> str:
         live = [m for m in messages if not is_injected_context(m)]
