@@ -96,10 +96,12 @@ def stage_timer(engine: MemoryEngine, namespace: str) -> Iterator[dict[str, floa
 
     state = engine.chroma.namespace(namespace)
     instance_patches = [
-        (engine.chroma, "sync_lexical", "lexical sync check"),
+        (engine.chroma, "refresh_indexes", "index sync check (lexical + facts)"),
         (engine.chroma, "query", "dense ANN (Chroma query)"),
         (engine.chroma, "query_windows", "window ANN (Chroma query)"),
-        (engine.chroma, "get", "fetch records + vectors (Chroma get + parse)"),
+        (engine.chroma, "get", "fetch finalists (Chroma get + parse)"),
+        (engine.chroma, "metadata", "candidate metadata (facts not cached)"),
+        (engine.chroma, "vectors", "fetch own vectors (unscored candidates)"),
         (engine.chroma, "window_vectors", "fetch window vectors"),
         (engine.chroma, "record_access", "record access (queued)"),
         (state.lexical, "search", "BM25 (bm25s)"),
@@ -285,7 +287,7 @@ def run_scale(
     """Run every (mode, size), write ``out`` (JSON) and a plot beside it, return the results.
 
     ``torch_threads`` sets torch's intra-op threads for this process (default: torch's own
-    choice, one per core); on a busy machine one thread gives steadier query embedding.
+    choice, one per core); it matters only when the embedder runs on torch, not ONNX.
     """
     if mode not in ("embedded", "server", "both"):
         raise ValueError("mode must be embedded, server or both")
@@ -308,7 +310,8 @@ def run_scale(
         "started_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "machine": _machine(),
         "config": {"sizes": sizes, "queries": queries, "store_batch": batch, "raw_embed_sample_max": raw_sample,
-                   "top_k": 10, "embedding_model": getattr(embedder, "name", "?"), "seed": seed},
+                   "top_k": 10, "embedding_model": getattr(embedder, "name", "?"),
+                   "embedding_backend": getattr(embedder, "backend_in_use", "?"), "seed": seed},
         "runs": [],
     }
     q_offset = 0

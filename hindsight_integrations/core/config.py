@@ -53,6 +53,10 @@ class Settings(BaseSettings):
     embedding_model: str = DEFAULT_LOCAL_MODEL
     embedding_batch_size: int = Field(64, ge=1, le=4096)
     embedding_device: str = "cpu"
+    # What runs a local model: "onnx" (onnxruntime, ~2.5x faster queries), "torch", or "auto" = onnx, else torch.
+    embedding_backend: Literal["auto", "onnx", "torch"] = "auto"
+    # ONNX exports of local models; default $XDG_CACHE_HOME/hindsight or ~/.cache/hindsight.
+    cache_dir: Path | None = None
 
     # LLM (optional): extraction, summaries, answers. Without a key everything runs on rules.
     llm_model: str = "gpt-4o-mini"
@@ -76,7 +80,10 @@ class Settings(BaseSettings):
     # Recall.
     default_top_k: int = Field(5, ge=1, le=200)
     max_top_k: int = Field(200, ge=1, le=10_000)
+    # How stale this process's lexical index and recall facts may be about other processes' writes.
     lexical_sync_seconds: float = Field(1.0, ge=0)
+    # How often recall's access counts are written to Chroma (a write slows concurrent recalls).
+    access_flush_seconds: float = Field(10.0, gt=0)
 
     # Upkeep.
     cold_store: Path | None = None
@@ -88,6 +95,11 @@ class Settings(BaseSettings):
             return validate_namespace(value)
         except ValueError as exc:
             raise ValueError(str(exc)) from None
+
+    @field_validator("cache_dir", mode="before")
+    @classmethod
+    def _cache_dir(cls, value: object) -> object:
+        return None if value == "" else value  # an empty variable means "the default", not "."
 
     @field_validator("chroma_url")
     @classmethod

@@ -9,14 +9,19 @@ is never searched with vectors from another model.
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
 from contextlib import nullcontext
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, runtime_checkable
 
 from .errors import ConfigurationError
+
+logger = logging.getLogger(__name__)
+
+EmbeddingBackend = Literal["auto", "onnx", "torch"]
 
 
 @runtime_checkable
@@ -116,13 +121,35 @@ _single_thread = _SingleThreadQueries()
 
 
 class LocalEmbedder:
-    """sentence-transformers on the CPU, loaded lazily and never from a hub."""
+    """sentence-transformers on the CPU, loaded lazily and never from a hub.
 
-    def __init__(self, model: str = "all-MiniLM-L6-v2", *, batch_size: int = 64, device: str = "cpu") -> None:
+    ``backend`` picks what runs the model: ``"onnx"`` exports it once to ONNX and runs it
+    with onnxruntime (a query takes ~5 ms instead of ~12 ms with torch, same vectors),
+    ``"torch"`` runs it through sentence-transformers, and ``"auto"`` tries ONNX and falls
+    back to torch with a warning. Both give the same vectors, so ``name`` does not change.
+    ``cache_dir`` is where ONNX exports are kept (see ``onnx_encoder.cache_root``).
+    """
+
+    def __init__(
+        self,
+        model: str = "all-MiniLM-L6-v2",
+        *,
+        batch_size: int = 64,
+        device: str = "cpu",
+        backend: EmbeddingBackend = "auto",
+        cache_dir: str | os.PathLike[str] | None = None,
+    ) -> None:
+        if backend not in ("auto", "onnx", "torch"):
+            raise ConfigurationError(f"embedding backend must be 'auto', 'onnx' or 'torch', not {backend!r}")
         self._path, self.name = resolve_local_model(model)
         self._batch_size = batch_size
         self._device = device
+        self._backend = backend
+        self._cache_dir = cache_dir
         self._model: Any = None
+        self._onnx: Any = None  # an onnx_encoder.OnnxEncoder once chosen
+        self._resolved: Literal["onnx", "torch"] | None = None
+        self._resolve_lock = threading.Lock()
 
     def _load(self) -> Any:
         if self._model is None:
@@ -152,6 +179,44 @@ class LocalEmbedder:
                         ) from exc
         return self._model
 
+    def _resolve(self) -> Literal["onnx", "torch"]:
+        """Load the model and settle the backend once (exporting to ONNX on first use)."""
+        if self._resolved is not None:
+            return self._resolved
+        model = self._load()
+        with self._resolve_lock:
+            if self._resolved is None:
+                self._onnx = self._onnx_encoder(model) if self._wants_onnx() else None
+                self._resolved = "onnx" if self._onnx is not None else "torch"
+        return self._resolved
+
+    def _wants_onnx(self) -> bool:
+        if self._backend == "onnx" and self._device != "cpu":
+            raise ConfigurationError(
+                f"the ONNX embedding backend runs on the CPU only, but the device is {self._device!r}: "
+                "set HINDSIGHT_EMBEDDING_BACKEND=torch (or auto) or HINDSIGHT_EMBEDDING_DEVICE=cpu"
+            )
+        return self._backend == "onnx" or (self._backend == "auto" and self._device == "cpu")
+
+    def _onnx_encoder(self, model: Any) -> Any:
+        from . import onnx_encoder
+
+        try:
+            return onnx_encoder.encoder_for(model, self._path, self._cache_dir)
+        except onnx_encoder.OnnxUnavailable as exc:
+            if self._backend == "onnx":
+                raise ConfigurationError(
+                    f"the ONNX embedding backend cannot run {self.name!r}: {exc}. "
+                    "Set HINDSIGHT_EMBEDDING_BACKEND=torch (or auto) to use torch"
+                ) from exc
+            logger.warning("ONNX embedding backend unavailable for %s (%s); using torch", self.name, exc)
+            return None
+
+    @property
+    def backend_in_use(self) -> Literal["onnx", "torch"]:
+        """``"onnx"`` or ``"torch"``: what actually encodes (loads the model if needed)."""
+        return self._resolve()
+
     def warm(self) -> None:
         """Load the model and run it once so the first real request is not slow."""
         self.embed(["warm up"])
@@ -165,6 +230,8 @@ class LocalEmbedder:
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         if not texts:
             return []
+        if self._resolve() == "onnx":
+            return self._onnx.encode(texts, self._batch_size)
         import torch
 
         model = self._load()
@@ -258,4 +325,10 @@ def build_embedder(settings: Any, embedding_function: Any = None) -> Embedder:
             timeout=settings.llm_timeout,
             max_retries=settings.llm_max_retries,
         )
-    return LocalEmbedder(settings.embedding_model, batch_size=settings.embedding_batch_size, device=settings.embedding_device)
+    return LocalEmbedder(
+        settings.embedding_model,
+        batch_size=settings.embedding_batch_size,
+        device=settings.embedding_device,
+        backend=settings.embedding_backend,
+        cache_dir=settings.cache_dir,
+    )

@@ -24,12 +24,13 @@ from .conflicts import detect_slot
 from .context import format_context, memory_line, pack_within_budget
 from .embeddings import Embedder, _QueryCache, build_embedder, embed_query
 from .errors import HindsightError, InvalidInputError, LLMError, MemoryNotFoundError
+from .facts import MemoryFacts
 from .filters import RecallFilters
 from .indexing import body_text, window_text
 from .inputs import MemoryInput, parse_inputs, validate_content
 from .lifecycle import MaintenanceReport, plan, read_cold, write_cold
 from .llm import LLMClient
-from .recall import Candidate, RecallHit, RecallWeights, rank
+from .recall import Candidate, Ranked, RecallHit, RecallWeights, rank
 from .records import Kind, MemoryRecord, Role, Source, Status, Tier, utcnow
 from .store import ChromaStore, open_client
 from .tokens import counter_for
@@ -139,6 +140,7 @@ class MemoryEngine:
             embedding_model=self.embedder.name,
             embedding_dim=self.embedder.dimension,
             lexical_sync_seconds=settings.lexical_sync_seconds,
+            access_flush_seconds=settings.access_flush_seconds,
             time_aware=settings.time_aware_text,
         )
         self.tokens = counter_for(settings.tokenizer)
@@ -355,38 +357,40 @@ class MemoryEngine:
         weights = _coerce(RecallWeights, weights, "weights")
         state = self._state(ns)
         now = utcnow()
-        self.chroma.sync_lexical(state)
+        self.chroma.refresh_indexes(state)
         vector = embed_query(self.embedder, query, self._query_cache)
         pool = candidates or max(50, top_k * 4)
         where = filters.where(include_history=include_history, now=now)
         prefilter = filters.narrows() or include_history
         dense = dict(self.chroma.query(state, vector, n=pool if prefilter else 2 * pool, where=where if prefilter else None))
-        window_ids = self.chroma.query_windows(state, vector, n=pool) if weights.window > 0 else []
+        search_windows = weights.window > 0 and state.facts.any_context
+        windows = dict(self.chroma.query_windows(state, vector, n=pool)) if search_windows else {}
         lexical = dict(state.lexical.search(query, pool))
 
         def admit(ids: list[str], trusted: set[str]) -> list[Candidate]:
-            # Vectors are fetched only where the vector search gave no similarity (lexical-only hits).
-            found = [(r, None) for r, _ in self.chroma.get(state, [i for i in ids if i in dense])]
-            found += self.chroma.get(state, [i for i in ids if i not in dense], include_embeddings=True)
-            windows = self.chroma.window_vectors(state, [r.id for r, _ in found if r.context]) if weights.window > 0 else {}
+            kept = self._admissible(state, ids, trusted, filters, include_history=include_history, now=now)
+            vectors = self.chroma.vectors(state, [i for i in kept if i not in dense])
+            unscored_windows = [i for i, f in kept.items() if f.has_context and i not in windows] if search_windows else []
+            window_vectors = self.chroma.window_vectors(state, unscored_windows)
             return [
-                Candidate(record=r, vector=v, window_vector=windows.get(r.id), lexical_raw=lexical.get(r.id, 0.0), similarity=dense.get(r.id))
-                for r, v in found
-                if r.id in trusted or filters.matches(r.to_metadata(), include_history=include_history, now=now)
+                Candidate(id=i, facts=f, lexical_raw=lexical.get(i, 0.0), similarity=dense.get(i), vector=vectors.get(i),
+                          window_similarity=windows.get(i), window_vector=window_vectors.get(i))
+                for i, f in kept.items()
+                if i in dense or i in vectors
             ]
 
-        pool_candidates = admit(list(dict.fromkeys([*dense, *window_ids, *lexical])), set(dense) if prefilter else set())
+        pool_candidates = admit(list(dict.fromkeys([*dense, *windows, *lexical])), set(dense) if prefilter else set())
         if not prefilter and len(dense) == 2 * pool:
-            admitted = {c.record.id for c in pool_candidates}
+            admitted = {c.id for c in pool_candidates}
             if sum(i in admitted for i in dense) < pool // 2:
                 # Mostly working turns or history nearby: ask Chroma to filter after all.
                 extra = dict(self.chroma.query(state, vector, n=pool, where=where))
                 dense.update(extra)
                 pool_candidates += admit([i for i in extra if i not in admitted], set(extra))
-        hits = rank(pool_candidates, query=query, query_vector=vector, weights=weights, now=now)
+        ranked = rank(pool_candidates, query=query, query_vector=vector, weights=weights, now=now)
         if min_score is not None:
-            hits = [h for h in hits if h.similarity >= min_score]
-        hits = hits[:top_k]
+            ranked = [r for r in ranked if r.similarity >= min_score]
+        hits = self._fetch_hits(state, ranked, top_k, filters, include_history=include_history, now=now)
         packed = pack_within_budget([h.record for h in hits], token_budget, query=query, counter=self.tokens)
         hits = hits[: len(packed)]
         if touch and hits:
@@ -397,6 +401,53 @@ class MemoryEngine:
             ]
         context = format_context([(h.record, text) for h, (_, text) in zip(hits, packed)])
         return RecallResult(query=query, hits=hits, context=context, tokens=self.tokens.count(context))
+
+    def _admissible(
+        self, state: Any, ids: list[str], trusted: set[str], filters: RecallFilters, *, include_history: bool, now: datetime
+    ) -> dict[str, MemoryFacts]:
+        """The candidates that pass ``filters``, with their facts, in the order given.
+
+        ``trusted`` ids were already filtered by Chroma. The rest are checked on the
+        in-memory facts; Chroma's metadata is read only for ids not known here yet (written
+        by another process since the last sync) or when the filter is on user metadata,
+        which the facts do not keep.
+        """
+        matches = filters.matcher(include_history=include_history, now=now)
+        known = state.facts.lookup(ids)
+        unknown = [i for i in ids if i not in known]
+        by_metadata = filters.metadata is not None
+        fetched = self.chroma.metadata(state, unknown + ([i for i in ids if i in known and i not in trusted] if by_metadata else []))
+        out: dict[str, MemoryFacts] = {}
+        for memory_id in ids:
+            meta = fetched.get(memory_id)
+            facts = known.get(memory_id) or (MemoryFacts.from_metadata(meta) if meta is not None else None)
+            if facts is None:
+                continue  # deleted since it was indexed
+            check = meta if meta is not None else facts
+            if memory_id in trusted or matches(check):
+                out[memory_id] = facts
+        return out
+
+    def _fetch_hits(
+        self, state: Any, ranked: list[Ranked], top_k: int, filters: RecallFilters, *, include_history: bool, now: datetime
+    ) -> list[RecallHit]:
+        """Fetch the best ``top_k`` records, re-checking each against Chroma's current metadata.
+
+        Ranking ran on cached facts; a finalist forgotten, expired or deleted by another
+        process since then is dropped here and the next one takes its place.
+        """
+        matches = filters.matcher(include_history=include_history, now=now)
+        hits: list[RecallHit] = []
+        position = 0
+        while len(hits) < top_k and position < len(ranked):
+            batch = ranked[position : position + top_k - len(hits) + 2]
+            position += len(batch)
+            records = {r.id: r for r, _ in self.chroma.get(state, [b.id for b in batch])}
+            for entry in batch:
+                record = records.get(entry.id)
+                if record is not None and matches(record.to_metadata()):
+                    hits.append(entry.hit(record))
+        return hits[:top_k]
 
     def _check_top_k(self, top_k: Any) -> int:
         if top_k is None:

@@ -7,12 +7,17 @@ definition here so they cannot drift apart.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime
-from typing import Any
+from typing import Any, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from .records import Kind, Status, Tier, to_epoch
+
+
+class _Readable(Protocol):
+    def get(self, key: str, default: Any = None, /) -> Any: ...
 
 
 class RecallFilters(BaseModel):
@@ -77,15 +82,20 @@ class RecallFilters(BaseModel):
         clauses = self.clauses(include_history=include_history, now=now)
         return clauses[0] if len(clauses) == 1 else {"$and": clauses}
 
-    def matches(self, meta: dict[str, Any], *, include_history: bool, now: datetime) -> bool:
-        return all(_match(clause, meta) for clause in self.clauses(include_history=include_history, now=now))
+    def matcher(self, *, include_history: bool, now: datetime) -> Callable[[_Readable], bool]:
+        """A check for Chroma metadata, or anything that reads like it (``MemoryFacts``).
+
+        Compiled once per recall: the clauses are the same for every candidate.
+        """
+        clauses = self.clauses(include_history=include_history, now=now)
+        return lambda meta: all(_match(clause, meta) for clause in clauses)
 
 
 def _in(key: str, values: list[str]) -> dict[str, Any]:
     return {key: values[0]} if len(values) == 1 else {key: {"$in": values}}
 
 
-def _match(clause: dict[str, Any], meta: dict[str, Any]) -> bool:
+def _match(clause: dict[str, Any], meta: _Readable) -> bool:
     ((key, condition),) = clause.items()
     value = meta.get(key)
     if not isinstance(condition, dict):

@@ -166,10 +166,9 @@ class LexicalIndex:
 
 def _top(segment: _Segment, terms: list[str], limit: int) -> list[tuple[str, float]]:
     scores = segment.scores(terms)
-    if scores.size == 0:
-        return []
-    k = min(limit, scores.size)
-    idx = np.argpartition(-scores, k - 1)[:k]
-    hits = [(segment.ids[i], float(scores[i])) for i in idx if scores[i] > 0]
+    matched = np.flatnonzero(scores > 0)  # usually a small share of a large index: partition only those
+    if matched.size > limit:
+        matched = matched[np.argpartition(scores[matched], matched.size - limit)[matched.size - limit :]]
+    hits = [(segment.ids[i], float(scores[i])) for i in matched]
     hits.sort(key=lambda hit: hit[1], reverse=True)
     return hits

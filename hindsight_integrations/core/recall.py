@@ -23,6 +23,7 @@ from datetime import datetime
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
+from .facts import MemoryFacts
 from .records import MemoryRecord, to_epoch
 
 
@@ -56,14 +57,37 @@ class RecallHit(BaseModel):
 
 @dataclass
 class Candidate:
-    """A memory up for ranking. ``similarity`` is known for hits of the vector search;
-    others (lexical-only hits) carry their ``vector`` so it can be computed."""
+    """A memory up for ranking, before its record is fetched.
 
-    record: MemoryRecord
-    vector: Sequence[float] | None
-    window_vector: Sequence[float] | None
+    ``similarity`` (own vector) and ``window_similarity`` are known for hits of the
+    respective vector search; otherwise the vector is carried so the cosine can be computed.
+    A memory without a context window has neither: its own similarity stands in.
+    """
+
+    id: str
+    facts: MemoryFacts
     lexical_raw: float
     similarity: float | None = None
+    vector: Sequence[float] | None = None
+    window_similarity: float | None = None
+    window_vector: Sequence[float] | None = None
+
+
+@dataclass(frozen=True)
+class Ranked:
+    """A candidate's score and its parts; becomes a ``RecallHit`` once its record is fetched."""
+
+    id: str
+    score: float
+    relevance: float
+    similarity: float
+    lexical: float
+    recency: float
+
+    def hit(self, record: MemoryRecord) -> "RecallHit":
+        return RecallHit(
+            record=record, score=self.score, relevance=self.relevance, similarity=self.similarity, lexical=self.lexical, recency=self.recency
+        )
 
 
 def _minmax(values: np.ndarray) -> np.ndarray:
@@ -85,10 +109,19 @@ def _cosines(vectors: list[Sequence[float] | None], query: np.ndarray) -> np.nda
     return out
 
 
+def _known_or_cosine(known: list[float | None], vectors: list[Sequence[float] | None], query: np.ndarray) -> np.ndarray:
+    """Similarities the search returned, else computed from the vectors carried (else 0)."""
+    out = _cosines([v if k is None else None for k, v in zip(known, vectors)], query)
+    for n, k in enumerate(known):
+        if k is not None:
+            out[n] = k
+    return out
+
+
 def named_entity(query: str, candidates: Sequence[Candidate]) -> str | None:
     """The single candidate entity (e.g. a speaker's name) the query mentions, if exactly one."""
     lowered = query.lower()
-    names = {e for c in candidates for e in c.record.entities}
+    names = {e for c in candidates for e in c.facts.entities}
     mentioned = {e for e in names if e and re.search(rf"(?<!\w){re.escape(e.lower())}(?!\w)", lowered)}
     return mentioned.pop() if len(mentioned) == 1 else None
 
@@ -100,7 +133,7 @@ def rank(
     query_vector: Sequence[float],
     weights: RecallWeights,
     now: datetime,
-) -> list[RecallHit]:
+) -> list[Ranked]:
     """Score already-filtered candidates; best first.
 
     Dense similarity mixes the memory's own vector with its context-window vector; both
@@ -110,14 +143,10 @@ def rank(
     if not candidates:
         return []
     q = np.asarray(query_vector, dtype=np.float32)
-    own = _cosines([c.vector for c in candidates], q)
-    for n, c in enumerate(candidates):
-        if c.similarity is not None:
-            own[n] = c.similarity
-    windows = own.copy()
-    with_window = [n for n, c in enumerate(candidates) if c.window_vector is not None]
-    if with_window:
-        windows[with_window] = _cosines([candidates[n].window_vector for n in with_window], q)
+    own = _known_or_cosine([c.similarity for c in candidates], [c.vector for c in candidates], q)
+    windows = _known_or_cosine([c.window_similarity for c in candidates], [c.window_vector for c in candidates], q)
+    without_window = [n for n, c in enumerate(candidates) if c.window_similarity is None and c.window_vector is None]
+    windows[without_window] = own[without_window]
     similarity = (1 - weights.window) * own + weights.window * windows
     dense = _minmax(similarity)
     raw_lexical = np.asarray([c.lexical_raw for c in candidates], dtype=np.float32)
@@ -131,14 +160,13 @@ def rank(
     hits = []
     for n, c in enumerate(candidates):
         rel = float(relevance[n])
-        if entity and entity not in c.record.entities:  # a bonus for the named one, kept within [0, 1]
+        facts = c.facts
+        if entity and entity not in facts.entities:  # a bonus for the named one, kept within [0, 1]
             rel /= 1 + weights.entity_boost
-        hours = max(0.0, (now_epoch - (to_epoch(c.record.occurred_at) or now_epoch)) / 3600.0)
+        hours = max(0.0, (now_epoch - (facts.occurred_at or now_epoch)) / 3600.0)
         recency = math.exp(-weights.recency_lambda * hours)
-        access = min(1.0, math.log1p(c.record.access_count) / math.log1p(weights.access_saturation))
-        score = weights.similarity * rel + weights.recency * recency + weights.importance * c.record.importance + weights.access * access
-        hits.append(
-            RecallHit(record=c.record, score=score, relevance=rel, similarity=float(similarity[n]), lexical=float(lexical[n]), recency=recency)
-        )
+        access = min(1.0, math.log1p(facts.access_count) / math.log1p(weights.access_saturation))
+        score = weights.similarity * rel + weights.recency * recency + weights.importance * facts.importance + weights.access * access
+        hits.append(Ranked(id=c.id, score=score, relevance=rel, similarity=float(similarity[n]), lexical=float(lexical[n]), recency=recency))
     hits.sort(key=lambda h: h.score, reverse=True)
     return hits

@@ -1,0 +1,122 @@
+"""The few fields recall filters and ranks on, kept in memory for every record.
+
+Recall looks at 100–200 candidates to return ten. Fetching all of them from Chroma (the
+metadata is a SQLite key-value table) and parsing each into a ``MemoryRecord`` cost
+~16 ms at 100k memories, more than the searches themselves. Candidates are instead
+filtered and ranked on these facts, and only the finalists are fetched, fresh, from
+Chroma and checked again, so a memory forgotten by another process a moment ago is still
+never returned.
+
+Like the lexical index, this is a cache derived from Chroma: filled when a namespace is
+opened, updated on this process's writes, and caught up with other writers by the
+store's ``updated_at`` watermark sync. Access counts written by other processes do not
+move ``updated_at``, so they reach the ranking here only when the record next changes;
+the hits themselves always carry the fetched, current record.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import threading
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from .records import FAR_FUTURE
+
+_FILTER_KEYS = frozenset({"tier", "kind", "status", "session_id", "agent_id", "importance", "occurred_at", "valid_until", "expires_at"})
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryFacts:
+    """What ``RecallFilters`` checks (except user metadata) and what ``rank`` scores on."""
+
+    tier: str
+    kind: str
+    status: str
+    session_id: str | None
+    agent_id: str | None
+    importance: float
+    occurred_at: float
+    valid_until: float
+    expires_at: float
+    access_count: int
+    entities: tuple[str, ...]
+    has_context: bool
+
+    @classmethod
+    def from_metadata(cls, meta: dict[str, Any]) -> "MemoryFacts":
+        return cls(
+            tier=sys.intern(str(meta.get("tier", ""))),
+            kind=sys.intern(str(meta.get("kind", ""))),
+            status=sys.intern(str(meta.get("status", ""))),
+            session_id=meta.get("session_id"),
+            agent_id=meta.get("agent_id"),
+            importance=float(meta.get("importance", 0.5)),
+            occurred_at=float(meta.get("occurred_at") or 0.0),
+            valid_until=float(meta.get("valid_until") or FAR_FUTURE),
+            expires_at=float(meta.get("expires_at") or FAR_FUTURE),
+            access_count=int(meta.get("access_count", 0)),
+            entities=tuple(json.loads(meta.get("entities_json") or "[]")),
+            has_context=bool(meta.get("context")),
+        )
+
+    def get(self, key: str, default: Any = None) -> Any:
+        """The metadata value under ``key``, so ``RecallFilters.matches`` can read facts directly."""
+        if key not in _FILTER_KEYS:
+            raise KeyError(f"{key!r} is not kept in MemoryFacts; check the record's metadata instead")
+        value = getattr(self, key)
+        return default if value is None else value
+
+
+class FactsIndex:
+    """Memory id → ``MemoryFacts`` for one namespace; thread-safe."""
+
+    def __init__(self) -> None:
+        self._facts: dict[str, MemoryFacts] = {}
+        self._with_context = 0
+        self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        return len(self._facts)
+
+    @property
+    def any_context(self) -> bool:
+        """Whether any memory here has a context window (else there are no window vectors to search)."""
+        return self._with_context > 0
+
+    def upsert(self, items: Iterable[tuple[str, dict[str, Any]]]) -> None:
+        """Add or replace facts from ``(memory id, Chroma metadata)`` pairs."""
+        prepared = [(memory_id, MemoryFacts.from_metadata(meta)) for memory_id, meta in items]
+        with self._lock:
+            for memory_id, facts in prepared:
+                self._forget(memory_id)
+                self._facts[memory_id] = facts
+                self._with_context += facts.has_context
+
+    def remove(self, memory_ids: Iterable[str]) -> None:
+        with self._lock:
+            for memory_id in memory_ids:
+                self._forget(memory_id)
+
+    def _forget(self, memory_id: str) -> None:
+        old = self._facts.pop(memory_id, None)
+        if old is not None:
+            self._with_context -= old.has_context
+
+    def lookup(self, memory_ids: Sequence[str]) -> dict[str, MemoryFacts]:
+        """Facts for the ids known here; the rest must be read from Chroma."""
+        facts = self._facts
+        return {memory_id: found for memory_id in memory_ids if (found := facts.get(memory_id)) is not None}
+
+    def count_access(self, counts: dict[str, int]) -> None:
+        """Add recalls made by this process, which the store writes to Chroma in the background."""
+        with self._lock:
+            for memory_id, n in counts.items():
+                found = self._facts.get(memory_id)
+                if found is not None:
+                    self._facts[memory_id] = replace(found, access_count=found.access_count + n)
+
+
+__all__ = ["FactsIndex", "MemoryFacts"]

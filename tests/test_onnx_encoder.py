@@ -1,0 +1,186 @@
+"""The ONNX backend of the local embedder: same vectors as torch, cached export, clean fallbacks."""
+
+from __future__ import annotations
+
+import logging
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from hindsight_integrations.core import embeddings, onnx_encoder
+from hindsight_integrations.core.config import load_settings
+from hindsight_integrations.core.embeddings import LocalEmbedder, build_embedder
+from hindsight_integrations.core.errors import ConfigurationError
+
+TEXTS = [
+    "hi",
+    "Where did I park the car on Tuesday evening after the concert downtown?",
+    "",
+    "The quarterly report is due on Friday. " * 60,  # past max_seq_length: truncated
+    "x",
+    "Alice prefers green tea in the morning and coffee after lunch.",
+    "The build cache lives in /var/cache/build and is wiped every night at 02:00.",
+]
+
+
+@pytest.fixture(scope="module")
+def torch_embedder() -> LocalEmbedder:
+    return LocalEmbedder(backend="torch")
+
+
+@pytest.fixture(scope="module")
+def onnx_embedder(tmp_path_factory: pytest.TempPathFactory) -> LocalEmbedder:
+    """An ONNX embedder exported once for this module into its own cache directory."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(onnx_encoder, "_ENCODERS", {})
+        mp.setattr(onnx_encoder, "_FAILED", {})
+        model = LocalEmbedder(backend="onnx", batch_size=3, cache_dir=tmp_path_factory.mktemp("onnx-cache"))
+        assert model.backend_in_use == "onnx"
+    return model
+
+
+@pytest.fixture
+def fresh(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """No encoder loaded in this process yet and an empty cache directory: the next use exports."""
+    monkeypatch.setattr(onnx_encoder, "_ENCODERS", {})
+    monkeypatch.setattr(onnx_encoder, "_FAILED", {})
+    monkeypatch.setattr(onnx_encoder, "_private", None)
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("HINDSIGHT_CACHE_DIR", str(cache))
+    return cache
+
+
+def _max_diff(a: list[list[float]], b: list[list[float]]) -> float:
+    return float(np.abs(np.array(a) - np.array(b)).max())
+
+
+def test_single_texts_match_torch(onnx_embedder: LocalEmbedder, torch_embedder: LocalEmbedder) -> None:
+    for text in TEXTS:
+        assert _max_diff(onnx_embedder.embed([text]), torch_embedder.embed([text])) < 1e-5
+
+
+def test_batch_matches_torch_in_order(onnx_embedder: LocalEmbedder, torch_embedder: LocalEmbedder) -> None:
+    # batch_size=3 with very different lengths: several sorted batches, results back in input order
+    got = onnx_embedder.embed(TEXTS)
+    assert len(got) == len(TEXTS)
+    assert _max_diff(got, torch_embedder.embed(TEXTS)) < 1e-5
+    assert _max_diff(got, [onnx_embedder.embed([t])[0] for t in TEXTS]) < 1e-5
+    assert onnx_embedder.embed([]) == []
+
+
+def test_concurrent_queries_and_batches(onnx_embedder: LocalEmbedder, torch_embedder: LocalEmbedder) -> None:
+    """Both backends share one fast tokenizer; concurrent calls must not reconfigure it mid-call."""
+    texts = [t for t in TEXTS if len(t) < 200]
+    expected = np.array(torch_embedder.embed(texts))
+    errors: list[BaseException] = []
+
+    def work(model: LocalEmbedder, batch: bool) -> None:
+        try:
+            for i in range(4):
+                if batch:
+                    assert np.abs(np.array(model.embed(texts)) - expected).max() < 1e-5
+                else:
+                    k = i % len(texts)
+                    assert np.abs(np.array(model.embed([texts[k]])[0]) - expected[k]).max() < 1e-5
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(m, b)) for m in (onnx_embedder, torch_embedder) for b in (False, True)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
+
+
+def test_export_is_cached_on_disk(fresh: Path, embedder: LocalEmbedder, monkeypatch: pytest.MonkeyPatch) -> None:
+    exports: list[str] = []
+    real_export = onnx_encoder._export
+    monkeypatch.setattr(onnx_encoder, "_export", lambda model, file: (exports.append(file), real_export(model, file)))
+    model, path = embedder._load(), embedder._path
+
+    first = onnx_encoder.OnnxEncoder.from_model(model, path)
+    mtime = first.file.stat().st_mtime_ns
+    second = onnx_encoder.OnnxEncoder.from_model(model, path)  # a new encoder, as in another process
+
+    assert len(exports) == 1
+    assert second.file == first.file and first.file.parent == fresh / "onnx"
+    assert second.file.stat().st_mtime_ns == mtime
+    assert [p.name for p in (fresh / "onnx").iterdir()] == [first.file.name]  # no temporary left behind
+    assert _max_diff(first.encode(TEXTS[:2]), second.encode(TEXTS[:2])) == 0
+
+
+def test_cache_key_follows_the_model_files(tmp_path: Path) -> None:
+    (tmp_path / "model.safetensors").write_bytes(b"weights")
+    before = onnx_encoder.model_fingerprint(str(tmp_path))
+    assert onnx_encoder.model_fingerprint(str(tmp_path)) == before
+    (tmp_path / "model.safetensors").write_bytes(b"other weights")
+    assert onnx_encoder.model_fingerprint(str(tmp_path)) != before
+
+
+def test_unwritable_cache_dir_exports_to_a_private_dir(
+    fresh: Path, tmp_path: Path, torch_embedder: LocalEmbedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    blocker = tmp_path / "not-a-dir"
+    blocker.write_text("")
+    monkeypatch.setenv("HINDSIGHT_CACHE_DIR", str(blocker / "cache"))  # cannot be created, even by root
+    model = LocalEmbedder(backend="onnx")
+    assert _max_diff(model.embed(TEXTS[:3]), torch_embedder.embed(TEXTS[:3])) < 1e-5
+    assert onnx_encoder._private is not None
+    assert onnx_encoder._ENCODERS[model._path].file.parent == onnx_encoder._private
+
+
+def test_onnx_without_onnx_package_is_a_configuration_error(fresh: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "onnx", None)
+    with pytest.raises(ConfigurationError, match=r"onnx.*pip install 'hindsight-integrations\[local\]'"):
+        LocalEmbedder(backend="onnx").embed(["query"])
+
+
+def test_auto_without_onnx_package_falls_back_to_torch(
+    fresh: Path, torch_embedder: LocalEmbedder, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setitem(sys.modules, "onnx", None)
+    model = LocalEmbedder(backend="auto")
+    with caplog.at_level(logging.WARNING, logger=embeddings.__name__):
+        assert model.embed(["query"]) == torch_embedder.embed(["query"])
+        model.embed(["another query"])
+    assert model.backend_in_use == "torch"
+    assert model.name == "all-MiniLM-L6-v2"
+    warnings = [r for r in caplog.records if r.levelno == logging.WARNING]
+    assert len(warnings) == 1 and "using torch" in warnings[0].getMessage()
+
+
+@pytest.fixture
+def cls_pooled(embedder: LocalEmbedder, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    """A model the ONNX export does not cover (CLS pooling), registered as already loaded."""
+    from sentence_transformers import SentenceTransformer
+    from sentence_transformers.sentence_transformer.modules import Pooling
+
+    base = embedder._load()
+    model = SentenceTransformer(modules=[base[0], Pooling(embedder.dimension, pooling_mode="cls")], device="cpu")
+    path = str(tmp_path / "cls-model")
+    monkeypatch.setitem(embeddings._LOADED, (path, "cpu"), model)
+    return path
+
+
+def test_unsupported_model(fresh: Path, cls_pooled: str, caplog: pytest.LogCaptureFixture) -> None:
+    with pytest.raises(ConfigurationError, match="not mean tokens"):
+        LocalEmbedder(cls_pooled, backend="onnx").embed(["query"])
+    model = LocalEmbedder(cls_pooled, backend="auto")
+    with caplog.at_level(logging.WARNING, logger=embeddings.__name__):
+        assert len(model.embed(["query"])[0]) == model.dimension
+    assert model.backend_in_use == "torch"
+    assert any("not mean tokens" in r.getMessage() for r in caplog.records)
+
+
+def test_backend_setting(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HINDSIGHT_EMBEDDING_BACKEND", "torch")
+    model: Any = build_embedder(load_settings())
+    assert model.backend_in_use == "torch"
+    monkeypatch.setenv("HINDSIGHT_EMBEDDING_BACKEND", "tensorrt")
+    with pytest.raises(ConfigurationError, match="HINDSIGHT_EMBEDDING_BACKEND"):
+        load_settings()

@@ -1,0 +1,88 @@
+"""Recall ranks on in-memory facts and fetches only finalists: other writers must still win.
+
+Two engines on one store stand in for two server replicas. The reader never syncs on its
+own here (a one-hour sync interval), so whatever it gets right comes from the finalist
+re-check against Chroma, not from catching up.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from hindsight_integrations import MemoryEngine
+
+
+@pytest.fixture
+def reader(store_path: Path, embedder) -> MemoryEngine:
+    return MemoryEngine(store=store_path, embedder=embedder, llm=False, lexical_sync_seconds=3600)
+
+
+@pytest.fixture
+def writer(store_path: Path, embedder) -> MemoryEngine:
+    return MemoryEngine(store=store_path, embedder=embedder, llm=False)
+
+
+FACTS = [
+    "Invoice INV-4471 was paid on the second of March.",
+    "Invoice INV-4472 is still waiting for approval from finance.",
+    "Invoice INV-4473 was sent to the wrong address.",
+    "The finance team meets on Thursdays.",
+]
+
+
+def _stored(engine: MemoryEngine) -> list[str]:
+    return engine.store_memories(FACTS, namespace="inv", apply_filter=False, dedup=False).ids
+
+
+def test_memory_forgotten_by_another_process_is_not_returned(reader: MemoryEngine, writer: MemoryEngine) -> None:
+    ids = _stored(reader)
+    assert ids[0] in [h.record.id for h in reader.recall("INV-4471 paid", namespace="inv", top_k=3).hits]
+    writer.forget(ids[0], namespace="inv")
+    hits = reader.recall("INV-4471 paid", namespace="inv", top_k=3).hits
+    assert ids[0] not in [h.record.id for h in hits]
+    assert len(hits) == 3  # the next candidates took its place
+
+
+def test_memory_deleted_by_another_process_is_skipped(reader: MemoryEngine, writer: MemoryEngine) -> None:
+    ids = _stored(reader)
+    reader.recall("invoice", namespace="inv")
+    writer.chroma.delete(writer.chroma.namespace("inv"), [ids[1]])
+    hits = reader.recall("INV-4472 approval", namespace="inv", top_k=4).hits
+    assert ids[1] not in [h.record.id for h in hits] and len(hits) == 3
+
+
+def test_hits_carry_the_current_record_not_the_cached_facts(reader: MemoryEngine, writer: MemoryEngine) -> None:
+    ids = _stored(reader)
+    reader.recall("invoice", namespace="inv")
+    writer.update(ids[2], namespace="inv", importance=0.95)
+    hit = next(h for h in reader.recall("INV-4473 wrong address", namespace="inv", top_k=4).hits if h.record.id == ids[2])
+    assert hit.record.importance == pytest.approx(0.95)
+
+
+def test_memory_written_by_another_process_is_found_before_the_next_sync(reader: MemoryEngine, writer: MemoryEngine) -> None:
+    _stored(reader)
+    reader.recall("invoice", namespace="inv")
+    writer.store("Invoice INV-9001 covers the new laptops.", namespace="inv", apply_filter=False)
+    # Not in the reader's lexical index or facts yet; the vector search still finds it, and its
+    # metadata is read from Chroma because the facts do not know it.
+    hits = reader.recall("invoice for the new laptops", namespace="inv", top_k=3).hits
+    assert "Invoice INV-9001 covers the new laptops." in [h.record.content for h in hits]
+
+
+def test_own_recalls_count_towards_access_in_the_ranking(engine: MemoryEngine) -> None:
+    ids = _stored(engine)
+    state = engine.chroma.namespace("inv")
+    before = state.facts.lookup([ids[0]])[ids[0]].access_count
+    engine.recall("INV-4471", namespace="inv", top_k=1)
+    assert state.facts.lookup([ids[0]])[ids[0]].access_count == before + 1
+
+
+def test_user_metadata_filters_read_chroma_metadata(engine: MemoryEngine) -> None:
+    engine.store_memories(
+        [{"content": f, "metadata": {"team": "finance" if "finance" in f else "billing"}} for f in FACTS],
+        namespace="inv", apply_filter=False, dedup=False,
+    )
+    hits = engine.recall("invoice", namespace="inv", top_k=4, filters={"metadata": {"team": "billing"}}).hits
+    assert {h.record.metadata["team"] for h in hits} == {"billing"} and len(hits) == 2
