@@ -22,6 +22,11 @@ _CATEGORIES: dict[str, tuple[str, ...]] = {
     "frontend": ("react", "vue", "angular", "svelte", "next.js", "nextjs", "nuxt"),
 }
 
+# One alternation per category, compiled once: a write checks every category.
+_CATEGORY_PATTERNS = {
+    attribute: re.compile("|".join(rf"(?<![\w.]){re.escape(v)}(?![\w])" for v in values)) for attribute, values in _CATEGORIES.items()
+}
+
 _PATTERNS: list[tuple[re.Pattern[str], str, str]] = [
     (re.compile(r"\b(i|we) (now )?(live|am living|moved|relocated)( to| in)\b", re.I), "user", "location"),
     (re.compile(r"\b(i|we) (now )?(work|am working) (at|for)\b", re.I), "user", "employer"),
@@ -40,9 +45,8 @@ def detect_slot(content: str) -> str | None:
         if pattern.search(content):
             return f"{subject}:{attribute}"
     lowered = content.lower()
-    for attribute, values in _CATEGORIES.items():
-        hits = [v for v in values if re.search(rf"(?<![\w.]){re.escape(v)}(?![\w])", lowered)]
-        if hits and _about_project(lowered, attribute):
+    for attribute, pattern in _CATEGORY_PATTERNS.items():
+        if pattern.search(lowered) and _about_project(lowered, attribute):
             return f"project:{attribute}"
     match = _MY_X_IS.search(content)
     if match:

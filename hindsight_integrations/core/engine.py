@@ -12,6 +12,7 @@ import json
 import logging
 import threading
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -94,6 +95,9 @@ class NamespaceStats(BaseModel):
     tokens: int
     embedding_model: str
     sessions: int
+
+
+_RECALL_WORKERS = ThreadPoolExecutor(max_workers=4, thread_name_prefix="hindsight-recall")
 
 
 class MemoryEngine:
@@ -358,18 +362,21 @@ class MemoryEngine:
         state = self._state(ns)
         now = utcnow()
         self.chroma.refresh_indexes(state)
-        vector = embed_query(self.embedder, query, self._query_cache)
         pool = candidates or max(50, top_k * 4)
+        # The lexical side needs no query vector: it runs while the query is embedded.
+        lexical_side = _RECALL_WORKERS.submit(self._lexical_candidates, state, query, pool)
+        vector = embed_query(self.embedder, query, self._query_cache)
         where = filters.where(include_history=include_history, now=now)
         prefilter = filters.narrows() or include_history
         dense = dict(self.chroma.query(state, vector, n=pool if prefilter else 2 * pool, where=where if prefilter else None))
         search_windows = weights.window > 0 and state.facts.any_context
         windows = dict(self.chroma.query_windows(state, vector, n=pool)) if search_windows else {}
-        lexical = dict(state.lexical.search(query, pool))
+        lexical, lexical_vectors = lexical_side.result()
 
         def admit(ids: list[str], trusted: set[str]) -> list[Candidate]:
             kept = self._admissible(state, ids, trusted, filters, include_history=include_history, now=now)
-            vectors = self.chroma.vectors(state, [i for i in kept if i not in dense])
+            vectors = {i: lexical_vectors[i] for i in kept if i not in dense and i in lexical_vectors}
+            vectors |= self.chroma.vectors(state, [i for i in kept if i not in dense and i not in vectors])
             unscored_windows = [i for i, f in kept.items() if f.has_context and i not in windows] if search_windows else []
             window_vectors = self.chroma.window_vectors(state, unscored_windows)
             return [
@@ -401,6 +408,11 @@ class MemoryEngine:
             ]
         context = format_context([(h.record, text) for h, (_, text) in zip(hits, packed)])
         return RecallResult(query=query, hits=hits, context=context, tokens=self.tokens.count(context))
+
+    def _lexical_candidates(self, state: Any, query: str, pool: int) -> tuple[dict[str, float], dict[str, Sequence[float]]]:
+        """BM25 hits and their vectors (for the cosine of those the vector search misses)."""
+        lexical = dict(state.lexical.search(query, pool))
+        return lexical, self.chroma.vectors(state, list(lexical))
 
     def _admissible(
         self, state: Any, ids: list[str], trusted: set[str], filters: RecallFilters, *, include_history: bool, now: datetime
