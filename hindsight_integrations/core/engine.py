@@ -364,21 +364,22 @@ class MemoryEngine:
         self.chroma.refresh_indexes(state)
         pool = candidates or max(50, top_k * 4)
         # The lexical side needs no query vector: it runs while the query is embedded.
-        lexical_side = _RECALL_WORKERS.submit(self._lexical_candidates, state, query, pool)
+        search_windows = weights.window > 0 and state.facts.any_context
+        lexical_side = _RECALL_WORKERS.submit(self._lexical_candidates, state, query, pool, search_windows)
         vector = embed_query(self.embedder, query, self._query_cache)
         where = filters.where(include_history=include_history, now=now)
         prefilter = filters.narrows() or include_history
         dense = dict(self.chroma.query(state, vector, n=pool if prefilter else 2 * pool, where=where if prefilter else None))
-        search_windows = weights.window > 0 and state.facts.any_context
         windows = dict(self.chroma.query_windows(state, vector, n=pool)) if search_windows else {}
-        lexical, lexical_vectors = lexical_side.result()
+        lexical, lexical_vectors, lexical_windows = lexical_side.result()
 
         def admit(ids: list[str], trusted: set[str]) -> list[Candidate]:
             kept = self._admissible(state, ids, trusted, filters, include_history=include_history, now=now)
             vectors = {i: lexical_vectors[i] for i in kept if i not in dense and i in lexical_vectors}
             vectors |= self.chroma.vectors(state, [i for i in kept if i not in dense and i not in vectors])
-            unscored_windows = [i for i, f in kept.items() if f.has_context and i not in windows] if search_windows else []
-            window_vectors = self.chroma.window_vectors(state, unscored_windows)
+            unscored = [i for i, f in kept.items() if f.has_context and i not in windows] if search_windows else []
+            window_vectors = {i: lexical_windows[i] for i in unscored if i in lexical_windows}
+            window_vectors |= self.chroma.vectors(state, [i for i in unscored if i not in window_vectors], windows=True)
             return [
                 Candidate(id=i, facts=f, lexical_raw=lexical.get(i, 0.0), similarity=dense.get(i), vector=vectors.get(i),
                           window_similarity=windows.get(i), window_vector=window_vectors.get(i))
@@ -409,10 +410,14 @@ class MemoryEngine:
         context = format_context([(h.record, text) for h, (_, text) in zip(hits, packed)])
         return RecallResult(query=query, hits=hits, context=context, tokens=self.tokens.count(context))
 
-    def _lexical_candidates(self, state: Any, query: str, pool: int) -> tuple[dict[str, float], dict[str, Sequence[float]]]:
-        """BM25 hits and their vectors (for the cosine of those the vector search misses)."""
+    def _lexical_candidates(
+        self, state: Any, query: str, pool: int, with_windows: bool
+    ) -> tuple[dict[str, float], dict[str, Sequence[float]], dict[str, Sequence[float]]]:
+        """BM25 hits, with their own and window vectors for the cosines the vector searches miss."""
         lexical = dict(state.lexical.search(query, pool))
-        return lexical, self.chroma.vectors(state, list(lexical))
+        facts = state.facts.lookup(list(lexical)) if with_windows else {}
+        windows = self.chroma.vectors(state, [i for i, f in facts.items() if f.has_context], windows=True)
+        return lexical, self.chroma.vectors(state, list(lexical)), windows
 
     def _admissible(
         self, state: Any, ids: list[str], trusted: set[str], filters: RecallFilters, *, include_history: bool, now: datetime

@@ -346,18 +346,16 @@ class ChromaStore:
         got = state.collection.get(ids=list(ids), include=["metadatas"])
         return dict(zip(got["ids"], got["metadatas"]))
 
-    def vectors(self, state: _Namespace, ids: Sequence[str]) -> dict[str, Sequence[float]]:
-        """Records' own vectors by id (as Chroma returns them), for candidates the vector search did not score."""
+    def vectors(self, state: _Namespace, ids: Sequence[str], *, windows: bool = False) -> dict[str, Sequence[float]]:
+        """Own (or context-window) vectors by id, as Chroma returns them: for scoring candidates."""
         if not ids:
             return {}
-        got = state.collection.get(ids=list(ids), include=["embeddings"])
+        got = (state.windows if windows else state.collection).get(ids=list(ids), include=["embeddings"])
         return dict(zip(got["ids"], got["embeddings"]))
 
     def window_vectors(self, state: _Namespace, ids: Sequence[str]) -> dict[str, list[float]]:
-        if not ids:
-            return {}
-        got = state.windows.get(ids=list(ids), include=["embeddings"])
-        return {i: list(map(float, v)) for i, v in zip(got["ids"], got["embeddings"])}
+        """Window vectors as plain lists, for exports and the cold archive."""
+        return {i: list(map(float, v)) for i, v in self.vectors(state, ids, windows=True).items()}
 
     def query_windows(self, state: _Namespace, embedding: Sequence[float], *, n: int) -> list[tuple[str, float]]:
         """Nearest window vectors as (id, cosine similarity); unfiltered: callers filter on the records."""
