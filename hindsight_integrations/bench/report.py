@@ -21,6 +21,13 @@ def _pyplot() -> Any:
     return plt
 
 
+def _save(plt: Any, fig: Any, path: Path) -> None:
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
 def markdown_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
     def cell(value: Any) -> str:
         if isinstance(value, float):
@@ -81,10 +88,7 @@ def plot_locomo(result: dict[str, Any], path: Path) -> None:
     for bar, recall in zip(bars, recalls):
         ax2.annotate(f"recall {recall:.2f}", (bar.get_x() + bar.get_width() / 2, bar.get_height()), ha="center", va="bottom", fontsize=8)
     ax2.set_title("Context size vs evidence recall")
-    fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    _save(plt, fig, path)
 
 
 # -- scale ------------------------------------------------------------------------------------
@@ -124,10 +128,7 @@ def plot_scale(results: dict[str, Any], path: Path) -> None:
     ax.set_title("Recall latency")
     ax2.set_ylabel("memories per second")
     ax2.set_title("Batch store throughput vs the raw model")
-    fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    _save(plt, fig, path)
 
 
 # -- peers ------------------------------------------------------------------------------------
@@ -165,10 +166,7 @@ def plot_peers(result: dict[str, Any], path: Path) -> None:
     ax2.set_ylabel("retrieval latency, ms")
     ax2.set_title("Latency per question")
     ax2.legend(fontsize=8)
-    fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    _save(plt, fig, path)
 
 
 # -- grid -------------------------------------------------------------------------------------
@@ -196,7 +194,4 @@ def plot_grid(result: dict[str, Any], path: Path) -> None:
     ax.set_ylabel("evidence recall")
     ax.set_title(f"Grid: {len(result['rows'])} settings")
     ax.legend(fontsize=8)
-    fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    _save(plt, fig, path)

@@ -79,6 +79,19 @@ def percentile(values: Sequence[float], q: float) -> float:
     return float(np.percentile(np.asarray(values, dtype=np.float64), q)) if values else 0.0
 
 
+def _timed(totals: dict[str, float], label: str, fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``fn``, adding its wall time to ``totals[label]`` on every call."""
+
+    def run(*args: Any, **kwargs: Any) -> Any:
+        started = time.perf_counter()
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            totals[label] += time.perf_counter() - started
+
+    return run
+
+
 PARALLEL_STAGE = "BM25 + its hits' vectors (in parallel with the embedding)"
 
 
@@ -86,17 +99,6 @@ PARALLEL_STAGE = "BM25 + its hits' vectors (in parallel with the embedding)"
 def stage_timer(engine: MemoryEngine) -> Iterator[dict[str, float]]:
     """Accumulate the wall time of each step ``MemoryEngine.recall`` makes (patched, then restored)."""
     totals: dict[str, float] = defaultdict(float)
-
-    def wrap(label: str, fn: Callable[..., Any]) -> Callable[..., Any]:
-        def timed(*args: Any, **kwargs: Any) -> Any:
-            started = time.perf_counter()
-            try:
-                return fn(*args, **kwargs)
-            finally:
-                totals[label] += time.perf_counter() - started
-
-        return timed
-
     instance_patches = [
         (engine.chroma, "refresh_indexes", "index sync check (lexical + facts)"),
         (engine.chroma, "query", "dense ANN (Chroma query)"),
@@ -115,9 +117,9 @@ def stage_timer(engine: MemoryEngine) -> Iterator[dict[str, float]]:
     ]
     originals = {name: getattr(engine_module, name) for name, _ in module_patches}
     for obj, name, label in instance_patches:
-        setattr(obj, name, wrap(label, getattr(obj, name)))
+        setattr(obj, name, _timed(totals, label, getattr(obj, name)))
     for name, label in module_patches:
-        setattr(engine_module, name, wrap(label, originals[name]))
+        setattr(engine_module, name, _timed(totals, label, originals[name]))
     try:
         yield totals
     finally:
@@ -132,19 +134,8 @@ def store_stage_timer(engine: MemoryEngine) -> Iterator[dict[str, float]]:
     """Split store time into embedding and the Chroma write (HNSW insert + SQLite metadata)."""
     totals: dict[str, float] = defaultdict(float)
     originals = {"_embed": engine._embed, "add": engine.chroma.add}
-
-    def timed(label: str, fn: Callable[..., Any]) -> Callable[..., Any]:
-        def run(*args: Any, **kwargs: Any) -> Any:
-            started = time.perf_counter()
-            try:
-                return fn(*args, **kwargs)
-            finally:
-                totals[label] += time.perf_counter() - started
-
-        return run
-
-    engine._embed = timed("embedding (MiniLM)", originals["_embed"])  # type: ignore[method-assign]
-    engine.chroma.add = timed("chroma add (HNSW + SQLite)", originals["add"])  # type: ignore[method-assign]
+    engine._embed = _timed(totals, "embedding (MiniLM)", originals["_embed"])  # type: ignore[method-assign]
+    engine.chroma.add = _timed(totals, "chroma add (HNSW + SQLite)", originals["add"])  # type: ignore[method-assign]
     try:
         yield totals
     finally:
