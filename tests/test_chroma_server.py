@@ -55,3 +55,20 @@ def test_embedded_and_server_share_code_paths(server_url: str, tmp_path: Path, e
         engine.store_memories(["I prefer short answers.", "The deploy target is Kubernetes 1.29."], namespace="same")
         results.append([h.record.content for h in engine.recall("deploy target", namespace="same").hits])
     assert results[0] == results[1]
+
+
+def test_server_mode_rewrites_layout_1_records_on_update(server_url: str, embedder) -> None:
+    """Deleting the old keys relies on Chroma's update taking None values, over HTTP too."""
+    from hindsight_integrations.core.records import PACKED_KEY, MemoryRecord
+
+    engine = MemoryEngine(chroma_url=server_url, embedder=embedder, llm=False)
+    engine.store("The on-call rotation changes every Tuesday.", namespace="legacy")
+    legacy = MemoryRecord(namespace="legacy", content="My timezone is CET.", slot="user:timezone")
+    collection = engine.chroma.namespace("legacy").collection
+    old_meta = {k: v for k, v in legacy.flat_fields().items() if k != "content"}
+    collection.add(ids=[legacy.id], documents=[legacy.content], metadatas=[old_meta], embeddings=[embedder.embed([legacy.content])[0]])
+    assert engine.get(legacy.id, namespace="legacy").content == "My timezone is CET."
+    engine.update(legacy.id, namespace="legacy", content="I usually work from the Lisbon office.")
+    meta = collection.get(ids=[legacy.id], include=["metadatas"])["metadatas"][0]
+    assert PACKED_KEY in meta and "source_json" not in meta and "slot" not in meta
+    assert engine.get(legacy.id, namespace="legacy").content == "I usually work from the Lisbon office."

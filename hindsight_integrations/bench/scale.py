@@ -70,7 +70,7 @@ def _proc_status_mb(pid: int, field: str) -> float:
 def indexed_texts(items: Sequence[dict[str, Any]]) -> list[str]:
     """The text the engine embeds for each item (``core.indexing.body_text``)."""
     return [
-        body_text(i["content"], {"occurred_at": to_epoch(i["occurred_at"]), "entities_json": json.dumps(i.get("entities", []))})
+        body_text({"content": i["content"], "occurred_at": to_epoch(i["occurred_at"]), "entities_json": json.dumps(i.get("entities", []))})
         for i in items
     ]
 

@@ -22,10 +22,13 @@ _CATEGORIES: dict[str, tuple[str, ...]] = {
     "frontend": ("react", "vue", "angular", "svelte", "next.js", "nextjs", "nuxt"),
 }
 
-# One alternation per category, compiled once: a write checks every category.
-_CATEGORY_PATTERNS = {
-    attribute: re.compile("|".join(rf"(?<![\w.]){re.escape(v)}(?![\w])" for v in values)) for attribute, values in _CATEGORIES.items()
-}
+# One pass over the text finds every category (a named group each); the word-boundary checks
+# sit outside the alternation, so the scan stays cheap on every write.
+_CATEGORY_PATTERN = re.compile(
+    r"(?<![\w.])(?:"
+    + "|".join(f"(?P<{attribute}>{'|'.join(re.escape(v) for v in values)})" for attribute, values in _CATEGORIES.items())
+    + r")(?!\w)"
+)
 
 _PATTERNS: list[tuple[re.Pattern[str], str, str]] = [
     (re.compile(r"\b(i|we) (now )?(live|am living|moved|relocated)( to| in)\b", re.I), "user", "location"),
@@ -45,8 +48,9 @@ def detect_slot(content: str) -> str | None:
         if pattern.search(content):
             return f"{subject}:{attribute}"
     lowered = content.lower()
-    for attribute, pattern in _CATEGORY_PATTERNS.items():
-        if pattern.search(lowered) and _about_project(lowered, attribute):
+    named = {match.lastgroup for match in _CATEGORY_PATTERN.finditer(lowered)}
+    for attribute in _CATEGORIES:
+        if attribute in named and _about_project(lowered, attribute):
             return f"project:{attribute}"
     match = _MY_X_IS.search(content)
     if match:

@@ -169,9 +169,9 @@ class MemoryEngine:
     def _vectors(self, records: Sequence[MemoryRecord]) -> tuple[list[list[float]], dict[str, list[float]]]:
         """Embed records in one batch: each one's own text, plus a window vector where it has context."""
         time_aware = self.settings.time_aware_text
-        metas = [r.to_metadata() for r in records]
-        texts = [body_text(r.content, m, time_aware=time_aware) for r, m in zip(records, metas)]
-        windows = {r.id: w for r, m in zip(records, metas) if (w := window_text(r.content, m, time_aware=time_aware))}
+        flats = [r.flat_fields() for r in records]
+        texts = [body_text(f, time_aware=time_aware) for f in flats]
+        windows = {r.id: w for r, f in zip(records, flats) if (w := window_text(f, time_aware=time_aware))}
         vectors = self._embed(texts + list(windows.values()))
         return vectors[: len(texts)], dict(zip(windows, vectors[len(texts) :]))
 
@@ -437,7 +437,7 @@ class MemoryEngine:
         out: dict[str, MemoryFacts] = {}
         for memory_id in ids:
             meta = fetched.get(memory_id)
-            facts = known.get(memory_id) or (MemoryFacts.from_metadata(meta) if meta is not None else None)
+            facts = known.get(memory_id) or (MemoryFacts.from_fields(meta) if meta is not None else None)
             if facts is None:
                 continue  # deleted since it was indexed
             check = meta if meta is not None else facts
@@ -462,7 +462,7 @@ class MemoryEngine:
             records = {r.id: r for r, _ in self.chroma.get(state, [b.id for b in batch])}
             for entry in batch:
                 record = records.get(entry.id)
-                if record is not None and matches(record.to_metadata()):
+                if record is not None and matches(record.flat_fields()):
                     hits.append(entry.hit(record))
         return hits[:top_k]
 

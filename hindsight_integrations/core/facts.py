@@ -46,24 +46,25 @@ class MemoryFacts:
     has_context: bool
 
     @classmethod
-    def from_metadata(cls, meta: dict[str, Any]) -> "MemoryFacts":
+    def from_fields(cls, fields: dict[str, Any]) -> "MemoryFacts":
+        """From a record's flat view (``records.unpack``)."""
         return cls(
-            tier=sys.intern(str(meta.get("tier", ""))),
-            kind=sys.intern(str(meta.get("kind", ""))),
-            status=sys.intern(str(meta.get("status", ""))),
-            session_id=meta.get("session_id"),
-            agent_id=meta.get("agent_id"),
-            importance=float(meta.get("importance", 0.5)),
-            occurred_at=float(meta.get("occurred_at") or 0.0),
-            valid_until=float(meta.get("valid_until") or FAR_FUTURE),
-            expires_at=float(meta.get("expires_at") or FAR_FUTURE),
-            access_count=int(meta.get("access_count", 0)),
-            entities=tuple(json.loads(meta.get("entities_json") or "[]")),
-            has_context=bool(meta.get("context")),
+            tier=sys.intern(str(fields.get("tier", ""))),
+            kind=sys.intern(str(fields.get("kind", ""))),
+            status=sys.intern(str(fields.get("status", ""))),
+            session_id=fields.get("session_id"),
+            agent_id=fields.get("agent_id"),
+            importance=float(fields.get("importance", 0.5)),
+            occurred_at=float(fields.get("occurred_at") or 0.0),
+            valid_until=float(fields.get("valid_until") or FAR_FUTURE),
+            expires_at=float(fields.get("expires_at") or FAR_FUTURE),
+            access_count=int(fields.get("access_count", 0)),
+            entities=tuple(json.loads(fields.get("entities_json") or "[]")),
+            has_context=bool(fields.get("context")),
         )
 
     def get(self, key: str, default: Any = None) -> Any:
-        """The metadata value under ``key``, so ``RecallFilters.matches`` can read facts directly."""
+        """The metadata value under ``key``, so a ``RecallFilters.matcher`` check can read facts directly."""
         if key not in _FILTER_KEYS:
             raise KeyError(f"{key!r} is not kept in MemoryFacts; check the record's metadata instead")
         value = getattr(self, key)
@@ -87,8 +88,8 @@ class FactsIndex:
         return self._with_context > 0
 
     def upsert(self, items: Iterable[tuple[str, dict[str, Any]]]) -> None:
-        """Add or replace facts from ``(memory id, Chroma metadata)`` pairs."""
-        prepared = [(memory_id, MemoryFacts.from_metadata(meta)) for memory_id, meta in items]
+        """Add or replace facts from ``(memory id, flat view)`` pairs."""
+        prepared = [(memory_id, MemoryFacts.from_fields(fields)) for memory_id, fields in items]
         with self._lock:
             for memory_id, facts in prepared:
                 self._forget(memory_id)

@@ -18,28 +18,29 @@ def date_words(moment: datetime) -> str:
     return f"{moment.day} {moment.strftime('%B')} {moment.year}"
 
 
-def body_text(document: str | None, meta: dict[str, Any], *, time_aware: bool = True) -> str:
+def body_text(fields: dict[str, Any], *, time_aware: bool = True) -> str:
+    """The main indexed text of a memory, from its flat view (``records.unpack``/``flat_fields``)."""
     parts = []
-    occurred = meta.get("occurred_at")
-    text = document or ""
+    occurred = fields.get("occurred_at")
+    text = fields.get("content") or ""
     if time_aware and occurred:
         text = f"On {date_words(datetime.fromtimestamp(float(occurred), tz=timezone.utc))}, {text}"
     parts.append(text)
-    if meta.get("summary"):
-        parts.append(meta["summary"])
-    entities = meta.get("entities_json")
+    if fields.get("summary"):
+        parts.append(fields["summary"])
+    entities = fields.get("entities_json")
     if entities and entities != "[]":
         parts.append(" ".join(json.loads(entities)))
     return " ".join(parts)
 
 
-def context_text(meta: dict[str, Any]) -> str:
-    return meta.get("context") or ""
+def context_text(fields: dict[str, Any]) -> str:
+    return fields.get("context") or ""
 
 
-def window_text(document: str | None, meta: dict[str, Any], *, time_aware: bool = True) -> str | None:
+def window_text(fields: dict[str, Any], *, time_aware: bool = True) -> str | None:
     """The text of the second embedding: the memory inside its context. None without context."""
-    context = context_text(meta)
+    context = context_text(fields)
     if not context:
         return None
-    return f"{context}\n{body_text(document, meta, time_aware=time_aware)}"
+    return f"{context}\n{body_text(fields, time_aware=time_aware)}"

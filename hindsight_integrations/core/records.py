@@ -2,8 +2,18 @@
 
 A record is the unit every layer passes around: the engine returns it from recall, the MCP
 server serialises it, the integrations turn it into Documents or nodes. Chroma metadata
-only holds scalars (and flat lists), so times are stored as epoch seconds and free-form
-JSON as strings; ``to_metadata``/``from_chroma`` are the only two places that know this.
+only holds scalars, so times are stored as epoch seconds and free-form JSON as strings.
+
+Two views of a stored record exist. The *flat* view (``flat_fields``/``unpack``) has every
+field under its own key plus ``content``; indexing, facts and filters read it. The
+*stored* layout (``pack``) is what Chroma holds. Layout 2 (this version) keeps as separate
+keys only what ``where`` clauses filter on, the access counters (written on their own by
+the access recorder) and scalar user metadata (``m.<key>``, filterable); everything else,
+content included, travels in one JSON value and Chroma's document is left empty. Chroma
+writes one SQLite row per key plus a full-text index row per document, so layout 1 (every
+field its own key, content as the document) made a write cost ~40 % more. Layout-1
+records are still read (``unpack`` tells them apart per record) and are rewritten in
+layout 2 whenever they are updated.
 """
 
 from __future__ import annotations
@@ -18,6 +28,43 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 FAR_FUTURE = 32503680000.0  # 3000-01-01: "no expiry"/"still valid", so range filters need no nulls
+
+LAYOUT = 2
+PACKED_KEY = "record_json"
+# Stored as their own Chroma keys in layout 2: filtered on, or updated alone.
+_SEPARATE_KEYS = frozenset({
+    "tier", "kind", "status", "importance", "occurred_at", "updated_at", "valid_until", "expires_at",
+    "session_id", "agent_id", "slot", "request_id", "access_count", "last_accessed_at",
+})
+# Every key either layout writes (besides m.<key>): an update sets the ones a record no longer
+# has to None, which deletes them, because Chroma merges metadata on update.
+_ALL_KEYS = _SEPARATE_KEYS | {
+    PACKED_KEY, "namespace", "role", "token_count", "created_at", "valid_from", "source_json", "metadata_json",
+    "entities_json", "summary", "context", "superseded_by", "embedding_model", "embedding_dim",
+}
+
+
+def pack(flat: dict[str, Any]) -> dict[str, Any]:
+    """The flat view in Chroma's stored layout (2): separate keys, ``m.<key>``, one JSON value."""
+    meta: dict[str, Any] = {}
+    rest: dict[str, Any] = {}
+    for key, value in flat.items():
+        if key in _SEPARATE_KEYS or key.startswith("m."):
+            meta[key] = value
+        else:
+            rest[key] = value
+    meta[PACKED_KEY] = json.dumps(rest, ensure_ascii=False, separators=(",", ":"))
+    return meta
+
+
+def unpack(document: str | None, meta: dict[str, Any]) -> dict[str, Any]:
+    """The flat view of what Chroma returned for one record, in either layout."""
+    packed = meta.get(PACKED_KEY)
+    if packed is None:  # layout 1: every field its own key, content as the document
+        return {**meta, "content": document or ""}
+    flat = json.loads(packed)
+    flat.update((k, v) for k, v in meta.items() if k != PACKED_KEY)
+    return flat
 
 
 class Tier(str, Enum):
@@ -129,8 +176,18 @@ class MemoryRecord(BaseModel):
         return self.valid_until is None or self.valid_until > now
 
     def to_metadata(self) -> dict[str, Any]:
-        """Flatten into Chroma metadata (scalars only; None is not allowed there)."""
+        """Chroma metadata in the stored layout (no None values: Chroma's add refuses them)."""
+        return pack(self.flat_fields())
+
+    def to_update_metadata(self) -> dict[str, Any]:
+        """``to_metadata`` plus None for every other known key, so an update leaves no stale key behind."""
+        meta = self.to_metadata()
+        return {**dict.fromkeys(_ALL_KEYS - meta.keys()), **meta}
+
+    def flat_fields(self) -> dict[str, Any]:
+        """Every field under its own key as Chroma scalars (absent when None), plus ``content``."""
         meta: dict[str, Any] = {
+            "content": self.content,
             "namespace": self.namespace,
             "tier": self.tier.value,
             "kind": self.kind.value,
@@ -170,6 +227,10 @@ class MemoryRecord(BaseModel):
 
     @classmethod
     def from_chroma(cls, memory_id: str, document: str | None, meta: dict[str, Any]) -> "MemoryRecord":
+        return cls.from_flat(memory_id, unpack(document, meta))
+
+    @classmethod
+    def from_flat(cls, memory_id: str, meta: dict[str, Any]) -> "MemoryRecord":
         return cls(
             id=memory_id,
             namespace=meta["namespace"],
@@ -178,7 +239,7 @@ class MemoryRecord(BaseModel):
             tier=Tier(meta["tier"]),
             kind=Kind(meta["kind"]),
             role=Role(meta["role"]),
-            content=document or "",
+            content=meta.get("content") or "",
             summary=meta.get("summary"),
             context=meta.get("context"),
             entities=json.loads(meta.get("entities_json") or "[]"),

@@ -30,13 +30,14 @@ from typing import Any
 from urllib.parse import urlparse
 
 import chromadb
+import numpy as np
 from tenacity import RetryError, retry, stop_after_attempt, wait_exponential
 
 from .errors import EmbeddingModelMismatchError, StoreUnavailableError
 from .facts import FactsIndex
 from .indexing import body_text, context_text
 from .lexical import LexicalIndex
-from .records import MemoryRecord
+from .records import LAYOUT, MemoryRecord, pack, unpack
 
 COLLECTION_PREFIX = "hindsight_"
 WINDOW_PREFIX = "hindsightwin_"  # never matches COLLECTION_PREFIX, so never listed as a namespace
@@ -155,7 +156,9 @@ class ChromaStore:
         )
 
     def _collection_metadata(self, name: str) -> dict[str, Any]:
-        meta: dict[str, Any] = {"hindsight_namespace": name, "embedding_model": self.embedding_model, "schema": 1}
+        # "schema" is the record layout new collections start with; older collections may hold
+        # both layouts, which ``records.unpack`` tells apart per record.
+        meta: dict[str, Any] = {"hindsight_namespace": name, "embedding_model": self.embedding_model, "schema": LAYOUT}
         if self.embedding_dim:
             meta["embedding_dim"] = self.embedding_dim
         return meta
@@ -191,7 +194,7 @@ class ChromaStore:
     # -- derived indexes (lexical, facts) ----------------------------------------------------
     def _load_indexes(self, state: _Namespace) -> None:
         for got in self._pages(state.collection, include=["documents", "metadatas"]):
-            self._index(state, got["ids"], got["documents"], got["metadatas"])
+            self._index(state, got["ids"], _flat_views(got))
         state.lexical.rebuild()
         state.synced_at = time.monotonic()
 
@@ -201,7 +204,7 @@ class ChromaStore:
             return
         with state.lock:
             got = state.collection.get(where={"updated_at": {"$gt": state.watermark}}, include=["documents", "metadatas"])
-            self._index(state, got["ids"], got["documents"], got["metadatas"])
+            self._index(state, got["ids"], _flat_views(got))
             state.synced_at = time.monotonic()
 
     def refresh_indexes(self, state: _Namespace) -> None:
@@ -225,14 +228,12 @@ class ChromaStore:
     def _stale(self, state: _Namespace) -> bool:
         return time.monotonic() - state.synced_at >= self.lexical_sync_seconds
 
-    def _index(self, state: _Namespace, ids: Sequence[str], documents: Sequence[str | None], metas: Sequence[dict[str, Any]]) -> None:
+    def _index(self, state: _Namespace, ids: Sequence[str], flats: Sequence[dict[str, Any]]) -> None:
         if not ids:
             return
-        state.lexical.upsert(
-            (i, body_text(d, m, time_aware=self.time_aware), context_text(m)) for i, d, m in zip(ids, documents, metas)
-        )
-        state.facts.upsert(zip(ids, metas))
-        state.watermark = max(state.watermark, *(m.get("updated_at", 0.0) for m in metas))
+        state.lexical.upsert((i, body_text(f, time_aware=self.time_aware), context_text(f)) for i, f in zip(ids, flats))
+        state.facts.upsert(zip(ids, flats))
+        state.watermark = max(state.watermark, *(f.get("updated_at", 0.0) for f in flats))
 
     # -- records --------------------------------------------------------------------------
     def add(
@@ -246,16 +247,16 @@ class ChromaStore:
             return
         with state.lock:
             self._write_windows(state, window_embeddings)
-            ids, documents, metas = [r.id for r in records], [r.content for r in records], [r.to_metadata() for r in records]
+            ids, flats = [r.id for r in records], [r.flat_fields() for r in records]
+            metas = [pack(f) for f in flats]
             step = _max_batch(self.client)
             for start in range(0, len(records), step):
                 state.collection.add(
                     ids=ids[start : start + step],
-                    documents=documents[start : start + step],
                     metadatas=metas[start : start + step],
-                    embeddings=[list(e) for e in embeddings[start : start + step]],
+                    embeddings=_matrix(embeddings[start : start + step]),
                 )
-            self._index(state, ids, documents, metas)
+            self._index(state, ids, flats)
 
     def update(
         self,
@@ -269,12 +270,12 @@ class ChromaStore:
             return
         with state.lock:
             self._write_windows(state, window_embeddings)
-            kwargs: dict[str, Any] = {"ids": [r.id for r in records], "metadatas": [r.to_metadata() for r in records]}
-            if embeddings is not None:  # Chroma would try to re-embed documents given without vectors
-                kwargs["documents"] = [r.content for r in records]
-                kwargs["embeddings"] = [list(e) for e in embeddings]
+            ids = [r.id for r in records]
+            kwargs: dict[str, Any] = {"ids": ids, "metadatas": [r.to_update_metadata() for r in records]}
+            if embeddings is not None:
+                kwargs["embeddings"] = _matrix(embeddings)
             state.collection.update(**kwargs)
-            self._index(state, kwargs["ids"], [r.content for r in records], kwargs["metadatas"])
+            self._index(state, ids, [r.flat_fields() for r in records])
 
     def record_access(self, state: _Namespace, ids: Sequence[str], when: datetime) -> None:
         """Count a recall of ``ids``. Written in the background: a Chroma write costs more than a recall."""
@@ -287,7 +288,7 @@ class ChromaStore:
     @staticmethod
     def _write_windows(state: _Namespace, vectors: dict[str, Sequence[float]] | None) -> None:
         if vectors:
-            state.windows.upsert(ids=list(vectors), embeddings=[list(v) for v in vectors.values()])
+            state.windows.upsert(ids=list(vectors), embeddings=_matrix(list(vectors.values())))
 
     def delete(self, state: _Namespace, ids: Sequence[str]) -> None:
         """Hard delete (cold-storage archive and purge only; user-facing forget is soft)."""
@@ -340,11 +341,11 @@ class ChromaStore:
             offset += len(got["ids"])
 
     def metadata(self, state: _Namespace, ids: Sequence[str]) -> dict[str, dict[str, Any]]:
-        """Raw Chroma metadata by id (no documents, no parsing): for filtering candidates."""
+        """Flat views by id without content or a ``MemoryRecord`` (cheaper): for filtering candidates."""
         if not ids:
             return {}
         got = state.collection.get(ids=list(ids), include=["metadatas"])
-        return dict(zip(got["ids"], got["metadatas"]))
+        return {memory_id: unpack(None, meta) for memory_id, meta in zip(got["ids"], got["metadatas"])}
 
     def vectors(self, state: _Namespace, ids: Sequence[str], *, windows: bool = False) -> dict[str, Sequence[float]]:
         """Own (or context-window) vectors by id, as Chroma returns them: for scoring candidates."""
@@ -430,6 +431,15 @@ class _AccessRecorder:
 def _nearest(collection: Any, embedding: Sequence[float], *, n: int, where: dict[str, Any] | None) -> list[tuple[str, float]]:
     got = collection.query(query_embeddings=[list(embedding)], n_results=n, where=where, include=["distances"])
     return [(i, 1.0 - float(d)) for i, d in zip(got["ids"][0], got["distances"][0])]
+
+
+def _flat_views(got: dict[str, Any]) -> list[dict[str, Any]]:
+    return [unpack(d, m) for d, m in zip(got["documents"], got["metadatas"])]
+
+
+def _matrix(vectors: Sequence[Sequence[float]]) -> Any:
+    """One float32 array: Chroma converts each row of a list of lists on its own."""
+    return np.asarray(vectors, dtype=np.float32)
 
 
 def _max_batch(client: Any) -> int:
