@@ -58,6 +58,7 @@ def test_new_memories_keep_content_out_of_chroma_documents(engine: MemoryEngine)
     document, meta = _raw(engine, "lay", stored.id)
     assert document is None
     assert set(meta) - SEPARATE == {"m.team"}
+    assert "access_count" not in meta and "last_accessed_at" not in meta  # never recalled: packed
     assert engine.get(stored.id, namespace="lay") == stored
     assert engine.recall("staging cluster Kubernetes", namespace="lay", filters={"metadata": {"team": "infra"}}).hits[0].record.id == stored.id
 
@@ -94,3 +95,15 @@ def test_a_slot_cleared_by_an_edit_no_longer_supersedes(engine: MemoryEngine) ->
     engine.store("I live in Paris now.", namespace="slots")
     assert engine.get(moved.id, namespace="slots").status is Status.ACTIVE
     assert "slot" not in _raw(engine, "slots", moved.id)[1]
+
+
+def test_access_counts_survive_the_recorder_and_later_edits(engine: MemoryEngine) -> None:
+    stored = engine.store("The release train leaves every second Thursday.", namespace="acc").stored[0]
+    engine.recall("when does the release train leave", namespace="acc", top_k=1)
+    engine.chroma.flush_access()
+    assert _raw(engine, "acc", stored.id)[1]["access_count"] == 1  # written as its own key
+    after_recall = engine.get(stored.id, namespace="acc")
+    assert after_recall.access_count == 1 and after_recall.last_accessed_at is not None
+    engine.update(stored.id, namespace="acc", importance=0.9)
+    edited = engine.get(stored.id, namespace="acc")
+    assert (edited.access_count, edited.last_accessed_at, edited.importance) == (1, after_recall.last_accessed_at, 0.9)

@@ -20,25 +20,21 @@ _ACK = re.compile(
     r"lol|haha+|hmm+|alright|perfect|np|no problem|you'?re welcome|"
     r"你好|您好|谢谢|多谢|好的|好|嗯+|哈+|再见|收到|明白了?|行|可以)"
     r"[\s!.,?~。！，？]*(\s*(thanks?|thank you|again|there|!|:\)))*[\s!.,?~。！，？]*$",
-    re.IGNORECASE,
 )
-_THOUGHT = re.compile(r"^\s*(<think>|thought:|thinking:|let me think|reasoning:|chain of thought)", re.IGNORECASE)
+_THOUGHT = re.compile(r"^\s*(<think>|thought:|thinking:|let me think|reasoning:|chain of thought)")
 _CORRECTION = re.compile(
     r"\b(actually|correction|i meant|i mean|not .{1,40}? but|instead of|no longer|changed (it|that|to)|"
     r"switched (to|from)|turns out|scratch that|wrong|mistake|update:)\b|其实|更正|纠正|不是.{1,20}而是|改成|改为|搞错",
-    re.IGNORECASE,
 )
 _PREFERENCE = re.compile(
     r"\b(i (really )?(prefer|like|love|hate|dislike|enjoy|want|need|can'?t stand)|i don'?t (like|want)|"
     r"my favou?rite|please (always|never|use|don'?t|keep|make)|always|never|call me|i'?m allergic|i'?m vegetarian|"
     r"i'?m vegan)\b|喜欢|偏好|讨厌|不喜欢|希望|请(总是|一直|不要|用)|总是|从不",
-    re.IGNORECASE,
 )
 _CONSTRAINT = re.compile(
     r"\b(must|should not|shouldn'?t|do not|don'?t|required?|requirement|deadline|due|budget|limit|at most|"
     r"at least|no more than|maximum|minimum|before|by (monday|tuesday|wednesday|thursday|friday|saturday|sunday))\b|"
     r"必须|不要|不能|截止|预算|最多|至少",
-    re.IGNORECASE,
 )
 _CONTEXT = re.compile(
     r"\b(project|we use|we'?re using|our (team|stack|app|service|db|database|api|product|company|repo)|"
@@ -46,25 +42,21 @@ _CONTEXT = re.compile(
     r"i work (at|for|on|as)|my (name|job|role|company|team|email|address|phone|manager|order|account|birthday|"
     r"wife|husband|partner|son|daughter|dog|cat|city|home)|i live|i'?m (a|an) |i moved|we decided|decided to|"
     r"we'?ll go with|let'?s go with|plan is|order (number|#|no)|ticket|account)\b|项目|数据库|我们用|部署|我叫|我住在|我在.{0,10}工作",
-    re.IGNORECASE,
 )
 _EVENT = re.compile(
     r"\b(today|tomorrow|tonight|yesterday|next (week|month|year|monday|tuesday|wednesday|thursday|friday)|"
     r"this (week|weekend|month)|on (monday|tuesday|wednesday|thursday|friday|saturday|sunday)|meeting|appointment|"
     r"flight|trip|interview|birthday party|at \d{1,2}(:\d\d)?\s?(am|pm))\b|明天|今天|下周|会议|约了",
-    re.IGNORECASE,
 )
 _TRANSIENT_TOOL = re.compile(
     r"\b(weather|temperature|forecast|current time|time is|stock price|exchange rate|search results?|"
     r"news|traffic)\b",
-    re.IGNORECASE,
 )
-_STATE_TOOL = re.compile(r"\b(config|configuration|setting|version|installed|status|created|updated|saved|path|port|url|env)\b", re.IGNORECASE)
+_STATE_TOOL = re.compile(r"\b(config|configuration|setting|version|installed|status|created|updated|saved|path|port|url|env)\b")
 _DIGITS = re.compile(r"\d")
 _DECISION = re.compile(
     r"\b(we decided|decided to|decision|we'?ll go with|let'?s go with|the plan is|agreed|i'?ve (set|configured|created|"
     r"scheduled|booked|deployed|changed|updated)|is now (set|configured|scheduled)|todo|next step)\b|决定|计划是|已(设置|创建|安排)",
-    re.IGNORECASE,
 )
 
 
@@ -86,7 +78,7 @@ def _word_count(text: str) -> int:
 
 def assess(content: str, role: Role = Role.USER) -> WriteDecision:
     """Decide whether ``content`` is worth a long-term memory, as what kind, how important."""
-    text = content.strip()
+    text = content.strip().lower()  # the patterns are lower-case: one lower() beats IGNORECASE matching
     if _THOUGHT.search(text):
         return WriteDecision(False, Kind.TURN, 0.0, "chain-of-thought is never stored")
     if _ACK.match(text):
