@@ -61,12 +61,13 @@ def test_server_mode_rewrites_layout_1_records_on_update(server_url: str, embedd
     """Deleting the old keys relies on Chroma's update taking None values, over HTTP too."""
     from hindsight_integrations.core.records import PACKED_KEY, MemoryRecord
 
+    from .test_record_layout import _legacy_metadata
+
     engine = MemoryEngine(chroma_url=server_url, embedder=embedder, llm=False)
     engine.store("The on-call rotation changes every Tuesday.", namespace="legacy")
     legacy = MemoryRecord(namespace="legacy", content="My timezone is CET.", slot="user:timezone")
     collection = engine.chroma.namespace("legacy").collection
-    old_meta = {k: v for k, v in legacy.flat_fields().items() if k != "content"}
-    collection.add(ids=[legacy.id], documents=[legacy.content], metadatas=[old_meta], embeddings=[embedder.embed([legacy.content])[0]])
+    collection.add(ids=[legacy.id], documents=[legacy.content], metadatas=[_legacy_metadata(legacy)], embeddings=[embedder.embed([legacy.content])[0]])
     assert engine.get(legacy.id, namespace="legacy").content == "My timezone is CET."
     engine.update(legacy.id, namespace="legacy", content="I usually work from the Lisbon office.")
     meta = collection.get(ids=[legacy.id], include=["metadatas"])["metadatas"][0]

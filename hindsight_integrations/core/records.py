@@ -71,6 +71,12 @@ def unpack(document: str | None, meta: dict[str, Any]) -> dict[str, Any]:
     return flat
 
 
+def pack_for_update(flat: dict[str, Any]) -> dict[str, Any]:
+    """``pack`` plus None for every other known key, so an update leaves no stale key behind."""
+    meta = pack(flat)
+    return {**dict.fromkeys(_ALL_KEYS - meta.keys()), **meta}
+
+
 class Tier(str, Enum):
     WORKING = "working"
     EPISODIC = "episodic"
@@ -182,11 +188,6 @@ class MemoryRecord(BaseModel):
     def to_metadata(self) -> dict[str, Any]:
         """Chroma metadata in the stored layout (no None values: Chroma's add refuses them)."""
         return pack(self.flat_fields())
-
-    def to_update_metadata(self) -> dict[str, Any]:
-        """``to_metadata`` plus None for every other known key, so an update leaves no stale key behind."""
-        meta = self.to_metadata()
-        return {**dict.fromkeys(_ALL_KEYS - meta.keys()), **meta}
 
     def flat_fields(self) -> dict[str, Any]:
         """Every field under its own key as Chroma scalars (absent when None), plus ``content``."""

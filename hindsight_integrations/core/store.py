@@ -37,7 +37,7 @@ from .errors import EmbeddingModelMismatchError, StoreUnavailableError
 from .facts import FactsIndex
 from .indexing import body_text, context_text
 from .lexical import LexicalIndex
-from .records import LAYOUT, MemoryRecord, pack, unpack
+from .records import LAYOUT, MemoryRecord, pack, pack_for_update, unpack
 
 COLLECTION_PREFIX = "hindsight_"
 WINDOW_PREFIX = "hindsightwin_"  # never matches COLLECTION_PREFIX, so never listed as a namespace
@@ -270,12 +270,12 @@ class ChromaStore:
             return
         with state.lock:
             self._write_windows(state, window_embeddings)
-            ids = [r.id for r in records]
-            kwargs: dict[str, Any] = {"ids": ids, "metadatas": [r.to_update_metadata() for r in records]}
+            ids, flats = [r.id for r in records], [r.flat_fields() for r in records]
+            kwargs: dict[str, Any] = {"ids": ids, "metadatas": [pack_for_update(f) for f in flats]}
             if embeddings is not None:
                 kwargs["embeddings"] = _matrix(embeddings)
             state.collection.update(**kwargs)
-            self._index(state, ids, [r.flat_fields() for r in records])
+            self._index(state, ids, flats)
 
     def record_access(self, state: _Namespace, ids: Sequence[str], when: datetime) -> None:
         """Count a recall of ``ids``. Written in the background: a Chroma write costs more than a recall."""
