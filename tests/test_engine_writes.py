@@ -100,6 +100,22 @@ def test_time_bound_event_gets_expiry(engine: MemoryEngine) -> None:
     assert record.expires_at - record.occurred_at == timedelta(days=3)
 
 
+def test_unfiltered_writes_keep_what_the_caller_said(engine: MemoryEngine) -> None:
+    # With kind and importance given and no filtering asked for, the write filter is not run
+    # (bulk imports); what the caller left out is still classified by it.
+    given, turn, unclassified = engine.store_memories(
+        [
+            {"content": "I have a meeting with the design team tomorrow at 10am.", "kind": "fact", "importance": 0.3},
+            {"content": "I have a meeting with the design team tomorrow at 11am.", "kind": "turn", "importance": 0.3},
+            {"content": "I have a meeting with the design team tomorrow at noon.", "importance": 0.3},
+        ],
+        namespace="u1", apply_filter=False, dedup=False,
+    ).stored
+    assert (given.kind, given.importance, given.expires_at, given.tier) == (Kind.FACT, 0.3, None, Tier.EPISODIC)
+    assert turn.kind is Kind.EVENT  # a turn the filter would remember is kept as what it is
+    assert unclassified.kind is Kind.EVENT and unclassified.expires_at is not None
+
+
 def test_update_reembeds_and_reindexes(engine: MemoryEngine) -> None:
     record = engine.store("The release train leaves every second Tuesday.", namespace="u1").stored[0]
     engine.update(record.id, namespace="u1", content="The release train leaves every Thursday at noon, code XR-55.", importance=0.95)

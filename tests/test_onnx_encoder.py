@@ -72,6 +72,28 @@ def test_batch_matches_torch_in_order(onnx_embedder: LocalEmbedder, torch_embedd
     assert onnx_embedder.embed([]) == []
 
 
+def test_array_output_is_the_list_output(onnx_embedder: LocalEmbedder, torch_embedder: LocalEmbedder) -> None:
+    # Batch writes take the model's float32 array (embed_matrix); queries and users take lists.
+    for model in (onnx_embedder, torch_embedder):
+        array = model.embed_array(TEXTS)
+        assert array.dtype == np.float32 and array.shape == (len(TEXTS), 384)
+        assert _max_diff(array.tolist(), model.embed(TEXTS)) == 0
+        assert embeddings.embed_matrix(model, TEXTS[:1]).shape == (1, 384)
+
+
+def test_embed_matrix_takes_list_only_embedders() -> None:
+    class ListEmbedder:
+        name = "lists"
+        dimension = 3
+
+        def embed(self, texts: list[str]) -> list[list[float]]:
+            return [[float(len(t)), 0.5, 1.0] for t in texts]
+
+    got = embeddings.embed_matrix(ListEmbedder(), ["ab", "abcd"])
+    assert got.dtype == np.float32 and got.tolist() == [[2.0, 0.5, 1.0], [4.0, 0.5, 1.0]]
+    assert embeddings.embed_matrix(ListEmbedder(), []).shape[0] == 0
+
+
 def test_concurrent_queries_and_batches(onnx_embedder: LocalEmbedder, torch_embedder: LocalEmbedder) -> None:
     """Both backends share one fast tokenizer; concurrent calls must not reconfigure it mid-call."""
     texts = [t for t in TEXTS if len(t) < 200]

@@ -17,6 +17,8 @@ from collections.abc import Sequence
 from contextlib import nullcontext
 from typing import Any, Literal, Protocol, runtime_checkable
 
+import numpy as np
+
 from .errors import ConfigurationError
 
 logger = logging.getLogger(__name__)
@@ -26,7 +28,11 @@ EmbeddingBackend = Literal["auto", "onnx", "torch"]
 
 @runtime_checkable
 class Embedder(Protocol):
-    """Turns texts into vectors. ``dimension`` may load the model to find out."""
+    """Turns texts into vectors. ``dimension`` may load the model to find out.
+
+    An embedder may also offer ``embed_array(texts) -> numpy float32 array``; batch writes
+    then skip the round trip through Python lists (see ``embed_matrix``).
+    """
 
     name: str
 
@@ -65,6 +71,19 @@ def embed_query(embedder: Embedder, text: str, cache: _QueryCache | None = None)
     if cache is not None:
         cache.put(text, vector)
     return vector
+
+
+def embed_matrix(embedder: Embedder, texts: Sequence[str]) -> np.ndarray:
+    """Vectors for a batch as one float32 array, the form Chroma stores.
+
+    An embedder may offer ``embed_array`` (``LocalEmbedder`` does) to hand over its array
+    directly; for the rest, ``embed``'s lists are converted once here.
+    """
+    if not texts:
+        return np.empty((0, 0), dtype=np.float32)
+    as_array = getattr(embedder, "embed_array", None)
+    vectors = as_array(list(texts)) if as_array is not None else embedder.embed(list(texts))
+    return np.asarray(vectors, dtype=np.float32).reshape(len(texts), -1)
 
 
 def resolve_local_model(model: str) -> tuple[str, str]:
@@ -228,10 +247,14 @@ class LocalEmbedder:
         return int(getter())
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        return self.embed_array(texts).tolist() if texts else []
+
+    def embed_array(self, texts: Sequence[str]) -> np.ndarray:
+        """``embed`` as one float32 array, as the model returns it (no Python lists in between)."""
         if not texts:
-            return []
+            return np.empty((0, self.dimension), dtype=np.float32)
         if self._resolve() == "onnx":
-            return self._onnx.encode(texts, self._batch_size)
+            return self._onnx.encode_array(texts, self._batch_size)
         import torch
 
         model = self._load()
@@ -239,7 +262,7 @@ class LocalEmbedder:
             vectors = model.encode(
                 list(texts), batch_size=self._batch_size, normalize_embeddings=True, show_progress_bar=False
             )
-        return vectors.tolist()
+        return np.asarray(vectors, dtype=np.float32)
 
 
 class _ProbedDimension:

@@ -17,13 +17,14 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from pydantic import BaseModel, Field
 
 from .config import Settings, load_settings, validate_namespace
 from .compression import extractive_summary, transcript
 from .conflicts import detect_slot
 from .context import format_context, memory_line, pack_within_budget
-from .embeddings import Embedder, _QueryCache, build_embedder, embed_query
+from .embeddings import Embedder, _QueryCache, build_embedder, embed_matrix, embed_query
 from .errors import HindsightError, InvalidInputError, LLMError, MemoryNotFoundError
 from .facts import MemoryFacts
 from .filters import RecallFilters
@@ -33,9 +34,9 @@ from .lifecycle import MaintenanceReport, plan, read_cold, write_cold
 from .llm import LLMClient
 from .recall import Candidate, Ranked, RecallHit, RecallWeights, rank
 from .records import Kind, MemoryRecord, Role, Source, Status, Tier, utcnow
-from .store import ChromaStore, open_client
+from .store import ChromaStore, Vector, open_client
 from .tokens import counter_for
-from .write_filter import assess
+from .write_filter import WriteDecision, assess
 
 log = logging.getLogger("hindsight.engine")
 
@@ -163,10 +164,10 @@ class MemoryEngine:
         with self._locks_guard:
             return self._write_locks.setdefault(namespace, threading.Lock())
 
-    def _embed(self, texts: Sequence[str]) -> list[list[float]]:
-        return self.embedder.embed(list(texts)) if texts else []
+    def _embed(self, texts: Sequence[str]) -> np.ndarray:
+        return embed_matrix(self.embedder, texts)
 
-    def _vectors(self, records: Sequence[MemoryRecord]) -> tuple[list[list[float]], dict[str, list[float]]]:
+    def _vectors(self, records: Sequence[MemoryRecord]) -> tuple[np.ndarray, dict[str, np.ndarray]]:
         """Embed records in one batch: each one's own text, plus a window vector where it has context."""
         time_aware = self.settings.time_aware_text
         flats = [r.flat_fields() for r in records]
@@ -222,15 +223,15 @@ class MemoryEngine:
             result = StoreResult()
             records: list[MemoryRecord] = []
             for n, item in enumerate(items):
-                decision = assess(item.content, item.role)
-                if apply_filter and not decision.remember:
+                decision = assess(item.content, item.role) if _needs_assessment(item, apply_filter) else None
+                if decision is not None and apply_filter and not decision.remember:
                     result.skipped.append(SkippedMemory(index=n, content=item.content[:200], reason=decision.reason))
                     continue
                 records.append(self._new_record(ns, item, decision, now, request_id, request_hash, origin))
             if not records:
                 return result
             vectors, windows = self._vectors(records)
-            fresh: list[tuple[MemoryRecord, list[float]]] = []
+            fresh: list[tuple[MemoryRecord, np.ndarray]] = []
             for record, vector in zip(records, vectors):
                 existing = self._near_duplicate(state, record, vector) if dedup else None
                 if existing is not None:
@@ -252,15 +253,22 @@ class MemoryEngine:
             [{"content": content, **fields}], namespace=namespace, apply_filter=apply_filter, dedup=dedup, request_id=request_id
         )
 
-    def _new_record(self, ns: str, item: MemoryInput, decision: Any, now: datetime, request_id: str | None, request_hash: str | None, origin: str) -> MemoryRecord:
-        kind = item.kind or decision.kind
-        if kind is Kind.TURN and decision.remember:
-            kind = decision.kind
-        importance = item.importance if item.importance is not None else decision.importance
+    def _new_record(
+        self, ns: str, item: MemoryInput, decision: WriteDecision | None, now: datetime, request_id: str | None, request_hash: str | None, origin: str
+    ) -> MemoryRecord:
+        """``decision`` is None when the item needed no assessment (see ``_needs_assessment``)."""
+        if decision is None:
+            assert item.kind is not None and item.importance is not None
+            kind, importance, ttl = item.kind, item.importance, item.ttl_seconds
+        else:
+            kind = item.kind or decision.kind
+            if kind is Kind.TURN and decision.remember:
+                kind = decision.kind
+            importance = item.importance if item.importance is not None else decision.importance
+            ttl = item.ttl_seconds or (decision.ttl_seconds if item.kind is None else None)
         tier = item.tier or (
             Tier.SEMANTIC if kind in (Kind.PREFERENCE, Kind.CORRECTION) or (kind is Kind.FACT and importance >= 0.8) else Tier.EPISODIC
         )
-        ttl = item.ttl_seconds or (decision.ttl_seconds if item.kind is None else None)
         occurred = item.occurred_at or now
         metadata = dict(item.metadata)
         if request_hash:
@@ -291,7 +299,7 @@ class MemoryEngine:
             embedding_dim=self.chroma.embedding_dim,
         )
 
-    def _near_duplicate(self, state: Any, record: MemoryRecord, vector: list[float]) -> MemoryRecord | None:
+    def _near_duplicate(self, state: Any, record: MemoryRecord, vector: np.ndarray) -> MemoryRecord | None:
         if record.kind in (Kind.TURN, Kind.SUMMARY) or record.tier is Tier.WORKING:
             return None
         where = {"$and": [{"status": "active"}, {"tier": {"$in": ["episodic", "semantic"]}}]}
@@ -795,8 +803,8 @@ class MemoryEngine:
         ns = self._ns(namespace or data.get("namespace"))
         same_model = data.get("embedding_model") == self.embedder.name
         records: list[MemoryRecord] = []
-        vectors: list[list[float]] = []
-        windows: dict[str, list[float]] = {}
+        vectors: list[Vector] = []
+        windows: dict[str, Vector] = {}
         reembed: list[MemoryRecord] = []
         for n, item in enumerate(data.get("records", [])):
             try:
@@ -870,6 +878,14 @@ class MemoryEngine:
     def drop_namespace(self, namespace: str) -> None:
         """Delete a namespace and everything in it, for good."""
         self.chroma.drop_namespace(self._ns(namespace))
+
+
+def _needs_assessment(item: MemoryInput, apply_filter: bool) -> bool:
+    """The write filter's verdict is needed to skip chit-chat or to fill in what the caller left out.
+
+    Bulk imports that give every item's kind and importance, unfiltered, skip it (~20 µs a memory).
+    """
+    return apply_filter or item.kind in (None, Kind.TURN) or item.importance is None
 
 
 def _request_hash(items: Sequence[MemoryInput]) -> str:

@@ -251,14 +251,18 @@ class OnnxEncoder:
         return onnxruntime.InferenceSession(str(file), options, providers=["CPUExecutionProvider"])
 
     def encode(self, texts: Sequence[str], batch_size: int = 64) -> list[list[float]]:
+        return self.encode_array(texts, batch_size).tolist()
+
+    def encode_array(self, texts: Sequence[str], batch_size: int = 64) -> Any:
+        """The vectors as one float32 array of shape (len(texts), dimension)."""
         import numpy as np
 
         if not texts:
-            return []
+            return np.empty((0, 0), dtype=np.float32)
         if self._lower_case:  # older sentence-transformers lowercase before tokenizing
             texts = [t.lower() for t in texts]
         if len(texts) == 1:
-            return self._run(self._query, list(texts)).tolist()
+            return self._run(self._query, list(texts))
         # Longest first, as sentence-transformers does, so each batch pads to similar lengths.
         order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
         out: Any = None
@@ -268,7 +272,7 @@ class OnnxEncoder:
             if out is None:
                 out = np.empty((len(texts), vectors.shape[1]), dtype=vectors.dtype)
             out[chunk] = vectors
-        return out.tolist()
+        return out
 
     def _run(self, session: Any, texts: list[str]) -> Any:
         tokens = self._tokenizer(texts, padding=True, truncation=True, max_length=self._max_length, return_tensors="np")

@@ -39,6 +39,8 @@ from .indexing import body_text, context_text
 from .lexical import LexicalIndex
 from .records import LAYOUT, MemoryRecord, pack, pack_for_update, unpack
 
+Vector = Sequence[float] | np.ndarray  # a list of floats, or a row of an embedder's float32 array
+
 COLLECTION_PREFIX = "hindsight_"
 WINDOW_PREFIX = "hindsightwin_"  # never matches COLLECTION_PREFIX, so never listed as a namespace
 _PAGE = 2000
@@ -240,8 +242,8 @@ class ChromaStore:
         self,
         state: _Namespace,
         records: Sequence[MemoryRecord],
-        embeddings: Sequence[Sequence[float]],
-        window_embeddings: dict[str, Sequence[float]] | None = None,
+        embeddings: Sequence[Vector] | np.ndarray,
+        window_embeddings: dict[str, Vector] | None = None,
     ) -> None:
         if not records:
             return
@@ -262,8 +264,8 @@ class ChromaStore:
         self,
         state: _Namespace,
         records: Sequence[MemoryRecord],
-        embeddings: Sequence[Sequence[float]] | None = None,
-        window_embeddings: dict[str, Sequence[float]] | None = None,
+        embeddings: Sequence[Vector] | np.ndarray | None = None,
+        window_embeddings: dict[str, Vector] | None = None,
     ) -> None:
         """Write back changed records (content changes need new embeddings)."""
         if not records:
@@ -286,7 +288,7 @@ class ChromaStore:
         self._access.flush()
 
     @staticmethod
-    def _write_windows(state: _Namespace, vectors: dict[str, Sequence[float]] | None) -> None:
+    def _write_windows(state: _Namespace, vectors: dict[str, Vector] | None) -> None:
         if vectors:
             state.windows.upsert(ids=list(vectors), embeddings=_matrix(list(vectors.values())))
 
@@ -358,11 +360,11 @@ class ChromaStore:
         """Window vectors as plain lists, for exports and the cold archive."""
         return {i: list(map(float, v)) for i, v in self.vectors(state, ids, windows=True).items()}
 
-    def query_windows(self, state: _Namespace, embedding: Sequence[float], *, n: int) -> list[tuple[str, float]]:
+    def query_windows(self, state: _Namespace, embedding: Vector, *, n: int) -> list[tuple[str, float]]:
         """Nearest window vectors as (id, cosine similarity); unfiltered: callers filter on the records."""
         return _nearest(state.windows, embedding, n=n, where=None)
 
-    def query(self, state: _Namespace, embedding: Sequence[float], *, n: int, where: dict[str, Any] | None) -> list[tuple[str, float]]:
+    def query(self, state: _Namespace, embedding: Vector, *, n: int, where: dict[str, Any] | None) -> list[tuple[str, float]]:
         """Nearest neighbours as (id, cosine similarity)."""
         return _nearest(state.collection, embedding, n=n, where=where)
 
@@ -428,8 +430,8 @@ class _AccessRecorder:
         return bool(pending)
 
 
-def _nearest(collection: Any, embedding: Sequence[float], *, n: int, where: dict[str, Any] | None) -> list[tuple[str, float]]:
-    got = collection.query(query_embeddings=[list(embedding)], n_results=n, where=where, include=["distances"])
+def _nearest(collection: Any, embedding: Vector, *, n: int, where: dict[str, Any] | None) -> list[tuple[str, float]]:
+    got = collection.query(query_embeddings=_matrix([embedding]), n_results=n, where=where, include=["distances"])
     return [(i, 1.0 - float(d)) for i, d in zip(got["ids"][0], got["distances"][0])]
 
 
@@ -437,7 +439,7 @@ def _flat_views(got: dict[str, Any]) -> list[dict[str, Any]]:
     return [unpack(d, m) for d, m in zip(got["documents"], got["metadatas"])]
 
 
-def _matrix(vectors: Sequence[Sequence[float]]) -> Any:
+def _matrix(vectors: Sequence[Vector] | np.ndarray) -> np.ndarray:
     """One float32 array: Chroma converts each row of a list of lists on its own."""
     return np.asarray(vectors, dtype=np.float32)
 

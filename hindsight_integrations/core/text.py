@@ -7,6 +7,7 @@ import unicodedata
 
 _CJK_RUN = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]+")
 _WORD = re.compile(r"[^\W_]+(?:[-'._][^\W_]+)*", re.UNICODE)
+_JOINER = re.compile(r"[-'._]")
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 
 STOPWORDS = frozenset(
@@ -51,9 +52,9 @@ def _words(text: str) -> list[str]:
     out = []
     for word in _WORD.findall(text):
         out.append(word)
-        if any(sep in word for sep in "-'._"):
+        if not word.isalnum():  # joined by - ' . or _ (``_WORD``'s other characters are all alphanumeric)
             # "ORD-7731-KX" should match "ord", "7731" and the whole token.
-            out.extend(part for part in re.split(r"[-'._]", word) if part)
+            out.extend(part for part in _JOINER.split(word) if part)
     return out
 
 
