@@ -154,6 +154,17 @@ def test_bad_settings_fail_at_start_with_the_variable_named(overrides, needle: s
         load_settings(**overrides)
 
 
+def test_unknown_setting_arguments_are_refused(engine: MemoryEngine, tmp_path) -> None:
+    # A typo must not quietly fall back to the default store in the working directory.
+    with pytest.raises(ConfigurationError, match="'data_dir'"):
+        load_settings(data_dir=str(tmp_path))
+    with pytest.raises(ConfigurationError, match="did you mean 'chroma_url'"):
+        MemoryEngine(chroma_uri="http://127.0.0.1:1", embedder=engine.embedder, llm=False)
+    with pytest.raises(ConfigurationError, match="'dedup'"):
+        MemoryEngine(engine.settings, dedup=0.5, embedder=engine.embedder, llm=False)
+    assert not (tmp_path / "chroma.sqlite3").exists()
+
+
 def test_bad_environment_variable_is_named(monkeypatch) -> None:
     monkeypatch.setenv("HINDSIGHT_DEDUP_THRESHOLD", "lots")
     with pytest.raises(ConfigurationError, match="HINDSIGHT_DEDUP_THRESHOLD"):

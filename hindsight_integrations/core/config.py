@@ -9,6 +9,8 @@ start-up with a message saying which variable to change, not deep inside a reque
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
+from difflib import get_close_matches
 from pathlib import Path
 from typing import Literal
 
@@ -131,8 +133,25 @@ class Settings(BaseSettings):
         return self.cold_store or (self.store / "cold")
 
 
+def check_setting_names(names: Iterable[str]) -> None:
+    """Refuse keyword arguments that are not settings.
+
+    ``Settings`` ignores unknown *environment* variables (other tools share the prefix), but
+    an unknown argument is a typo: ``MemoryEngine(data_dir=...)`` must not quietly write to
+    the default store instead.
+    """
+    unknown = sorted(set(names) - set(Settings.model_fields))
+    if unknown:
+        hints = [f"{name!r} (did you mean {close[0]!r}?)" if (close := get_close_matches(name, Settings.model_fields, n=1)) else repr(name) for name in unknown]
+        raise ConfigurationError(
+            f"unknown setting {', '.join(hints)}; the settings are the fields of hindsight_integrations.Settings "
+            "(for example store, chroma_url, namespace, embedding_model)"
+        )
+
+
 def load_settings(**overrides: object) -> Settings:
     """Build settings from overrides + environment; turn validation errors into one clear message."""
+    check_setting_names(overrides)
     clean = {k: v for k, v in overrides.items() if v is not None}
     try:
         return Settings(**clean)

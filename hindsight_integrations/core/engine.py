@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, Field
 
-from .config import Settings, load_settings, validate_namespace
+from .config import Settings, check_setting_names, load_settings, validate_namespace
 from .compression import extractive_summary, transcript
 from .conflicts import detect_slot
 from .context import format_context, memory_line, pack_within_budget
@@ -127,6 +127,7 @@ class MemoryEngine:
         if settings is None:
             settings = load_settings(store=store, chroma_url=chroma_url, namespace=namespace, **overrides)
         elif store or chroma_url or namespace or overrides:
+            check_setting_names(overrides)
             settings = settings.model_copy(update={k: v for k, v in {"store": Path(store) if store else None, "chroma_url": chroma_url, "namespace": namespace, **overrides}.items() if v is not None})
         self.settings = settings
         self.embedder = embedder or build_embedder(settings, embedding_function)
