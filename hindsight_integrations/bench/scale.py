@@ -103,7 +103,7 @@ def stage_timer(engine: MemoryEngine) -> Iterator[dict[str, float]]:
         (engine.chroma, "refresh_indexes", "index sync check (lexical + facts)"),
         (engine.chroma, "query", "dense ANN (Chroma query)"),
         (engine.chroma, "query_windows", "window ANN (Chroma query)"),
-        (engine.chroma, "get", "fetch finalists (Chroma get + parse)"),
+        (engine.chroma, "flat_views", "fetch finalists (Chroma get)"),
         (engine.chroma, "metadata", "candidate metadata (facts not cached)"),
         (engine.chroma, "window_vectors", "fetch window vectors"),
         (engine.chroma, "record_access", "record access (queued)"),

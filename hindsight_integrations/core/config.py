@@ -86,6 +86,9 @@ class Settings(BaseSettings):
     lexical_sync_seconds: float = Field(1.0, ge=0)
     # How often recall's access counts are written to Chroma (a write slows concurrent recalls).
     access_flush_seconds: float = Field(10.0, gt=0)
+    # Keep a float16 copy of every vector in memory (768 bytes a memory at 384 dimensions) so
+    # recall scores lexical hits without a Chroma request; off trades that latency for memory.
+    copy_vectors: bool = True
 
     # Upkeep.
     cold_store: Path | None = None

@@ -148,6 +148,7 @@ class MemoryEngine:
             lexical_sync_seconds=settings.lexical_sync_seconds,
             access_flush_seconds=settings.access_flush_seconds,
             time_aware=settings.time_aware_text,
+            copy_vectors=settings.copy_vectors,
         )
         self.tokens = counter_for(settings.tokenizer)
         self._query_cache = _QueryCache()
@@ -468,11 +469,11 @@ class MemoryEngine:
         while len(hits) < top_k and position < len(ranked):
             batch = ranked[position : position + top_k - len(hits) + 2]
             position += len(batch)
-            records = {r.id: r for r, _ in self.chroma.get(state, [b.id for b in batch])}
+            current = self.chroma.flat_views(state, [b.id for b in batch])
             for entry in batch:
-                record = records.get(entry.id)
-                if record is not None and matches(record.flat_fields()):
-                    hits.append(entry.hit(record))
+                flat = current.get(entry.id)
+                if flat is not None and matches(flat):
+                    hits.append(entry.hit(MemoryRecord.from_flat(entry.id, flat)))
         return hits[:top_k]
 
     def _check_top_k(self, top_k: Any) -> int:

@@ -7,8 +7,10 @@ definition here so they cannot drift apart.
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable
 from datetime import datetime
+from functools import partial
 from typing import Any, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -87,28 +89,37 @@ class RecallFilters(BaseModel):
 
         Compiled once per recall: the clauses are the same for every candidate.
         """
-        clauses = self.clauses(include_history=include_history, now=now)
-        return lambda meta: all(_match(clause, meta) for clause in clauses)
+        tests = [_compile(clause) for clause in self.clauses(include_history=include_history, now=now)]
+
+        def matches(meta: _Readable) -> bool:
+            for key, test in tests:
+                value = meta.get(key)
+                if value is None or not test(value):
+                    return False
+            return True
+
+        return matches
 
 
 def _in(key: str, values: list[str]) -> dict[str, Any]:
     return {key: values[0]} if len(values) == 1 else {key: {"$in": values}}
 
 
-def _match(clause: dict[str, Any], meta: _Readable) -> bool:
+_OPERATORS: dict[str, Callable[[Any, Any], bool]] = {
+    "$in": lambda value, operand: value in operand,
+    "$gt": operator.gt,
+    "$gte": operator.ge,
+    "$lte": operator.le,
+}
+
+
+def _compile(clause: dict[str, Any]) -> tuple[str, Callable[[Any], bool]]:
+    """One ``where`` clause as (key, test of a present value); an absent key never matches."""
     ((key, condition),) = clause.items()
-    value = meta.get(key)
     if not isinstance(condition, dict):
-        return value == condition
+        return key, partial(operator.eq, condition)
     ((op, operand),) = condition.items()
-    if value is None:
-        return False
-    if op == "$in":
-        return value in operand
-    if op == "$gt":
-        return value > operand
-    if op == "$gte":
-        return value >= operand
-    if op == "$lte":
-        return value <= operand
-    raise ValueError(f"unsupported filter operator {op}")
+    if op not in _OPERATORS:
+        raise ValueError(f"unsupported filter operator {op}")
+    compare = _OPERATORS[op]
+    return key, lambda value: compare(value, operand)

@@ -121,8 +121,8 @@ def _known_or_cosine(known: list[float | None], vectors: list[Sequence[float] | 
 def named_entity(query: str, candidates: Sequence[Candidate]) -> str | None:
     """The single candidate entity (e.g. a speaker's name) the query mentions, if exactly one."""
     lowered = query.lower()
-    names = {e for c in candidates for e in c.facts.entities}
-    mentioned = {e for e in names if e and re.search(rf"(?<!\w){re.escape(e.lower())}(?!\w)", lowered)}
+    names = {e for c in candidates for e in c.facts.entities if e and e.lower() in lowered}  # cheap test first
+    mentioned = {e for e in names if re.search(rf"(?<!\w){re.escape(e.lower())}(?!\w)", lowered)}
     return mentioned.pop() if len(mentioned) == 1 else None
 
 
@@ -154,19 +154,20 @@ def rank(
     matched = raw_lexical > 0
     lexical[matched] = _minmax(raw_lexical[matched]) if matched.sum() > 1 else 1.0
     share = (weights.dense + weights.lexical) or 1.0
-    relevance = (weights.dense * dense + weights.lexical * lexical) / share
+    relevance = ((weights.dense * dense + weights.lexical * lexical) / share).astype(np.float64)
+    facts = [c.facts for c in candidates]
     entity = named_entity(query, candidates) if weights.entity_boost else None
+    if entity:  # a bonus for the named one, kept within [0, 1]
+        relevance[[entity not in f.entities for f in facts]] /= 1 + weights.entity_boost
     now_epoch = to_epoch(now) or 0.0
-    hits = []
-    for n, c in enumerate(candidates):
-        rel = float(relevance[n])
-        facts = c.facts
-        if entity and entity not in facts.entities:  # a bonus for the named one, kept within [0, 1]
-            rel /= 1 + weights.entity_boost
-        hours = max(0.0, (now_epoch - (facts.occurred_at or now_epoch)) / 3600.0)
-        recency = math.exp(-weights.recency_lambda * hours)
-        access = min(1.0, math.log1p(facts.access_count) / math.log1p(weights.access_saturation))
-        score = weights.similarity * rel + weights.recency * recency + weights.importance * facts.importance + weights.access * access
-        hits.append(Ranked(id=c.id, score=score, relevance=rel, similarity=float(similarity[n]), lexical=float(lexical[n]), recency=recency))
-    hits.sort(key=lambda h: h.score, reverse=True)
-    return hits
+    occurred = np.array([f.occurred_at or now_epoch for f in facts], dtype=np.float64)
+    recency = np.exp(-weights.recency_lambda * np.maximum(0.0, (now_epoch - occurred) / 3600.0))
+    access = np.minimum(1.0, np.log1p(np.array([f.access_count for f in facts], dtype=np.float64)) / math.log1p(weights.access_saturation))
+    importance = np.array([f.importance for f in facts], dtype=np.float64)
+    score = weights.similarity * relevance + weights.recency * recency + weights.importance * importance + weights.access * access
+    order = np.argsort(-score, kind="stable").tolist()  # ties keep candidate order
+    scores, rels, sims, lexs, recs = score.tolist(), relevance.tolist(), similarity.tolist(), lexical.tolist(), recency.tolist()
+    return [
+        Ranked(id=candidates[n].id, score=scores[n], relevance=rels[n], similarity=sims[n], lexical=lexs[n], recency=recs[n])
+        for n in order
+    ]

@@ -5,9 +5,10 @@ every code path below ``open_client``. Each collection records the embedding mod
 and dimension in its metadata; opening it with another model raises
 ``EmbeddingModelMismatchError`` instead of mixing vector spaces.
 
-Two indexes are derived data, kept per namespace in this process: the lexical (BM25) index
-and the facts recall filters and ranks on (``facts.py``). Both are filled from Chroma when a
-namespace is first opened in this process, updated on our own writes, and caught up with
+Three indexes are derived data, kept per namespace in this process: the lexical (BM25) index,
+the facts recall filters and ranks on (``facts.py``) and, unless turned off, a float16 copy
+of the vectors recall scores candidates with (``vector_copy.py``). All are filled from Chroma
+when a namespace is first opened in this process, updated on our own writes, and caught up with
 other writers' changes by an ``updated_at`` watermark query once they are older than
 ``lexical_sync_seconds``. Recall starts that query in the background rather than waiting
 for it: it is a metadata scan (~15 ms at 100k memories), and what it brings is only other
@@ -38,6 +39,7 @@ from .facts import FactsIndex
 from .indexing import body_text, context_text
 from .lexical import LexicalIndex
 from .records import LAYOUT, MemoryRecord, pack, pack_for_update, unpack
+from .vector_copy import VectorCopy
 
 Vector = Sequence[float] | np.ndarray  # a list of floats, or a row of an embedder's float32 array
 
@@ -100,6 +102,8 @@ class _Namespace:
     windows: Any  # the "window" vectors of memories that have a context (see indexing.py)
     lexical: LexicalIndex = field(default_factory=LexicalIndex)
     facts: FactsIndex = field(default_factory=FactsIndex)
+    vector_copy: VectorCopy | None = None  # None when the store keeps no copy
+    window_copy: VectorCopy | None = None
     watermark: float = 0.0
     synced_at: float = 0.0
     syncing: bool = False
@@ -118,8 +122,10 @@ class ChromaStore:
         lexical_sync_seconds: float = 1.0,
         access_flush_seconds: float = 10.0,
         time_aware: bool = True,
+        copy_vectors: bool = True,
     ) -> None:
         self.client = client
+        self.copy_vectors = copy_vectors
         self.time_aware = time_aware
         self.embedding_model = embedding_model
         self.embedding_dim = embedding_dim
@@ -145,6 +151,8 @@ class ChromaStore:
                 raise StoreUnavailableError(f"could not open namespace {name!r}: {exc}") from exc
             self._check_model(name, collection.metadata or {})
             state = _Namespace(collection=collection, windows=windows)
+            if self.copy_vectors:
+                state.vector_copy, state.window_copy = VectorCopy(), VectorCopy()
             self._load_indexes(state)
             self._namespaces[name] = state
             return state
@@ -193,20 +201,37 @@ class ChromaStore:
                 except Exception:  # already gone
                     pass
 
-    # -- derived indexes (lexical, facts) ----------------------------------------------------
+    # -- derived indexes (lexical, facts, vector copies) ------------------------------------
     def _load_indexes(self, state: _Namespace) -> None:
-        for got in self._pages(state.collection, include=["documents", "metadatas"]):
+        for got in self._pages(state.collection, include=self._index_fields(state)):
             self._index(state, got["ids"], _flat_views(got))
+            self._copy(state.vector_copy, got)
+        if state.window_copy is not None:
+            for got in self._pages(state.windows, include=["embeddings"]):
+                self._copy(state.window_copy, got)
         state.lexical.rebuild()
         state.synced_at = time.monotonic()
+
+    @staticmethod
+    def _index_fields(state: _Namespace) -> list[str]:
+        return ["documents", "metadatas"] + (["embeddings"] if state.vector_copy is not None else [])
+
+    @staticmethod
+    def _copy(copy: VectorCopy | None, got: dict[str, Any]) -> None:
+        if copy is not None and got["ids"]:
+            copy.upsert(got["ids"], got["embeddings"])
 
     def sync_indexes(self, state: _Namespace, *, force: bool = False) -> None:
         """Catch up with writes made by other processes since our watermark, now."""
         if not force and not self._stale(state):
             return
         with state.lock:
-            got = state.collection.get(where={"updated_at": {"$gt": state.watermark}}, include=["documents", "metadatas"])
-            self._index(state, got["ids"], _flat_views(got))
+            got = state.collection.get(where={"updated_at": {"$gt": state.watermark}}, include=self._index_fields(state))
+            flats = _flat_views(got)
+            self._index(state, got["ids"], flats)
+            self._copy(state.vector_copy, got)
+            if state.window_copy is not None and (framed := [i for i, f in zip(got["ids"], flats) if f.get("context")]):
+                self._copy(state.window_copy, state.windows.get(ids=framed, include=["embeddings"]))
             state.synced_at = time.monotonic()
 
     def refresh_indexes(self, state: _Namespace) -> None:
@@ -259,6 +284,8 @@ class ChromaStore:
                     embeddings=_matrix(embeddings[start : start + step]),
                 )
             self._index(state, ids, flats)
+            if state.vector_copy is not None:
+                state.vector_copy.upsert(ids, embeddings)
 
     def update(
         self,
@@ -278,6 +305,8 @@ class ChromaStore:
                 kwargs["embeddings"] = _matrix(embeddings)
             state.collection.update(**kwargs)
             self._index(state, ids, flats)
+            if embeddings is not None and state.vector_copy is not None:
+                state.vector_copy.upsert(ids, embeddings)
 
     def record_access(self, state: _Namespace, ids: Sequence[str], when: datetime) -> None:
         """Count a recall of ``ids``. Written in the background: a Chroma write costs more than a recall."""
@@ -290,7 +319,10 @@ class ChromaStore:
     @staticmethod
     def _write_windows(state: _Namespace, vectors: dict[str, Vector] | None) -> None:
         if vectors:
-            state.windows.upsert(ids=list(vectors), embeddings=_matrix(list(vectors.values())))
+            matrix = _matrix(list(vectors.values()))
+            state.windows.upsert(ids=list(vectors), embeddings=matrix)
+            if state.window_copy is not None:
+                state.window_copy.upsert(list(vectors), matrix)
 
     def delete(self, state: _Namespace, ids: Sequence[str]) -> None:
         """Hard delete (cold-storage archive and purge only; user-facing forget is soft)."""
@@ -300,6 +332,9 @@ class ChromaStore:
                 state.windows.delete(ids=list(ids))
                 state.lexical.remove(ids)
                 state.facts.remove(ids)
+                for copy in (state.vector_copy, state.window_copy):
+                    if copy is not None:
+                        copy.remove(ids)
 
     def get(self, state: _Namespace, ids: Sequence[str], *, include_embeddings: bool = False) -> list[tuple[MemoryRecord, list[float] | None]]:
         if not ids:
@@ -342,23 +377,42 @@ class ChromaStore:
             yield got
             offset += len(got["ids"])
 
+    def flat_views(self, state: _Namespace, ids: Sequence[str]) -> dict[str, dict[str, Any]]:
+        """Current flat views by id, content included: to check before building ``MemoryRecord``s."""
+        return self._read_flat(state, ids, with_content=True)
+
     def metadata(self, state: _Namespace, ids: Sequence[str]) -> dict[str, dict[str, Any]]:
-        """Flat views by id without content or a ``MemoryRecord`` (cheaper): for filtering candidates."""
+        """Flat views by id without content (cheaper): for filtering candidates."""
+        return self._read_flat(state, ids, with_content=False)
+
+    @staticmethod
+    def _read_flat(state: _Namespace, ids: Sequence[str], *, with_content: bool) -> dict[str, dict[str, Any]]:
         if not ids:
             return {}
-        got = state.collection.get(ids=list(ids), include=["metadatas"])
-        return {memory_id: unpack(None, meta) for memory_id, meta in zip(got["ids"], got["metadatas"])}
+        got = state.collection.get(ids=list(ids), include=["documents", "metadatas"] if with_content else ["metadatas"])
+        documents = got["documents"] if with_content else [None] * len(got["ids"])
+        return {memory_id: unpack(document, meta) for memory_id, document, meta in zip(got["ids"], documents, got["metadatas"])}
 
     def vectors(self, state: _Namespace, ids: Sequence[str], *, windows: bool = False) -> dict[str, Sequence[float]]:
-        """Own (or context-window) vectors by id, as Chroma returns them: for scoring candidates."""
+        """Own (or context-window) vectors by id, for scoring candidates: from the copy, else from Chroma."""
         if not ids:
             return {}
-        got = (state.windows if windows else state.collection).get(ids=list(ids), include=["embeddings"])
-        return dict(zip(got["ids"], got["embeddings"]))
+        copy = state.window_copy if windows else state.vector_copy
+        found: dict[str, Sequence[float]] = dict(copy.lookup(ids)) if copy is not None else {}
+        missing = [i for i in ids if i not in found]
+        if missing:
+            got = (state.windows if windows else state.collection).get(ids=missing, include=["embeddings"])
+            if copy is not None and got["ids"]:
+                copy.fill(got["ids"], got["embeddings"])
+            found.update(zip(got["ids"], got["embeddings"]))
+        return found
 
     def window_vectors(self, state: _Namespace, ids: Sequence[str]) -> dict[str, list[float]]:
-        """Window vectors as plain lists, for exports and the cold archive."""
-        return {i: list(map(float, v)) for i, v in self.vectors(state, ids, windows=True).items()}
+        """Window vectors as plain lists, exactly as Chroma holds them: for exports and the cold archive."""
+        if not ids:
+            return {}
+        got = state.windows.get(ids=list(ids), include=["embeddings"])
+        return {i: list(map(float, v)) for i, v in zip(got["ids"], got["embeddings"])}
 
     def query_windows(self, state: _Namespace, embedding: Vector, *, n: int) -> list[tuple[str, float]]:
         """Nearest window vectors as (id, cosine similarity); unfiltered: callers filter on the records."""

@@ -1,0 +1,171 @@
+"""The in-memory vector copy: recall scores from it, and it stays what Chroma holds.
+
+Recall with the copy must rank exactly as recall that reads every vector from Chroma, on
+the same store; the copy must follow this process's writes and deletes and catch up with
+other processes' writes, and a process opening a namespace must copy what is there.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from hindsight_integrations import MemoryEngine
+from hindsight_integrations.core.config import load_settings
+from hindsight_integrations.core.vector_copy import VectorCopy
+
+NS = "copy"
+MEMORIES = [
+    {"content": "Invoice INV-4471 was paid on the second of March.", "context": "Finance asked about March payments."},
+    {"content": "Invoice INV-4472 is still waiting for approval.", "context": "The approver is on leave until Monday."},
+    {"content": "The finance team meets on Thursdays.", "context": None},
+    {"content": "Maria prefers green tea in the afternoon.", "context": "We talked about the office kitchen."},
+    {"content": "The staging server runs Postgres 16.", "context": "Infrastructure review, week 12."},
+    {"content": "Order 88-1207 shipped to Lisbon by courier.", "context": None},
+]
+QUERIES = ["INV-4472 approval", "what does Maria drink", "which database version on staging", "order to Lisbon", "finance meeting day"]
+
+
+def _store(engine: MemoryEngine, items: list[dict[str, Any]] = MEMORIES) -> list[str]:
+    payload = [{k: v for k, v in m.items() if v is not None} for m in items]
+    return engine.store_memories(payload, namespace=NS, apply_filter=False, dedup=False).ids
+
+
+def _chroma_vectors(engine: MemoryEngine, ids: list[str], *, windows: bool = False) -> dict[str, np.ndarray]:
+    state = engine.chroma.namespace(NS)
+    got = (state.windows if windows else state.collection).get(ids=ids, include=["embeddings"])
+    return {i: np.asarray(v, dtype=np.float32) for i, v in zip(got["ids"], got["embeddings"])}
+
+
+def _assert_copy_matches_chroma(engine: MemoryEngine, ids: list[str], *, windows: bool = False) -> None:
+    state = engine.chroma.namespace(NS)
+    copy = state.window_copy if windows else state.vector_copy
+    expected = _chroma_vectors(engine, ids, windows=windows)
+    held = copy.lookup(ids)
+    assert set(held) == set(expected)
+    for memory_id, vector in expected.items():
+        np.testing.assert_allclose(held[memory_id], vector, atol=2e-3)
+
+
+def _count_vector_reads(engine: MemoryEngine) -> dict[str, int]:
+    """Wrap the namespace's collections so every ``get`` that asks for embeddings is counted."""
+    state = engine.chroma.namespace(NS)
+    reads = {"n": 0}
+    for attr in ("collection", "windows"):
+        original = getattr(state, attr)
+
+        class Counting:
+            def __init__(self, inner: Any) -> None:
+                self._inner = inner
+
+            def __getattr__(self, name: str) -> Any:
+                return getattr(self._inner, name)
+
+            def get(self, *args: Any, **kwargs: Any) -> Any:
+                reads["n"] += "embeddings" in (kwargs.get("include") or [])
+                return self._inner.get(*args, **kwargs)
+
+        setattr(state, attr, Counting(original))
+    return reads
+
+
+# -- the copy itself -------------------------------------------------------------------------
+def test_copy_keeps_upserts_and_fill_never_replaces() -> None:
+    copy = VectorCopy()
+    vectors = np.random.default_rng(1).random((3000, 8), dtype=np.float32)
+    ids = [f"m{n}" for n in range(3000)]
+    copy.upsert(ids[:2000], vectors[:2000])
+    copy.fill(ids[1000:], vectors[1000:] + 1)  # older reads of ids 1000-1999 must not win
+    held = copy.lookup(ids)
+    assert len(copy) == 3000 and held["m1500"].dtype == np.float32
+    np.testing.assert_allclose(held["m1500"], vectors[1500], atol=1e-3)
+    np.testing.assert_allclose(held["m2500"], vectors[2500] + 1, atol=2e-3)
+    copy.upsert(["m5"], vectors[7:8])
+    np.testing.assert_allclose(copy.lookup(["m5"])["m5"], vectors[7], atol=1e-3)
+
+
+def test_removed_rows_are_reused_and_unknown_ids_are_absent() -> None:
+    copy = VectorCopy()
+    copy.upsert(["a", "b"], [[1.0, 0.0], [0.0, 1.0]])
+    size = copy.nbytes
+    copy.remove(["a", "never-held"])
+    assert copy.lookup(["a", "b", "c"]).keys() == {"b"}
+    copy.upsert(["c"], [[0.5, 0.5]])
+    assert copy.nbytes == size and len(copy) == 2
+
+
+def test_vectors_of_another_dimension_are_refused() -> None:
+    copy = VectorCopy()
+    copy.upsert(["a"], [[1.0, 0.0, 0.0]])
+    with pytest.raises(ValueError, match="2 dimensions in a copy of 3"):
+        copy.upsert(["b"], [[1.0, 0.0]])
+    assert copy.lookup(["a", "b"]).keys() == {"a"}
+
+
+# -- in the store ----------------------------------------------------------------------------
+def test_recall_reads_no_vectors_from_chroma_and_ranks_as_without_the_copy(store_path: Path, embedder) -> None:
+    with_copy = MemoryEngine(store=store_path, embedder=embedder, llm=False)
+    _store(with_copy)
+    without = MemoryEngine(store=store_path, embedder=embedder, llm=False, copy_vectors=False)
+    assert without.chroma.namespace(NS).vector_copy is None
+    reads = _count_vector_reads(with_copy)
+    for query in QUERIES:
+        got = with_copy.recall(query, namespace=NS, top_k=4, touch=False).hits
+        expected = without.recall(query, namespace=NS, top_k=4, touch=False).hits
+        assert [h.record.id for h in got] == [h.record.id for h in expected]
+        assert [h.score for h in got] == pytest.approx([h.score for h in expected], abs=1e-3)
+    assert reads["n"] == 0
+
+
+def test_copy_follows_content_updates_and_deletes(engine: MemoryEngine) -> None:
+    ids = _store(engine)
+    before = engine.chroma.namespace(NS).vector_copy.lookup([ids[4]])[ids[4]]
+    engine.update(ids[4], namespace=NS, content="The staging server now runs MySQL 8 after the migration.")
+    _assert_copy_matches_chroma(engine, ids)
+    assert not np.allclose(engine.chroma.namespace(NS).vector_copy.lookup([ids[4]])[ids[4]], before, atol=1e-2)
+    state = engine.chroma.namespace(NS)
+    engine.chroma.delete(state, [ids[0], ids[1]])
+    assert state.vector_copy.lookup(ids[:2]) == {} and state.window_copy.lookup(ids[:2]) == {}
+
+
+def test_a_process_opening_the_namespace_copies_what_is_there(store_path: Path, embedder) -> None:
+    writer = MemoryEngine(store=store_path, embedder=embedder, llm=False)
+    ids = _store(writer)
+    reader = MemoryEngine(store=store_path, embedder=embedder, llm=False)
+    _assert_copy_matches_chroma(reader, ids)
+    framed = [i for i, m in zip(ids, MEMORIES) if m["context"]]
+    _assert_copy_matches_chroma(reader, framed, windows=True)
+    assert len(reader.chroma.namespace(NS).window_copy) == len(framed)
+
+
+def test_copy_catches_up_with_another_process_and_meanwhile_reads_chroma(store_path: Path, embedder) -> None:
+    reader = MemoryEngine(store=store_path, embedder=embedder, llm=False, lexical_sync_seconds=3600)
+    writer = MemoryEngine(store=store_path, embedder=embedder, llm=False)
+    _store(reader)
+    state = reader.chroma.namespace(NS)
+    new = writer.store_memories(
+        [{"content": "Invoice INV-9001 covers the new laptops.", "context": "Procurement, Q3."}],
+        namespace=NS, apply_filter=False, dedup=False,
+    ).ids
+    # Not copied yet: scoring reads it from Chroma, and keeps what it read.
+    assert state.vector_copy.lookup(new) == {}
+    assert new[0] in reader.chroma.vectors(state, new)
+    _assert_copy_matches_chroma(reader, new)
+    writer.update(new[0], namespace=NS, content="Invoice INV-9001 covers the new laptops and two monitors.")
+    reader.chroma.sync_indexes(state, force=True)
+    _assert_copy_matches_chroma(reader, new)
+    _assert_copy_matches_chroma(reader, new, windows=True)
+
+
+def test_copy_can_be_turned_off_from_the_environment(store_path: Path, embedder, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HINDSIGHT_COPY_VECTORS", "false")
+    settings = load_settings(store=store_path)
+    assert settings.copy_vectors is False
+    engine = MemoryEngine(settings, embedder=embedder, llm=False)
+    ids = _store(engine)
+    state = engine.chroma.namespace(NS)
+    assert state.vector_copy is None and state.window_copy is None
+    assert ids[1] in [h.record.id for h in engine.recall("INV-4472 approval", namespace=NS, top_k=2).hits]
