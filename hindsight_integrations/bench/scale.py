@@ -105,7 +105,6 @@ def stage_timer(engine: MemoryEngine) -> Iterator[dict[str, float]]:
         (engine.chroma, "query_windows", "window ANN (Chroma query)"),
         (engine.chroma, "flat_views", "fetch finalists (Chroma get)"),
         (engine.chroma, "metadata", "candidate metadata (facts not cached)"),
-        (engine.chroma, "window_vectors", "fetch window vectors"),
         (engine.chroma, "record_access", "record access (queued)"),
         (engine, "_lexical_candidates", PARALLEL_STAGE),
     ]
