@@ -34,12 +34,62 @@ from hindsight_integrations import MemoryEngine  # noqa: E402
 from hindsight_integrations.mcp import MemoryClient  # noqa: E402
 from tests.mcp_support import http_server  # noqa: E402
 
-NAMES = ["Ana", "Bilal", "Chen", "Dara", "Emeka", "Freya", "Goran", "Hana", "Ivo", "Jun", "Kofi", "Lena", "Mateo", "Nia", "Omar", "Priya"]
-CITIES = ["Lisbon", "Nairobi", "Osaka", "Quito", "Tallinn", "Hanoi", "Perth", "Bergen", "Cusco", "Dakar", "Lyon", "Tbilisi"]
-TOPICS = ["the billing service", "the mobile app", "the data pipeline", "the search ranking", "the onboarding flow", "the audit log",
-          "the GPU cluster", "the design system", "the payments API", "the mail relay"]
-HABITS = ["prefers written updates", "works late on Thursdays", "is vegetarian", "runs marathons", "speaks Portuguese",
-          "collects vinyl", "is learning Korean", "cycles to work", "keeps bees", "plays chess online"]
+NAMES = [
+    "Ana",
+    "Bilal",
+    "Chen",
+    "Dara",
+    "Emeka",
+    "Freya",
+    "Goran",
+    "Hana",
+    "Ivo",
+    "Jun",
+    "Kofi",
+    "Lena",
+    "Mateo",
+    "Nia",
+    "Omar",
+    "Priya",
+]
+CITIES = [
+    "Lisbon",
+    "Nairobi",
+    "Osaka",
+    "Quito",
+    "Tallinn",
+    "Hanoi",
+    "Perth",
+    "Bergen",
+    "Cusco",
+    "Dakar",
+    "Lyon",
+    "Tbilisi",
+]
+TOPICS = [
+    "the billing service",
+    "the mobile app",
+    "the data pipeline",
+    "the search ranking",
+    "the onboarding flow",
+    "the audit log",
+    "the GPU cluster",
+    "the design system",
+    "the payments API",
+    "the mail relay",
+]
+HABITS = [
+    "prefers written updates",
+    "works late on Thursdays",
+    "is vegetarian",
+    "runs marathons",
+    "speaks Portuguese",
+    "collects vinyl",
+    "is learning Korean",
+    "cycles to work",
+    "keeps bees",
+    "plays chess online",
+]
 
 
 def corpus(n: int, seed: int = 7) -> list[dict[str, Any]]:
@@ -63,7 +113,13 @@ def percentile(values: list[float], p: float) -> float:
     return ordered[lo] + (ordered[hi] - ordered[lo]) * (k - lo)
 
 
-def measure(store_batch: Callable[[list[dict[str, Any]], str], Any], recall: Callable[[str], Any], items: list[dict[str, Any]], qs: list[str], batch: int) -> dict[str, Any]:
+def measure(
+    store_batch: Callable[[list[dict[str, Any]], str], Any],
+    recall: Callable[[str], Any],
+    items: list[dict[str, Any]],
+    qs: list[str],
+    batch: int,
+) -> dict[str, Any]:
     started = time.perf_counter()
     for n in range(0, len(items), batch):
         store_batch(items[n : n + batch], f"bench-{n}")
@@ -77,8 +133,11 @@ def measure(store_batch: Callable[[list[dict[str, Any]], str], Any], recall: Cal
         latencies.append((time.perf_counter() - t) * 1000)
     return {
         "store_memories_per_s": round(len(items) / store_seconds, 1),
-        "recall_ms": {"p50": round(percentile(latencies, 50), 2), "p99": round(percentile(latencies, 99), 2),
-                      "mean": round(statistics.fmean(latencies), 2)},
+        "recall_ms": {
+            "p50": round(percentile(latencies, 50), 2),
+            "p99": round(percentile(latencies, 99), 2),
+            "mean": round(statistics.fmean(latencies), 2),
+        },
     }
 
 
@@ -103,22 +162,48 @@ def main() -> None:
         engine.warm()
         results["direct"] = measure(
             lambda chunk, rid: engine.store_memories(chunk, request_id=rid, origin="bench"),
-            lambda query: engine.recall(query, top_k=5), items, qs, batch,
+            lambda query: engine.recall(query, top_k=5),
+            items,
+            qs,
+            batch,
         )
         env = {"HINDSIGHT_STORE": str(root / "stdio"), "HINDSIGHT_LOG_LEVEL": "WARNING"}
         with MemoryClient.stdio(env=env, namespace="bench", errlog=open(os.devnull, "w"), timeout=120) as client:
             client.connect()
-            results["stdio"] = measure(lambda chunk, rid: client.store(chunk, request_id=rid), lambda query: client.recall(query, top_k=5), items, qs, batch)
-        with http_server(root / "http", namespace="bench") as base, MemoryClient.http(f"{base}/mcp", timeout=120) as client:
+            results["stdio"] = measure(
+                lambda chunk, rid: client.store(chunk, request_id=rid),
+                lambda query: client.recall(query, top_k=5),
+                items,
+                qs,
+                batch,
+            )
+        with (
+            http_server(root / "http", namespace="bench") as base,
+            MemoryClient.http(f"{base}/mcp", timeout=120) as client,
+        ):
             client.connect()
-            results["http"] = measure(lambda chunk, rid: client.store(chunk, request_id=rid), lambda query: client.recall(query, top_k=5), items, qs, batch)
+            results["http"] = measure(
+                lambda chunk, rid: client.store(chunk, request_id=rid),
+                lambda query: client.recall(query, top_k=5),
+                items,
+                qs,
+                batch,
+            )
 
     direct = results["direct"]["recall_ms"]
     for name in ("stdio", "http"):
         r = results[name]["recall_ms"]
-        results[name]["overhead_ms"] = {"p50": round(r["p50"] - direct["p50"], 2), "p99": round(r["p99"] - direct["p99"], 2)}
+        results[name]["overhead_ms"] = {
+            "p50": round(r["p50"] - direct["p50"], 2),
+            "p99": round(r["p99"] - direct["p99"], 2),
+        }
     report = {
-        "benchmark": "mcp_overhead", "quick": args.quick, "memories": n, "queries": q, "batch_size": batch, "top_k": 5,
+        "benchmark": "mcp_overhead",
+        "quick": args.quick,
+        "memories": n,
+        "queries": q,
+        "batch_size": batch,
+        "top_k": 5,
         "seconds": round(time.perf_counter() - began, 1),
         "environment": {"python": platform.python_version(), "platform": platform.platform(), "cpus": os.cpu_count()},
         "results": results,
@@ -127,7 +212,9 @@ def main() -> None:
     print(f"{'path':<8}{'recall p50 ms':>15}{'recall p99 ms':>15}{'overhead p50':>14}{'store mem/s':>13}")
     for name, r in results.items():
         over = r.get("overhead_ms", {}).get("p50", 0.0)
-        print(f"{name:<8}{r['recall_ms']['p50']:>15.2f}{r['recall_ms']['p99']:>15.2f}{over:>14.2f}{r['store_memories_per_s']:>13.1f}")
+        print(
+            f"{name:<8}{r['recall_ms']['p50']:>15.2f}{r['recall_ms']['p99']:>15.2f}{over:>14.2f}{r['store_memories_per_s']:>13.1f}"
+        )
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(report, indent=2) + "\n")

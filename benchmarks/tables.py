@@ -11,7 +11,14 @@ import json
 import sys
 from pathlib import Path
 
-from hindsight_integrations.bench.report import grid_table, locomo_table, peers_table, profile_table, scale_table, tokens_table
+from hindsight_integrations.bench.report import (
+    grid_table,
+    locomo_table,
+    peers_table,
+    profile_table,
+    scale_table,
+    tokens_table,
+)
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
@@ -34,7 +41,9 @@ def main() -> int:
     if scale.exists():
         for run in json.loads(scale.read_text())["runs"]:
             if "profile" in run:
-                print(f"### Where a recall's time goes ({run['mode']}, {run['size']:,} memories)\n\n{profile_table(run['profile'])}\n")
+                print(
+                    f"### Where a recall's time goes ({run['mode']}, {run['size']:,} memories)\n\n{profile_table(run['profile'])}\n"
+                )
                 print(f"ANN query with the default filter vs unfiltered: {run['profile']['ann_query_cost']}\n")
     return 0
 

@@ -35,12 +35,17 @@ from langchain_core.prompts import ChatPromptTemplate, MessagesPlaceholder
 from hindsight_integrations.core.context import CONTEXT_HEADER
 from hindsight_integrations.langchain import HindsightMemory, memory_tools
 
-PROMPT = ChatPromptTemplate.from_messages([
-    ("system", "You are a helpful assistant. Use the remembered facts when they are relevant.\n\n{long_term_memory}"),
-    MessagesPlaceholder("chat_history"),
-    ("human", "{input}"),
-    MessagesPlaceholder("agent_scratchpad"),
-])
+PROMPT = ChatPromptTemplate.from_messages(
+    [
+        (
+            "system",
+            "You are a helpful assistant. Use the remembered facts when they are relevant.\n\n{long_term_memory}",
+        ),
+        MessagesPlaceholder("chat_history"),
+        ("human", "{input}"),
+        MessagesPlaceholder("agent_scratchpad"),
+    ]
+)
 
 
 class QuotingChatModel(BaseChatModel):
@@ -50,10 +55,12 @@ class QuotingChatModel(BaseChatModel):
     def _llm_type(self) -> str:
         return "quoting-offline"
 
-    def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> "QuotingChatModel":
+    def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> QuotingChatModel:
         return self  # it never calls tools; a real model decides that on its own
 
-    def _generate(self, messages: list[BaseMessage], stop: list[str] | None = None, run_manager: Any = None, **kwargs: Any) -> ChatResult:
+    def _generate(
+        self, messages: list[BaseMessage], stop: list[str] | None = None, run_manager: Any = None, **kwargs: Any
+    ) -> ChatResult:
         remembered = [
             line[2:]
             for m in messages
@@ -73,7 +80,9 @@ def build_model() -> BaseChatModel:
         from langchain_openai import ChatOpenAI
     except ImportError:
         sys.exit("OPENAI_API_KEY is set but langchain-openai is not installed: pip install langchain-openai")
-    return ChatOpenAI(model=os.environ.get("HINDSIGHT_EXAMPLE_MODEL", "gpt-4o-mini"), base_url=os.environ.get("OPENAI_BASE_URL"))
+    return ChatOpenAI(
+        model=os.environ.get("HINDSIGHT_EXAMPLE_MODEL", "gpt-4o-mini"), base_url=os.environ.get("OPENAI_BASE_URL")
+    )
 
 
 def chat(user: str, session: str, message: str) -> str:
@@ -89,20 +98,32 @@ def main() -> None:
     parser.add_argument("--user", default="bob", help="namespace: whose memories")
     parser.add_argument("--ask", help="(second process) ask this in a new session and print the answer")
     args = parser.parse_args()
-    if not any(os.environ.get(v) for v in ("HINDSIGHT_STORE", "HINDSIGHT_CHROMA_URL", "HINDSIGHT_MCP_URL", "HINDSIGHT_MCP_COMMAND")):
+    if not any(
+        os.environ.get(v)
+        for v in ("HINDSIGHT_STORE", "HINDSIGHT_CHROMA_URL", "HINDSIGHT_MCP_URL", "HINDSIGHT_MCP_COMMAND")
+    ):
         os.environ["HINDSIGHT_STORE"] = os.path.abspath(".hindsight-example")
     if args.ask:
         print(f"[process 2, pid {os.getpid()}] user: {args.ask}")
         print(f"[process 2] assistant: {chat(args.user, 'support-ticket-2', args.ask)}")
         return
 
-    print(f"memories are stored in {os.environ.get('HINDSIGHT_STORE') or os.environ.get('HINDSIGHT_CHROMA_URL') or os.environ.get('HINDSIGHT_MCP_URL')}")
+    print(
+        f"memories are stored in {os.environ.get('HINDSIGHT_STORE') or os.environ.get('HINDSIGHT_CHROMA_URL') or os.environ.get('HINDSIGHT_MCP_URL')}"
+    )
     for line in ("My order number is 48213 and I want delivery to Lyon.", "Please always reply in French."):
         print(f"[process 1, pid {os.getpid()}] user: {line}")
         print(f"[process 1] assistant: {chat(args.user, 'support-ticket-1', line)}")
     # A brand-new interpreter: nothing is shared with this one except the store.
     subprocess.run(
-        [sys.executable, os.path.abspath(__file__), "--user", args.user, "--ask", "Where is my order going, and in which language should you reply?"],
+        [
+            sys.executable,
+            os.path.abspath(__file__),
+            "--user",
+            args.user,
+            "--ask",
+            "Where is my order going, and in which language should you reply?",
+        ],
         check=True,
         env=os.environ.copy(),
     )

@@ -78,7 +78,9 @@ def build_llm() -> LLM:
         if base_url:
             from llama_index.llms.openai_like import OpenAILike
 
-            return OpenAILike(model=model, api_base=base_url, api_key=os.environ.get("OPENAI_API_KEY", "none"), is_chat_model=True)
+            return OpenAILike(
+                model=model, api_base=base_url, api_key=os.environ.get("OPENAI_API_KEY", "none"), is_chat_model=True
+            )
         from llama_index.llms.openai import OpenAI
 
         return OpenAI(model=model)
@@ -99,20 +101,32 @@ def main() -> None:
     parser.add_argument("--user", default="alice", help="namespace: whose memories")
     parser.add_argument("--ask", help="(second process) ask this in a new session and print the answer")
     args = parser.parse_args()
-    if not any(os.environ.get(v) for v in ("HINDSIGHT_STORE", "HINDSIGHT_CHROMA_URL", "HINDSIGHT_MCP_URL", "HINDSIGHT_MCP_COMMAND")):
+    if not any(
+        os.environ.get(v)
+        for v in ("HINDSIGHT_STORE", "HINDSIGHT_CHROMA_URL", "HINDSIGHT_MCP_URL", "HINDSIGHT_MCP_COMMAND")
+    ):
         os.environ["HINDSIGHT_STORE"] = os.path.abspath(".hindsight-example")
     if args.ask:
         print(f"[process 2, pid {os.getpid()}] user: {args.ask}")
         print(f"[process 2] assistant: {chat(args.user, 'monday', args.ask)}")
         return
 
-    print(f"memories are stored in {os.environ.get('HINDSIGHT_STORE') or os.environ.get('HINDSIGHT_CHROMA_URL') or os.environ.get('HINDSIGHT_MCP_URL')}")
+    print(
+        f"memories are stored in {os.environ.get('HINDSIGHT_STORE') or os.environ.get('HINDSIGHT_CHROMA_URL') or os.environ.get('HINDSIGHT_MCP_URL')}"
+    )
     fact = "I'm allergic to peanuts, and my project deadline is next Friday."
     print(f"[process 1, pid {os.getpid()}] user: {fact}")
     print(f"[process 1] assistant: {chat(args.user, 'friday', fact)}")
     # A brand-new interpreter: nothing is shared with this one except the store.
     subprocess.run(
-        [sys.executable, os.path.abspath(__file__), "--user", args.user, "--ask", "Can you suggest a snack for my deadline week?"],
+        [
+            sys.executable,
+            os.path.abspath(__file__),
+            "--user",
+            args.user,
+            "--ask",
+            "Can you suggest a snack for my deadline week?",
+        ],
         check=True,
         env=os.environ.copy(),
     )

@@ -6,9 +6,9 @@ configuration), the record types and errors. Framework adapters live in
 server and client in ``hindsight_integrations.mcp``.
 """
 
-from .core.config import Settings, load_settings
 from .core import *  # noqa: F403
 from .core import __all__ as _core_all
+from .core.config import Settings, load_settings
 
 __version__ = "0.1.0"
 __all__ = ["Settings", "load_settings", "__version__", *_core_all]

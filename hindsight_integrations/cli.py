@@ -12,7 +12,7 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
@@ -20,7 +20,9 @@ from rich.console import Console
 from .core.config import load_settings
 from .core.errors import HindsightError
 
-app = typer.Typer(help="Hindsight: long-term memory for LLM agents.", no_args_is_help=True, pretty_exceptions_enable=False)
+app = typer.Typer(
+    help="Hindsight: long-term memory for LLM agents.", no_args_is_help=True, pretty_exceptions_enable=False
+)
 bench_app = typer.Typer(help="Benchmarks: recall quality, speed at scale, peers.", no_args_is_help=True)
 app.add_typer(bench_app, name="bench")
 
@@ -29,9 +31,9 @@ err_console = Console(stderr=True)
 
 
 class _Options:
-    store: Optional[Path] = None
-    chroma_url: Optional[str] = None
-    namespace: Optional[str] = None
+    store: Path | None = None
+    chroma_url: str | None = None
+    namespace: str | None = None
 
 
 _opts = _Options()
@@ -39,9 +41,15 @@ _opts = _Options()
 
 @app.callback()
 def _global(
-    store: Annotated[Optional[Path], typer.Option("--store", help="Embedded Chroma directory (env HINDSIGHT_STORE).")] = None,
-    chroma_url: Annotated[Optional[str], typer.Option("--chroma-url", help="Chroma server URL (env HINDSIGHT_CHROMA_URL).")] = None,
-    namespace: Annotated[Optional[str], typer.Option("--namespace", "-n", help="Namespace / user (env HINDSIGHT_NAMESPACE).")] = None,
+    store: Annotated[
+        Path | None, typer.Option("--store", help="Embedded Chroma directory (env HINDSIGHT_STORE).")
+    ] = None,
+    chroma_url: Annotated[
+        str | None, typer.Option("--chroma-url", help="Chroma server URL (env HINDSIGHT_CHROMA_URL).")
+    ] = None,
+    namespace: Annotated[
+        str | None, typer.Option("--namespace", "-n", help="Namespace / user (env HINDSIGHT_NAMESPACE).")
+    ] = None,
 ) -> None:
     _opts.store, _opts.chroma_url, _opts.namespace = store, chroma_url, namespace
 
@@ -68,7 +76,9 @@ def _reported() -> Iterator[None]:
 
 
 @app.command()
-def demo(namespace: Annotated[str, typer.Option(help="Namespace the demo writes into (reset first).")] = "demo") -> None:
+def demo(
+    namespace: Annotated[str, typer.Option(help="Namespace the demo writes into (reset first).")] = "demo",
+) -> None:
     """Run the offline demo: two sessions teach, a new session recalls."""
     from .demo import run_demo
 
@@ -79,10 +89,10 @@ def demo(namespace: Annotated[str, typer.Option(help="Namespace the demo writes 
 @app.command()
 def add(
     content: Annotated[str, typer.Argument(help="Text to remember.")],
-    kind: Annotated[Optional[str], typer.Option(help="preference|context|fact|correction|event|summary")] = None,
-    importance: Annotated[Optional[float], typer.Option(min=0, max=1)] = None,
-    session: Annotated[Optional[str], typer.Option(help="Session id.")] = None,
-    ttl: Annotated[Optional[int], typer.Option(help="Expire after this many seconds.")] = None,
+    kind: Annotated[str | None, typer.Option(help="preference|context|fact|correction|event|summary")] = None,
+    importance: Annotated[float | None, typer.Option(min=0, max=1)] = None,
+    session: Annotated[str | None, typer.Option(help="Session id.")] = None,
+    ttl: Annotated[int | None, typer.Option(help="Expire after this many seconds.")] = None,
     force: Annotated[bool, typer.Option(help="Store even if the write filter would skip it.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
@@ -95,7 +105,9 @@ def add(
         console.print_json(result.model_dump_json())
         return
     for record in result.stored:
-        console.print(f"[green]stored[/green] {record.id} ({record.tier.value}/{record.kind.value}, importance {record.importance:.2f})")
+        console.print(
+            f"[green]stored[/green] {record.id} ({record.tier.value}/{record.kind.value}, importance {record.importance:.2f})"
+        )
     for skipped in result.skipped:
         console.print(f"[yellow]skipped[/yellow]: {skipped.reason} (use --force to store anyway)")
     for old in result.superseded:
@@ -106,7 +118,7 @@ def add(
 def recall(
     query: Annotated[str, typer.Argument(help="What to recall.")],
     top_k: Annotated[int, typer.Option("--top-k", "-k", help="How many memories.")] = 5,
-    budget: Annotated[Optional[int], typer.Option(help="Token budget for the context block.")] = None,
+    budget: Annotated[int | None, typer.Option(help="Token budget for the context block.")] = None,
     history: Annotated[bool, typer.Option("--history", help="Include superseded memories.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
@@ -121,7 +133,9 @@ def recall(
         return
     for hit in result.hits:
         r = hit.record
-        console.print(f"[bold]{hit.score:.3f}[/bold] ({r.occurred_at.date()}) [cyan]{r.kind.value}[/cyan] {r.content}  [dim]{r.id}[/dim]")
+        console.print(
+            f"[bold]{hit.score:.3f}[/bold] ({r.occurred_at.date()}) [cyan]{r.kind.value}[/cyan] {r.content}  [dim]{r.id}[/dim]"
+        )
     console.print(f"[dim]{result.tokens} tokens of context[/dim]")
 
 
@@ -134,7 +148,7 @@ def dump(history: Annotated[bool, typer.Option(help="Include superseded/archived
 
 @app.command()
 def export(
-    out: Annotated[Optional[Path], typer.Option("--out", "-o", help="File to write (default: stdout).")] = None,
+    out: Annotated[Path | None, typer.Option("--out", "-o", help="File to write (default: stdout).")] = None,
     embeddings: Annotated[bool, typer.Option(help="Include vectors (faster re-import with the same model).")] = True,
 ) -> None:
     """Export the namespace as JSON (every status, every field)."""
@@ -149,7 +163,9 @@ def export(
 
 
 @app.command("import")
-def import_(file: Annotated[Path, typer.Argument(help="A file written by `hindsight export`.", exists=True, dir_okay=False)]) -> None:
+def import_(
+    file: Annotated[Path, typer.Argument(help="A file written by `hindsight export`.", exists=True, dir_okay=False)],
+) -> None:
     """Import an export into the namespace (re-embeds if the model differs)."""
     try:
         data = json.loads(file.read_text(encoding="utf-8"))
@@ -169,7 +185,9 @@ def stats(as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
     if as_json:
         console.print_json(result.model_dump_json())
         return
-    console.print(f"namespace [bold]{result.namespace}[/bold]: {result.total} memories, {result.tokens} tokens active, {result.sessions} sessions, model {result.embedding_model}")
+    console.print(
+        f"namespace [bold]{result.namespace}[/bold]: {result.total} memories, {result.tokens} tokens active, {result.sessions} sessions, model {result.embedding_model}"
+    )
     for title, counts in (("tier", result.by_tier), ("kind", result.by_kind), ("status", result.by_status)):
         console.print(f"  by {title}: " + ", ".join(f"{k}={v}" for k, v in sorted(counts.items())))
 
@@ -177,7 +195,7 @@ def stats(as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
 @app.command()
 def compress(
     session: Annotated[str, typer.Option(help="Session whose working memory to compress.")],
-    threshold: Annotated[Optional[int], typer.Option(help="Token threshold (default: 40% of the context window).")] = None,
+    threshold: Annotated[int | None, typer.Option(help="Token threshold (default: 40% of the context window).")] = None,
     force: Annotated[bool, typer.Option(help="Compress the oldest group even if under the threshold.")] = False,
 ) -> None:
     """Compress a session's working memory into episodic summaries."""
@@ -186,7 +204,9 @@ def compress(
     if result is None:
         console.print("nothing to compress")
         return
-    console.print(f"{len(result.archived_ids)} turns archived into {len(result.summaries)} summaries ({result.tokens_before} → {result.tokens_after} tokens)")
+    console.print(
+        f"{len(result.archived_ids)} turns archived into {len(result.summaries)} summaries ({result.tokens_before} → {result.tokens_after} tokens)"
+    )
     for summary in result.summaries:
         console.print(f"  - {summary.content}")
 
@@ -203,7 +223,9 @@ def maintain() -> None:
 
 
 @app.command()
-def restore(ids: Annotated[Optional[list[str]], typer.Argument(help="Memory ids to restore (default: all).")] = None) -> None:
+def restore(
+    ids: Annotated[list[str] | None, typer.Argument(help="Memory ids to restore (default: all).")] = None,
+) -> None:
     """Bring memories back from cold storage."""
     with _reported():
         count = _engine().restore(ids=ids or None)
@@ -215,15 +237,20 @@ def serve(
     transport: Annotated[str, typer.Option(help="stdio or http")] = "stdio",
     host: Annotated[str, typer.Option()] = "127.0.0.1",
     port: Annotated[int, typer.Option()] = 8765,
-    tokens_file: Annotated[Optional[str], typer.Option(help="JSON {\"tokens\": {token: namespace}} for HTTP auth.")] = None,
+    tokens_file: Annotated[str | None, typer.Option(help='JSON {"tokens": {token: namespace}} for HTTP auth.')] = None,
 ) -> None:
     """Run the MCP memory server (stdio for local agents, streamable HTTP for shared use)."""
     from .mcp.server import run
 
     with _reported():
         run(
-            transport=transport, host=host, port=port, namespace=_opts.namespace, tokens_file=tokens_file,
-            store=str(_opts.store) if _opts.store else None, chroma_url=_opts.chroma_url,
+            transport=transport,
+            host=host,
+            port=port,
+            namespace=_opts.namespace,
+            tokens_file=tokens_file,
+            store=str(_opts.store) if _opts.store else None,
+            chroma_url=_opts.chroma_url,
         )
 
 
@@ -231,7 +258,7 @@ DEV_DATA = Path("../shared/data/locomo_dev")
 RESULTS = Path("benchmarks/results")
 
 
-def _emit(result: dict[str, Any], *, as_json: bool, out: Optional[Path], table: str, plot: Any = None) -> None:
+def _emit(result: dict[str, Any], *, as_json: bool, out: Path | None, table: str, plot: Any = None) -> None:
     """One JSON object on stdout with --json (nothing else), else a Markdown table; optional file + PNG."""
     if out is not None:
         out.parent.mkdir(parents=True, exist_ok=True)
@@ -254,10 +281,16 @@ def _bench_env() -> None:
 
 @bench_app.command("locomo")
 def bench_locomo(
-    data: Annotated[Path, typer.Option(help="Directory of LoCoMo conversation *.json files.", exists=True, file_okay=False)] = DEV_DATA,
-    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object (and nothing else) on stdout.")] = False,
-    store: Annotated[Optional[Path], typer.Option("--store", help="Keep the store here (default: a temporary directory).")] = None,
-    out: Annotated[Optional[Path], typer.Option(help="Also write the JSON here, with a PNG plot beside it.")] = None,
+    data: Annotated[
+        Path, typer.Option(help="Directory of LoCoMo conversation *.json files.", exists=True, file_okay=False)
+    ] = DEV_DATA,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print one JSON object (and nothing else) on stdout.")
+    ] = False,
+    store: Annotated[
+        Path | None, typer.Option("--store", help="Keep the store here (default: a temporary directory).")
+    ] = None,
+    out: Annotated[Path | None, typer.Option(help="Also write the JSON here, with a PNG plot beside it.")] = None,
     top_k: Annotated[int, typer.Option("--top-k", min=1, max=50)] = 10,
     budget: Annotated[int, typer.Option(min=50, help="Token budget of the recalled context.")] = 450,
     rows: Annotated[bool, typer.Option("--rows", help="Include one row per question.")] = False,
@@ -268,20 +301,26 @@ def bench_locomo(
     from .bench.report import locomo_table, plot_locomo, tokens_table
 
     try:
-        result = run_locomo(data, store=store, top_k=top_k, budget=budget, progress=lambda m: err_console.print(f"[dim]{m}[/dim]"))
+        result = run_locomo(
+            data, store=store, top_k=top_k, budget=budget, progress=lambda m: err_console.print(f"[dim]{m}[/dim]")
+        )
     except (FileNotFoundError, ValueError) as exc:
         _fail(HindsightError(str(exc)))
         return
     if not rows:
         result.pop("rows", None)
-    _emit(result, as_json=as_json, out=out, table=locomo_table(result) + "\n\n" + tokens_table(result), plot=plot_locomo)
+    _emit(
+        result, as_json=as_json, out=out, table=locomo_table(result) + "\n\n" + tokens_table(result), plot=plot_locomo
+    )
 
 
 @bench_app.command("tokens")
 def bench_tokens(
-    data: Annotated[Path, typer.Option(help="Directory of LoCoMo conversation *.json files.", exists=True, file_okay=False)] = DEV_DATA,
+    data: Annotated[
+        Path, typer.Option(help="Directory of LoCoMo conversation *.json files.", exists=True, file_okay=False)
+    ] = DEV_DATA,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object on stdout.")] = False,
-    out: Annotated[Optional[Path], typer.Option(help="Also write the JSON here.")] = None,
+    out: Annotated[Path | None, typer.Option(help="Also write the JSON here.")] = None,
     budget: Annotated[int, typer.Option(min=50)] = 450,
 ) -> None:
     """Tokens injected per question vs the full history and a same-budget last-N-turns window."""
@@ -294,19 +333,37 @@ def bench_tokens(
     except (FileNotFoundError, ValueError) as exc:
         _fail(HindsightError(str(exc)))
         return
-    summary = {"benchmark": "tokens", "questions": result["questions"], "recall@10": result["recall@10"], **result["tokens"],
-               "per_category": {c: {"recall@10": p["recall@10"], "last_n_recall": p["last_n_recall"], "context_tokens@10": p["context_tokens@10"]}
-                                for c, p in result["per_category"].items()}}
+    summary = {
+        "benchmark": "tokens",
+        "questions": result["questions"],
+        "recall@10": result["recall@10"],
+        **result["tokens"],
+        "per_category": {
+            c: {
+                "recall@10": p["recall@10"],
+                "last_n_recall": p["last_n_recall"],
+                "context_tokens@10": p["context_tokens@10"],
+            }
+            for c, p in result["per_category"].items()
+        },
+    }
     _emit(summary, as_json=as_json, out=out, table=tokens_table(result))
 
 
 @bench_app.command("grid")
 def bench_grid(
-    data: Annotated[Path, typer.Option(help="Labelled LoCoMo-style directory (dev data only).", exists=True, file_okay=False)] = DEV_DATA,
-    grid: Annotated[Optional[str], typer.Option(help='e.g. "dense=0.3,0.5,0.7;window=0,0.5;entity_boost=0,0.2;top_k=3,5,10;budget=none,450"')] = None,
-    max_tokens: Annotated[int, typer.Option(help="Pick the best setting among those using at most this many tokens.")] = 450,
+    data: Annotated[
+        Path, typer.Option(help="Labelled LoCoMo-style directory (dev data only).", exists=True, file_okay=False)
+    ] = DEV_DATA,
+    grid: Annotated[
+        str | None,
+        typer.Option(help='e.g. "dense=0.3,0.5,0.7;window=0,0.5;entity_boost=0,0.2;top_k=3,5,10;budget=none,450"'),
+    ] = None,
+    max_tokens: Annotated[
+        int, typer.Option(help="Pick the best setting among those using at most this many tokens.")
+    ] = 450,
     as_json: Annotated[bool, typer.Option("--json")] = False,
-    out: Annotated[Optional[Path], typer.Option(help="JSON results file (PNG beside it).")] = RESULTS / "grid.json",
+    out: Annotated[Path | None, typer.Option(help="JSON results file (PNG beside it).")] = RESULTS / "grid.json",
 ) -> None:
     """Grid search over fusion weights, top_k and budget: recall, precision, MRR (ingest once, re-rank)."""
     _bench_env()
@@ -314,7 +371,9 @@ def bench_grid(
     from .bench.report import grid_table, plot_grid
 
     try:
-        result = run_grid(data, grid=parse_grid(grid), max_tokens=max_tokens, progress=lambda m: err_console.print(f"[dim]{m}[/dim]"))
+        result = run_grid(
+            data, grid=parse_grid(grid), max_tokens=max_tokens, progress=lambda m: err_console.print(f"[dim]{m}[/dim]")
+        )
     except (FileNotFoundError, ValueError) as exc:
         _fail(HindsightError(str(exc)))
         return
@@ -328,10 +387,15 @@ def bench_grid(
 
 @bench_app.command("peers")
 def bench_peers(
-    data: Annotated[Path, typer.Option(help="Directory of LoCoMo conversation *.json files.", exists=True, file_okay=False)] = DEV_DATA,
-    only: Annotated[Optional[str], typer.Option(help="Comma-separated subset: hindsight,hindsight-defaults,langchain,llamaindex,mem0")] = None,
+    data: Annotated[
+        Path, typer.Option(help="Directory of LoCoMo conversation *.json files.", exists=True, file_okay=False)
+    ] = DEV_DATA,
+    only: Annotated[
+        str | None,
+        typer.Option(help="Comma-separated subset: hindsight,hindsight-defaults,langchain,llamaindex,mem0"),
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json")] = False,
-    out: Annotated[Optional[Path], typer.Option(help="JSON results file (PNG beside it).")] = RESULTS / "peers.json",
+    out: Annotated[Path | None, typer.Option(help="JSON results file (PNG beside it).")] = RESULTS / "peers.json",
 ) -> None:
     """Hindsight next to LangChain, LlamaIndex and mem0 memories: same data, same model, one run."""
     _bench_env()
@@ -339,8 +403,11 @@ def bench_peers(
     from .bench.report import peers_table, plot_peers
 
     try:
-        result = run_peers(data, only=[s.strip() for s in only.split(",")] if only else None,
-                           progress=lambda m: err_console.print(f"[dim]{m}[/dim]"))
+        result = run_peers(
+            data,
+            only=[s.strip() for s in only.split(",")] if only else None,
+            progress=lambda m: err_console.print(f"[dim]{m}[/dim]"),
+        )
     except (FileNotFoundError, ValueError) as exc:
         _fail(HindsightError(str(exc)))
         return
@@ -353,7 +420,9 @@ def bench_scale(
     queries: Annotated[int, typer.Option(help="Timed recalls per size.")] = 200,
     mode: Annotated[str, typer.Option(help="embedded, server, or both")] = "embedded",
     out: Annotated[Path, typer.Option(help="JSON results file.")] = Path("benchmarks/results/scale.json"),
-    torch_threads: Annotated[Optional[int], typer.Option(min=1, help="torch intra-op threads (default: one per core).")] = None,
+    torch_threads: Annotated[
+        int | None, typer.Option(min=1, help="torch intra-op threads (default: one per core).")
+    ] = None,
 ) -> None:
     """Recall latency (p50/p99, query embedding included) and store throughput at scale."""
     _bench_env()
@@ -361,8 +430,14 @@ def bench_scale(
     from .bench.scale import run_scale
 
     try:
-        results = run_scale(sizes=[int(s) for s in sizes.split(",") if s.strip()], queries=queries, mode=mode, out=out, console=err_console,
-                            torch_threads=torch_threads)
+        results = run_scale(
+            sizes=[int(s) for s in sizes.split(",") if s.strip()],
+            queries=queries,
+            mode=mode,
+            out=out,
+            console=err_console,
+            torch_threads=torch_threads,
+        )
     except ValueError as exc:
         _fail(HindsightError(str(exc)))
         return

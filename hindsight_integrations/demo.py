@@ -9,7 +9,7 @@ tokens that costs next to replaying the whole history. With ``OPENAI_API_KEY`` (
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 from rich.console import Console
 from rich.panel import Panel
@@ -68,14 +68,17 @@ def run_demo(engine: MemoryEngine, *, namespace: str = "demo", console: Console 
     """Run the scripted conversation into ``namespace`` (reset first) and print what is recalled."""
     console = console or Console()
     engine.drop_namespace(namespace)
-    start = datetime.now(timezone.utc) - timedelta(days=2)
+    start = datetime.now(UTC) - timedelta(days=2)
     stored = skipped = 0
     history: list[str] = []
     for day, (session, turns) in enumerate(SESSIONS):
         console.rule(f"[bold]Session {day + 1}: {session}[/bold]")
         for n, (role, content) in enumerate(turns):
             result = engine.record_turn(
-                content, session_id=session, role=Role(role), namespace=namespace,
+                content,
+                session_id=session,
+                role=Role(role),
+                namespace=namespace,
                 occurred_at=start + timedelta(days=day, minutes=n),
             )
             history.append(f"{role}: {content}")
@@ -116,7 +119,9 @@ def run_demo(engine: MemoryEngine, *, namespace: str = "demo", console: Console 
                 console.print(f"[red]model call failed: {exc}[/red]")
     console.print(table)
 
-    history_view = engine.recall("which database does the project use", namespace=namespace, top_k=3, include_history=True)
+    history_view = engine.recall(
+        "which database does the project use", namespace=namespace, top_k=3, include_history=True
+    )
     old = [h.record for h in history_view.hits if h.record.status is Status.SUPERSEDED]
     if old:
         console.print(f"History kept for the correction: [dim]{old[0].content}[/dim] (superseded)")
@@ -131,5 +136,7 @@ def run_demo(engine: MemoryEngine, *, namespace: str = "demo", console: Console 
         )
     )
     if engine.llm is None:
-        console.print("[dim]Set OPENAI_API_KEY (or OPENAI_BASE_URL) to have a real model answer from these memories.[/dim]")
+        console.print(
+            "[dim]Set OPENAI_API_KEY (or OPENAI_BASE_URL) to have a real model answer from these memories.[/dim]"
+        )
     return DemoReport(stored=stored, skipped=skipped, history_tokens=history_tokens, injected_tokens=injected)

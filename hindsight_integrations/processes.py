@@ -40,7 +40,9 @@ def running(
 ) -> Iterator[subprocess.Popen[bytes]]:
     """Run ``command`` until the block ends; yield once ``health_url`` answers 200."""
     sink = log if log is not None else subprocess.DEVNULL
-    process = subprocess.Popen(list(command), env=dict(env) if env is not None else None, stdout=sink, stderr=sink, cwd=cwd)
+    process = subprocess.Popen(
+        list(command), env=dict(env) if env is not None else None, stdout=sink, stderr=sink, cwd=cwd
+    )
     try:
         deadline = time.monotonic() + startup_seconds
         while True:
@@ -85,5 +87,7 @@ def chroma_server(path: Path, *, startup_seconds: float = 90.0, log: IO[bytes] |
     url = f"http://127.0.0.1:{port}"
     command = [chroma_executable(), "run", "--path", str(path), "--host", "127.0.0.1", "--port", str(port)]
     env = {**os.environ, "ANONYMIZED_TELEMETRY": "False"}
-    with running(command, health_url=f"{url}/api/v2/heartbeat", env=env, log=log, startup_seconds=startup_seconds) as process:
+    with running(
+        command, health_url=f"{url}/api/v2/heartbeat", env=env, log=log, startup_seconds=startup_seconds
+    ) as process:
         yield LocalServer(url, process)

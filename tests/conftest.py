@@ -12,7 +12,14 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 # Tests must never reach a paid LLM or pick up a developer's key by accident.
-for _var in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "HINDSIGHT_OPENAI_API_KEY", "HINDSIGHT_OPENAI_BASE_URL", "HINDSIGHT_STORE", "HINDSIGHT_CHROMA_URL"):
+for _var in (
+    "OPENAI_API_KEY",
+    "OPENAI_BASE_URL",
+    "HINDSIGHT_OPENAI_API_KEY",
+    "HINDSIGHT_OPENAI_BASE_URL",
+    "HINDSIGHT_STORE",
+    "HINDSIGHT_CHROMA_URL",
+):
     os.environ.pop(_var, None)
 
 from hindsight_integrations import MemoryEngine  # noqa: E402

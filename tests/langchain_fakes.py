@@ -31,7 +31,7 @@ class PromptEcho(BaseChatModel):
     def _llm_type(self) -> str:
         return "prompt-echo"
 
-    def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> "PromptEcho":
+    def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> PromptEcho:
         return self
 
     def _generate(

@@ -17,23 +17,44 @@ SERVER_CMD = [sys.executable, "-m", "hindsight_integrations.mcp"]
 
 
 def server_env(store: Path, **extra: str) -> dict[str, str]:
-    env = {**os.environ, "HINDSIGHT_STORE": str(store), "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false", **extra}
-    for var in ("HINDSIGHT_MCP_URL", "HINDSIGHT_MCP_COMMAND", "HINDSIGHT_TOKENS", "HINDSIGHT_TOKENS_FILE", "OPENAI_API_KEY"):
+    env = {
+        **os.environ,
+        "HINDSIGHT_STORE": str(store),
+        "HF_HUB_OFFLINE": "1",
+        "TOKENIZERS_PARALLELISM": "false",
+        **extra,
+    }
+    for var in (
+        "HINDSIGHT_MCP_URL",
+        "HINDSIGHT_MCP_COMMAND",
+        "HINDSIGHT_TOKENS",
+        "HINDSIGHT_TOKENS_FILE",
+        "OPENAI_API_KEY",
+    ):
         if var not in extra:
             env.pop(var, None)
     return env
 
 
 @contextmanager
-def http_server(store: Path, *, tokens: dict[str, str] | None = None, namespace: str | None = None, log_path: Path | None = None) -> Iterator[str]:
+def http_server(
+    store: Path, *, tokens: dict[str, str] | None = None, namespace: str | None = None, log_path: Path | None = None
+) -> Iterator[str]:
     """A ``--transport http`` server subprocess; yields its base URL (``http://127.0.0.1:PORT``)."""
     port = free_port()
     extra = {"HINDSIGHT_TOKENS": ",".join(f"{t}={ns}" for t, ns in tokens.items())} if tokens else {}
     if namespace:
         extra["HINDSIGHT_NAMESPACE"] = namespace
     base = f"http://127.0.0.1:{port}"
-    with open(log_path or os.devnull, "wb") as log, running(
-        [*SERVER_CMD, "--transport", "http", "--port", str(port)], health_url=f"{base}/health", env=server_env(store, **extra), log=log, cwd=REPO
+    with (
+        open(log_path or os.devnull, "wb") as log,
+        running(
+            [*SERVER_CMD, "--transport", "http", "--port", str(port)],
+            health_url=f"{base}/health",
+            env=server_env(store, **extra),
+            log=log,
+            cwd=REPO,
+        ),
     ):
         yield base
 
@@ -47,7 +68,17 @@ def inspector_bin() -> Path | None:
     if npm is None:
         return None
     subprocess.run(
-        [npm, "install", "--prefix", str(REPO / ".tools"), "--no-audit", "--no-fund", "@modelcontextprotocol/inspector"],
-        check=True, capture_output=True, timeout=600,
+        [
+            npm,
+            "install",
+            "--prefix",
+            str(REPO / ".tools"),
+            "--no-audit",
+            "--no-fund",
+            "@modelcontextprotocol/inspector",
+        ],
+        check=True,
+        capture_output=True,
+        timeout=600,
     )
     return binary if binary.exists() else None

@@ -27,7 +27,7 @@ class OpenAIStub:
             def log_message(self, *args: Any) -> None:
                 pass
 
-            def do_POST(self) -> None:  # noqa: N802
+            def do_POST(self) -> None:
                 length = int(self.headers.get("content-length", 0))
                 body = json.loads(self.rfile.read(length) or b"{}")
                 stub.requests.append({"path": self.path, "body": body})
@@ -40,8 +40,18 @@ class OpenAIStub:
                     reply = reply[2] if len(reply) > 2 else stub.default_reply
                 if self.path.endswith("/embeddings"):
                     inputs = body.get("input", [])
-                    data = [{"object": "embedding", "index": i, "embedding": _vector(text)} for i, text in enumerate(inputs)]
-                    self._send(200, {"object": "list", "data": data, "model": body.get("model"), "usage": {"prompt_tokens": 1, "total_tokens": 1}})
+                    data = [
+                        {"object": "embedding", "index": i, "embedding": _vector(text)} for i, text in enumerate(inputs)
+                    ]
+                    self._send(
+                        200,
+                        {
+                            "object": "list",
+                            "data": data,
+                            "model": body.get("model"),
+                            "usage": {"prompt_tokens": 1, "total_tokens": 1},
+                        },
+                    )
                     return
                 if isinstance(reply, dict):
                     self._send(200, reply)
@@ -71,7 +81,7 @@ class OpenAIStub:
     def script(self, *replies: Any) -> None:
         self.replies.extend(replies)
 
-    def __enter__(self) -> "OpenAIStub":
+    def __enter__(self) -> OpenAIStub:
         self.thread.start()
         return self
 

@@ -54,7 +54,9 @@ def test_invalid_memories_are_refused_whole(engine: MemoryEngine, memories, fiel
 def test_oversize_content_is_refused(engine: MemoryEngine) -> None:
     with pytest.raises(InvalidInputError, match="limit is 32768"):
         engine.store("x" * 40_000, namespace="u1")
-    small = MemoryEngine(settings=engine.settings.model_copy(update={"max_content_bytes": 100}), embedder=engine.embedder, llm=False)
+    small = MemoryEngine(
+        settings=engine.settings.model_copy(update={"max_content_bytes": 100}), embedder=engine.embedder, llm=False
+    )
     with pytest.raises(InvalidInputError, match="limit is 100"):
         small.store("word " * 30, namespace="u1")
 
@@ -173,7 +175,12 @@ def test_bad_environment_variable_is_named(monkeypatch) -> None:
 
 def test_bad_update_arguments(engine: MemoryEngine) -> None:
     record = engine.store("The nightly backup runs at 02:00 UTC.", namespace="u1").stored[0]
-    for kwargs, field in (({"importance": 1.5}, "importance"), ({"kind": "gossip"}, "kind"), ({"ttl_seconds": -1}, "ttl_seconds"), ({"content": ""}, "content")):
+    for kwargs, field in (
+        ({"importance": 1.5}, "importance"),
+        ({"kind": "gossip"}, "kind"),
+        ({"ttl_seconds": -1}, "ttl_seconds"),
+        ({"content": ""}, "content"),
+    ):
         with pytest.raises(InvalidInputError) as err:
             engine.update(record.id, namespace="u1", **kwargs)
         assert err.value.field == field
@@ -184,5 +191,7 @@ def test_bad_import_documents(engine: MemoryEngine) -> None:
     with pytest.raises(InvalidInputError, match="hindsight-export"):
         engine.import_data({"records": []}, namespace="u1")
     with pytest.raises(InvalidInputError) as err:
-        engine.import_data({"format": "hindsight-export", "records": [{"content": "no namespace or fields"}]}, namespace="u1")
+        engine.import_data(
+            {"format": "hindsight-export", "records": [{"content": "no namespace or fields"}]}, namespace="u1"
+        )
     assert err.value.field == "records[0]"

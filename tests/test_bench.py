@@ -8,10 +8,16 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from hindsight_integrations.bench.grid import grid_search, parse_grid
-from hindsight_integrations.bench.locomo import evaluate, evidence_scores, load_directory, parse_evidence, reciprocal_rank
-from hindsight_integrations.bench.scale import PARALLEL_STAGE, run_scale
 from hindsight_integrations.bench import synthetic
+from hindsight_integrations.bench.grid import grid_search, parse_grid
+from hindsight_integrations.bench.locomo import (
+    evaluate,
+    evidence_scores,
+    load_directory,
+    parse_evidence,
+    reciprocal_rank,
+)
+from hindsight_integrations.bench.scale import PARALLEL_STAGE, run_scale
 from hindsight_integrations.core.engine import MemoryEngine
 
 # A nested-layout conversation with the quirks real files have: a session without a date,
@@ -26,7 +32,12 @@ NESTED = {
         "session_1": [
             {"speaker": "Maya", "dia_id": "D1:1", "text": "I adopted a greyhound called Pepper last weekend."},
             {"speaker": "Tom", "dia_id": "D1:2", "text": "Congratulations! How is she settling in?"},
-            {"speaker": "Maya", "dia_id": "D1:3", "text": "Great, she loves the beach.", "blip_caption": "a dog running on sand"},
+            {
+                "speaker": "Maya",
+                "dia_id": "D1:3",
+                "text": "Great, she loves the beach.",
+                "blip_caption": "a dog running on sand",
+            },
         ],
         "session_2": [
             {"speaker": "Tom", "dia_id": "D2:1", "text": "I started learning the cello in June."},
@@ -35,8 +46,18 @@ NESTED = {
     },
     "qa": [
         {"question": "What is the name of Maya's dog?", "answer": "Pepper", "evidence": ["D1:1"], "category": 4},
-        {"question": "Which instruments do Tom and Maya play?", "answer": "cello, violin", "evidence": ["D2:1; D2:02"], "category": 1},
-        {"question": "Where does Pepper like to go?", "answer": "beach", "evidence": ["D1:3", "D9:99"], "category": "2"},
+        {
+            "question": "Which instruments do Tom and Maya play?",
+            "answer": "cello, violin",
+            "evidence": ["D2:1; D2:02"],
+            "category": 1,
+        },
+        {
+            "question": "Where does Pepper like to go?",
+            "answer": "beach",
+            "evidence": ["D1:3", "D9:99"],
+            "category": "2",
+        },
         {"question": "What is Tom's cat called?", "answer": "", "evidence": [], "category": 5},
         {"question": "When did Tom start?", "answer": "June", "evidence": [], "category": 2},
     ],
@@ -50,7 +71,9 @@ FLAT_LIST = [
             {"speaker": "Ana", "dia_id": "D1:1", "text": "My brother Luis moved to Valencia for a job at the port."},
             {"speaker": "Ben", "dia_id": "D1:2", "text": "Valencia is lovely in spring."},
         ],
-        "qa": [{"question": "Where did Ana's brother move?", "answer": "Valencia", "evidence": ["D1:1"], "category": 4}],
+        "qa": [
+            {"question": "Where did Ana's brother move?", "answer": "Valencia", "evidence": ["D1:1"], "category": 4}
+        ],
     }
 ]
 
@@ -75,7 +98,12 @@ def test_loader_tolerates_real_world_quirks(locomo_dir: Path) -> None:
     # the undated session follows the previous one by a day, so chronology survives
     assert a.turns[3].when.date().isoformat() == "2023-05-09"
     assert [(q.evidence, q.category) for q in a.questions] == [(["D1:1"], 4), (["D2:1", "D2:2"], 1), (["D1:3"], 2)]
-    assert a.skipped == {"session_without_date": 1, "unknown_evidence_id": 1, "category_5": 1, "question_without_evidence": 1}
+    assert a.skipped == {
+        "session_without_date": 1,
+        "unknown_evidence_id": 1,
+        "category_5": 1,
+        "question_without_evidence": 1,
+    }
     assert len(b.questions) == 1 and b.turns[0].speaker == "Ana"
 
 
@@ -102,7 +130,9 @@ def test_locomo_evaluation_on_a_hand_checkable_corpus(locomo_dir: Path, store_pa
     assert set(result["per_category"]) == {"1", "2", "4"}
     assert result["per_category"]["4"]["questions"] == 2
     for row in result["rows"]:
-        assert len(row["top10"]) == len({t.dia_id for c in conversations if c.name == row["conversation"] for t in c.turns})
+        assert len(row["top10"]) == len(
+            {t.dia_id for c in conversations if c.name == row["conversation"] for t in c.turns}
+        )
         assert 0 < row["tokens@10"] <= 450
     tokens = result["tokens"]
     # the whole tiny history fits in 450 tokens, so the last-N window holds everything too
@@ -118,7 +148,16 @@ def test_locomo_cli_prints_exactly_one_json_object(locomo_dir: Path) -> None:
     result = CliRunner().invoke(app, ["bench", "locomo", "--data", str(locomo_dir), "--json"])
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)
-    for key in ("questions", "recall@5", "recall@10", "recall@20", "all_found@10", "mrr", "context_tokens@10", "per_category"):
+    for key in (
+        "questions",
+        "recall@5",
+        "recall@10",
+        "recall@20",
+        "all_found@10",
+        "mrr",
+        "context_tokens@10",
+        "per_category",
+    ):
         assert key in data
     assert "rows" not in data
     assert data["questions"] == 4
@@ -170,7 +209,9 @@ def test_scale_on_200_memories(tmp_path: Path, embedder) -> None:
 
 @pytest.mark.server
 def test_scale_server_mode_on_200_memories(tmp_path: Path, embedder) -> None:
-    results = run_scale(sizes=[200], queries=10, mode="server", out=None, embedder=embedder, raw_sample=100, profile=False)
+    results = run_scale(
+        sizes=[200], queries=10, mode="server", out=None, embedder=embedder, raw_sample=100, profile=False
+    )
     (run,) = results["runs"]
     assert run["mode"] == "server" and run["stored"] == 200
     assert run["server_peak_rss_mb"] > 0

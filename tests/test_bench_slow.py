@@ -15,7 +15,9 @@ import pytest
 from hindsight_integrations.bench.locomo import run_locomo
 from hindsight_integrations.bench.scale import run_scale
 
-DEV = Path(os.environ.get("HINDSIGHT_LOCOMO_DEV", Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo_dev"))
+DEV = Path(
+    os.environ.get("HINDSIGHT_LOCOMO_DEV", Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo_dev")
+)
 
 
 @pytest.mark.slow

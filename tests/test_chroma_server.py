@@ -8,7 +8,6 @@ from pathlib import Path
 import pytest
 
 from hindsight_integrations import EmbeddingModelMismatchError, MemoryEngine, Status
-
 from hindsight_integrations.processes import chroma_server
 
 pytestmark = pytest.mark.server
@@ -35,7 +34,9 @@ def test_server_mode_round_trip(server_url: str, embedder) -> None:
 
 
 def test_server_mode_refuses_a_mismatched_model(server_url: str, embedder) -> None:
-    MemoryEngine(chroma_url=server_url, embedder=embedder, llm=False).store("The cluster has 3 nodes.", namespace="srv2")
+    MemoryEngine(chroma_url=server_url, embedder=embedder, llm=False).store(
+        "The cluster has 3 nodes.", namespace="srv2"
+    )
 
     class Other:
         name = "other-model"
@@ -50,7 +51,10 @@ def test_server_mode_refuses_a_mismatched_model(server_url: str, embedder) -> No
 
 def test_embedded_and_server_share_code_paths(server_url: str, tmp_path: Path, embedder) -> None:
     results = []
-    for engine in (MemoryEngine(chroma_url=server_url, embedder=embedder, llm=False), MemoryEngine(store=tmp_path, embedder=embedder, llm=False)):
+    for engine in (
+        MemoryEngine(chroma_url=server_url, embedder=embedder, llm=False),
+        MemoryEngine(store=tmp_path, embedder=embedder, llm=False),
+    ):
         engine.drop_namespace("same")
         engine.store_memories(["I prefer short answers.", "The deploy target is Kubernetes 1.29."], namespace="same")
         results.append([h.record.content for h in engine.recall("deploy target", namespace="same").hits])
@@ -67,7 +71,12 @@ def test_server_mode_rewrites_layout_1_records_on_update(server_url: str, embedd
     engine.store("The on-call rotation changes every Tuesday.", namespace="legacy")
     legacy = MemoryRecord(namespace="legacy", content="My timezone is CET.", slot="user:timezone")
     collection = engine.chroma.namespace("legacy").collection
-    collection.add(ids=[legacy.id], documents=[legacy.content], metadatas=[_legacy_metadata(legacy)], embeddings=[embedder.embed([legacy.content])[0]])
+    collection.add(
+        ids=[legacy.id],
+        documents=[legacy.content],
+        metadatas=[_legacy_metadata(legacy)],
+        embeddings=[embedder.embed([legacy.content])[0]],
+    )
     assert engine.get(legacy.id, namespace="legacy").content == "My timezone is CET."
     engine.update(legacy.id, namespace="legacy", content="I usually work from the Lisbon office.")
     meta = collection.get(ids=[legacy.id], include=["metadatas"])["metadatas"][0]

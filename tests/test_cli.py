@@ -48,7 +48,12 @@ def test_compress_command(tmp_path: Path, embedder) -> None:
     store = tmp_path / "store"
     engine = MemoryEngine(store=store, embedder=embedder, llm=False)
     for i in range(8):
-        engine.record_turn(f"Point {i}: the cache TTL for region {i} must be {i * 10} seconds.", session_id="s1", namespace="cli", compress=False)
+        engine.record_turn(
+            f"Point {i}: the cache TTL for region {i} must be {i * 10} seconds.",
+            session_id="s1",
+            namespace="cli",
+            compress=False,
+        )
     result = _run(store, "compress", "--session", "s1", "--force")
     assert result.exit_code == 0, result.output
     assert "archived into 1 summaries" in result.output
@@ -72,7 +77,11 @@ def test_errors_are_one_clear_line(tmp_path: Path, args, needle: str, embedder) 
 def test_unreachable_chroma_url(tmp_path: Path) -> None:
     from hindsight_integrations.processes import free_port
 
-    result = runner.invoke(app, ["--chroma-url", f"http://127.0.0.1:{free_port()}", "stats"], env={"HINDSIGHT_CHROMA_CONNECT_ATTEMPTS": "2"})
+    result = runner.invoke(
+        app,
+        ["--chroma-url", f"http://127.0.0.1:{free_port()}", "stats"],
+        env={"HINDSIGHT_CHROMA_CONNECT_ATTEMPTS": "2"},
+    )
     assert result.exit_code == 2
     assert "did not answer after 2 attempts" in result.output
 
@@ -81,7 +90,9 @@ def test_demo_runs_offline_as_a_console_script(tmp_path: Path) -> None:
     exe = Path(sys.executable).with_name("hindsight")
     env = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI")}
     env["COLUMNS"] = "200"
-    result = subprocess.run([str(exe), "--store", str(tmp_path / "demo"), "demo"], capture_output=True, text=True, env=env, timeout=300)
+    result = subprocess.run(
+        [str(exe), "--store", str(tmp_path / "demo"), "demo"], capture_output=True, text=True, env=env, timeout=300
+    )
     assert result.returncode == 0, result.stderr
     out = result.stdout
     assert "Correction: the project actually uses PostgreSQL" in out

@@ -45,7 +45,13 @@ def test_compose_file_describes_the_topology() -> None:
 @contextmanager
 def _replica(chroma_url: str, tokens: str) -> Iterator[str]:
     port = free_port()
-    env = {**os.environ, "HINDSIGHT_CHROMA_URL": chroma_url, "HINDSIGHT_TOKENS": tokens, "HINDSIGHT_LEXICAL_SYNC_SECONDS": "0", "HF_HUB_OFFLINE": "1"}
+    env = {
+        **os.environ,
+        "HINDSIGHT_CHROMA_URL": chroma_url,
+        "HINDSIGHT_TOKENS": tokens,
+        "HINDSIGHT_LEXICAL_SYNC_SECONDS": "0",
+        "HF_HUB_OFFLINE": "1",
+    }
     env.pop("HINDSIGHT_STORE", None)
     command = [str(Path(sys.executable).with_name("hindsight")), "serve", "--transport", "http", "--port", str(port)]
     base = f"http://127.0.0.1:{port}"
@@ -69,11 +75,21 @@ async def test_two_stateless_replicas_share_one_chroma(tmp_path: Path) -> None:
         chroma_url = stack.enter_context(chroma_server(tmp_path / "chroma")).url
         a = stack.enter_context(_replica(chroma_url, "token-alice-1=alice,token-bob-22=bob"))
         b = stack.enter_context(_replica(chroma_url, "token-alice-1=alice,token-bob-22=bob"))
-        stored = await _call(a, "token-alice-1", "store_memory", {"content": "Alice's build server is named ORION-77.", "request_id": "r1"})
+        stored = await _call(
+            a,
+            "token-alice-1",
+            "store_memory",
+            {"content": "Alice's build server is named ORION-77.", "request_id": "r1"},
+        )
         assert stored["ids"]
         found = await _call(b, "token-alice-1", "retrieve_memory", {"query": "ORION-77", "top_k": 3})
         assert found["memories"][0]["content"] == "Alice's build server is named ORION-77."
-        again = await _call(b, "token-alice-1", "store_memory", {"content": "Alice's build server is named ORION-77.", "request_id": "r1"})
+        again = await _call(
+            b,
+            "token-alice-1",
+            "store_memory",
+            {"content": "Alice's build server is named ORION-77.", "request_id": "r1"},
+        )
         assert again["ids"] == stored["ids"]  # idempotent across replicas
         other = await _call(b, "token-bob-22", "retrieve_memory", {"query": "ORION-77 build server", "top_k": 3})
         assert other["memories"] == []  # bob's token never sees alice's namespace

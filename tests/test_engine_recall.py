@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import random
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -16,7 +16,9 @@ def _orders(engine: MemoryEngine, ns: str = "orders") -> None:
     items = []
     for _ in range(200):
         code = f"ORD-{rng.randint(1000, 9999)}-{rng.choice('ABCDEFGHJK')}{rng.choice('XYZQW')}"
-        items.append(f"Order {code} for a customer in {rng.choice(['Berlin', 'Paris', 'Lyon', 'Oslo'])} was shipped on time.")
+        items.append(
+            f"Order {code} for a customer in {rng.choice(['Berlin', 'Paris', 'Lyon', 'Oslo'])} was shipped on time."
+        )
     items.append("Order ORD-7731-KX for a customer in Oslo was shipped on time.")
     engine.store_memories(items, namespace=ns, apply_filter=False)
 
@@ -24,7 +26,9 @@ def _orders(engine: MemoryEngine, ns: str = "orders") -> None:
 def test_exact_token_found_lexically_when_dense_misses(engine: MemoryEngine) -> None:
     _orders(engine)
     target = "Order ORD-7731-KX for a customer in Oslo was shipped on time."
-    dense_only = engine.recall("ORD-7731-KX", namespace="orders", top_k=1, weights={"dense": 1, "lexical": 0}, touch=False)
+    dense_only = engine.recall(
+        "ORD-7731-KX", namespace="orders", top_k=1, weights={"dense": 1, "lexical": 0}, touch=False
+    )
     assert dense_only.hits[0].record.content != target  # all 201 look alike to the embedding model
     hybrid = engine.recall("ORD-7731-KX", namespace="orders", top_k=1, touch=False)
     assert hybrid.hits[0].record.content == target
@@ -34,7 +38,10 @@ def test_exact_token_found_lexically_when_dense_misses(engine: MemoryEngine) -> 
 def test_recall_returns_records_with_metadata_and_provenance(engine: MemoryEngine) -> None:
     stored = engine.store(
         "The staging server runs Ubuntu 22.04 with 16 GB of RAM.",
-        namespace="u1", session_id="s1", metadata={"ticket": "OPS-12", "tags": ["infra"]}, entities=["staging"],
+        namespace="u1",
+        session_id="s1",
+        metadata={"ticket": "OPS-12", "tags": ["infra"]},
+        entities=["staging"],
     )
     record = stored.stored[0]
     hit = engine.recall("what OS does staging run?", namespace="u1").hits[0]
@@ -61,11 +68,24 @@ def test_recall_updates_access_stats(engine: MemoryEngine) -> None:
 
 
 def test_filters_narrow_before_ranking(engine: MemoryEngine) -> None:
-    base = datetime(2024, 1, 10, tzinfo=timezone.utc)
+    base = datetime(2024, 1, 10, tzinfo=UTC)
     engine.store_memories(
         [
-            {"content": "Standup notes: the API migration is blocked on auth.", "session_id": "a", "occurred_at": base, "importance": 0.3, "kind": "event"},
-            {"content": "Standup notes: the API migration shipped to production.", "session_id": "b", "occurred_at": base + timedelta(days=5), "importance": 0.9, "kind": "fact", "metadata": {"team": "core"}},
+            {
+                "content": "Standup notes: the API migration is blocked on auth.",
+                "session_id": "a",
+                "occurred_at": base,
+                "importance": 0.3,
+                "kind": "event",
+            },
+            {
+                "content": "Standup notes: the API migration shipped to production.",
+                "session_id": "b",
+                "occurred_at": base + timedelta(days=5),
+                "importance": 0.9,
+                "kind": "fact",
+                "metadata": {"team": "core"},
+            },
         ],
         namespace="u1",
         apply_filter=False,
@@ -82,7 +102,10 @@ def test_filters_narrow_before_ranking(engine: MemoryEngine) -> None:
 
 def test_lexical_candidates_obey_filters(engine: MemoryEngine) -> None:
     engine.store_memories(
-        [{"content": "Invoice INV-5521 was paid by Acme.", "session_id": "x"}, {"content": "Invoice INV-5521 was disputed by Acme.", "session_id": "y"}],
+        [
+            {"content": "Invoice INV-5521 was paid by Acme.", "session_id": "x"},
+            {"content": "Invoice INV-5521 was disputed by Acme.", "session_id": "y"},
+        ],
         namespace="u1",
         apply_filter=False,
     )
@@ -91,7 +114,11 @@ def test_lexical_candidates_obey_filters(engine: MemoryEngine) -> None:
 
 
 def test_top_k_min_score_and_token_budget(engine: MemoryEngine) -> None:
-    engine.store_memories([f"Fact number {i}: the build cache lives in /var/cache/build{i}." for i in range(12)], namespace="u1", apply_filter=False)
+    engine.store_memories(
+        [f"Fact number {i}: the build cache lives in /var/cache/build{i}." for i in range(12)],
+        namespace="u1",
+        apply_filter=False,
+    )
     assert len(engine.recall("where is the build cache", namespace="u1", top_k=3).hits) == 3
     assert engine.recall("where is the build cache", namespace="u1", top_k=10, min_score=0.99).hits == []
     small = engine.recall("where is the build cache", namespace="u1", top_k=10, token_budget=60)
@@ -102,8 +129,14 @@ def test_top_k_min_score_and_token_budget(engine: MemoryEngine) -> None:
 def test_context_is_dated_chronological_and_fenced(engine: MemoryEngine) -> None:
     engine.store_memories(
         [
-            {"content": "The project deadline is Friday the 15th.", "occurred_at": datetime(2024, 1, 15, tzinfo=timezone.utc)},
-            {"content": "The project kickoff was held in the Berlin office.", "occurred_at": datetime(2023, 12, 1, tzinfo=timezone.utc)},
+            {
+                "content": "The project deadline is Friday the 15th.",
+                "occurred_at": datetime(2024, 1, 15, tzinfo=UTC),
+            },
+            {
+                "content": "The project kickoff was held in the Berlin office.",
+                "occurred_at": datetime(2023, 12, 1, tzinfo=UTC),
+            },
         ],
         namespace="u1",
         apply_filter=False,
@@ -135,19 +168,33 @@ def test_namespaces_are_isolated(engine: MemoryEngine) -> None:
 
 
 def test_weights_are_configurable_per_call(engine: MemoryEngine) -> None:
-    now = datetime.now(timezone.utc)
+    now = datetime.now(UTC)
     engine.store_memories(
         [
-            {"content": "The team lunch spot is the ramen bar on Main Street.", "occurred_at": now - timedelta(days=300), "importance": 0.5},
+            {
+                "content": "The team lunch spot is the ramen bar on Main Street.",
+                "occurred_at": now - timedelta(days=300),
+                "importance": 0.5,
+            },
             {"content": "The team lunch spot is the taco truck by the park.", "occurred_at": now, "importance": 0.5},
         ],
         namespace="u1",
         apply_filter=False,
         dedup=False,
     )
-    by_recency = engine.recall("team lunch spot", namespace="u1", top_k=1, weights={"similarity": 0.1, "recency": 1.0, "importance": 0, "access": 0})
+    by_recency = engine.recall(
+        "team lunch spot",
+        namespace="u1",
+        top_k=1,
+        weights={"similarity": 0.1, "recency": 1.0, "importance": 0, "access": 0},
+    )
     assert "taco" in by_recency.hits[0].record.content
-    by_age = engine.recall("team lunch spot", namespace="u1", top_k=2, weights={"similarity": 1.0, "recency": 0, "importance": 0, "access": 0})
+    by_age = engine.recall(
+        "team lunch spot",
+        namespace="u1",
+        top_k=2,
+        weights={"similarity": 1.0, "recency": 0, "importance": 0, "access": 0},
+    )
     assert {h.record.content for h in by_age.hits} == {
         "The team lunch spot is the ramen bar on Main Street.",
         "The team lunch spot is the taco truck by the park.",

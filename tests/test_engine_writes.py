@@ -6,7 +6,7 @@ import json
 import subprocess
 import sys
 import time
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -109,7 +109,9 @@ def test_unfiltered_writes_keep_what_the_caller_said(engine: MemoryEngine) -> No
             {"content": "I have a meeting with the design team tomorrow at 11am.", "kind": "turn", "importance": 0.3},
             {"content": "I have a meeting with the design team tomorrow at noon.", "importance": 0.3},
         ],
-        namespace="u1", apply_filter=False, dedup=False,
+        namespace="u1",
+        apply_filter=False,
+        dedup=False,
     ).stored
     assert (given.kind, given.importance, given.expires_at, given.tier) == (Kind.FACT, 0.3, None, Tier.EPISODIC)
     assert turn.kind is Kind.EVENT  # a turn the filter would remember is kept as what it is
@@ -118,7 +120,12 @@ def test_unfiltered_writes_keep_what_the_caller_said(engine: MemoryEngine) -> No
 
 def test_update_reembeds_and_reindexes(engine: MemoryEngine) -> None:
     record = engine.store("The release train leaves every second Tuesday.", namespace="u1").stored[0]
-    engine.update(record.id, namespace="u1", content="The release train leaves every Thursday at noon, code XR-55.", importance=0.95)
+    engine.update(
+        record.id,
+        namespace="u1",
+        content="The release train leaves every Thursday at noon, code XR-55.",
+        importance=0.95,
+    )
     updated = engine.get(record.id, namespace="u1")
     assert updated.importance == 0.95 and "Thursday" in updated.content
     assert engine.recall("XR-55", namespace="u1").hits[0].record.id == record.id
@@ -143,7 +150,9 @@ def test_export_import_round_trip_loses_nothing(engine: MemoryEngine, tmp_path: 
     assert copy.import_data(json.loads(json.dumps(data)), namespace="u2") == len(data["records"])
     again = copy.export(namespace="u2")
     vectors = ("embedding", "window_embedding")
-    strip = lambda d: sorted(({k: v for k, v in r.items() if k not in ("namespace", *vectors)} for r in d["records"]), key=lambda r: r["id"])  # noqa: E731
+    strip = lambda d: sorted(
+        ({k: v for k, v in r.items() if k not in ("namespace", *vectors)} for r in d["records"]), key=lambda r: r["id"]
+    )
     assert strip(again) == strip(data)
     # Chroma re-normalises every vector it stores for cosine search, in float32: a stored vector
     # can come back a few ulps (~1e-8) away from the one written, on the first write or a later one.
@@ -157,7 +166,7 @@ def test_export_import_round_trip_loses_nothing(engine: MemoryEngine, tmp_path: 
 class _HashEmbedding:
     """A second, genuinely different embedding function (character-hash vectors)."""
 
-    def __call__(self, input):  # noqa: A002 - Chroma's signature
+    def __call__(self, input):
         out = []
         for text in input:
             v = [0.0] * 32
@@ -198,9 +207,13 @@ def test_fact_stored_in_one_process_is_recalled_in_another(store_path: Path) -> 
         "else: print(json.dumps([h.record.content for h in e.recall('what is my cat called', namespace='u1').hits]))"
     )
     env_python = sys.executable
-    written = subprocess.run([env_python, "-c", script, str(store_path), "write"], capture_output=True, text=True, timeout=180)
+    written = subprocess.run(
+        [env_python, "-c", script, str(store_path), "write"], capture_output=True, text=True, timeout=180
+    )
     assert written.returncode == 0, written.stderr
-    read = subprocess.run([env_python, "-c", script, str(store_path), "read"], capture_output=True, text=True, timeout=180)
+    read = subprocess.run(
+        [env_python, "-c", script, str(store_path), "read"], capture_output=True, text=True, timeout=180
+    )
     assert read.returncode == 0, read.stderr
     assert "My cat is called Miso and she is 4 years old." in json.loads(read.stdout.strip().splitlines()[-1])
 
@@ -215,6 +228,8 @@ def test_other_writers_reach_the_lexical_index(engine: MemoryEngine, store_path:
 
 
 def test_occurred_at_is_kept_for_imported_conversations(engine: MemoryEngine) -> None:
-    when = datetime(2023, 5, 8, 13, 56, tzinfo=timezone.utc)
-    record = engine.store("Caroline went to the LGBTQ support group yesterday.", namespace="u1", occurred_at=when, apply_filter=False).stored[0]
+    when = datetime(2023, 5, 8, 13, 56, tzinfo=UTC)
+    record = engine.store(
+        "Caroline went to the LGBTQ support group yesterday.", namespace="u1", occurred_at=when, apply_filter=False
+    ).stored[0]
     assert engine.get(record.id, namespace="u1").occurred_at == when

@@ -19,8 +19,8 @@ from hindsight_integrations import MemoryEngine
 from hindsight_integrations.core.context import CONTEXT_HEADER
 from hindsight_integrations.core.errors import ConfigurationError
 from hindsight_integrations.langchain import HindsightMemory, memory_tools
-from hindsight_integrations.mcp.resolve import clear_client_cache
 from hindsight_integrations.mcp.errors import MemoryServerUnavailableError
+from hindsight_integrations.mcp.resolve import clear_client_cache
 
 try:  # tests/ may or may not be a package, depending on how the suite is laid out
     from .langchain_fakes import PromptEcho
@@ -29,12 +29,14 @@ except ImportError:
 
 REPO = Path(__file__).resolve().parents[1]
 
-PROMPT = ChatPromptTemplate.from_messages([
-    ("system", "You are a helpful assistant.\n{long_term_memory}"),
-    MessagesPlaceholder("chat_history"),
-    ("human", "{input}"),
-    MessagesPlaceholder("agent_scratchpad"),
-])
+PROMPT = ChatPromptTemplate.from_messages(
+    [
+        ("system", "You are a helpful assistant.\n{long_term_memory}"),
+        MessagesPlaceholder("chat_history"),
+        ("human", "{input}"),
+        MessagesPlaceholder("agent_scratchpad"),
+    ]
+)
 
 
 def executor(memory: HindsightMemory, model: PromptEcho | None = None) -> AgentExecutor:
@@ -85,8 +87,10 @@ async def test_async_variants(engine: MemoryEngine) -> None:
     memory = HindsightMemory(namespace="u1", session_id="s1", engine=engine)
     await memory.asave_context({"input": "Our database is PostgreSQL 16."}, {"output": "Got it."})
     loaded = await memory.aload_memory_variables({"input": "Which database do we run?"})
-    assert loaded["chat_history"] == [HumanMessage("Our database is PostgreSQL 16.", id=loaded["chat_history"][0].id),
-                                      AIMessage("Got it.", id=loaded["chat_history"][1].id)]
+    assert loaded["chat_history"] == [
+        HumanMessage("Our database is PostgreSQL 16.", id=loaded["chat_history"][0].id),
+        AIMessage("Got it.", id=loaded["chat_history"][1].id),
+    ]
     await memory.aclear()
     loaded = await memory.aload_memory_variables({"input": "Which database do we run?"})
     assert loaded["chat_history"] == [] and "PostgreSQL" in loaded["long_term_memory"]
@@ -160,7 +164,11 @@ def test_preference_reaches_a_later_process(store_path: Path, embedder: Any) -> 
     env = {**os.environ, "HINDSIGHT_STORE": str(store_path), "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(REPO)}
     done = subprocess.run(
         [sys.executable, "-c", SECOND_PROCESS, str(Path(__file__).parent)],
-        env=env, capture_output=True, text=True, timeout=240, cwd=str(REPO),
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=240,
+        cwd=str(REPO),
     )
     assert done.returncode == 0, done.stderr[-3000:]
     # The second process's model saw the first process's preference in its system prompt.

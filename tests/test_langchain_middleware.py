@@ -34,16 +34,24 @@ def ask(agent: Any, text: str, **kwargs: Any) -> dict[str, Any]:
 
 def test_recalled_memories_reach_the_model_of_a_later_agent(store_path: Path, embedder: Any) -> None:
     first = MemoryEngine(store=store_path, embedder=embedder, llm=False)
-    teach = create_agent(PromptEcho(), system_prompt="You are a barista.", middleware=[HindsightMiddleware(engine=first)],
-                         context_schema=UserContext)
+    teach = create_agent(
+        PromptEcho(),
+        system_prompt="You are a barista.",
+        middleware=[HindsightMiddleware(engine=first)],
+        context_schema=UserContext,
+    )
     ask(teach, "I prefer green tea over coffee, always.", context=UserContext(user_id="u1", session_id="morning"))
     assert [t.role.value for t in first.working_window(session_id="morning", namespace="u1")] == ["user", "assistant"]
     first.chroma.flush_access()
 
     later = MemoryEngine(store=store_path, embedder=embedder, llm=False)  # a fresh engine and MCP session
     model = PromptEcho()
-    agent = create_agent(model, system_prompt="You are a barista.", middleware=[HindsightMiddleware(engine=later)],
-                         context_schema=UserContext)
+    agent = create_agent(
+        model,
+        system_prompt="You are a barista.",
+        middleware=[HindsightMiddleware(engine=later)],
+        context_schema=UserContext,
+    )
     out = ask(agent, "What should you offer me to drink?", context=UserContext(user_id="u1", session_id="evening"))
     prompt = model.prompts[-1]
     assert prompt.startswith("[system] You are a barista.\n\n" + CONTEXT_HEADER)
@@ -81,12 +89,14 @@ async def test_async_agent(engine: MemoryEngine) -> None:
 
 
 def test_memory_tools_and_malformed_arguments(engine: MemoryEngine) -> None:
-    model = PromptEcho(tool_calls=[
-        [{"name": "recall", "args": {"top_k": "lots"}, "id": "bad-1"}],  # no query, top_k not a number
-        [{"name": "remember", "args": {"content": "The user's cat is called Miso", "kind": "fact"}, "id": "ok-1"}],
-        [{"name": "forget", "args": {"memory_id": "no-such-id"}, "id": "bad-2"}],
-        [{"name": "recall", "args": {"query": "what is the cat called"}, "id": "ok-2"}],
-    ])
+    model = PromptEcho(
+        tool_calls=[
+            [{"name": "recall", "args": {"top_k": "lots"}, "id": "bad-1"}],  # no query, top_k not a number
+            [{"name": "remember", "args": {"content": "The user's cat is called Miso", "kind": "fact"}, "id": "ok-1"}],
+            [{"name": "forget", "args": {"memory_id": "no-such-id"}, "id": "bad-2"}],
+            [{"name": "recall", "args": {"query": "what is the cat called"}, "id": "ok-2"}],
+        ]
+    )
     tools = memory_tools("u1", engine=engine)
     assert [t.name for t in tools] == ["remember", "recall", "forget"]
     agent = create_agent(model, tools, middleware=[HindsightMiddleware("u1", session_id="s-tools", engine=engine)])
@@ -108,7 +118,9 @@ def test_memory_tools_and_malformed_arguments(engine: MemoryEngine) -> None:
     assert memory_id not in {h.record.id for h in engine.recall("cat name", namespace="u1").hits}
 
 
-def test_missing_user_or_session_fails_before_the_model_runs(engine: MemoryEngine, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_missing_user_or_session_fails_before_the_model_runs(
+    engine: MemoryEngine, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.delenv("HINDSIGHT_NAMESPACE", raising=False)
     model = PromptEcho()
     with pytest.raises(ConfigurationError, match="whose memories"):

@@ -59,7 +59,17 @@ def test_documents_carry_memory_metadata(engine: MemoryEngine) -> None:
     assert len(docs) == 2 and all(isinstance(d, Document) for d in docs)
     top = docs[0]
     assert "PostgreSQL" in top.page_content and top.id == top.metadata["id"]
-    for field in ("tier", "kind", "occurred_at", "created_at", "score", "relevance", "importance", "source", "namespace"):
+    for field in (
+        "tier",
+        "kind",
+        "occurred_at",
+        "created_at",
+        "score",
+        "relevance",
+        "importance",
+        "source",
+        "namespace",
+    ):
         assert field in top.metadata, field
     assert top.metadata["namespace"] == "u1" and top.metadata["score"] >= docs[1].metadata["score"]
     assert len(retriever.invoke("peanut allergy", k=1)) == 1
@@ -79,7 +89,9 @@ def test_two_users_and_a_later_engine(store_path: Path, embedder: Any) -> None:
     assert HindsightRetriever(namespace="bob", engine=later).invoke("which seat should I book?") == []
 
 
-def test_over_a_stdio_mcp_server_from_the_environment(store_path: Path, embedder: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_over_a_stdio_mcp_server_from_the_environment(
+    store_path: Path, embedder: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """HINDSIGHT_MCP_COMMAND: the adapters spawn a real MCP server process and talk stdio to it."""
     import sys
 

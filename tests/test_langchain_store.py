@@ -122,11 +122,23 @@ def _record(engine: MemoryEngine, key: str) -> Any:
 
 def test_list_namespaces(store: HindsightStore) -> None:
     namespaces = [
-        ("a", "b", "c"), ("a", "b", "d", "e"), ("a", "b", "d", "i"), ("a", "b", "f"), ("a", "c", "f"),
-        ("b", "a", "f"), ("users", "123"), ("users", "456", "settings"), ("admin", "users", "789"),
+        ("a", "b", "c"),
+        ("a", "b", "d", "e"),
+        ("a", "b", "d", "i"),
+        ("a", "b", "f"),
+        ("a", "c", "f"),
+        ("b", "a", "f"),
+        ("users", "123"),
+        ("users", "456", "settings"),
+        ("admin", "users", "789"),
     ]
     store.batch([PutOp(ns, f"id_{i}", {"data": f"value_{i:02d}"}, index=False) for i, ns in enumerate(namespaces)])
-    assert store.list_namespaces(prefix=("a", "b")) == [("a", "b", "c"), ("a", "b", "d", "e"), ("a", "b", "d", "i"), ("a", "b", "f")]
+    assert store.list_namespaces(prefix=("a", "b")) == [
+        ("a", "b", "c"),
+        ("a", "b", "d", "e"),
+        ("a", "b", "d", "i"),
+        ("a", "b", "f"),
+    ]
     assert store.list_namespaces(suffix=("f",)) == [("a", "b", "f"), ("a", "c", "f"), ("b", "a", "f")]
     assert store.list_namespaces(prefix=("a",), suffix=("f",)) == [("a", "b", "f"), ("a", "c", "f")]
     assert store.list_namespaces(prefix=("a", "b"), max_depth=3) == [("a", "b", "c"), ("a", "b", "d"), ("a", "b", "f")]
@@ -151,14 +163,16 @@ def test_invalid_namespaces(store: HindsightStore) -> None:
 
 
 def test_batch_runs_in_order_and_mixed_ops(store: HindsightStore) -> None:
-    results = store.batch([
-        PutOp(("m",), "k", {"v": 1}),
-        GetOp(("m",), "k"),
-        SearchOp(("m",)),
-        ListNamespacesOp(match_conditions=(MatchCondition("prefix", ("m",)),)),
-        PutOp(("m",), "k", None),
-        GetOp(("m",), "k"),
-    ])
+    results = store.batch(
+        [
+            PutOp(("m",), "k", {"v": 1}),
+            GetOp(("m",), "k"),
+            SearchOp(("m",)),
+            ListNamespacesOp(match_conditions=(MatchCondition("prefix", ("m",)),)),
+            PutOp(("m",), "k", None),
+            GetOp(("m",), "k"),
+        ]
+    )
     assert results[0] is None and results[1].value == {"v": 1}  # type: ignore[union-attr]
     assert [i.key for i in results[2]] == ["k"] and results[3] == [("m",)]  # type: ignore[union-attr]
     assert results[5] is None
@@ -204,7 +218,11 @@ def test_langgraph_agent_memory_survives_a_new_engine(store_path: Path, embedder
 
     def answer(state: State, runtime: Runtime) -> State:
         found = runtime.store.search(("memories", "u1"), query=state["question"], limit=3)  # type: ignore[union-attr]
-        return {"prompt": "Known about the user:\n" + "\n".join(i.value["text"] for i in found) + f"\nQ: {state['question']}"}
+        return {
+            "prompt": "Known about the user:\n"
+            + "\n".join(i.value["text"] for i in found)
+            + f"\nQ: {state['question']}"
+        }
 
     def graph(node: Any, store: HindsightStore) -> Any:
         return StateGraph(State).add_node("n", node).add_edge(START, "n").add_edge("n", END).compile(store=store)
@@ -214,5 +232,7 @@ def test_langgraph_agent_memory_survives_a_new_engine(store_path: Path, embedder
     first.chroma.flush_access()
 
     later = MemoryEngine(store=store_path, embedder=embedder, llm=False)
-    out = graph(answer, HindsightStore(namespace="u1", engine=later)).invoke({"question": "What should I offer to drink?"})
+    out = graph(answer, HindsightStore(namespace="u1", engine=later)).invoke(
+        {"question": "What should I offer to drink?"}
+    )
     assert "green tea" in out["prompt"]

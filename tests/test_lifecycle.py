@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 from hindsight_integrations import MemoryEngine, Status, Tier
 
 
 def test_decay_archive_and_restore(engine: MemoryEngine) -> None:
-    long_ago = datetime.now(timezone.utc) - timedelta(days=400)
-    stale = engine.store("The old staging host was called zeus-1.", namespace="u1", importance=0.2, occurred_at=long_ago).stored[0]
+    long_ago = datetime.now(UTC) - timedelta(days=400)
+    stale = engine.store(
+        "The old staging host was called zeus-1.", namespace="u1", importance=0.2, occurred_at=long_ago
+    ).stored[0]
     idle = engine.store("The team retro happens every other Thursday.", namespace="u1", importance=0.8).stored[0]
     fresh = engine.store("The current staging host is hera-2.", namespace="u1", importance=0.2).stored[0]
-    later = datetime.now(timezone.utc) + timedelta(days=100)
+    later = datetime.now(UTC) + timedelta(days=100)
     report = engine.maintain(namespace="u1", now=later)
     assert set(report.archived) == {stale.id, fresh.id}  # idle 100 days and unimportant
     assert report.decayed == [idle.id]
@@ -29,10 +31,17 @@ def test_decay_archive_and_restore(engine: MemoryEngine) -> None:
 
 
 def test_capacity_caps_evict_lowest_retention(engine: MemoryEngine) -> None:
-    old = datetime.now(timezone.utc) - timedelta(days=20)
+    old = datetime.now(UTC) - timedelta(days=20)
     for i in range(5):
-        engine.store(f"Episode {i}: deployed build {i} to the canary ring.", namespace="u1", importance=0.1 * (i + 1), kind="event", occurred_at=old, dedup=False)
-    later = datetime.now(timezone.utc) + timedelta(days=10)
+        engine.store(
+            f"Episode {i}: deployed build {i} to the canary ring.",
+            namespace="u1",
+            importance=0.1 * (i + 1),
+            kind="event",
+            occurred_at=old,
+            dedup=False,
+        )
+    later = datetime.now(UTC) + timedelta(days=10)
     report = engine.maintain(namespace="u1", now=later, caps={Tier.EPISODIC: 3})
     assert len(report.evicted) == 2
     left = engine.list(namespace="u1")

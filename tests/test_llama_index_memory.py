@@ -11,7 +11,14 @@ from pathlib import Path
 
 import pytest
 from llama_index.core.agent.workflow import FunctionAgent, ReActAgent
-from llama_index.core.base.llms.types import ChatMessage, ImageBlock, MessageRole, TextBlock, ThinkingBlock, ToolCallBlock
+from llama_index.core.base.llms.types import (
+    ChatMessage,
+    ImageBlock,
+    MessageRole,
+    TextBlock,
+    ThinkingBlock,
+    ToolCallBlock,
+)
 from llama_index.core.chat_engine import CondensePlusContextChatEngine, ContextChatEngine, SimpleChatEngine
 from llama_index.core.llms.mock import MockFunctionCallingLLMWithChatMemoryOfLastCall, MockLLMWithChatMemoryOfLastCall
 from llama_index.core.tools import FunctionTool
@@ -33,9 +40,13 @@ def teach(stores: Stores, namespace: str = "u1", session: str = "teach") -> None
     SimpleChatEngine.from_defaults(llm=MockLLMWithChatMemoryOfLastCall(is_chat_model=True), memory=memory).chat(FACT)
 
 
-def later_memory(stores: Stores, namespace: str = "u1", session: str = "later", **kwargs: object) -> HindsightChatMemory:
+def later_memory(
+    stores: Stores, namespace: str = "u1", session: str = "later", **kwargs: object
+) -> HindsightChatMemory:
     """A memory in a later "process": new engine, new MCP session, new conversation."""
-    return HindsightChatMemory.from_defaults(namespace=namespace, session_id=session, client=stores.client(namespace), **kwargs)
+    return HindsightChatMemory.from_defaults(
+        namespace=namespace, session_id=session, client=stores.client(namespace), **kwargs
+    )
 
 
 def test_simple_chat_engine_later_process_sees_the_fact(stores: Stores) -> None:
@@ -94,7 +105,12 @@ async def test_function_agent_later_run_sees_the_fact_and_replays_tool_calls(sto
     assert "Biscuit" in texts(llm.last_chat_messages)
     # The tool call and its result went to working memory and come back as real tool messages.
     history = await memory.aget_all()
-    assert [m.role for m in history] == [MessageRole.USER, MessageRole.ASSISTANT, MessageRole.TOOL, MessageRole.ASSISTANT]
+    assert [m.role for m in history] == [
+        MessageRole.USER,
+        MessageRole.ASSISTANT,
+        MessageRole.TOOL,
+        MessageRole.ASSISTANT,
+    ]
     (call,) = [b for b in history[1].blocks if isinstance(b, ToolCallBlock)]
     assert call.tool_name == "pantry_status"
     assert history[2].additional_kwargs["tool_call_id"] == call.tool_call_id
@@ -187,7 +203,10 @@ def test_set_only_records_what_is_new_and_never_relearns_injected_memories(store
     teach(stores)
     client = stores.client("u1")
     memory = HindsightChatMemory.from_defaults(namespace="u1", session_id="s", client=client)
-    first = [ChatMessage(role="user", content="I want to adopt a second dog."), ChatMessage(role="assistant", content="Great idea!")]
+    first = [
+        ChatMessage(role="user", content="I want to adopt a second dog."),
+        ChatMessage(role="assistant", content="Great idea!"),
+    ]
     memory.set(first)
     ids = [r.id for r in client.working_memory("s")]
     # Handing back what get() returned (injected block included) plus one new message.
@@ -208,10 +227,30 @@ def test_non_text_blocks_are_stored_as_text_or_skipped(stores: Stores, caplog: p
     png = b"\x89PNG\r\n\x1a\n" + b"\x00" * 16
     with caplog.at_level(logging.INFO, logger="hindsight.llama_index"):
         memory.put(ChatMessage(role="user", blocks=[ImageBlock(image=png, image_mimetype="image/png")]))
-        memory.put(ChatMessage(role="user", blocks=[ImageBlock(image=png, image_mimetype="image/png"), TextBlock(text="This is a photo of my beagle Biscuit.")]))
-        memory.put(ChatMessage(role="assistant", blocks=[ThinkingBlock(content="the user likes dogs"), TextBlock(text="What a cute dog!")]))
-        memory.put(ChatMessage(role="assistant", blocks=[ToolCallBlock(tool_call_id="c1", tool_name="lookup_breed", tool_kwargs={"breed": "beagle"})]))
-        memory.put(ChatMessage(role="tool", content="Beagles are friendly hounds.", additional_kwargs={"tool_call_id": "c1"}))
+        memory.put(
+            ChatMessage(
+                role="user",
+                blocks=[
+                    ImageBlock(image=png, image_mimetype="image/png"),
+                    TextBlock(text="This is a photo of my beagle Biscuit."),
+                ],
+            )
+        )
+        memory.put(
+            ChatMessage(
+                role="assistant",
+                blocks=[ThinkingBlock(content="the user likes dogs"), TextBlock(text="What a cute dog!")],
+            )
+        )
+        memory.put(
+            ChatMessage(
+                role="assistant",
+                blocks=[ToolCallBlock(tool_call_id="c1", tool_name="lookup_breed", tool_kwargs={"breed": "beagle"})],
+            )
+        )
+        memory.put(
+            ChatMessage(role="tool", content="Beagles are friendly hounds.", additional_kwargs={"tool_call_id": "c1"})
+        )
         memory.put(ChatMessage(role="user", content="x" * 40_000))  # over the server's size limit
     window = client.working_memory("s")
     assert [r.content for r in window] == [
@@ -283,7 +322,10 @@ def test_a_real_second_process_recalls_the_fact(stores: Stores, store_path: Path
     env = {**os.environ, "HINDSIGHT_STORE": str(store_path), "HF_HUB_OFFLINE": "1"}
     out = subprocess.run(
         [sys.executable, "-c", SECOND_PROCESS, QUESTION, "u1", "u2"],
-        env=env, capture_output=True, text=True, timeout=120,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert out.returncode == 0, out.stderr[-2000:]
     _, u1, u2 = out.stdout.split("=== ")
@@ -295,7 +337,9 @@ def test_the_example_runs_offline_across_two_processes(tmp_path: Path) -> None:
     example = Path(__file__).resolve().parents[1] / "examples" / "llamaindex_chat_engine.py"
     env = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")}
     env.update(HINDSIGHT_STORE=str(tmp_path / "store"), HF_HUB_OFFLINE="1")
-    out = subprocess.run([sys.executable, str(example)], env=env, capture_output=True, text=True, timeout=240, cwd=tmp_path)
+    out = subprocess.run(
+        [sys.executable, str(example)], env=env, capture_output=True, text=True, timeout=240, cwd=tmp_path
+    )
     assert out.returncode == 0, out.stderr[-2000:]
     (answer,) = [line for line in out.stdout.splitlines() if line.startswith("[process 2] assistant:")]
     assert "allergic to peanuts" in answer

@@ -133,9 +133,22 @@ async def test_non_text_blocks_are_stored_as_text_or_skipped(stores: Stores, cap
         await block.aput(
             [
                 ChatMessage(role="user", blocks=[ImageBlock(image=png, image_mimetype="image/png")]),
-                ChatMessage(role="assistant", blocks=[ThinkingBlock(content="secret reasoning"), TextBlock(text="We decided to deploy the project on Ubuntu 22.04.")]),
-                ChatMessage(role="assistant", blocks=[ToolCallBlock(tool_call_id="c1", tool_name="set_config", tool_kwargs={"port": 8080})]),
-                ChatMessage(role="tool", content="Configuration saved: the server port is now 8080.", additional_kwargs={"tool_call_id": "c1"}),
+                ChatMessage(
+                    role="assistant",
+                    blocks=[
+                        ThinkingBlock(content="secret reasoning"),
+                        TextBlock(text="We decided to deploy the project on Ubuntu 22.04."),
+                    ],
+                ),
+                ChatMessage(
+                    role="assistant",
+                    blocks=[ToolCallBlock(tool_call_id="c1", tool_name="set_config", tool_kwargs={"port": 8080})],
+                ),
+                ChatMessage(
+                    role="tool",
+                    content="Configuration saved: the server port is now 8080.",
+                    additional_kwargs={"tool_call_id": "c1"},
+                ),
                 ChatMessage(role="user", content="My project deadline is next Friday. " + "x" * 40_000),
                 ChatMessage(role="user", content="Our team uses PostgreSQL 16 as the database for the project."),
             ],

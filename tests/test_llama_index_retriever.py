@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 from llama_index.core.llms.mock import MockLLM
@@ -22,7 +22,7 @@ PREFERENCE = "I prefer concise answers with code examples."
 @pytest.fixture
 def seeded(stores: Stores) -> Stores:
     client = stores.client("u1")
-    client.store(DEADLINE, kind="fact", session_id="s1", occurred_at=datetime(2024, 1, 15, tzinfo=timezone.utc))
+    client.store(DEADLINE, kind="fact", session_id="s1", occurred_at=datetime(2024, 1, 15, tzinfo=UTC))
     client.store(DATABASE, kind="context", session_id="s2", metadata={"project": "billing"})
     client.store(PREFERENCE, kind="preference", session_id="s2")
     stores.client("u2").store("My cat is named Pixel and loves the PostgreSQL elephant mascot.", kind="fact")
@@ -31,7 +31,9 @@ def seeded(stores: Stores) -> Stores:
 
 def test_nodes_carry_the_memory_id_and_metadata(seeded: Stores) -> None:
     client = seeded.client("u1")
-    nodes = HindsightRetriever(namespace="u1", client=client, top_k=3).retrieve("Which database does the billing project use?")
+    nodes = HindsightRetriever(namespace="u1", client=client, top_k=3).retrieve(
+        "Which database does the billing project use?"
+    )
     assert nodes[0].node.get_content() == DATABASE
     assert [n.score for n in nodes] == sorted((n.score for n in nodes), reverse=True)
     node = nodes[0].node
@@ -40,7 +42,12 @@ def test_nodes_carry_the_memory_id_and_metadata(seeded: Stores) -> None:
     assert node.node_id == record.id
     meta = node.metadata
     assert meta["memory_id"] == record.id and meta["namespace"] == "u1"
-    assert (meta["tier"], meta["kind"], meta["status"], meta["session_id"]) == (record.tier.value, "context", "active", "s2")
+    assert (meta["tier"], meta["kind"], meta["status"], meta["session_id"]) == (
+        record.tier.value,
+        "context",
+        "active",
+        "s2",
+    )
     assert meta["occurred_at"] == record.occurred_at.isoformat() and meta["created_at"]
     assert meta["source"]["session_id"] == "s2" and meta["metadata"] == {"project": "billing"}
     assert 0 < meta["relevance"] <= 1

@@ -22,11 +22,27 @@ def stub() -> Iterator[OpenAIStub]:
 
 
 def _client(stub: OpenAIStub, **kw) -> LLMClient:
-    return LLMClient(model="stub-model", base_url=stub.base_url, api_key="test", timeout=kw.pop("timeout", 5), max_retries=kw.pop("max_retries", 3))
+    return LLMClient(
+        model="stub-model",
+        base_url=stub.base_url,
+        api_key="test",
+        timeout=kw.pop("timeout", 5),
+        max_retries=kw.pop("max_retries", 3),
+    )
 
 
 EXTRACTED = json.dumps(
-    {"memories": [{"should_remember": True, "memory_type": "preference", "content": "User wants answers in Spanish.", "entities": ["Spanish"], "importance": 0.95}]}
+    {
+        "memories": [
+            {
+                "should_remember": True,
+                "memory_type": "preference",
+                "content": "User wants answers in Spanish.",
+                "entities": ["Spanish"],
+                "importance": 0.95,
+            }
+        ]
+    }
 )
 
 
@@ -79,7 +95,13 @@ def test_unparseable_extraction_falls_back_to_rules(stub: OpenAIStub, store_path
 def test_compression_uses_the_llm_summary_and_falls_back(stub: OpenAIStub, store_path: Path, embedder) -> None:
     engine = MemoryEngine(store=store_path, embedder=embedder, llm=_client(stub, max_retries=0))
     for i in range(6):
-        engine.record_turn(f"Step {i}: the importer must skip rows older than {i + 2} days.", session_id="s1", namespace="u1", extract=False, compress=False)
+        engine.record_turn(
+            f"Step {i}: the importer must skip rows older than {i + 2} days.",
+            session_id="s1",
+            namespace="u1",
+            extract=False,
+            compress=False,
+        )
     stub.script("LLM SUMMARY: importer skips old rows.")
     first = engine.compress(session_id="s1", namespace="u1", force=True)
     assert first.summaries[0].content == "LLM SUMMARY: importer skips old rows."
@@ -92,7 +114,10 @@ def test_openai_compatible_embeddings(stub: OpenAIStub, store_path: Path) -> Non
     embedder = OpenAIEmbedder("stub-embed", base_url=stub.base_url, api_key="k", max_retries=2)
     stub.script(("status", 429))
     engine = MemoryEngine(store=store_path, embedder=embedder, llm=False)
-    assert engine.store("The office is closed on public holidays.", namespace="u1").stored[0].embedding_model == "stub-embed"
+    assert (
+        engine.store("The office is closed on public holidays.", namespace="u1").stored[0].embedding_model
+        == "stub-embed"
+    )
     assert engine.recall("office holidays", namespace="u1").hits[0].record.embedding_dim == 16
 
 

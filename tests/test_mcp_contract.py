@@ -14,21 +14,45 @@ from collections.abc import Iterator
 
 import pytest
 
-from hindsight_integrations import MemoryEngine, MemoryNotFoundError, InvalidInputError, RecallResult, StoreResult
+from hindsight_integrations import InvalidInputError, MemoryEngine, MemoryNotFoundError, RecallResult, StoreResult
 from hindsight_integrations.core.records import Kind, MemoryRecord, Status
-from hindsight_integrations.mcp import MAX_BATCH, MemoryClient, MemoryToolError, MemoryToolInputError, MemoryToolNotFoundError
+from hindsight_integrations.mcp import (
+    MAX_BATCH,
+    MemoryClient,
+    MemoryToolError,
+    MemoryToolInputError,
+    MemoryToolNotFoundError,
+)
 
 from .mcp_support import http_server
 
 TOOLS = {
-    "store_memory", "retrieve_memory", "compress_memory", "update_memory", "forget_memory", "list_memories",
-    "memory_stats", "dump_memory", "record_turn", "get_working_memory", "clear_working_memory",
+    "store_memory",
+    "retrieve_memory",
+    "compress_memory",
+    "update_memory",
+    "forget_memory",
+    "list_memories",
+    "memory_stats",
+    "dump_memory",
+    "record_turn",
+    "get_working_memory",
+    "clear_working_memory",
 }
 TOKEN = "contract-token-0001"
 
 
-@pytest.fixture(scope="module", params=["in-process", pytest.param("stdio", marks=pytest.mark.server), pytest.param("http", marks=pytest.mark.server)])
-def client(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, embedder) -> Iterator[MemoryClient]:
+@pytest.fixture(
+    scope="module",
+    params=[
+        "in-process",
+        pytest.param("stdio", marks=pytest.mark.server),
+        pytest.param("http", marks=pytest.mark.server),
+    ],
+)
+def client(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, embedder
+) -> Iterator[MemoryClient]:
     store = tmp_path_factory.mktemp(f"store-{request.param}")
     if request.param == "in-process":
         engine = MemoryEngine(store=store, embedder=embedder, llm=False)
@@ -40,7 +64,10 @@ def client(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFact
             c.connect()
             yield c
     else:
-        with http_server(store, tokens={TOKEN: "contract"}) as base, MemoryClient.http(f"{base}/mcp", token=TOKEN, timeout=60) as c:
+        with (
+            http_server(store, tokens={TOKEN: "contract"}) as base,
+            MemoryClient.http(f"{base}/mcp", token=TOKEN, timeout=60) as c,
+        ):
             yield c
 
 
@@ -73,12 +100,20 @@ def test_store_then_retrieve_returns_records_and_a_dated_context(client: MemoryC
 
 def test_model_mistakes_are_coerced(client: MemoryClient) -> None:
     content = unique("My home office is in Porto")
-    data = client.call_tool("store_memory", {"content": content, "importance": "0.8", "kind": "Fact", "metadata": '{"src": "chat"}'})
+    data = client.call_tool(
+        "store_memory", {"content": content, "importance": "0.8", "kind": "Fact", "metadata": '{"src": "chat"}'}
+    )
     (record,) = data["stored"]
     assert record["importance"] == 0.8 and record["kind"] == "fact" and record["metadata"]["src"] == "chat"
-    batch = client.call_tool("store_memory", {"memories": json.dumps([{"content": unique("My sister lives in Oslo")}, unique("I drive a blue Volvo")])})
+    batch = client.call_tool(
+        "store_memory",
+        {"memories": json.dumps([{"content": unique("My sister lives in Oslo")}, unique("I drive a blue Volvo")])},
+    )
     assert len(batch["ids"]) == 2
-    found = client.call_tool("retrieve_memory", {"query": "where is the home office", "top_k": "3", "filters": '{"kinds": "fact"}', "include_history": "false"})
+    found = client.call_tool(
+        "retrieve_memory",
+        {"query": "where is the home office", "top_k": "3", "filters": '{"kinds": "fact"}', "include_history": "false"},
+    )
     assert any(m["content"] == content for m in found["memories"])
     assert all(m["kind"] == "fact" for m in found["memories"])
 
@@ -105,14 +140,18 @@ async def test_dedup_false_stores_a_near_duplicate_as_its_own_memory(client: Mem
     assert folded.merged == first.ids  # the default folds a near-duplicate into the existing memory
     separate = await client.astore(base + "!", kind="fact", dedup=False)
     assert not separate.merged and separate.ids[0] not in first.ids
-    assert sorted(r.id for r in client.list(limit=1000) if r.content.startswith(base)) == sorted(first.ids + separate.ids)
+    assert sorted(r.id for r in client.list(limit=1000) if r.content.startswith(base)) == sorted(
+        first.ids + separate.ids
+    )
 
 
 def test_supersede_false_leaves_the_older_value_current(client: MemoryClient) -> None:
     old = client.store(unique("My favourite colour is teal"), kind="preference")
     new = client.store(unique("My favourite colour is green"), kind="preference")
     assert new.superseded == old.ids  # the default: a changed value outdates the old one
-    kept = client.call_tool("store_memory", {"content": unique("My favourite colour is amber"), "kind": "preference", "supersede": "false"})
+    kept = client.call_tool(
+        "store_memory", {"content": unique("My favourite colour is amber"), "kind": "preference", "supersede": "false"}
+    )
     assert kept["superseded"] == []
     current = {r.id for r in client.list(limit=1000, filters={"kinds": ["preference"]})}
     assert set(new.ids) | set(kept["ids"]) <= current and not set(old.ids) & current
@@ -142,21 +181,49 @@ BAD_CALLS = [
     pytest.param("retrieve_memory", {}, "query", "Field required", id="missing-required"),
     pytest.param("retrieve_memory", {"query": "x", "top_k": "three"}, "top_k", "valid integer", id="uncoercible-type"),
     pytest.param("retrieve_memory", {"query": "x", "top_k": {"n": 3}}, "top_k", "valid integer", id="object-for-int"),
-    pytest.param("retrieve_memory", {"query": "x", "filters": {"colour": "red"}}, "filters.colour", "Extra inputs", id="unknown-filter"),
+    pytest.param(
+        "retrieve_memory",
+        {"query": "x", "filters": {"colour": "red"}},
+        "filters.colour",
+        "Extra inputs",
+        id="unknown-filter",
+    ),
     pytest.param("retrieve_memory", {"query": "x", "k": 3}, "k", "unknown argument", id="unknown-argument"),
     pytest.param("store_memory", {"content": "x" * (1 << 20)}, "content", "limit is 32768", id="1MB-content"),
-    pytest.param("store_memory", {"memories": [{"content": f"fact number {i}"} for i in range(10_000)]}, "memories", f"limit is {MAX_BATCH}", id="10k-batch"),
+    pytest.param(
+        "store_memory",
+        {"memories": [{"content": f"fact number {i}"} for i in range(10_000)]},
+        "memories",
+        f"limit is {MAX_BATCH}",
+        id="10k-batch",
+    ),
     pytest.param("store_memory", {"content": "\x00\x01\x02 \x7f"}, "content", "empty", id="only-control-chars"),
-    pytest.param("store_memory", {"content": "call me later", "ttl_seconds": -5}, "ttl_seconds", "greater than 0", id="negative-ttl"),
-    pytest.param("store_memory", {"content": "I like tea", "importance": 7}, "importance", "less than or equal to 1", id="importance-out-of-range"),
+    pytest.param(
+        "store_memory",
+        {"content": "call me later", "ttl_seconds": -5},
+        "ttl_seconds",
+        "greater than 0",
+        id="negative-ttl",
+    ),
+    pytest.param(
+        "store_memory",
+        {"content": "I like tea", "importance": 7},
+        "importance",
+        "less than or equal to 1",
+        id="importance-out-of-range",
+    ),
     pytest.param("store_memory", {"content": "a", "memories": ["b"]}, "content", "not both", id="content-and-memories"),
-    pytest.param("store_memory", {"memories": [{"content": "ok"}, {"text": "wrong key"}]}, "memories[1]", "", id="bad-batch-item"),
+    pytest.param(
+        "store_memory", {"memories": [{"content": "ok"}, {"text": "wrong key"}]}, "memories[1]", "", id="bad-batch-item"
+    ),
     pytest.param("update_memory", {"id": "no-such-id", "importance": 0.5}, None, "no memory", id="update-unknown-id"),
 ]
 
 
 @pytest.mark.parametrize(("tool", "arguments", "field", "message"), BAD_CALLS)
-def test_bad_input_is_a_readable_tool_error_and_the_server_keeps_serving(client: MemoryClient, tool: str, arguments: dict, field: str | None, message: str) -> None:
+def test_bad_input_is_a_readable_tool_error_and_the_server_keeps_serving(
+    client: MemoryClient, tool: str, arguments: dict, field: str | None, message: str
+) -> None:
     with pytest.raises(MemoryToolError) as err:
         client.call_tool(tool, arguments)
     assert message in err.value.message
@@ -202,7 +269,11 @@ def test_turns_working_memory_compression_and_clear(client: MemoryClient) -> Non
     assert first.turn.session_id == session and first.turn.tier.value == "working"
     client.record_turn("Noted, I will suggest quiet places.", session_id=session, role="assistant")
     for n in range(6):
-        client.record_turn(f"Message {n} about temples, trains and ryokans in Kyoto and Nara", session_id=session, role="user" if n % 2 else "assistant")
+        client.record_turn(
+            f"Message {n} about temples, trains and ryokans in Kyoto and Nara",
+            session_id=session,
+            role="user" if n % 2 else "assistant",
+        )
     window = client.working_memory(session)
     assert [t.id for t in window][0] == first.turn.id and len(window) == 8
     compression = client.compress(session, threshold_tokens=30)

@@ -53,7 +53,11 @@ def test_health_needs_no_token(base: str) -> None:
     assert response.status_code == 200 and response.json()["status"] == "ok" and response.json()["auth"] is True
 
 
-@pytest.mark.parametrize("headers", [{}, {"Authorization": "Bearer not-a-real-token"}, {"Authorization": f"Basic {ALICE}"}], ids=["none", "wrong", "not-bearer"])
+@pytest.mark.parametrize(
+    "headers",
+    [{}, {"Authorization": "Bearer not-a-real-token"}, {"Authorization": f"Basic {ALICE}"}],
+    ids=["none", "wrong", "not-bearer"],
+)
 def test_requests_without_a_valid_token_get_401(base: str, headers: dict) -> None:
     response = httpx.post(f"{base}/mcp", json=rpc("tools/list"), headers={**HEADERS, **headers})
     assert response.status_code == 401 and "bearer token" in response.json()["message"]
@@ -61,7 +65,10 @@ def test_requests_without_a_valid_token_get_401(base: str, headers: dict) -> Non
 
 
 def test_client_with_a_wrong_token_gets_a_clear_auth_error(base: str) -> None:
-    with MemoryClient.http(f"{base}/mcp", token="wrong-token-123", retries=2) as client, pytest.raises(MemoryAuthError) as err:
+    with (
+        MemoryClient.http(f"{base}/mcp", token="wrong-token-123", retries=2) as client,
+        pytest.raises(MemoryAuthError) as err,
+    ):
         client.recall("anything")
     assert "401" in str(err.value) and base in str(err.value)
 
@@ -71,7 +78,10 @@ def test_each_token_announces_its_namespace_and_a_client_for_another_user_is_ref
         assert bob.namespace is None  # not known before the server says
         assert bob.connect().namespace == "bob"
     content = f"I prefer aisle seats (ref {uuid.uuid4().hex[:8]})"
-    with MemoryClient.http(f"{base}/mcp", token=BOB, namespace="alice", retries=2) as wrong, pytest.raises(MemoryNamespaceError) as err:
+    with (
+        MemoryClient.http(f"{base}/mcp", token=BOB, namespace="alice", retries=2) as wrong,
+        pytest.raises(MemoryNamespaceError) as err,
+    ):
         wrong.store(content)
     assert "'bob'" in str(err.value) and "'alice'" in str(err.value)
     with MemoryClient.http(f"{base}/mcp", token=BOB, namespace="bob") as bob:
@@ -94,14 +104,22 @@ def test_a_token_never_reads_or_writes_another_namespace(alice: MemoryClient, bo
 
 def test_stateless_http_serves_requests_without_a_session(base: str) -> None:
     """Any replica can answer any request: no initialize handshake or session id is needed."""
-    response = httpx.post(f"{base}/mcp", json=rpc("tools/call", {"name": "memory_stats", "arguments": {}}), headers={**HEADERS, "Authorization": f"Bearer {BOB}"})
+    response = httpx.post(
+        f"{base}/mcp",
+        json=rpc("tools/call", {"name": "memory_stats", "arguments": {}}),
+        headers={**HEADERS, "Authorization": f"Bearer {BOB}"},
+    )
     assert response.status_code == 200 and "mcp-session-id" not in response.headers
     assert response.json()["result"]["structuredContent"]["namespace"] == "bob"
 
 
 def test_malformed_bodies_get_an_error_and_the_server_keeps_serving(base: str, alice: MemoryClient) -> None:
     auth = {**HEADERS, "Authorization": f"Bearer {ALICE}"}
-    for body in (b"\xff\xfe not utf-8", b"{not json", b'{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "store_memory", "arguments": {"content": "\\ud800"}}}'):
+    for body in (
+        b"\xff\xfe not utf-8",
+        b"{not json",
+        b'{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "store_memory", "arguments": {"content": "\\ud800"}}}',
+    ):
         response = httpx.post(f"{base}/mcp", content=body, headers=auth)
         assert response.status_code in (200, 400)
         payload = response.json()
@@ -125,7 +143,7 @@ def test_a_client_killed_mid_call_loses_nothing_acknowledged(base: str, alice: M
     script = textwrap.dedent(f"""
         import sys
         from hindsight_integrations.mcp import MemoryClient
-        client = MemoryClient.http({base + '/mcp'!r}, token={ALICE!r})
+        client = MemoryClient.http({base + "/mcp"!r}, token={ALICE!r})
         for n in range(1000):
             result = client.store("Batch {tag} fact number %d: the user owns plant %d" % (n, n), request_id="{tag}-%d" % n)
             print(result.ids[0], flush=True)
@@ -148,6 +166,9 @@ def test_a_client_killed_mid_call_loses_nothing_acknowledged(base: str, alice: M
 
 def test_unreachable_server_is_a_clear_error_naming_transport_and_target() -> None:
     url = f"http://127.0.0.1:{free_port()}/mcp"
-    with MemoryClient.http(url, retries=1, backoff=0.01, connect_timeout=10) as client, pytest.raises(MemoryServerUnavailableError) as err:
+    with (
+        MemoryClient.http(url, retries=1, backoff=0.01, connect_timeout=10) as client,
+        pytest.raises(MemoryServerUnavailableError) as err,
+    ):
         client.stats()
     assert err.value.transport == "http" and err.value.target == url and url in str(err.value)

@@ -12,11 +12,11 @@ from pathlib import Path
 import pytest
 
 from hindsight_integrations import MemoryEngine
+from hindsight_integrations.core.errors import ConfigurationError
 from hindsight_integrations.mcp import MemoryClient, MemoryServerUnavailableError, MemoryToolError
 from hindsight_integrations.mcp.auth import load_token_map, parse_token_env
 from hindsight_integrations.mcp.observability import JsonFormatter, RateLimiter
 from hindsight_integrations.mcp.server import build_server
-from hindsight_integrations.core.errors import ConfigurationError
 
 from .mcp_support import SERVER_CMD, server_env
 
@@ -40,7 +40,12 @@ def test_every_tool_call_is_logged_as_one_json_line(client: MemoryClient, caplog
     calls = [r for r in caplog.records if r.name == "hindsight.mcp" and r.getMessage() == "tool_call"]
     ok, failed = calls[-2], calls[-1]
     line = json.loads(JsonFormatter().format(ok))
-    assert line["tool"] == "store_memory" and line["namespace"] == "logged" and line["outcome"] == "ok" and line["latency_ms"] >= 0
+    assert (
+        line["tool"] == "store_memory"
+        and line["namespace"] == "logged"
+        and line["outcome"] == "ok"
+        and line["latency_ms"] >= 0
+    )
     assert "chars)" in line["arguments"]["content"]  # content is summarised, not logged verbatim
     failed_line = json.loads(JsonFormatter().format(failed))
     assert failed_line["outcome"] == "invalid_input" and "top_k" in failed_line["error"]
@@ -75,13 +80,21 @@ def test_token_configuration_is_validated(tmp_path: Path) -> None:
     path.write_text(json.dumps({"tokens": {"long-enough-token": "team.a"}}))
     assert load_token_map(path, environ={}) == {"long-enough-token": "team.a"}
     assert load_token_map(None, environ={}) is None
-    for bad in ({"HINDSIGHT_TOKENS": "no-equals-sign"}, {"HINDSIGHT_TOKENS": "short=ns"}, {"HINDSIGHT_TOKENS": "long-enough-token=bad/ns"}):
+    for bad in (
+        {"HINDSIGHT_TOKENS": "no-equals-sign"},
+        {"HINDSIGHT_TOKENS": "short=ns"},
+        {"HINDSIGHT_TOKENS": "long-enough-token=bad/ns"},
+    ):
         with pytest.raises(ConfigurationError):
             load_token_map(None, environ=bad)
 
 
-def test_from_settings_picks_the_transport_from_the_environment(engine: MemoryEngine, monkeypatch: pytest.MonkeyPatch) -> None:
-    with MemoryClient.from_settings(environ={"HINDSIGHT_MCP_URL": "http://127.0.0.1:9/mcp", "HINDSIGHT_MCP_TOKEN": "t"}) as c:
+def test_from_settings_picks_the_transport_from_the_environment(
+    engine: MemoryEngine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with MemoryClient.from_settings(
+        environ={"HINDSIGHT_MCP_URL": "http://127.0.0.1:9/mcp", "HINDSIGHT_MCP_TOKEN": "t"}
+    ) as c:
         assert c.transport == "http" and c.target == "http://127.0.0.1:9/mcp"
     with MemoryClient.from_settings(environ={"HINDSIGHT_MCP_COMMAND": "hindsight serve --transport stdio"}) as c:
         assert c.transport == "stdio" and c.target.startswith("hindsight serve")
@@ -93,7 +106,10 @@ def test_from_settings_picks_the_transport_from_the_environment(engine: MemoryEn
 
 
 def test_a_stdio_command_that_cannot_start_is_a_clear_error() -> None:
-    with MemoryClient.stdio(["/nonexistent/hindsight-server"], retries=0, connect_timeout=20) as c, pytest.raises(MemoryServerUnavailableError) as err:
+    with (
+        MemoryClient.stdio(["/nonexistent/hindsight-server"], retries=0, connect_timeout=20) as c,
+        pytest.raises(MemoryServerUnavailableError) as err,
+    ):
         c.stats()
     assert err.value.transport == "stdio" and "/nonexistent/hindsight-server" in str(err.value)
 
@@ -107,17 +123,39 @@ def test_stdio_stdout_carries_only_protocol_and_a_killed_client_loses_nothing_ac
     """Raw stdio: every stdout line is JSON-RPC; when the client vanishes mid-call the server exits
     cleanly, and a new server on the same store still has everything that was acknowledged."""
     store = tmp_path / "store"
-    proc = subprocess.Popen([*SERVER_CMD], env=server_env(store), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    proc = subprocess.Popen(
+        [*SERVER_CMD],
+        env=server_env(store),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
     assert proc.stdin and proc.stdout
     init = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}
     proc.stdin.write(_rpc(1, "initialize", init))
     proc.stdin.write(json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}) + "\n")
-    proc.stdin.write(_rpc(2, "tools/call", {"name": "store_memory", "arguments": {"content": "The user's passport expires in 2031", "request_id": "r-1"}}))
+    proc.stdin.write(
+        _rpc(
+            2,
+            "tools/call",
+            {
+                "name": "store_memory",
+                "arguments": {"content": "The user's passport expires in 2031", "request_id": "r-1"},
+            },
+        )
+    )
     proc.stdin.flush()
     lines = [json.loads(proc.stdout.readline()) for _ in range(2)]  # json.loads fails on any stray non-protocol line
     acknowledged = lines[1]["result"]["structuredContent"]["ids"]
     assert lines[0]["id"] == 1 and acknowledged
-    proc.stdin.write(_rpc(3, "tools/call", {"name": "store_memory", "arguments": {"content": "In flight when the client died", "request_id": "r-2"}}))
+    proc.stdin.write(
+        _rpc(
+            3,
+            "tools/call",
+            {"name": "store_memory", "arguments": {"content": "In flight when the client died", "request_id": "r-2"}},
+        )
+    )
     proc.stdin.flush()
     proc.stdin.close()  # the client is gone mid-call
     proc.kill() if proc.wait(timeout=30) is None else None

@@ -108,10 +108,12 @@ def test_concurrent_queries_and_batches(onnx_embedder: LocalEmbedder, torch_embe
                 else:
                     k = i % len(texts)
                     assert np.abs(np.array(model.embed([texts[k]])[0]) - expected[k]).max() < 1e-5
-        except BaseException as exc:  # noqa: BLE001 - reported below
+        except BaseException as exc:
             errors.append(exc)
 
-    threads = [threading.Thread(target=work, args=(m, b)) for m in (onnx_embedder, torch_embedder) for b in (False, True)]
+    threads = [
+        threading.Thread(target=work, args=(m, b)) for m in (onnx_embedder, torch_embedder) for b in (False, True)
+    ]
     for t in threads:
         t.start()
     for t in threads:

@@ -57,11 +57,15 @@ def test_hits_carry_the_current_record_not_the_cached_facts(reader: MemoryEngine
     ids = _stored(reader)
     reader.recall("invoice", namespace="inv")
     writer.update(ids[2], namespace="inv", importance=0.95)
-    hit = next(h for h in reader.recall("INV-4473 wrong address", namespace="inv", top_k=4).hits if h.record.id == ids[2])
+    hit = next(
+        h for h in reader.recall("INV-4473 wrong address", namespace="inv", top_k=4).hits if h.record.id == ids[2]
+    )
     assert hit.record.importance == pytest.approx(0.95)
 
 
-def test_memory_written_by_another_process_is_found_before_the_next_sync(reader: MemoryEngine, writer: MemoryEngine) -> None:
+def test_memory_written_by_another_process_is_found_before_the_next_sync(
+    reader: MemoryEngine, writer: MemoryEngine
+) -> None:
     _stored(reader)
     reader.recall("invoice", namespace="inv")
     writer.store("Invoice INV-9001 covers the new laptops.", namespace="inv", apply_filter=False)
@@ -82,7 +86,9 @@ def test_own_recalls_count_towards_access_in_the_ranking(engine: MemoryEngine) -
 def test_user_metadata_filters_read_chroma_metadata(engine: MemoryEngine) -> None:
     engine.store_memories(
         [{"content": f, "metadata": {"team": "finance" if "finance" in f else "billing"}} for f in FACTS],
-        namespace="inv", apply_filter=False, dedup=False,
+        namespace="inv",
+        apply_filter=False,
+        dedup=False,
     )
     hits = engine.recall("invoice", namespace="inv", top_k=4, filters={"metadata": {"team": "billing"}}).hits
     assert {h.record.metadata["team"] for h in hits} == {"billing"} and len(hits) == 2

@@ -3,15 +3,28 @@
 from __future__ import annotations
 
 import json
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from hindsight_integrations import MemoryEngine, Status
 from hindsight_integrations.core.records import PACKED_KEY, Kind, MemoryRecord, Role, Source, Tier
 
 # What a layout-2 record may hold as separate Chroma keys (besides m.<key> user metadata).
 SEPARATE = {
-    "tier", "kind", "status", "importance", "occurred_at", "updated_at", "valid_until", "expires_at",
-    "session_id", "agent_id", "slot", "request_id", "access_count", "last_accessed_at", PACKED_KEY,
+    "tier",
+    "kind",
+    "status",
+    "importance",
+    "occurred_at",
+    "updated_at",
+    "valid_until",
+    "expires_at",
+    "session_id",
+    "agent_id",
+    "slot",
+    "request_id",
+    "access_count",
+    "last_accessed_at",
+    PACKED_KEY,
 }
 
 
@@ -26,17 +39,36 @@ def _legacy_metadata(record: MemoryRecord) -> dict:
 
 
 def _every_field_set() -> MemoryRecord:
-    moment = datetime(2026, 3, 14, 9, 26, 53, tzinfo=timezone.utc)
+    moment = datetime(2026, 3, 14, 9, 26, 53, tzinfo=UTC)
     return MemoryRecord(
-        namespace="ns", agent_id="agent-7", session_id="s-1", tier=Tier.SEMANTIC, kind=Kind.PREFERENCE,
-        role=Role.ASSISTANT, content="Prefers tea — 绿茶 — over coffee.", summary="tea over coffee",
-        context="Earlier turn: what do you drink?", entities=["tea", "coffee"], slot="user:drink",
-        importance=0.8, token_count=9, occurred_at=moment, created_at=moment, updated_at=moment,
-        valid_from=moment, valid_until=moment.replace(year=2027), expires_at=moment.replace(year=2028),
-        last_accessed_at=moment, access_count=4,
+        namespace="ns",
+        agent_id="agent-7",
+        session_id="s-1",
+        tier=Tier.SEMANTIC,
+        kind=Kind.PREFERENCE,
+        role=Role.ASSISTANT,
+        content="Prefers tea — 绿茶 — over coffee.",
+        summary="tea over coffee",
+        context="Earlier turn: what do you drink?",
+        entities=["tea", "coffee"],
+        slot="user:drink",
+        importance=0.8,
+        token_count=9,
+        occurred_at=moment,
+        created_at=moment,
+        updated_at=moment,
+        valid_from=moment,
+        valid_until=moment.replace(year=2027),
+        expires_at=moment.replace(year=2028),
+        last_accessed_at=moment,
+        access_count=4,
         source=Source(session_id="s-1", message_ids=["m1", "m2"], memory_ids=["x"], origin="import"),
-        status=Status.SUPERSEDED, superseded_by="other-id", request_id="req-1",
-        metadata={"project": "apollo", "score": 3, "nested": {"a": [1, 2]}}, embedding_model="minilm", embedding_dim=384,
+        status=Status.SUPERSEDED,
+        superseded_by="other-id",
+        request_id="req-1",
+        metadata={"project": "apollo", "score": 3, "nested": {"a": [1, 2]}},
+        embedding_model="minilm",
+        embedding_dim=384,
     )
 
 
@@ -54,25 +86,40 @@ def test_layout_1_metadata_still_reads_as_the_same_record() -> None:
 
 
 def test_new_memories_keep_content_out_of_chroma_documents(engine: MemoryEngine) -> None:
-    stored = engine.store("Our staging cluster runs on Kubernetes 1.29.", namespace="lay", session_id="s9", metadata={"team": "infra"}).stored[0]
+    stored = engine.store(
+        "Our staging cluster runs on Kubernetes 1.29.", namespace="lay", session_id="s9", metadata={"team": "infra"}
+    ).stored[0]
     document, meta = _raw(engine, "lay", stored.id)
     assert document is None
     assert set(meta) - SEPARATE == {"m.team"}
     assert "access_count" not in meta and "last_accessed_at" not in meta  # never recalled: packed
     assert engine.get(stored.id, namespace="lay") == stored
-    assert engine.recall("staging cluster Kubernetes", namespace="lay", filters={"metadata": {"team": "infra"}}).hits[0].record.id == stored.id
+    assert (
+        engine.recall("staging cluster Kubernetes", namespace="lay", filters={"metadata": {"team": "infra"}})
+        .hits[0]
+        .record.id
+        == stored.id
+    )
 
 
 def test_a_layout_1_store_is_recalled_and_rewritten_on_update(store_path, embedder) -> None:
     writer = MemoryEngine(store=store_path, embedder=embedder, llm=False)
     writer.store("The office wifi password rotates every Monday.", namespace="old")  # creates the collections
-    moment = datetime(2026, 11, 2, 8, 0, tzinfo=timezone.utc)  # whole seconds: epoch floats keep them exactly
+    moment = datetime(2026, 11, 2, 8, 0, tzinfo=UTC)  # whole seconds: epoch floats keep them exactly
     legacy = MemoryRecord(
-        namespace="old", content="The backup job for invoices runs nightly at 02:00 UTC.", entities=["invoices"], slot="project:backup",
-        occurred_at=moment, created_at=moment, updated_at=moment, valid_from=moment,
+        namespace="old",
+        content="The backup job for invoices runs nightly at 02:00 UTC.",
+        entities=["invoices"],
+        slot="project:backup",
+        occurred_at=moment,
+        created_at=moment,
+        updated_at=moment,
+        valid_from=moment,
     )
     vector = embedder.embed([legacy.content])[0]
-    writer.chroma.namespace("old").collection.add(ids=[legacy.id], documents=[legacy.content], metadatas=[_legacy_metadata(legacy)], embeddings=[vector])
+    writer.chroma.namespace("old").collection.add(
+        ids=[legacy.id], documents=[legacy.content], metadatas=[_legacy_metadata(legacy)], embeddings=[vector]
+    )
 
     reader = MemoryEngine(store=store_path, embedder=embedder, llm=False)  # loads its indexes from Chroma
     assert reader.get(legacy.id, namespace="old") == legacy
@@ -85,7 +132,10 @@ def test_a_layout_1_store_is_recalled_and_rewritten_on_update(store_path, embedd
     assert set(meta) - SEPARATE == set()  # the layout-1 keys are gone, slot included (the new text sets none)
     assert json.loads(meta[PACKED_KEY])["content"] == "The invoices backup now runs hourly."
     assert reader.get(legacy.id, namespace="old") == updated
-    assert reader.recall("how often does the invoices backup run", namespace="old", top_k=1).hits[0].record.content == updated.content
+    assert (
+        reader.recall("how often does the invoices backup run", namespace="old", top_k=1).hits[0].record.content
+        == updated.content
+    )
 
 
 def test_a_slot_cleared_by_an_edit_no_longer_supersedes(engine: MemoryEngine) -> None:

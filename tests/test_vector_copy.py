@@ -26,7 +26,13 @@ MEMORIES = [
     {"content": "The staging server runs Postgres 16.", "context": "Infrastructure review, week 12."},
     {"content": "Order 88-1207 shipped to Lisbon by courier.", "context": None},
 ]
-QUERIES = ["INV-4472 approval", "what does Maria drink", "which database version on staging", "order to Lisbon", "finance meeting day"]
+QUERIES = [
+    "INV-4472 approval",
+    "what does Maria drink",
+    "which database version on staging",
+    "order to Lisbon",
+    "finance meeting day",
+]
 
 
 def _store(engine: MemoryEngine, items: list[dict[str, Any]] = MEMORIES) -> list[str]:
@@ -148,7 +154,9 @@ def test_copy_catches_up_with_another_process_and_meanwhile_reads_chroma(store_p
     state = reader.chroma.namespace(NS)
     new = writer.store_memories(
         [{"content": "Invoice INV-9001 covers the new laptops.", "context": "Procurement, Q3."}],
-        namespace=NS, apply_filter=False, dedup=False,
+        namespace=NS,
+        apply_filter=False,
+        dedup=False,
     ).ids
     # Not copied yet: scoring reads it from Chroma, and keeps what it read.
     assert state.vector_copy.lookup(new) == {}
@@ -160,7 +168,9 @@ def test_copy_catches_up_with_another_process_and_meanwhile_reads_chroma(store_p
     _assert_copy_matches_chroma(reader, new, windows=True)
 
 
-def test_copy_can_be_turned_off_from_the_environment(store_path: Path, embedder, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_copy_can_be_turned_off_from_the_environment(
+    store_path: Path, embedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("HINDSIGHT_COPY_VECTORS", "false")
     settings = load_settings(store=store_path)
     assert settings.copy_vectors is False

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from hindsight_integrations import Kind, MemoryEngine, Status, Tier
 
 
 def _talk(engine: MemoryEngine, session: str, n: int, start: datetime | None = None) -> None:
-    start = start or datetime(2024, 3, 1, 9, 0, tzinfo=timezone.utc)
+    start = start or datetime(2024, 3, 1, 9, 0, tzinfo=UTC)
     for i in range(n):
         role = "user" if i % 2 == 0 else "assistant"
         text = (
@@ -19,13 +19,25 @@ def _talk(engine: MemoryEngine, session: str, n: int, start: datetime | None = N
             if role == "user"
             else f"Noted step {i}; worker {i} reads orders-{i}."
         )
-        engine.record_turn(text, session_id=session, role=role, namespace="u1", occurred_at=start + timedelta(minutes=i), compress=False)
+        engine.record_turn(
+            text,
+            session_id=session,
+            role=role,
+            namespace="u1",
+            occurred_at=start + timedelta(minutes=i),
+            compress=False,
+        )
 
 
 def test_window_is_ordered_and_persists_across_processes(engine: MemoryEngine, store_path: Path) -> None:
     _talk(engine, "s1", 4)
     window = engine.working_window(session_id="s1", namespace="u1")
-    assert [t.content.split(":")[0] for t in window] == ["Step 0", "Noted step 1; worker 1 reads orders-1.", "Step 2", "Noted step 3; worker 3 reads orders-3."]
+    assert [t.content.split(":")[0] for t in window] == [
+        "Step 0",
+        "Noted step 1; worker 1 reads orders-1.",
+        "Step 2",
+        "Noted step 3; worker 3 reads orders-3.",
+    ]
     assert all(t.tier is Tier.WORKING and t.kind is Kind.TURN for t in window)
     code = (
         "import sys; from hindsight_integrations import MemoryEngine;"
@@ -41,7 +53,9 @@ def test_compression_happens_at_the_threshold(engine: MemoryEngine) -> None:
     _talk(engine, "s1", 10)
     window = engine.working_window(session_id="s1", namespace="u1")
     total = sum(t.token_count for t in window)
-    assert engine.compress(session_id="s1", namespace="u1", threshold_tokens=total) is None  # at the threshold: nothing to do
+    assert (
+        engine.compress(session_id="s1", namespace="u1", threshold_tokens=total) is None
+    )  # at the threshold: nothing to do
     result = engine.compress(session_id="s1", namespace="u1", threshold_tokens=total - 1)
     assert result is not None and result.summaries
     assert result.tokens_after <= total - 1 < result.tokens_before

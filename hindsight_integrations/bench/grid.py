@@ -25,7 +25,7 @@ from typing import Any
 from ..core.context import format_context, pack_within_budget
 from ..core.engine import MemoryEngine
 from ..core.recall import RecallWeights
-from .locomo import LOCOMO_WEIGHTS, CONTEXT_BUDGET, Conversation, ingest, load_directory, namespace_for, reciprocal_rank
+from .locomo import CONTEXT_BUDGET, LOCOMO_WEIGHTS, Conversation, ingest, load_directory, namespace_for, reciprocal_rank
 
 DEFAULT_GRID: dict[str, list[Any]] = {
     "dense": [0.3, 0.5, 0.7],  # lexical = 1 - dense
@@ -41,7 +41,11 @@ def weight_settings(grid: dict[str, list[Any]]) -> list[RecallWeights]:
     base = LOCOMO_WEIGHTS.model_dump()
     out = []
     for dense, window, boost in itertools.product(grid["dense"], grid["window"], grid["entity_boost"]):
-        out.append(RecallWeights(**{**base, "dense": dense, "lexical": round(1 - dense, 4), "window": window, "entity_boost": boost}))
+        out.append(
+            RecallWeights(
+                **{**base, "dense": dense, "lexical": round(1 - dense, 4), "window": window, "entity_boost": boost}
+            )
+        )
     return out
 
 
@@ -82,10 +86,14 @@ def grid_search(
         engine.drop_namespace(namespace)
         ingest(engine, conv, namespace)
         if progress:
-            progress(f"{conv.name}: {len(conv.turns)} turns, {len(conv.questions)} questions × {len(settings)} weight settings")
+            progress(
+                f"{conv.name}: {len(conv.turns)} turns, {len(conv.questions)} questions × {len(settings)} weight settings"
+            )
         for w, weights in enumerate(settings):
             for q in conv.questions:
-                ranked = engine.recall(q.question, namespace=namespace, top_k=max_k, weights=weights, touch=False).records
+                ranked = engine.recall(
+                    q.question, namespace=namespace, top_k=max_k, weights=weights, touch=False
+                ).records
                 for k in grid["top_k"]:
                     for budget in grid["budget"]:
                         cell = sums[(w, k, budget)]
@@ -97,9 +105,16 @@ def grid_search(
         weights = settings[w]
         rows.append(
             {
-                "dense": weights.dense, "lexical": weights.lexical, "window": weights.window, "entity_boost": weights.entity_boost,
-                "top_k": k, "budget": budget,
-                **{key: round(total.get(key, 0.0) / max(questions, 1), 4) for key in ("recall", "precision", "mrr", "all_found")},
+                "dense": weights.dense,
+                "lexical": weights.lexical,
+                "window": weights.window,
+                "entity_boost": weights.entity_boost,
+                "top_k": k,
+                "budget": budget,
+                **{
+                    key: round(total.get(key, 0.0) / max(questions, 1), 4)
+                    for key in ("recall", "precision", "mrr", "all_found")
+                },
                 "tokens_mean": round(total.get("tokens", 0.0) / max(questions, 1), 1),
             }
         )

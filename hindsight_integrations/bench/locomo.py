@@ -25,7 +25,7 @@ import re
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -37,13 +37,15 @@ from ..core.records import MemoryRecord
 log = logging.getLogger("hindsight.bench.locomo")
 
 # Tuned on the development split only (shared/data/locomo_dev); see README "Results".
-LOCOMO_WEIGHTS = RecallWeights(similarity=1.0, recency=0.0, importance=0.0, access=0.0, dense=0.5, lexical=0.5, window=0.5, entity_boost=0.2)
+LOCOMO_WEIGHTS = RecallWeights(
+    similarity=1.0, recency=0.0, importance=0.0, access=0.0, dense=0.5, lexical=0.5, window=0.5, entity_boost=0.2
+)
 CONTEXT_BUDGET = 450
 NEIGHBOURS_BEFORE = 2
 NEIGHBOURS_AFTER = 1
 CATEGORY_NAMES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
 _DIA_ID = re.compile(r"D\s*:?\s*(\d+)\s*:\s*(\d+)", re.I)
-_FALLBACK_START = datetime(2000, 1, 1, tzinfo=timezone.utc)
+_FALLBACK_START = datetime(2000, 1, 1, tzinfo=UTC)
 
 
 @dataclass
@@ -103,16 +105,24 @@ def parse_session_date(value: Any) -> datetime | None:
     if not isinstance(value, str) or not value.strip():
         return None
     text = value.strip()
-    for fmt in ("%I:%M %p on %d %B, %Y", "%I:%M %p on %d %b, %Y", "%Y-%m-%d %H:%M:%S", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d", "%d %B, %Y", "%d %B %Y"):
+    for fmt in (
+        "%I:%M %p on %d %B, %Y",
+        "%I:%M %p on %d %b, %Y",
+        "%Y-%m-%d %H:%M:%S",
+        "%Y-%m-%dT%H:%M:%S",
+        "%Y-%m-%d",
+        "%d %B, %Y",
+        "%d %B %Y",
+    ):
         try:
-            return datetime.strptime(text, fmt).replace(tzinfo=timezone.utc)
+            return datetime.strptime(text, fmt).replace(tzinfo=UTC)
         except ValueError:
             continue
     try:
         from dateutil import parser as date_parser
 
         parsed = date_parser.parse(text.replace(" on ", " "), fuzzy=True)
-        return parsed if parsed.tzinfo else parsed.replace(tzinfo=timezone.utc)
+        return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
     except (ImportError, ValueError, OverflowError):
         return None
 
@@ -342,7 +352,9 @@ def evaluate(
         conv_rows = []
         for q in conv.questions:
             started = time.perf_counter()
-            budgeted = engine.recall(q.question, namespace=namespace, top_k=top_k, token_budget=budget, weights=weights, touch=False)
+            budgeted = engine.recall(
+                q.question, namespace=namespace, top_k=top_k, token_budget=budget, weights=weights, touch=False
+            )
             recall_ms.append((time.perf_counter() - started) * 1000)
             deep = engine.recall(q.question, namespace=namespace, top_k=deep_k, weights=weights, touch=False)
             top10 = _dia_ids(budgeted.records)
@@ -373,7 +385,8 @@ def evaluate(
     result: dict[str, Any] = summarise(rows)
     categories = sorted({r["category"] for r in rows})
     result["per_category"] = {
-        str(c): {"name": CATEGORY_NAMES.get(c, "unknown"), **summarise([r for r in rows if r["category"] == c])} for c in categories
+        str(c): {"name": CATEGORY_NAMES.get(c, "unknown"), **summarise([r for r in rows if r["category"] == c])}
+        for c in categories
     }
     result["per_conversation"] = conv_summaries
     result["tokens"] = token_savings(rows, tokens_section, budget)

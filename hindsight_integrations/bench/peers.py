@@ -34,7 +34,16 @@ from typing import Any, Protocol
 from ..core.embeddings import LocalEmbedder
 from ..core.engine import MemoryEngine
 from ..core.recall import RecallWeights
-from .locomo import CONTEXT_BUDGET, LOCOMO_WEIGHTS, Conversation, Turn, evidence_scores, ingest, load_directory, reciprocal_rank
+from .locomo import (
+    CONTEXT_BUDGET,
+    LOCOMO_WEIGHTS,
+    Conversation,
+    Turn,
+    evidence_scores,
+    ingest,
+    load_directory,
+    reciprocal_rank,
+)
 from .scale import percentile
 
 TOP_K = 10
@@ -105,7 +114,10 @@ class LangChainSystem:
 
         store = Chroma(collection_name=f"lc-{index:03d}", embedding_function=self.embeddings, client=self.client)
         self.memory = VectorStoreRetrieverMemory(
-            retriever=store.as_retriever(search_kwargs={"k": TOP_K}), memory_key="history", input_key="input", return_docs=True
+            retriever=store.as_retriever(search_kwargs={"k": TOP_K}),
+            memory_key="history",
+            input_key="input",
+            return_docs=True,
         )
         self.lookup = {}
         for turn in conversation.turns:
@@ -167,8 +179,10 @@ class LlamaIndexSystem:
 
         collection = self.client.get_or_create_collection(f"li-{index:03d}")
         self.block = VectorMemoryBlock(
-            vector_store=ChromaVectorStore(chroma_collection=collection), embed_model=self.embed_model,
-            similarity_top_k=TOP_K, node_postprocessors=[self.recorder],
+            vector_store=ChromaVectorStore(chroma_collection=collection),
+            embed_model=self.embed_model,
+            similarity_top_k=TOP_K,
+            node_postprocessors=[self.recorder],
         )
         self.lookup = {}
         for turn in conversation.turns:
@@ -195,7 +209,9 @@ class _Tally:
         self.latencies: list[float] = []
         self.ingest_seconds = 0.0
 
-    def add(self, ranked: Sequence[str], context: str, evidence: Sequence[str], ms: float, count: Callable[[str], int]) -> None:
+    def add(
+        self, ranked: Sequence[str], context: str, evidence: Sequence[str], ms: float, count: Callable[[str], int]
+    ) -> None:
         self.latencies.append(ms)
         self.r5.append(evidence_scores(ranked, evidence, 5)[0])
         recall, found = evidence_scores(ranked, evidence, TOP_K)
@@ -268,14 +284,32 @@ def run_peers(
     with tempfile.TemporaryDirectory(prefix="hindsight-peers-") as tmp:
         engine = MemoryEngine(store=Path(tmp) / "hindsight", embedder=embedder, llm=False)
         count = engine.tokens.count
-        client = chromadb.PersistentClient(path=str(Path(tmp) / "peers"), settings=chromadb.Settings(anonymized_telemetry=False))
+        client = chromadb.PersistentClient(
+            path=str(Path(tmp) / "peers"), settings=chromadb.Settings(anonymized_telemetry=False)
+        )
         factories: list[tuple[str, Callable[[], _System]]] = [
-            ("hindsight", lambda: HindsightSystem(engine, weights=LOCOMO_WEIGHTS, budget=CONTEXT_BUDGET, name="hindsight (LoCoMo weights, 450-token budget)")),
+            (
+                "hindsight",
+                lambda: HindsightSystem(
+                    engine,
+                    weights=LOCOMO_WEIGHTS,
+                    budget=CONTEXT_BUDGET,
+                    name="hindsight (LoCoMo weights, 450-token budget)",
+                ),
+            ),
             # Its own engine over the same Chroma client: the store is shared (no second ingest),
             # the query-vector cache is not, so neither setting gets the other's cached queries.
-            ("hindsight-defaults", lambda: HindsightSystem(
-                MemoryEngine(store=Path(tmp) / "hindsight", embedder=embedder, llm=False, chroma_client=engine.chroma.client),
-                weights=None, budget=None, name="hindsight (default weights, no budget)")),
+            (
+                "hindsight-defaults",
+                lambda: HindsightSystem(
+                    MemoryEngine(
+                        store=Path(tmp) / "hindsight", embedder=embedder, llm=False, chroma_client=engine.chroma.client
+                    ),
+                    weights=None,
+                    budget=None,
+                    name="hindsight (default weights, no budget)",
+                ),
+            ),
             ("langchain", lambda: LangChainSystem(client, embedder)),
             ("llamaindex", lambda: LlamaIndexSystem(client, embedder)),
         ]
@@ -291,7 +325,9 @@ def run_peers(
         peers[:0] = evaluate_systems(systems, conversations, count)
         for p in peers:
             if p["status"] == "ok":
-                say(f"  {p['name']}: recall@10 {p['recall@10']:.3f}, {p['context_tokens_mean']:.0f} tokens, p50 {p['latency_p50_ms']} ms")
+                say(
+                    f"  {p['name']}: recall@10 {p['recall@10']:.3f}, {p['context_tokens_mean']:.0f} tokens, p50 {p['latency_p50_ms']} ms"
+                )
         if not only or "mem0" in only:
             peers.append(_mem0_status())
         engine.chroma.flush_access()
@@ -313,5 +349,5 @@ def _mem0_status() -> dict[str, Any]:
         "name": "mem0 OSS",
         "status": "not run",
         "reason": "mem0 is importable here, but this benchmark has no mem0 runner: it could not be installed "
-                  "next to the core packages when the benchmark was written, so none could be tested",
+        "next to the core packages when the benchmark was written, so none could be tested",
     }

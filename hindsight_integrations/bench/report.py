@@ -44,7 +44,16 @@ def markdown_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str
 # -- LoCoMo -----------------------------------------------------------------------------------
 def locomo_table(result: dict[str, Any]) -> str:
     headers = ["slice", "questions", "R@5", "R@10", "R@20", "all@10", "MRR", "tokens@10 mean", "max"]
-    keys = ["questions", "recall@5", "recall@10", "recall@20", "all_found@10", "mrr", "context_tokens@10", "context_tokens@10_max"]
+    keys = [
+        "questions",
+        "recall@5",
+        "recall@10",
+        "recall@20",
+        "all_found@10",
+        "mrr",
+        "context_tokens@10",
+        "context_tokens@10_max",
+    ]
     rows = [["overall", *(result[k] for k in keys)]]
     for cat, part in result["per_category"].items():
         rows.append([f"cat {cat} ({part['name']})", *(part[k] for k in keys)])
@@ -57,7 +66,11 @@ def tokens_table(result: dict[str, Any]) -> str:
     t = result["tokens"]
     rows = [
         ["hindsight recall (top 10, 450-token budget)", t["ours_mean"], t["ours_recall@10"]],
-        [f"last-N turns in the same budget (N≈{t['last_n_turns_mean']:.0f})", t["last_n_tokens_mean"], t["last_n_recall"]],
+        [
+            f"last-N turns in the same budget (N≈{t['last_n_turns_mean']:.0f})",
+            t["last_n_tokens_mean"],
+            t["last_n_recall"],
+        ],
         ["full history", t["full_history_mean"], t["full_history_recall"]],
     ]
     table = markdown_table(["context injected per question", "tokens (mean)", "evidence recall"], rows)
@@ -86,17 +99,42 @@ def plot_locomo(result: dict[str, Any], path: Path) -> None:
     ax2.set_yscale("log")
     ax2.set_ylabel("tokens injected per question (log)")
     for bar, recall in zip(bars, recalls):
-        ax2.annotate(f"recall {recall:.2f}", (bar.get_x() + bar.get_width() / 2, bar.get_height()), ha="center", va="bottom", fontsize=8)
+        ax2.annotate(
+            f"recall {recall:.2f}",
+            (bar.get_x() + bar.get_width() / 2, bar.get_height()),
+            ha="center",
+            va="bottom",
+            fontsize=8,
+        )
     ax2.set_title("Context size vs evidence recall")
     _save(plt, fig, path)
 
 
 # -- scale ------------------------------------------------------------------------------------
 def scale_table(results: dict[str, Any]) -> str:
-    headers = ["mode", "memories", "store/s", "raw embed/s", "store ÷ raw", "recall p50 ms", "p99 ms", "peak RSS MB", "server RSS MB"]
+    headers = [
+        "mode",
+        "memories",
+        "store/s",
+        "raw embed/s",
+        "store ÷ raw",
+        "recall p50 ms",
+        "p99 ms",
+        "peak RSS MB",
+        "server RSS MB",
+    ]
     rows = [
-        [r["mode"], r["size"], r["store_per_second"], r["raw_embed_per_second"], f"{r['store_vs_raw_embed']:.0%}",
-         r["recall_p50_ms"], r["recall_p99_ms"], r["peak_rss_mb"], r.get("server_peak_rss_mb", "–")]
+        [
+            r["mode"],
+            r["size"],
+            r["store_per_second"],
+            r["raw_embed_per_second"],
+            f"{r['store_vs_raw_embed']:.0%}",
+            r["recall_p50_ms"],
+            r["recall_p99_ms"],
+            r["peak_rss_mb"],
+            r.get("server_peak_rss_mb", "–"),
+        ]
         for r in results["runs"]
     ]
     return markdown_table(headers, rows)
@@ -116,7 +154,9 @@ def plot_scale(results: dict[str, Any], path: Path) -> None:
         ax.plot(sizes, [r["recall_p50_ms"] for r in runs], marker="o", label=f"{mode} p50")
         ax.plot(sizes, [r["recall_p99_ms"] for r in runs], marker="^", linestyle="--", label=f"{mode} p99")
         ax2.plot(sizes, [r["store_per_second"] for r in runs], marker="o", label=f"{mode} store")
-        ax2.plot(sizes, [r["raw_embed_per_second"] for r in runs], marker="x", linestyle=":", label=f"{mode} raw embedding")
+        ax2.plot(
+            sizes, [r["raw_embed_per_second"] for r in runs], marker="x", linestyle=":", label=f"{mode} raw embedding"
+        )
     for axis in (ax, ax2):
         axis.set_xscale("log")
         axis.set_xlabel("memories in the namespace")
@@ -133,14 +173,37 @@ def plot_scale(results: dict[str, Any], path: Path) -> None:
 
 # -- peers ------------------------------------------------------------------------------------
 def peers_table(result: dict[str, Any]) -> str:
-    headers = ["system", "R@5", "R@10", "all@10", "MRR@10", "tokens mean", "tokens max", "recall p50 ms", "p99 ms", "ingest s"]
+    headers = [
+        "system",
+        "R@5",
+        "R@10",
+        "all@10",
+        "MRR@10",
+        "tokens mean",
+        "tokens max",
+        "recall p50 ms",
+        "p99 ms",
+        "ingest s",
+    ]
     rows = []
     for p in result["peers"]:
         if p.get("status") != "ok":
             rows.append([p["name"], *(["–"] * 9)])
             continue
-        rows.append([p["name"], p["recall@5"], p["recall@10"], p["all_found@10"], p["mrr@10"], p["context_tokens_mean"],
-                     p["context_tokens_max"], p["latency_p50_ms"], p["latency_p99_ms"], p["ingest_seconds"]])
+        rows.append(
+            [
+                p["name"],
+                p["recall@5"],
+                p["recall@10"],
+                p["all_found@10"],
+                p["mrr@10"],
+                p["context_tokens_mean"],
+                p["context_tokens_max"],
+                p["latency_p50_ms"],
+                p["latency_p99_ms"],
+                p["ingest_seconds"],
+            ]
+        )
     table = markdown_table(headers, rows)
     skipped = [p for p in result["peers"] if p.get("status") != "ok"]
     if skipped:
@@ -154,7 +217,9 @@ def plot_peers(result: dict[str, Any], path: Path) -> None:
     fig, (ax, ax2) = plt.subplots(1, 2, figsize=(11, 4))
     for p in ran:
         ax.scatter(p["context_tokens_mean"], p["recall@10"], s=60)
-        ax.annotate(p["name"], (p["context_tokens_mean"], p["recall@10"]), textcoords="offset points", xytext=(5, 5), fontsize=8)
+        ax.annotate(
+            p["name"], (p["context_tokens_mean"], p["recall@10"]), textcoords="offset points", xytext=(5, 5), fontsize=8
+        )
     ax.set_xlabel("tokens injected per question (mean)")
     ax.set_ylabel("evidence recall@10")
     ax.set_ylim(0, 1)
@@ -171,10 +236,33 @@ def plot_peers(result: dict[str, Any], path: Path) -> None:
 
 # -- grid -------------------------------------------------------------------------------------
 def grid_table(result: dict[str, Any], limit: int = 10) -> str:
-    headers = ["dense", "lexical", "window", "entity_boost", "top_k", "budget", "recall", "precision", "MRR", "all found", "tokens"]
+    headers = [
+        "dense",
+        "lexical",
+        "window",
+        "entity_boost",
+        "top_k",
+        "budget",
+        "recall",
+        "precision",
+        "MRR",
+        "all found",
+        "tokens",
+    ]
     rows = [
-        [r["dense"], r["lexical"], r["window"], r["entity_boost"], r["top_k"], r["budget"] or "none",
-         r["recall"], r["precision"], r["mrr"], r["all_found"], r["tokens_mean"]]
+        [
+            r["dense"],
+            r["lexical"],
+            r["window"],
+            r["entity_boost"],
+            r["top_k"],
+            r["budget"] or "none",
+            r["recall"],
+            r["precision"],
+            r["mrr"],
+            r["all_found"],
+            r["tokens_mean"],
+        ]
         for r in result["rows"][:limit]
     ]
     return markdown_table(headers, rows)

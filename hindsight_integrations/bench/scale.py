@@ -32,7 +32,7 @@ import time
 from collections import defaultdict
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -70,7 +70,13 @@ def _proc_status_mb(pid: int, field: str) -> float:
 def indexed_texts(items: Sequence[dict[str, Any]]) -> list[str]:
     """The text the engine embeds for each item (``core.indexing.body_text``)."""
     return [
-        body_text({"content": i["content"], "occurred_at": to_epoch(i["occurred_at"]), "entities_json": json.dumps(i.get("entities", []))})
+        body_text(
+            {
+                "content": i["content"],
+                "occurred_at": to_epoch(i["occurred_at"]),
+                "entities_json": json.dumps(i.get("entities", [])),
+            }
+        )
         for i in items
     ]
 
@@ -247,7 +253,9 @@ def bench_size(
         "store_vs_raw_embed": round(store_rate / raw_rate, 3),
         "store_stages_s": {
             **{k: round(v, 2) for k, v in store_stages.items()},
-            "other (validation, records, lexical index)": round(max(0.0, store_seconds - sum(store_stages.values())), 2),
+            "other (validation, records, lexical index)": round(
+                max(0.0, store_seconds - sum(store_stages.values())), 2
+            ),
         },
         "queries": len(latencies),
         "recall_p50_ms": round(percentile(latencies, 50), 2),
@@ -299,11 +307,18 @@ def run_scale(
     largest = synthetic.memories(sizes[-1], seed=seed)  # smaller sizes are prefixes of the same stream
     results: dict[str, Any] = {
         "benchmark": "scale",
-        "started_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "started_at": datetime.now(UTC).isoformat(timespec="seconds"),
         "machine": _machine(),
-        "config": {"sizes": sizes, "queries": queries, "store_batch": batch, "raw_embed_sample_max": raw_sample,
-                   "top_k": 10, "embedding_model": getattr(embedder, "name", "?"),
-                   "embedding_backend": getattr(embedder, "backend_in_use", "?"), "seed": seed},
+        "config": {
+            "sizes": sizes,
+            "queries": queries,
+            "store_batch": batch,
+            "raw_embed_sample_max": raw_sample,
+            "top_k": 10,
+            "embedding_model": getattr(embedder, "name", "?"),
+            "embedding_backend": getattr(embedder, "backend_in_use", "?"),
+            "seed": seed,
+        },
         "runs": [],
     }
     q_offset = 0
@@ -316,8 +331,13 @@ def run_scale(
                     q_offset += per_run
                     say(f"[bold]{run_mode}[/bold] {size:,} memories: storing…")
                     row = bench_size(
-                        engine, f"scale-{size}", largest[:size], qs[: queries + WARM_QUERIES],
-                        embedder=embedder, raw_sample=raw_sample, batch=batch,
+                        engine,
+                        f"scale-{size}",
+                        largest[:size],
+                        qs[: queries + WARM_QUERIES],
+                        embedder=embedder,
+                        raw_sample=raw_sample,
+                        batch=batch,
                         profile_queries=qs[queries + WARM_QUERIES :] if profile and size == sizes[-1] else (),
                     )
                     row["mode"] = run_mode

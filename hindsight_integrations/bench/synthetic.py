@@ -15,26 +15,136 @@ of embedding the query.
 from __future__ import annotations
 
 import random
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
-NAMES = ["Alice", "Bruno", "Chen", "Dana", "Emeka", "Farah", "Goran", "Hana", "Ivan", "Jules", "Kofi", "Lena", "Mateo",
-         "Nadia", "Oscar", "Priya", "Quinn", "Rosa", "Sven", "Tariq", "Uma", "Viktor", "Wen", "Ximena", "Yusuf", "Zoe"]
-CITIES = ["Lisbon", "Nairobi", "Osaka", "Denver", "Krakow", "Lima", "Montreal", "Hanoi", "Seville", "Tallinn", "Perth",
-          "Bogota", "Tunis", "Oslo", "Austin", "Chennai", "Quito", "Porto", "Dublin", "Cusco"]
-THINGS = ["budget review", "design doc", "quarterly report", "launch checklist", "vendor contract", "onboarding guide",
-          "security audit", "pricing page", "data migration", "customer survey", "hiring plan", "release notes"]
-PROJECTS = ["Atlas", "Borealis", "Cobalt", "Delta", "Ember", "Falcon", "Granite", "Helix", "Iris", "Juniper", "Kestrel",
-            "Lumen", "Meridian", "Nimbus", "Orchid", "Pioneer"]
-FOODS = ["ramen", "lentil soup", "tacos", "sushi", "falafel", "pad thai", "risotto", "dumplings", "paella", "pho",
-         "shakshuka", "pierogi", "jollof rice", "bibimbap"]
-HOBBIES = ["bouldering", "watercolour painting", "trail running", "chess", "sourdough baking", "salsa dancing",
-           "birdwatching", "pottery", "sailing", "woodworking", "kayaking", "photography", "gardening"]
+NAMES = [
+    "Alice",
+    "Bruno",
+    "Chen",
+    "Dana",
+    "Emeka",
+    "Farah",
+    "Goran",
+    "Hana",
+    "Ivan",
+    "Jules",
+    "Kofi",
+    "Lena",
+    "Mateo",
+    "Nadia",
+    "Oscar",
+    "Priya",
+    "Quinn",
+    "Rosa",
+    "Sven",
+    "Tariq",
+    "Uma",
+    "Viktor",
+    "Wen",
+    "Ximena",
+    "Yusuf",
+    "Zoe",
+]
+CITIES = [
+    "Lisbon",
+    "Nairobi",
+    "Osaka",
+    "Denver",
+    "Krakow",
+    "Lima",
+    "Montreal",
+    "Hanoi",
+    "Seville",
+    "Tallinn",
+    "Perth",
+    "Bogota",
+    "Tunis",
+    "Oslo",
+    "Austin",
+    "Chennai",
+    "Quito",
+    "Porto",
+    "Dublin",
+    "Cusco",
+]
+THINGS = [
+    "budget review",
+    "design doc",
+    "quarterly report",
+    "launch checklist",
+    "vendor contract",
+    "onboarding guide",
+    "security audit",
+    "pricing page",
+    "data migration",
+    "customer survey",
+    "hiring plan",
+    "release notes",
+]
+PROJECTS = [
+    "Atlas",
+    "Borealis",
+    "Cobalt",
+    "Delta",
+    "Ember",
+    "Falcon",
+    "Granite",
+    "Helix",
+    "Iris",
+    "Juniper",
+    "Kestrel",
+    "Lumen",
+    "Meridian",
+    "Nimbus",
+    "Orchid",
+    "Pioneer",
+]
+FOODS = [
+    "ramen",
+    "lentil soup",
+    "tacos",
+    "sushi",
+    "falafel",
+    "pad thai",
+    "risotto",
+    "dumplings",
+    "paella",
+    "pho",
+    "shakshuka",
+    "pierogi",
+    "jollof rice",
+    "bibimbap",
+]
+HOBBIES = [
+    "bouldering",
+    "watercolour painting",
+    "trail running",
+    "chess",
+    "sourdough baking",
+    "salsa dancing",
+    "birdwatching",
+    "pottery",
+    "sailing",
+    "woodworking",
+    "kayaking",
+    "photography",
+    "gardening",
+]
 RELATIVES = ["sister", "brother", "daughter", "son", "cousin", "grandmother", "uncle", "niece", "partner", "neighbour"]
 WEEKDAYS = ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"]
 TEAMS = ["platform", "mobile", "billing", "support", "research", "growth", "infra", "design", "sales", "legal"]
 EVENTS = ["offsite", "hackathon", "town hall", "retro", "demo day", "planning week", "workshop", "board meeting"]
-ITEMS = ["headphones", "standing desk", "espresso machine", "road bike", "tent", "laptop stand", "camera lens", "kettle"]
+ITEMS = [
+    "headphones",
+    "standing desk",
+    "espresso machine",
+    "road bike",
+    "tent",
+    "laptop stand",
+    "camera lens",
+    "kettle",
+]
 ISSUES = ["a cracked screen", "a late delivery", "a wrong size", "a missing cable", "a billing error", "a dead battery"]
 ALLERGIES = ["peanuts", "shellfish", "gluten", "lactose", "sesame", "pollen", "cats"]
 BOOKS = ["Dune", "Middlemarch", "The Overstory", "Piranesi", "Beloved", "Stoner", "Kindred", "The Remains of the Day"]
@@ -73,7 +183,7 @@ QUESTION_TEMPLATES = [
     "Which book did {name} read on the way to {city}?",
     "Who paid invoice {code}?",
 ]
-_BASE = datetime(2024, 1, 1, tzinfo=timezone.utc)
+_BASE = datetime(2024, 1, 1, tzinfo=UTC)
 
 
 def _fill(template: str, rng: random.Random) -> tuple[str, str]:
@@ -81,10 +191,21 @@ def _fill(template: str, rng: random.Random) -> tuple[str, str]:
     when = _BASE + timedelta(days=rng.randrange(0, 730))
     name = rng.choice(NAMES)
     return template.format(
-        name=name, city=rng.choice(CITIES), thing=rng.choice(THINGS), project=rng.choice(PROJECTS),
-        food=rng.choice(FOODS), hobby=rng.choice(HOBBIES), relative=rng.choice(RELATIVES), weekday=rng.choice(WEEKDAYS),
-        team=rng.choice(TEAMS), event=rng.choice(EVENTS), item=rng.choice(ITEMS), issue=rng.choice(ISSUES),
-        allergy=rng.choice(ALLERGIES), book=rng.choice(BOOKS), number=rng.randrange(3, 60),
+        name=name,
+        city=rng.choice(CITIES),
+        thing=rng.choice(THINGS),
+        project=rng.choice(PROJECTS),
+        food=rng.choice(FOODS),
+        hobby=rng.choice(HOBBIES),
+        relative=rng.choice(RELATIVES),
+        weekday=rng.choice(WEEKDAYS),
+        team=rng.choice(TEAMS),
+        event=rng.choice(EVENTS),
+        item=rng.choice(ITEMS),
+        issue=rng.choice(ISSUES),
+        allergy=rng.choice(ALLERGIES),
+        book=rng.choice(BOOKS),
+        number=rng.randrange(3, 60),
         code=f"{rng.choice('ABCDEFGHJKLMNPQRSTUVWXYZ')}{rng.choice('ABCDEFGHJKLMNPQRSTUVWXYZ')}-{rng.randrange(1000, 99999)}",
         date=f"{when.day} {when.strftime('%B')} {when.year}",
     ), name

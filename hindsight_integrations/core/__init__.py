@@ -1,6 +1,14 @@
 """The framework-free memory engine. Nothing in this package imports LangChain, LlamaIndex or MCP."""
 
-from .engine import CompressionResult, MemoryEngine, NamespaceStats, RecallResult, SkippedMemory, StoreResult, TurnResult
+from .engine import (
+    CompressionResult,
+    MemoryEngine,
+    NamespaceStats,
+    RecallResult,
+    SkippedMemory,
+    StoreResult,
+    TurnResult,
+)
 from .errors import (
     ConfigurationError,
     EmbeddingModelMismatchError,
@@ -16,8 +24,28 @@ from .recall import RecallHit, RecallWeights
 from .records import Kind, MemoryRecord, Role, Source, Status, Tier
 
 __all__ = [
-    "MemoryEngine", "StoreResult", "RecallResult", "TurnResult", "CompressionResult", "NamespaceStats", "SkippedMemory",
-    "HindsightError", "InvalidInputError", "ConfigurationError", "StoreUnavailableError", "EmbeddingModelMismatchError",
-    "MemoryNotFoundError", "LLMError", "RecallFilters", "MemoryInput", "RecallHit", "RecallWeights",
-    "Kind", "MemoryRecord", "Role", "Source", "Status", "Tier",
+    "CompressionResult",
+    "ConfigurationError",
+    "EmbeddingModelMismatchError",
+    "HindsightError",
+    "InvalidInputError",
+    "Kind",
+    "LLMError",
+    "MemoryEngine",
+    "MemoryInput",
+    "MemoryNotFoundError",
+    "MemoryRecord",
+    "NamespaceStats",
+    "RecallFilters",
+    "RecallHit",
+    "RecallResult",
+    "RecallWeights",
+    "Role",
+    "SkippedMemory",
+    "Source",
+    "Status",
+    "StoreResult",
+    "StoreUnavailableError",
+    "Tier",
+    "TurnResult",
 ]

@@ -62,8 +62,12 @@ class Settings(BaseSettings):
 
     # LLM (optional): extraction, summaries, answers. Without a key everything runs on rules.
     llm_model: str = "gpt-4o-mini"
-    openai_api_key: str | None = Field(None, validation_alias=AliasChoices("HINDSIGHT_OPENAI_API_KEY", "OPENAI_API_KEY"))
-    openai_base_url: str | None = Field(None, validation_alias=AliasChoices("HINDSIGHT_OPENAI_BASE_URL", "OPENAI_BASE_URL"))
+    openai_api_key: str | None = Field(
+        None, validation_alias=AliasChoices("HINDSIGHT_OPENAI_API_KEY", "OPENAI_API_KEY")
+    )
+    openai_base_url: str | None = Field(
+        None, validation_alias=AliasChoices("HINDSIGHT_OPENAI_BASE_URL", "OPENAI_BASE_URL")
+    )
     llm_timeout: float = Field(30.0, gt=0)
     llm_max_retries: int = Field(3, ge=0, le=10)
     use_llm: bool = True
@@ -116,11 +120,9 @@ class Settings(BaseSettings):
         return value.rstrip("/")
 
     @model_validator(mode="after")
-    def _openai_embeddings_need_key(self) -> "Settings":
+    def _openai_embeddings_need_key(self) -> Settings:
         if self.embedding_provider == "openai" and not (self.openai_api_key or self.openai_base_url):
-            raise ValueError(
-                "embedding_provider is 'openai' but neither OPENAI_API_KEY nor OPENAI_BASE_URL is set"
-            )
+            raise ValueError("embedding_provider is 'openai' but neither OPENAI_API_KEY nor OPENAI_BASE_URL is set")
         return self
 
     @property
@@ -145,7 +147,12 @@ def check_setting_names(names: Iterable[str]) -> None:
     """
     unknown = sorted(set(names) - set(Settings.model_fields))
     if unknown:
-        hints = [f"{name!r} (did you mean {close[0]!r}?)" if (close := get_close_matches(name, Settings.model_fields, n=1)) else repr(name) for name in unknown]
+        hints = [
+            f"{name!r} (did you mean {close[0]!r}?)"
+            if (close := get_close_matches(name, Settings.model_fields, n=1))
+            else repr(name)
+            for name in unknown
+        ]
         raise ConfigurationError(
             f"unknown setting {', '.join(hints)}; the settings are the fields of hindsight_integrations.Settings "
             "(for example store, chroma_url, namespace, embedding_model)"

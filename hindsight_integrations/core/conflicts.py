@@ -13,10 +13,38 @@ import re
 
 _CATEGORIES: dict[str, tuple[str, ...]] = {
     "database": (
-        "mysql", "postgresql", "postgres", "sqlite", "mongodb", "mongo", "redis", "mariadb", "oracle",
-        "sql server", "mssql", "dynamodb", "cassandra", "clickhouse", "elasticsearch", "supabase", "firestore",
+        "mysql",
+        "postgresql",
+        "postgres",
+        "sqlite",
+        "mongodb",
+        "mongo",
+        "redis",
+        "mariadb",
+        "oracle",
+        "sql server",
+        "mssql",
+        "dynamodb",
+        "cassandra",
+        "clickhouse",
+        "elasticsearch",
+        "supabase",
+        "firestore",
     ),
-    "language": ("python", "java", "golang", "rust", "typescript", "javascript", "kotlin", "c#", "c++", "ruby", "php", "swift"),
+    "language": (
+        "python",
+        "java",
+        "golang",
+        "rust",
+        "typescript",
+        "javascript",
+        "kotlin",
+        "c#",
+        "c++",
+        "ruby",
+        "php",
+        "swift",
+    ),
     "cloud": ("aws", "gcp", "google cloud", "azure", "digitalocean", "heroku", "vercel", "alibaba cloud", "aliyun"),
     "os": ("ubuntu", "debian", "centos", "fedora", "windows", "macos", "arch linux", "alpine", "rhel"),
     "frontend": ("react", "vue", "angular", "svelte", "next.js", "nextjs", "nuxt"),
@@ -26,7 +54,9 @@ _CATEGORIES: dict[str, tuple[str, ...]] = {
 # sit outside the alternation, so the scan stays cheap on every write.
 _CATEGORY_PATTERN = re.compile(
     r"(?<![\w.])(?:"
-    + "|".join(f"(?P<{attribute}>{'|'.join(re.escape(v) for v in values)})" for attribute, values in _CATEGORIES.items())
+    + "|".join(
+        f"(?P<{attribute}>{'|'.join(re.escape(v) for v in values)})" for attribute, values in _CATEGORIES.items()
+    )
     + r")(?!\w)"
 )
 
@@ -63,5 +93,20 @@ def detect_slot(content: str) -> str | None:
 def _about_project(lowered: str, attribute: str) -> bool:
     if attribute in lowered:
         return True
-    cues = ("project", "we use", "we're using", "uses", "using", "runs on", "our ", "stack", "backend", "deploy", "switched", "migrat", "项目", "用的")
+    cues = (
+        "project",
+        "we use",
+        "we're using",
+        "uses",
+        "using",
+        "runs on",
+        "our ",
+        "stack",
+        "backend",
+        "deploy",
+        "switched",
+        "migrat",
+        "项目",
+        "用的",
+    )
     return any(cue in lowered for cue in cues)

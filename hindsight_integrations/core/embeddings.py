@@ -190,7 +190,9 @@ class LocalEmbedder:
                             "local embeddings need sentence-transformers: pip install 'hindsight-integrations[local]'"
                         ) from exc
                     try:
-                        self._model = _LOADED[(self._path, self._device)] = SentenceTransformer(self._path, device=self._device)
+                        self._model = _LOADED[(self._path, self._device)] = SentenceTransformer(
+                            self._path, device=self._device
+                        )
                     except Exception as exc:
                         raise ConfigurationError(
                             f"could not load the local embedding model {self._path!r} ({exc}); set "
@@ -258,7 +260,7 @@ class LocalEmbedder:
         import torch
 
         model = self._load()
-        with torch.inference_mode(), (_single_thread if len(texts) == 1 else nullcontext()):
+        with torch.inference_mode(), _single_thread if len(texts) == 1 else nullcontext():
             vectors = model.encode(
                 list(texts), batch_size=self._batch_size, normalize_embeddings=True, show_progress_bar=False
             )

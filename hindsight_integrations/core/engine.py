@@ -20,8 +20,8 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, Field
 
-from .config import Settings, check_setting_names, load_settings, validate_namespace
 from .compression import extractive_summary, transcript
+from .config import Settings, check_setting_names, load_settings, validate_namespace
 from .conflicts import detect_slot
 from .context import format_context, memory_line, pack_within_budget
 from .embeddings import Embedder, _QueryCache, build_embedder, embed_matrix, embed_query
@@ -55,7 +55,9 @@ class StoreResult(BaseModel):
     stored: list[MemoryRecord] = Field(default_factory=list)
     skipped: list[SkippedMemory] = Field(default_factory=list)
     superseded: list[str] = Field(default_factory=list, description="ids that the new memories superseded")
-    merged: list[str] = Field(default_factory=list, description="ids of existing memories updated instead of duplicated")
+    merged: list[str] = Field(
+        default_factory=list, description="ids of existing memories updated instead of duplicated"
+    )
     replayed: bool = Field(False, description="true when request_id had been seen and nothing new was written")
 
     @property
@@ -77,7 +79,7 @@ class RecallResult(BaseModel):
 class TurnResult(BaseModel):
     turn: MemoryRecord
     stored: StoreResult
-    compression: "CompressionResult | None" = None
+    compression: CompressionResult | None = None
 
 
 class CompressionResult(BaseModel):
@@ -120,7 +122,7 @@ class MemoryEngine:
         namespace: str | None = None,
         embedder: Embedder | None = None,
         embedding_function: Any = None,
-        llm: LLMClient | None | bool = None,
+        llm: LLMClient | bool | None = None,
         chroma_client: Any = None,
         **overrides: Any,
     ) -> None:
@@ -128,7 +130,18 @@ class MemoryEngine:
             settings = load_settings(store=store, chroma_url=chroma_url, namespace=namespace, **overrides)
         elif store or chroma_url or namespace or overrides:
             check_setting_names(overrides)
-            settings = settings.model_copy(update={k: v for k, v in {"store": Path(store) if store else None, "chroma_url": chroma_url, "namespace": namespace, **overrides}.items() if v is not None})
+            settings = settings.model_copy(
+                update={
+                    k: v
+                    for k, v in {
+                        "store": Path(store) if store else None,
+                        "chroma_url": chroma_url,
+                        "namespace": namespace,
+                        **overrides,
+                    }.items()
+                    if v is not None
+                }
+            )
         self.settings = settings
         self.embedder = embedder or build_embedder(settings, embedding_function)
         if llm is True or llm is None:
@@ -208,7 +221,9 @@ class MemoryEngine:
         """
         ns = self._ns(namespace)
         items = parse_inputs(memories, max_bytes=self.settings.max_content_bytes)
-        if request_id is not None and (not isinstance(request_id, str) or not request_id.strip() or len(request_id) > 200):
+        if request_id is not None and (
+            not isinstance(request_id, str) or not request_id.strip() or len(request_id) > 200
+        ):
             raise InvalidInputError("request_id", "must be a non-empty string of at most 200 characters")
         state = self._state(ns)
         now = utcnow()
@@ -244,19 +259,44 @@ class MemoryEngine:
                     result.stored.append(merged)
                 else:
                     fresh.append((record, vector))
-            self.chroma.add(state, [r for r, _ in fresh], [v for _, v in fresh], {r.id: windows[r.id] for r, _ in fresh if r.id in windows})
+            self.chroma.add(
+                state,
+                [r for r, _ in fresh],
+                [v for _, v in fresh],
+                {r.id: windows[r.id] for r, _ in fresh if r.id in windows},
+            )
             result.stored.extend(r for r, _ in fresh)
             result.superseded = self._supersede(state, [r for r, _ in fresh], now) if supersede else []
         return result
 
-    def store(self, content: str, *, namespace: str | None = None, apply_filter: bool = True, dedup: bool = True, request_id: str | None = None, **fields: Any) -> StoreResult:
+    def store(
+        self,
+        content: str,
+        *,
+        namespace: str | None = None,
+        apply_filter: bool = True,
+        dedup: bool = True,
+        request_id: str | None = None,
+        **fields: Any,
+    ) -> StoreResult:
         """Store one memory given as keyword fields of ``MemoryInput``."""
         return self.store_memories(
-            [{"content": content, **fields}], namespace=namespace, apply_filter=apply_filter, dedup=dedup, request_id=request_id
+            [{"content": content, **fields}],
+            namespace=namespace,
+            apply_filter=apply_filter,
+            dedup=dedup,
+            request_id=request_id,
         )
 
     def _new_record(
-        self, ns: str, item: MemoryInput, decision: WriteDecision | None, now: datetime, request_id: str | None, request_hash: str | None, origin: str
+        self,
+        ns: str,
+        item: MemoryInput,
+        decision: WriteDecision | None,
+        now: datetime,
+        request_id: str | None,
+        request_hash: str | None,
+        origin: str,
     ) -> MemoryRecord:
         """``decision`` is None when the item needed no assessment (see ``_needs_assessment``)."""
         if decision is None:
@@ -269,7 +309,9 @@ class MemoryEngine:
             importance = item.importance if item.importance is not None else decision.importance
             ttl = item.ttl_seconds or (decision.ttl_seconds if item.kind is None else None)
         tier = item.tier or (
-            Tier.SEMANTIC if kind in (Kind.PREFERENCE, Kind.CORRECTION) or (kind is Kind.FACT and importance >= 0.8) else Tier.EPISODIC
+            Tier.SEMANTIC
+            if kind in (Kind.PREFERENCE, Kind.CORRECTION) or (kind is Kind.FACT and importance >= 0.8)
+            else Tier.EPISODIC
         )
         occurred = item.occurred_at or now
         metadata = dict(item.metadata)
@@ -308,7 +350,7 @@ class MemoryEngine:
         hits = self.chroma.query(state, vector, n=1, where=where)
         if not hits or hits[0][1] < self.settings.dedup_threshold:
             return None
-        (existing, _), = self.chroma.get(state, [hits[0][0]])
+        ((existing, _),) = self.chroma.get(state, [hits[0][0]])
         if existing.slot and record.slot and existing.slot != record.slot:
             return None
         return existing
@@ -335,9 +377,18 @@ class MemoryEngine:
             if not record.slot:
                 continue
             where = {"$and": [{"slot": record.slot}, {"status": "active"}]}
-            old = [r for r in self.chroma.find(state, where) if r.id != record.id and r.occurred_at <= record.occurred_at]
+            old = [
+                r for r in self.chroma.find(state, where) if r.id != record.id and r.occurred_at <= record.occurred_at
+            ]
             changed = [
-                r.model_copy(update={"status": Status.SUPERSEDED, "valid_until": now, "superseded_by": record.id, "updated_at": now})
+                r.model_copy(
+                    update={
+                        "status": Status.SUPERSEDED,
+                        "valid_until": now,
+                        "superseded_by": record.id,
+                        "updated_at": now,
+                    }
+                )
                 for r in old
             ]
             self.chroma.update(state, changed)
@@ -379,7 +430,9 @@ class MemoryEngine:
         vector = embed_query(self.embedder, query, self._query_cache)
         where = filters.where(include_history=include_history, now=now)
         prefilter = filters.narrows() or include_history
-        dense = dict(self.chroma.query(state, vector, n=pool if prefilter else 2 * pool, where=where if prefilter else None))
+        dense = dict(
+            self.chroma.query(state, vector, n=pool if prefilter else 2 * pool, where=where if prefilter else None)
+        )
         windows = dict(self.chroma.query_windows(state, vector, n=pool)) if search_windows else {}
         lexical, lexical_vectors, lexical_windows = lexical_side.result()
 
@@ -391,8 +444,15 @@ class MemoryEngine:
             window_vectors = {i: lexical_windows[i] for i in unscored if i in lexical_windows}
             window_vectors |= self.chroma.vectors(state, [i for i in unscored if i not in window_vectors], windows=True)
             return [
-                Candidate(id=i, facts=f, lexical_raw=lexical.get(i, 0.0), similarity=dense.get(i), vector=vectors.get(i),
-                          window_similarity=windows.get(i), window_vector=window_vectors.get(i))
+                Candidate(
+                    id=i,
+                    facts=f,
+                    lexical_raw=lexical.get(i, 0.0),
+                    similarity=dense.get(i),
+                    vector=vectors.get(i),
+                    window_similarity=windows.get(i),
+                    window_vector=window_vectors.get(i),
+                )
                 for i, f in kept.items()
                 if i in dense or i in vectors
             ]
@@ -414,7 +474,13 @@ class MemoryEngine:
         if touch and hits:
             self.chroma.record_access(state, [h.record.id for h in hits], now)
             hits = [
-                h.model_copy(update={"record": h.record.model_copy(update={"access_count": h.record.access_count + 1, "last_accessed_at": now})})
+                h.model_copy(
+                    update={
+                        "record": h.record.model_copy(
+                            update={"access_count": h.record.access_count + 1, "last_accessed_at": now}
+                        )
+                    }
+                )
                 for h in hits
             ]
         context = format_context([(h.record, text) for h, (_, text) in zip(hits, packed)])
@@ -430,7 +496,14 @@ class MemoryEngine:
         return lexical, self.chroma.vectors(state, list(lexical)), windows
 
     def _admissible(
-        self, state: Any, ids: list[str], trusted: set[str], filters: RecallFilters, *, include_history: bool, now: datetime
+        self,
+        state: Any,
+        ids: list[str],
+        trusted: set[str],
+        filters: RecallFilters,
+        *,
+        include_history: bool,
+        now: datetime,
     ) -> dict[str, MemoryFacts]:
         """The candidates that pass ``filters``, with their facts, in the order given.
 
@@ -443,7 +516,9 @@ class MemoryEngine:
         known = state.facts.lookup(ids)
         unknown = [i for i in ids if i not in known]
         by_metadata = filters.metadata is not None
-        fetched = self.chroma.metadata(state, unknown + ([i for i in ids if i in known and i not in trusted] if by_metadata else []))
+        fetched = self.chroma.metadata(
+            state, unknown + ([i for i in ids if i in known and i not in trusted] if by_metadata else [])
+        )
         out: dict[str, MemoryFacts] = {}
         for memory_id in ids:
             meta = fetched.get(memory_id)
@@ -456,7 +531,14 @@ class MemoryEngine:
         return out
 
     def _fetch_hits(
-        self, state: Any, ranked: list[Ranked], top_k: int, filters: RecallFilters, *, include_history: bool, now: datetime
+        self,
+        state: Any,
+        ranked: list[Ranked],
+        top_k: int,
+        filters: RecallFilters,
+        *,
+        include_history: bool,
+        now: datetime,
     ) -> list[RecallHit]:
         """Fetch the best ``top_k`` records, re-checking each against Chroma's current metadata.
 
@@ -504,7 +586,15 @@ class MemoryEngine:
             raise InvalidInputError("session_id", "is required to record a turn")
         role = _coerce_enum(Role, role, "role")
         turn_input = parse_inputs(
-            [{"content": content, "role": role, "session_id": session_id, "occurred_at": occurred_at, "metadata": metadata or {}}],
+            [
+                {
+                    "content": content,
+                    "role": role,
+                    "session_id": session_id,
+                    "occurred_at": occurred_at,
+                    "metadata": metadata or {},
+                }
+            ],
             max_bytes=self.settings.max_content_bytes,
         )[0]
         state = self._state(ns)
@@ -544,16 +634,34 @@ class MemoryEngine:
                 window = self.working_window(session_id=turn.session_id or "", namespace=ns)[-2:]
                 extracted = self.llm.extract_memories(transcript(window or [turn]))
                 items = [
-                    {"content": m.content, "kind": _coerce_enum(Kind, m.memory_type, "memory_type", default=Kind.FACT),
-                     "importance": m.importance, "entities": m.entities, "session_id": turn.session_id,
-                     "occurred_at": turn.occurred_at, "source": source}
+                    {
+                        "content": m.content,
+                        "kind": _coerce_enum(Kind, m.memory_type, "memory_type", default=Kind.FACT),
+                        "importance": m.importance,
+                        "entities": m.entities,
+                        "session_id": turn.session_id,
+                        "occurred_at": turn.occurred_at,
+                        "source": source,
+                    }
                     for m in extracted
                 ]
-                return self.store_memories(items, namespace=ns, apply_filter=False, origin="extraction") if items else StoreResult()
+                return (
+                    self.store_memories(items, namespace=ns, apply_filter=False, origin="extraction")
+                    if items
+                    else StoreResult()
+                )
             except (LLMError, InvalidInputError) as exc:
                 log.warning("LLM extraction failed, falling back to rules: %s", exc)
         return self.store_memories(
-            [{"content": turn.content, "role": turn.role, "session_id": turn.session_id, "occurred_at": turn.occurred_at, "source": source}],
+            [
+                {
+                    "content": turn.content,
+                    "role": turn.role,
+                    "session_id": turn.session_id,
+                    "occurred_at": turn.occurred_at,
+                    "source": source,
+                }
+            ],
             namespace=ns,
             origin="turn",
         )
@@ -595,7 +703,7 @@ class MemoryEngine:
             while window and (total > threshold or (force and not summaries)):
                 keep_live = 2 if len(window) > 2 else 0
                 group = window[: max(1, min(group_size, len(window) - keep_live))]
-                window = window[len(group):]
+                window = window[len(group) :]
                 summary = self._summarize(group)
                 now = utcnow()
                 record = MemoryRecord(
@@ -617,7 +725,13 @@ class MemoryEngine:
                 )
                 self.chroma.add(state, [record], self._vectors([record])[0])
                 moved = [
-                    t.model_copy(update={"status": Status.ARCHIVED, "updated_at": now, "metadata": {**t.metadata, "summary_id": record.id}})
+                    t.model_copy(
+                        update={
+                            "status": Status.ARCHIVED,
+                            "updated_at": now,
+                            "metadata": {**t.metadata, "summary_id": record.id},
+                        }
+                    )
                     for t in group
                 ]
                 self.chroma.update(state, moved)
@@ -743,8 +857,14 @@ class MemoryEngine:
             if record.status is Status.ACTIVE:
                 tokens += record.token_count
         return NamespaceStats(
-            namespace=ns, total=total, by_tier=by_tier, by_kind=by_kind, by_status=by_status,
-            tokens=tokens, embedding_model=self.embedder.name, sessions=len(sessions),
+            namespace=ns,
+            total=total,
+            by_tier=by_tier,
+            by_kind=by_kind,
+            by_status=by_status,
+            tokens=tokens,
+            embedding_model=self.embedder.name,
+            sessions=len(sessions),
         )
 
     def dump(self, *, namespace: str | None = None, include_history: bool = True) -> str:
@@ -810,10 +930,18 @@ class MemoryEngine:
         reembed: list[MemoryRecord] = []
         for n, item in enumerate(data.get("records", [])):
             try:
-                record = MemoryRecord.model_validate({k: v for k, v in item.items() if k not in ("embedding", "window_embedding")})
+                record = MemoryRecord.model_validate(
+                    {k: v for k, v in item.items() if k not in ("embedding", "window_embedding")}
+                )
             except Exception as exc:
                 raise InvalidInputError(f"records[{n}]", str(exc)) from None
-            record = record.model_copy(update={"namespace": ns, "embedding_model": self.embedder.name, "embedding_dim": self.chroma.embedding_dim})
+            record = record.model_copy(
+                update={
+                    "namespace": ns,
+                    "embedding_model": self.embedder.name,
+                    "embedding_dim": self.chroma.embedding_dim,
+                }
+            )
             records.append(record)
             if same_model and item.get("embedding") and (item.get("window_embedding") or not record.context):
                 vectors.append(item["embedding"])
@@ -840,7 +968,9 @@ class MemoryEngine:
     def _cold_path(self, namespace: str) -> Path:
         return self.settings.resolved_cold_store / f"{namespace}.jsonl"
 
-    def maintain(self, *, namespace: str | None = None, now: datetime | None = None, caps: dict[Tier, int] | None = None) -> MaintenanceReport:
+    def maintain(
+        self, *, namespace: str | None = None, now: datetime | None = None, caps: dict[Tier, int] | None = None
+    ) -> MaintenanceReport:
         """Decay idle memories, archive stale unimportant ones and enforce tier caps (SPEC §7)."""
         ns = self._ns(namespace)
         state = self._state(ns)
@@ -852,11 +982,17 @@ class MemoryEngine:
             moving = [r.id for r in archive + evict]
             if moving:
                 windows = self.chroma.window_vectors(state, moving)
-                write_cold(path, [(r, v, windows.get(r.id)) for r, v in self.chroma.get(state, moving, include_embeddings=True)])
+                write_cold(
+                    path,
+                    [(r, v, windows.get(r.id)) for r, v in self.chroma.get(state, moving, include_embeddings=True)],
+                )
                 self.chroma.delete(state, moving)
         return MaintenanceReport(
-            namespace=ns, decayed=[r.id for r in decayed], archived=[r.id for r in archive],
-            evicted=[r.id for r in evict], cold_store=str(path),
+            namespace=ns,
+            decayed=[r.id for r in decayed],
+            archived=[r.id for r in archive],
+            evicted=[r.id for r in evict],
+            cold_store=str(path),
         )
 
     def restore(self, *, namespace: str | None = None, ids: Sequence[str] | None = None) -> int:
@@ -927,12 +1063,12 @@ def _coerce_enum(enum: Any, value: Any, field: str, default: Any = None) -> Any:
 TurnResult.model_rebuild()
 
 __all__ = [
-    "MemoryEngine",
-    "StoreResult",
-    "RecallResult",
-    "TurnResult",
     "CompressionResult",
-    "NamespaceStats",
-    "SkippedMemory",
     "HindsightError",
+    "MemoryEngine",
+    "NamespaceStats",
+    "RecallResult",
+    "SkippedMemory",
+    "StoreResult",
+    "TurnResult",
 ]

@@ -25,7 +25,9 @@ from typing import Any
 
 from .records import FAR_FUTURE
 
-_FILTER_KEYS = frozenset({"tier", "kind", "status", "session_id", "agent_id", "importance", "occurred_at", "valid_until", "expires_at"})
+_FILTER_KEYS = frozenset(
+    {"tier", "kind", "status", "session_id", "agent_id", "importance", "occurred_at", "valid_until", "expires_at"}
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,7 +48,7 @@ class MemoryFacts:
     has_context: bool
 
     @classmethod
-    def from_fields(cls, fields: dict[str, Any]) -> "MemoryFacts":
+    def from_fields(cls, fields: dict[str, Any]) -> MemoryFacts:
         """From a record's flat view (``records.unpack``)."""
         return cls(
             tier=sys.intern(str(fields.get("tier", ""))),

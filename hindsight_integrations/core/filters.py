@@ -51,8 +51,19 @@ class RecallFilters(BaseModel):
         search itself on large namespaces; the default filter keeps nearly everything, so it
         is cheaper to over-fetch unfiltered and check candidates afterwards.
         """
-        custom = (self.session_id, self.agent_id, self.kinds, self.statuses, self.since, self.until, self.min_importance, self.metadata)
-        return any(v is not None for v in custom) or (self.tiers is not None and set(self.tiers) != {Tier.EPISODIC, Tier.SEMANTIC})
+        custom = (
+            self.session_id,
+            self.agent_id,
+            self.kinds,
+            self.statuses,
+            self.since,
+            self.until,
+            self.min_importance,
+            self.metadata,
+        )
+        return any(v is not None for v in custom) or (
+            self.tiers is not None and set(self.tiers) != {Tier.EPISODIC, Tier.SEMANTIC}
+        )
 
     def clauses(self, *, include_history: bool, now: datetime) -> list[dict[str, Any]]:
         out: list[dict[str, Any]] = []

@@ -10,7 +10,7 @@ memory match without being returned as its content.
 from __future__ import annotations
 
 import json
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 
@@ -24,7 +24,7 @@ def body_text(fields: dict[str, Any], *, time_aware: bool = True) -> str:
     occurred = fields.get("occurred_at")
     text = fields.get("content") or ""
     if time_aware and occurred:
-        text = f"On {date_words(datetime.fromtimestamp(float(occurred), tz=timezone.utc))}, {text}"
+        text = f"On {date_words(datetime.fromtimestamp(float(occurred), tz=UTC))}, {text}"
     parts.append(text)
     if fields.get("summary"):
         parts.append(fields["summary"])

@@ -96,7 +96,10 @@ class LexicalIndex:
 
     def upsert(self, items: Iterable[tuple[str, str, str]]) -> None:
         """Add or replace ``(memory id, body text, context text)`` documents."""
-        prepared = [(m, (tuple(_stem(lexical_tokens(body))), tuple(_stem(lexical_tokens(context))))) for m, body, context in items]
+        prepared = [
+            (m, (tuple(_stem(lexical_tokens(body))), tuple(_stem(lexical_tokens(context)))))
+            for m, body, context in items
+        ]
         with self._lock:
             for memory_id, tokens in prepared:
                 self._main.kill(memory_id)

@@ -40,7 +40,9 @@ def retention(record: MemoryRecord, now: datetime) -> float:
     return record.importance * math.exp(-days / 30) * (1 + math.log1p(record.access_count))
 
 
-def plan(records: list[MemoryRecord], now: datetime, caps: dict[Tier, int] | None = None) -> tuple[list[MemoryRecord], list[MemoryRecord], list[MemoryRecord]]:
+def plan(
+    records: list[MemoryRecord], now: datetime, caps: dict[Tier, int] | None = None
+) -> tuple[list[MemoryRecord], list[MemoryRecord], list[MemoryRecord]]:
     """Decide (decayed copies, to archive, to evict) for a namespace's long-term memories."""
     caps = DEFAULT_CAPS if caps is None else caps
     active = [r for r in records if r.status is Status.ACTIVE and r.tier is not Tier.WORKING]
@@ -51,12 +53,16 @@ def plan(records: list[MemoryRecord], now: datetime, caps: dict[Tier, int] | Non
         last_decay = record.metadata.get("_decayed_at")
         if now - idle_since >= ARCHIVE_AFTER and record.importance < ARCHIVE_BELOW_IMPORTANCE:
             archive.append(record)
-        elif now - idle_since >= DECAY_AFTER and (last_decay is None or now.timestamp() - float(last_decay) >= DECAY_AFTER.total_seconds()):
+        elif now - idle_since >= DECAY_AFTER and (
+            last_decay is None or now.timestamp() - float(last_decay) >= DECAY_AFTER.total_seconds()
+        ):
             decayed.append(
-                record.model_copy(update={
-                    "importance": round(record.importance * DECAY_FACTOR, 4),
-                    "metadata": {**record.metadata, "_decayed_at": now.timestamp()},
-                })
+                record.model_copy(
+                    update={
+                        "importance": round(record.importance * DECAY_FACTOR, 4),
+                        "metadata": {**record.metadata, "_decayed_at": now.timestamp()},
+                    }
+                )
             )
     gone = {r.id for r in archive}
     evict: list[MemoryRecord] = []
@@ -64,7 +70,9 @@ def plan(records: list[MemoryRecord], now: datetime, caps: dict[Tier, int] | Non
         members = [r for r in active if r.tier is tier and r.id not in gone]
         if len(members) <= cap:
             continue
-        candidates = sorted((r for r in members if now - r.created_at > PROTECT_RECENT), key=lambda r: retention(r, now))
+        candidates = sorted(
+            (r for r in members if now - r.created_at > PROTECT_RECENT), key=lambda r: retention(r, now)
+        )
         evict.extend(candidates[: len(members) - cap])
     return decayed, archive, evict
 

@@ -83,7 +83,7 @@ class LLMClient:
         self._retry = retrying(max_retries)
 
     @classmethod
-    def from_settings(cls, settings: Any) -> "LLMClient | None":
+    def from_settings(cls, settings: Any) -> LLMClient | None:
         if not settings.llm_configured:
             return None
         return cls(

@@ -161,7 +161,10 @@ def _export(model: Any, file: str) -> None:
     auto_model = model[0].auto_model
     probe = model.tokenizer(
         ["a short probe", "a somewhat longer probe sentence for tracing the export"],
-        padding=True, truncation=True, max_length=model.max_seq_length, return_tensors="pt",
+        padding=True,
+        truncation=True,
+        max_length=model.max_seq_length,
+        return_tensors="pt",
     )
     names = [n for n in _TOKEN_INPUTS if n in probe and n in _forward_parameters(auto_model)]
     if names[:2] != ["input_ids", "attention_mask"]:
@@ -172,8 +175,14 @@ def _export(model: Any, file: str) -> None:
     with torch.no_grad(), warnings.catch_warnings():
         warnings.simplefilter("ignore")
         torch.onnx.export(
-            wrapper, args, file, input_names=names, output_names=["embedding"],
-            dynamic_axes=axes, opset_version=OPSET, dynamo=False,
+            wrapper,
+            args,
+            file,
+            input_names=names,
+            output_names=["embedding"],
+            dynamic_axes=axes,
+            opset_version=OPSET,
+            dynamo=False,
         )
         expected = wrapper(*args).numpy()
     session = onnxruntime.InferenceSession(file, providers=["CPUExecutionProvider"])
@@ -234,7 +243,7 @@ class OnnxEncoder:
         self._inputs = [i.name for i in self._query.get_inputs()]
 
     @classmethod
-    def from_model(cls, model: Any, path: str, cache_dir: str | os.PathLike[str] | None = None) -> "OnnxEncoder":
+    def from_model(cls, model: Any, path: str, cache_dir: str | os.PathLike[str] | None = None) -> OnnxEncoder:
         """Export (or reuse the cached export of) a loaded SentenceTransformer. Not cached per process."""
         try:
             check_supported(model)

@@ -39,7 +39,9 @@ class RecallWeights(BaseModel):
     dense: float = Field(0.5, ge=0, description="share of dense similarity inside relevance")
     lexical: float = Field(0.5, ge=0, description="share of BM25 inside relevance")
     window: float = Field(0.5, ge=0, le=1, description="share of the context-window vector inside dense similarity")
-    entity_boost: float = Field(0.2, ge=0, description="relevance bonus when the one entity named in the query is the memory's")
+    entity_boost: float = Field(
+        0.2, ge=0, description="relevance bonus when the one entity named in the query is the memory's"
+    )
     recency_lambda: float = Field(0.01, ge=0, description="per hour")
     access_saturation: int = Field(20, ge=1)
 
@@ -84,9 +86,14 @@ class Ranked:
     lexical: float
     recency: float
 
-    def hit(self, record: MemoryRecord) -> "RecallHit":
+    def hit(self, record: MemoryRecord) -> RecallHit:
         return RecallHit(
-            record=record, score=self.score, relevance=self.relevance, similarity=self.similarity, lexical=self.lexical, recency=self.recency
+            record=record,
+            score=self.score,
+            relevance=self.relevance,
+            similarity=self.similarity,
+            lexical=self.lexical,
+            recency=self.recency,
         )
 
 
@@ -162,12 +169,33 @@ def rank(
     now_epoch = to_epoch(now) or 0.0
     occurred = np.array([f.occurred_at or now_epoch for f in facts], dtype=np.float64)
     recency = np.exp(-weights.recency_lambda * np.maximum(0.0, (now_epoch - occurred) / 3600.0))
-    access = np.minimum(1.0, np.log1p(np.array([f.access_count for f in facts], dtype=np.float64)) / math.log1p(weights.access_saturation))
+    access = np.minimum(
+        1.0,
+        np.log1p(np.array([f.access_count for f in facts], dtype=np.float64)) / math.log1p(weights.access_saturation),
+    )
     importance = np.array([f.importance for f in facts], dtype=np.float64)
-    score = weights.similarity * relevance + weights.recency * recency + weights.importance * importance + weights.access * access
+    score = (
+        weights.similarity * relevance
+        + weights.recency * recency
+        + weights.importance * importance
+        + weights.access * access
+    )
     order = np.argsort(-score, kind="stable").tolist()  # ties keep candidate order
-    scores, rels, sims, lexs, recs = score.tolist(), relevance.tolist(), similarity.tolist(), lexical.tolist(), recency.tolist()
+    scores, rels, sims, lexs, recs = (
+        score.tolist(),
+        relevance.tolist(),
+        similarity.tolist(),
+        lexical.tolist(),
+        recency.tolist(),
+    )
     return [
-        Ranked(id=candidates[n].id, score=scores[n], relevance=rels[n], similarity=sims[n], lexical=lexs[n], recency=recs[n])
+        Ranked(
+            id=candidates[n].id,
+            score=scores[n],
+            relevance=rels[n],
+            similarity=sims[n],
+            lexical=lexs[n],
+            recency=recs[n],
+        )
         for n in order
     ]

@@ -22,7 +22,7 @@ from __future__ import annotations
 import json
 import math
 import uuid
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from enum import Enum
 from typing import Any
 
@@ -33,16 +33,42 @@ FAR_FUTURE = 32503680000.0  # 3000-01-01: "no expiry"/"still valid", so range fi
 LAYOUT = 2
 PACKED_KEY = "record_json"
 # Stored as their own Chroma keys in layout 2: filtered on, or updated alone.
-_SEPARATE_KEYS = frozenset({
-    "tier", "kind", "status", "importance", "occurred_at", "updated_at", "valid_until", "expires_at",
-    "session_id", "agent_id", "slot", "request_id", "access_count", "last_accessed_at",
-})
+_SEPARATE_KEYS = frozenset(
+    {
+        "tier",
+        "kind",
+        "status",
+        "importance",
+        "occurred_at",
+        "updated_at",
+        "valid_until",
+        "expires_at",
+        "session_id",
+        "agent_id",
+        "slot",
+        "request_id",
+        "access_count",
+        "last_accessed_at",
+    }
+)
 _ACCESS_KEYS = frozenset({"access_count", "last_accessed_at"})
 # Every key either layout writes (besides m.<key>): an update sets the ones a record no longer
 # has to None, which deletes them, because Chroma merges metadata on update.
 _ALL_KEYS = _SEPARATE_KEYS | {
-    PACKED_KEY, "namespace", "role", "token_count", "created_at", "valid_from", "source_json", "metadata_json",
-    "entities_json", "summary", "context", "superseded_by", "embedding_model", "embedding_dim",
+    PACKED_KEY,
+    "namespace",
+    "role",
+    "token_count",
+    "created_at",
+    "valid_from",
+    "source_json",
+    "metadata_json",
+    "entities_json",
+    "summary",
+    "context",
+    "superseded_by",
+    "embedding_model",
+    "embedding_dim",
 }
 
 
@@ -108,7 +134,7 @@ class Status(str, Enum):
 
 
 def utcnow() -> datetime:
-    return datetime.now(timezone.utc)
+    return datetime.now(UTC)
 
 
 def new_id() -> str:
@@ -119,14 +145,14 @@ def to_epoch(value: datetime | None) -> float | None:
     if value is None:
         return None
     if value.tzinfo is None:
-        value = value.replace(tzinfo=timezone.utc)
+        value = value.replace(tzinfo=UTC)
     return value.timestamp()
 
 
 def from_epoch(value: float | int | None) -> datetime | None:
     if value is None or (isinstance(value, float) and math.isnan(value)) or value >= FAR_FUTURE:
         return None
-    return datetime.fromtimestamp(float(value), tz=timezone.utc)
+    return datetime.fromtimestamp(float(value), tz=UTC)
 
 
 class Source(BaseModel):
@@ -231,11 +257,11 @@ class MemoryRecord(BaseModel):
         return meta
 
     @classmethod
-    def from_chroma(cls, memory_id: str, document: str | None, meta: dict[str, Any]) -> "MemoryRecord":
+    def from_chroma(cls, memory_id: str, document: str | None, meta: dict[str, Any]) -> MemoryRecord:
         return cls.from_flat(memory_id, unpack(document, meta))
 
     @classmethod
-    def from_flat(cls, memory_id: str, fields: dict[str, Any]) -> "MemoryRecord":
+    def from_flat(cls, memory_id: str, fields: dict[str, Any]) -> MemoryRecord:
         return cls(
             id=memory_id,
             namespace=fields["namespace"],

@@ -53,7 +53,11 @@ def open_client(*, path: Path | None = None, url: str | None = None, attempts: i
     """Open Chroma: a server at ``url`` (retried with backoff until it answers), else a local path."""
     if url:
         parsed = urlparse(url)
-        host, port, ssl = parsed.hostname or "127.0.0.1", parsed.port or (443 if parsed.scheme == "https" else 8000), parsed.scheme == "https"
+        host, port, ssl = (
+            parsed.hostname or "127.0.0.1",
+            parsed.port or (443 if parsed.scheme == "https" else 8000),
+            parsed.scheme == "https",
+        )
 
         @retry(stop=stop_after_attempt(attempts), wait=wait_exponential(multiplier=0.2, max=5), reraise=False)
         def connect() -> Any:
@@ -226,7 +230,9 @@ class ChromaStore:
         if not force and not self._stale(state):
             return
         with state.lock:
-            got = state.collection.get(where={"updated_at": {"$gt": state.watermark}}, include=self._index_fields(state))
+            got = state.collection.get(
+                where={"updated_at": {"$gt": state.watermark}}, include=self._index_fields(state)
+            )
             flats = _flat_views(got)
             self._index(state, got["ids"], flats)
             self._copy(state.vector_copy, got)
@@ -310,7 +316,7 @@ class ChromaStore:
 
     def record_access(self, state: _Namespace, ids: Sequence[str], when: datetime) -> None:
         """Count a recall of ``ids``. Written in the background: a Chroma write costs more than a recall."""
-        state.facts.count_access({memory_id: 1 for memory_id in ids})
+        state.facts.count_access(dict.fromkeys(ids, 1))
         self._access.record(state, ids, when)
 
     def flush_access(self) -> None:
@@ -336,7 +342,9 @@ class ChromaStore:
                     if copy is not None:
                         copy.remove(ids)
 
-    def get(self, state: _Namespace, ids: Sequence[str], *, include_embeddings: bool = False) -> list[tuple[MemoryRecord, list[float] | None]]:
+    def get(
+        self, state: _Namespace, ids: Sequence[str], *, include_embeddings: bool = False
+    ) -> list[tuple[MemoryRecord, list[float] | None]]:
         if not ids:
             return []
         include = ["documents", "metadatas"] + (["embeddings"] if include_embeddings else [])
@@ -348,11 +356,15 @@ class ChromaStore:
             out.append((MemoryRecord.from_chroma(memory_id, got["documents"][n], got["metadatas"][n]), vector))
         return out
 
-    def find(self, state: _Namespace, where: dict[str, Any] | None, *, limit: int | None = None, offset: int = 0) -> list[MemoryRecord]:
+    def find(
+        self, state: _Namespace, where: dict[str, Any] | None, *, limit: int | None = None, offset: int = 0
+    ) -> list[MemoryRecord]:
         got = state.collection.get(where=where, limit=limit, offset=offset or None, include=["documents", "metadatas"])
         return [MemoryRecord.from_chroma(i, d, m) for i, d, m in zip(got["ids"], got["documents"], got["metadatas"])]
 
-    def iterate(self, state: _Namespace, *, include_embeddings: bool = False) -> Iterator[tuple[MemoryRecord, list[float] | None]]:
+    def iterate(
+        self, state: _Namespace, *, include_embeddings: bool = False
+    ) -> Iterator[tuple[MemoryRecord, list[float] | None]]:
         for item in self._iterate(state.collection, include_embeddings=include_embeddings):
             memory_id, document, meta = item[:3]
             vector = list(map(float, item[3])) if include_embeddings else None
@@ -391,7 +403,10 @@ class ChromaStore:
             return {}
         got = state.collection.get(ids=list(ids), include=["documents", "metadatas"] if with_content else ["metadatas"])
         documents = got["documents"] if with_content else [None] * len(got["ids"])
-        return {memory_id: unpack(document, meta) for memory_id, document, meta in zip(got["ids"], documents, got["metadatas"])}
+        return {
+            memory_id: unpack(document, meta)
+            for memory_id, document, meta in zip(got["ids"], documents, got["metadatas"])
+        }
 
     def vectors(self, state: _Namespace, ids: Sequence[str], *, windows: bool = False) -> dict[str, Sequence[float]]:
         """Own (or context-window) vectors by id, for scoring candidates: from the copy, else from Chroma."""
@@ -418,7 +433,9 @@ class ChromaStore:
         """Nearest window vectors as (id, cosine similarity); unfiltered: callers filter on the records."""
         return _nearest(state.windows, embedding, n=n, where=None)
 
-    def query(self, state: _Namespace, embedding: Vector, *, n: int, where: dict[str, Any] | None) -> list[tuple[str, float]]:
+    def query(
+        self, state: _Namespace, embedding: Vector, *, n: int, where: dict[str, Any] | None
+    ) -> list[tuple[str, float]]:
         """Nearest neighbours as (id, cosine similarity)."""
         return _nearest(state.collection, embedding, n=n, where=where)
 
@@ -476,7 +493,12 @@ class _AccessRecorder:
                     for memory_id, meta in zip(got["ids"], got["metadatas"]):
                         n, last = counts[memory_id]
                         ids.append(memory_id)
-                        metas.append({"access_count": int(meta.get("access_count", 0)) + n, "last_accessed_at": max(last, meta.get("last_accessed_at", 0.0))})
+                        metas.append(
+                            {
+                                "access_count": int(meta.get("access_count", 0)) + n,
+                                "last_accessed_at": max(last, meta.get("last_accessed_at", 0.0)),
+                            }
+                        )
                     if ids:
                         state.collection.update(ids=ids, metadatas=metas)
             except Exception:  # a dropped namespace or a closed client: counts are best effort

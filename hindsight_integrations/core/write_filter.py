@@ -52,7 +52,9 @@ _TRANSIENT_TOOL = re.compile(
     r"\b(weather|temperature|forecast|current time|time is|stock price|exchange rate|search results?|"
     r"news|traffic)\b",
 )
-_STATE_TOOL = re.compile(r"\b(config|configuration|setting|version|installed|status|created|updated|saved|path|port|url|env)\b")
+_STATE_TOOL = re.compile(
+    r"\b(config|configuration|setting|version|installed|status|created|updated|saved|path|port|url|env)\b"
+)
 _DIGITS = re.compile(r"\d")
 _DECISION = re.compile(
     r"\b(we decided|decided to|decision|we'?ll go with|let'?s go with|the plan is|agreed|i'?ve (set|configured|created|"
@@ -116,7 +118,9 @@ def _event_ttl(text: str) -> int | None:
         return 2 * 86400
     if re.search(r"\b(tomorrow)\b|明天", lowered):
         return 3 * 86400
-    if re.search(r"\b(this week|this weekend|on (monday|tuesday|wednesday|thursday|friday|saturday|sunday))\b", lowered):
+    if re.search(
+        r"\b(this week|this weekend|on (monday|tuesday|wednesday|thursday|friday|saturday|sunday))\b", lowered
+    ):
         return 8 * 86400
     if re.search(r"\bnext (week|monday|tuesday|wednesday|thursday|friday)\b|下周", lowered):
         return 15 * 86400

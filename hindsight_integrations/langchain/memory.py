@@ -52,7 +52,9 @@ def message_text(value: Any) -> str:
 def long_term_context(result: RecallResult, window: Sequence[MemoryRecord]) -> str:
     """The recalled block, minus memories distilled from turns the prompt already shows verbatim."""
     shown = {t.id for t in window}
-    records = [h.record for h in result.hits if not (h.record.source.message_ids and set(h.record.source.message_ids) <= shown)]
+    records = [
+        h.record for h in result.hits if not (h.record.source.message_ids and set(h.record.source.message_ids) <= shown)
+    ]
     return format_context(records)
 
 
@@ -81,12 +83,14 @@ class HindsightMemory(BaseMemory):
     ai_prefix: str = "AI"
     top_k: int = Field(5, ge=1)
     min_score: float | None = Field(None, ge=0, le=1)
-    token_budget: int | None = Field(500, ge=1, description="Cap on the injected long-term block (SPEC: ≤ 500 tokens typical).")
+    token_budget: int | None = Field(
+        500, ge=1, description="Cap on the injected long-term block (SPEC: ≤ 500 tokens typical)."
+    )
 
     _pool: ClientPool = PrivateAttr()
 
     @model_validator(mode="after")
-    def _configured(self) -> "HindsightMemory":
+    def _configured(self) -> HindsightMemory:
         # Fail at construction, not on the first turn: a memory without a user or session
         # would either mix users or lose the conversation.
         self.namespace = resolve_namespace(self.namespace, "HindsightMemory")
@@ -110,7 +114,11 @@ class HindsightMemory(BaseMemory):
 
     def _variables(self, window: list[MemoryRecord], recalled: RecallResult | None) -> dict[str, Any]:
         messages = [turn_message(r) for r in window]
-        history: Any = messages if self.return_messages else get_buffer_string(messages, human_prefix=self.human_prefix, ai_prefix=self.ai_prefix)
+        history: Any = (
+            messages
+            if self.return_messages
+            else get_buffer_string(messages, human_prefix=self.human_prefix, ai_prefix=self.ai_prefix)
+        )
         context = long_term_context(recalled, window) if recalled is not None else ""
         return {self.memory_key: history, self.long_term_key: context}
 
@@ -118,14 +126,22 @@ class HindsightMemory(BaseMemory):
         client = self.memory_client
         window = client.working_memory(self.session_id)
         query = self._query(inputs)
-        recalled = client.recall(query, top_k=self.top_k, min_score=self.min_score, token_budget=self.token_budget) if query else None
+        recalled = (
+            client.recall(query, top_k=self.top_k, min_score=self.min_score, token_budget=self.token_budget)
+            if query
+            else None
+        )
         return self._variables(window, recalled)
 
     async def aload_memory_variables(self, inputs: dict[str, Any]) -> dict[str, Any]:
         client = self.memory_client
         window = await client.aworking_memory(self.session_id)
         query = self._query(inputs)
-        recalled = await client.arecall(query, top_k=self.top_k, min_score=self.min_score, token_budget=self.token_budget) if query else None
+        recalled = (
+            await client.arecall(query, top_k=self.top_k, min_score=self.min_score, token_budget=self.token_budget)
+            if query
+            else None
+        )
         return self._variables(window, recalled)
 
     # -- writing ------------------------------------------------------------------------------
@@ -138,7 +154,9 @@ class HindsightMemory(BaseMemory):
         elif "output" in outputs:
             out_key = "output"
         else:
-            raise ValueError(f"HindsightMemory: several outputs {sorted(outputs)}; set output_key= to say which is the answer")
+            raise ValueError(
+                f"HindsightMemory: several outputs {sorted(outputs)}; set output_key= to say which is the answer"
+            )
         answer = message_text(outputs.get(out_key)).strip()
         return [(text, role) for text, role in ((said, "user"), (answer, "assistant")) if text]
 
@@ -160,4 +178,4 @@ class HindsightMemory(BaseMemory):
         await self.memory_client.aclear_working(self.session_id)
 
 
-__all__ = ["HindsightMemory", "turn_message", "message_text", "long_term_context"]
+__all__ = ["HindsightMemory", "long_term_context", "message_text", "turn_message"]

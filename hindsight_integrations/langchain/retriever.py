@@ -59,7 +59,9 @@ class HindsightRetriever(BaseRetriever):
     namespace: str | None = Field(None, description="The user; falls back to HINDSIGHT_NAMESPACE.")
     k: int = Field(4, ge=1, description="Number of documents to return.")
     min_score: float | None = Field(None, ge=0, le=1, description="Drop memories whose relevance is below this.")
-    filters: dict[str, Any] | None = Field(None, description="RecallFilters as a dict: tiers, kinds, session_id, since, ...")
+    filters: dict[str, Any] | None = Field(
+        None, description="RecallFilters as a dict: tiers, kinds, session_id, since, ..."
+    )
     include_history: bool = Field(False, description="Also return superseded/expired memories.")
     client: Any = Field(None, exclude=True)
     engine: Any = Field(None, exclude=True)
@@ -67,7 +69,7 @@ class HindsightRetriever(BaseRetriever):
     _pool: ClientPool = PrivateAttr()
 
     @model_validator(mode="after")
-    def _configured(self) -> "HindsightRetriever":
+    def _configured(self) -> HindsightRetriever:
         self.namespace = resolve_namespace(self.namespace, "HindsightRetriever")
         self._pool = ClientPool(self.client, self.engine)
         return self

@@ -106,7 +106,7 @@ def _namespace_matches(condition: MatchCondition, namespace: tuple[str, ...]) ->
     path = tuple(condition.path)
     if len(namespace) < len(path):
         return False
-    part = namespace[: len(path)] if condition.match_type == "prefix" else namespace[len(namespace) - len(path):]
+    part = namespace[: len(path)] if condition.match_type == "prefix" else namespace[len(namespace) - len(path) :]
     return all(p == "*" or p == n for p, n in zip(path, part))
 
 
@@ -172,7 +172,14 @@ class HindsightStore(BaseStore):
     def _ns_key(namespace: tuple[str, ...]) -> str:
         return json.dumps(list(namespace), ensure_ascii=False)
 
-    def _filters(self, namespace_prefix: tuple[str, ...] = (), *, exact: tuple[str, ...] | None = None, key: str | None = None, indexed_only: bool = False) -> dict[str, Any]:
+    def _filters(
+        self,
+        namespace_prefix: tuple[str, ...] = (),
+        *,
+        exact: tuple[str, ...] | None = None,
+        key: str | None = None,
+        indexed_only: bool = False,
+    ) -> dict[str, Any]:
         metadata: dict[str, Any] = {MARK: True}
         if exact is not None:
             metadata["lg_ns"] = self._ns_key(exact)
@@ -313,10 +320,18 @@ class HindsightStore(BaseStore):
         Kind ``fact``: a store item is a value the agent chose to keep, not a conversation
         turn, and facts are what the other surfaces recall.
         """
-        item: dict[str, Any] = {"content": text, "kind": "fact", "tier": tier, "importance": self.importance, "metadata": metadata}
+        item: dict[str, Any] = {
+            "content": text,
+            "kind": "fact",
+            "tier": tier,
+            "importance": self.importance,
+            "metadata": metadata,
+        }
         if ttl_seconds:
             item["ttl_seconds"] = ttl_seconds
-        self.memory_client.store([item], request_id=f"lgstore-{uuid.uuid4()}", apply_filter=False, dedup=False, supersede=False)
+        self.memory_client.store(
+            [item], request_id=f"lgstore-{uuid.uuid4()}", apply_filter=False, dedup=False, supersede=False
+        )
 
 
 __all__ = ["HindsightStore"]

@@ -102,7 +102,13 @@ def memory_tools(
 
     def remember_args(content: str, kind: str | None, importance: float | None) -> dict[str, Any]:
         item: dict[str, Any] = {"content": content}
-        item.update({k: v for k, v in {"kind": kind, "importance": importance, "session_id": session_id}.items() if v is not None})
+        item.update(
+            {
+                k: v
+                for k, v in {"kind": kind, "importance": importance, "session_id": session_id}.items()
+                if v is not None
+            }
+        )
         return item
 
     def remember(content: str, kind: str | None = None, importance: float | None = None) -> str:
@@ -147,14 +153,30 @@ def memory_tools(
     # model that sends bad arguments reads what was wrong instead of ending the run.
     common: dict[str, Any] = {"handle_tool_error": True, "handle_validation_error": _validation_message}
     tools: list[BaseTool] = [
-        StructuredTool.from_function(remember, coroutine=aremember, name=REMEMBER, description=REMEMBER_DESCRIPTION, args_schema=RememberInput, **common),
-        StructuredTool.from_function(recall, coroutine=arecall, name=RECALL, description=RECALL_DESCRIPTION, args_schema=RecallInput, **common),
+        StructuredTool.from_function(
+            remember,
+            coroutine=aremember,
+            name=REMEMBER,
+            description=REMEMBER_DESCRIPTION,
+            args_schema=RememberInput,
+            **common,
+        ),
+        StructuredTool.from_function(
+            recall, coroutine=arecall, name=RECALL, description=RECALL_DESCRIPTION, args_schema=RecallInput, **common
+        ),
     ]
     if include_forget:
         tools.append(
-            StructuredTool.from_function(forget, coroutine=aforget, name=FORGET, description=FORGET_DESCRIPTION, args_schema=ForgetInput, **common)
+            StructuredTool.from_function(
+                forget,
+                coroutine=aforget,
+                name=FORGET,
+                description=FORGET_DESCRIPTION,
+                args_schema=ForgetInput,
+                **common,
+            )
         )
     return tools
 
 
-__all__ = ["memory_tools", "MEMORY_TOOL_NAMES", "REMEMBER", "RECALL", "FORGET"]
+__all__ = ["FORGET", "MEMORY_TOOL_NAMES", "RECALL", "REMEMBER", "memory_tools"]

@@ -100,7 +100,11 @@ def message_text(message: ChatMessage) -> str:
             if function is not None:
                 parts.append(_tool_call_line(str(_get(function, "name") or "?"), _get(function, "arguments")))
     if skipped:
-        log.info("not storing %s block(s) of a %s message as memory: only text is remembered", ", ".join(skipped), message.role)
+        log.info(
+            "not storing %s block(s) of a %s message as memory: only text is remembered",
+            ", ".join(skipped),
+            message.role,
+        )
     return "\n".join(p for p in (part.strip() for part in parts) if p)
 
 
@@ -145,7 +149,9 @@ def turn_to_message(record: MemoryRecord) -> ChatMessage:
     if record.role is Role.TOOL:
         # A tool result without its call id cannot be replayed as a tool message.
         return ChatMessage(role=MessageRole.ASSISTANT, content=f"[tool result] {record.content}")
-    role = {Role.USER: MessageRole.USER, Role.ASSISTANT: MessageRole.ASSISTANT, Role.SYSTEM: MessageRole.SYSTEM}[record.role]
+    role = {Role.USER: MessageRole.USER, Role.ASSISTANT: MessageRole.ASSISTANT, Role.SYSTEM: MessageRole.SYSTEM}[
+        record.role
+    ]
     return ChatMessage(role=role, content=record.content)
 
 

@@ -27,7 +27,9 @@ class RecallOptions(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     top_k: int = Field(5, ge=1, description="memories injected at most")
-    min_score: float | None = Field(None, ge=0, le=1, description="minimum similarity to the query (not the fused score)")
+    min_score: float | None = Field(
+        None, ge=0, le=1, description="minimum similarity to the query (not the fused score)"
+    )
     token_budget: int | None = Field(DEFAULT_TOKEN_BUDGET, gt=0, description="tokens the injected block may use")
     filters: dict[str, Any] | None = Field(None, description="RecallFilters as a dict: tiers, kinds, since, ...")
     include_history: bool = Field(False, description="also recall superseded memories, marked as such")
@@ -38,7 +40,7 @@ class RecallOptions(BaseModel):
         return check_filters(value)
 
     @classmethod
-    def of(cls, adapter: Any) -> "RecallOptions":
+    def of(cls, adapter: Any) -> RecallOptions:
         """The options an adapter (chat memory or memory block) carries as its own fields."""
         return cls(**{name: getattr(adapter, name) for name in cls.model_fields})
 
@@ -82,7 +84,8 @@ def select_hits(
     """
     exclude_ids = set(exclude_turn_ids)
     kept = [
-        h for h in hits
+        h
+        for h in hits
         if not (exclude_ids & set(h.record.source.message_ids)) and h.record.content.strip() not in exclude_texts
     ][: options.top_k]
     packed = pack_within_budget([h.record for h in kept], options.token_budget, query=query)

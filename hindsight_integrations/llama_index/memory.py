@@ -62,12 +62,18 @@ class HindsightChatMemory(BaseMemory):
     LlamaIndex's own ``Memory``; pass a stable id to resume a conversation after a restart).
     """
 
-    namespace: str | None = Field(None, description="the user; None uses the client's, else HINDSIGHT_NAMESPACE, else an error")
+    namespace: str | None = Field(
+        None, description="the user; None uses the client's, else HINDSIGHT_NAMESPACE, else an error"
+    )
     session_id: str = Field(default_factory=lambda: str(uuid.uuid4()), description="the conversation")
     top_k: int = Field(5, ge=1, description="long-term memories injected at most")
-    min_score: float | None = Field(None, ge=0, le=1, description="minimum similarity of an injected memory to the query")
+    min_score: float | None = Field(
+        None, ge=0, le=1, description="minimum similarity of an injected memory to the query"
+    )
     token_budget: int | None = Field(DEFAULT_TOKEN_BUDGET, gt=0, description="tokens the injected memories may use")
-    filters: dict[str, Any] | None = Field(None, description="recall filters (tiers, kinds, since, min_importance, ...)")
+    filters: dict[str, Any] | None = Field(
+        None, description="recall filters (tiers, kinds, since, min_importance, ...)"
+    )
     include_history: bool = Field(False, description="also inject superseded memories, marked as such")
     insert_method: Literal["system", "user"] = Field(
         "system",
@@ -84,7 +90,7 @@ class HindsightChatMemory(BaseMemory):
     def _filters(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
         return check_filters(value)
 
-    def __init__(self, *, client: "MemoryClient | None" = None, engine: "MemoryEngine | None" = None, **data: Any) -> None:
+    def __init__(self, *, client: MemoryClient | None = None, engine: MemoryEngine | None = None, **data: Any) -> None:
         super().__init__(**data)
         self.namespace = resolve_namespace(self.namespace, "HindsightChatMemory", client)
         self._client = resolve_client(client, namespace=self.namespace, engine=engine)
@@ -106,11 +112,11 @@ class HindsightChatMemory(BaseMemory):
         namespace: str | None = None,
         session_id: str | None = None,
         *,
-        client: "MemoryClient | None" = None,
-        engine: "MemoryEngine | None" = None,
+        client: MemoryClient | None = None,
+        engine: MemoryEngine | None = None,
         chat_history: list[ChatMessage] | None = None,
         **kwargs: Any,
-    ) -> "HindsightChatMemory":
+    ) -> HindsightChatMemory:
         """Build a chat memory; ``chat_history`` (optional) replaces the session's window."""
         if session_id is not None:
             kwargs["session_id"] = session_id
@@ -120,7 +126,7 @@ class HindsightChatMemory(BaseMemory):
         return memory
 
     @property
-    def client(self) -> "MemoryClient":
+    def client(self) -> MemoryClient:
         """The MCP client this memory writes through."""
         return self._client
 
@@ -185,7 +191,7 @@ class HindsightChatMemory(BaseMemory):
         stored = [(r.role.value, r.content.strip()) for r in window]
         given = [(hindsight_role(m).value, message_text(m).strip()) for m in wanted]
         if stored and stored == given[: len(stored)]:
-            return False, wanted[len(stored):]
+            return False, wanted[len(stored) :]
         return bool(window), wanted
 
     def set(self, messages: list[ChatMessage]) -> None:
@@ -231,7 +237,9 @@ class HindsightChatMemory(BaseMemory):
         # The end of a long message is what the user is asking now; recall needs no more.
         return text.strip()[-_MAX_QUERY_CHARS:]
 
-    def _assemble(self, window: list[MemoryRecord], history: list[ChatMessage], result: "RecallResult | None") -> list[ChatMessage]:
+    def _assemble(
+        self, window: list[MemoryRecord], history: list[ChatMessage], result: RecallResult | None
+    ) -> list[ChatMessage]:
         if result is None:
             return history
         selected = select_hits(
@@ -248,8 +256,10 @@ class HindsightChatMemory(BaseMemory):
             for i in range(len(history) - 1, -1, -1):
                 if history[i].role == MessageRole.USER:
                     original = history[i]
-                    merged = original.model_copy(update={"blocks": [TextBlock(text=context + "\n\n"), *original.blocks]})
-                    return [*history[:i], merged, *history[i + 1:]]
+                    merged = original.model_copy(
+                        update={"blocks": [TextBlock(text=context + "\n\n"), *original.blocks]}
+                    )
+                    return [*history[:i], merged, *history[i + 1 :]]
         block = ChatMessage(role=MessageRole.SYSTEM, content=context, additional_kwargs={CONTEXT_FLAG: True})
         return [block, *history]
 

@@ -48,29 +48,35 @@ class HindsightMemoryBlock(BaseMemoryBlock[str]):
         "Facts, preferences and decisions remembered from earlier conversations with this user.",
         description="what the block holds",
     )
-    namespace: str | None = Field(None, description="the user; None uses the client's, else HINDSIGHT_NAMESPACE, else an error")
+    namespace: str | None = Field(
+        None, description="the user; None uses the client's, else HINDSIGHT_NAMESPACE, else an error"
+    )
     top_k: int = Field(5, ge=1, description="memories recalled at most")
-    min_score: float | None = Field(None, ge=0, le=1, description="minimum similarity of a recalled memory to the query")
+    min_score: float | None = Field(
+        None, ge=0, le=1, description="minimum similarity of a recalled memory to the query"
+    )
     token_budget: int | None = Field(DEFAULT_TOKEN_BUDGET, gt=0, description="tokens the block may use")
-    filters: dict[str, Any] | None = Field(None, description="recall filters (tiers, kinds, since, min_importance, ...)")
+    filters: dict[str, Any] | None = Field(
+        None, description="recall filters (tiers, kinds, since, min_importance, ...)"
+    )
     include_history: bool = Field(False, description="also recall superseded memories, marked as such")
     query_messages: int = Field(1, ge=1, description="how many of the latest messages form the recall query")
 
     _client: Any = PrivateAttr(default=None)
-    _selected: "OrderedDict[str, Selected]" = PrivateAttr(default_factory=OrderedDict)
+    _selected: OrderedDict[str, Selected] = PrivateAttr(default_factory=OrderedDict)
 
     @field_validator("filters")
     @classmethod
     def _filters(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
         return check_filters(value)
 
-    def __init__(self, *, client: "MemoryClient | None" = None, engine: "MemoryEngine | None" = None, **data: Any) -> None:
+    def __init__(self, *, client: MemoryClient | None = None, engine: MemoryEngine | None = None, **data: Any) -> None:
         super().__init__(**data)
         self.namespace = resolve_namespace(self.namespace, "HindsightMemoryBlock", client)
         self._client = resolve_client(client, namespace=self.namespace, engine=engine)
 
     @property
-    def client(self) -> "MemoryClient":
+    def client(self) -> MemoryClient:
         return self._client
 
     @property
@@ -81,7 +87,7 @@ class HindsightMemoryBlock(BaseMemoryBlock[str]):
         live = [m for m in messages if not is_injected_context(m)]
         if self.query_messages == 1:
             return latest_user_text(live)[-_MAX_QUERY_CHARS:]
-        texts = [message_text(m) for m in live[-self.query_messages:]]
+        texts = [message_text(m) for m in live[-self.query_messages :]]
         return "\n".join(t for t in texts if t)[-_MAX_QUERY_CHARS:]
 
     async def _aget(self, messages: list[ChatMessage] | None = None, **block_kwargs: Any) -> str:
@@ -114,7 +120,11 @@ class HindsightMemoryBlock(BaseMemoryBlock[str]):
             if not text:
                 log.info("skipping a flushed %s message with no text to remember", message.role)
                 continue
-            item: dict[str, Any] = {"content": text, "role": hindsight_role(message).value, "metadata": {"origin": "llama_index.memory_block"}}
+            item: dict[str, Any] = {
+                "content": text,
+                "role": hindsight_role(message).value,
+                "metadata": {"origin": "llama_index.memory_block"},
+            }
             session_id = message.additional_kwargs.get("session_id")
             if isinstance(session_id, str) and session_id:
                 item["session_id"] = session_id

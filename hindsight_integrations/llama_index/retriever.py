@@ -78,8 +78,8 @@ class HindsightRetriever(BaseRetriever):
         self,
         namespace: str | None = None,
         *,
-        client: "MemoryClient | None" = None,
-        engine: "MemoryEngine | None" = None,
+        client: MemoryClient | None = None,
+        engine: MemoryEngine | None = None,
         top_k: int = 5,
         min_score: float | None = None,
         token_budget: int | None = None,
@@ -93,18 +93,22 @@ class HindsightRetriever(BaseRetriever):
             filters = {**(filters or {}), "session_id": session_id}
         # Validated here so a bad argument fails when the retriever is built, not mid-query.
         self.options = RecallOptions(
-            top_k=top_k, min_score=min_score, token_budget=token_budget, filters=filters, include_history=include_history
+            top_k=top_k,
+            min_score=min_score,
+            token_budget=token_budget,
+            filters=filters,
+            include_history=include_history,
         )
         self.namespace = resolve_namespace(namespace, "HindsightRetriever", client)
         self._client = resolve_client(client, namespace=self.namespace, engine=engine)
         super().__init__(callback_manager=callback_manager, verbose=verbose)
 
     @property
-    def client(self) -> "MemoryClient":
+    def client(self) -> MemoryClient:
         return self._client
 
     @staticmethod
-    def _nodes(result: "RecallResult") -> list[NodeWithScore]:
+    def _nodes(result: RecallResult) -> list[NodeWithScore]:
         return [hit_to_node(h) for h in result.hits]
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:

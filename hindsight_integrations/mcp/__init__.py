@@ -17,13 +17,13 @@ from .errors import (
 from .schemas import MAX_BATCH
 
 __all__ = [
+    "MAX_BATCH",
+    "MemoryAuthError",
     "MemoryClient",
+    "MemoryNamespaceError",
     "MemoryServerUnavailableError",
     "MemoryTimeoutError",
-    "MemoryAuthError",
-    "MemoryNamespaceError",
     "MemoryToolError",
     "MemoryToolInputError",
     "MemoryToolNotFoundError",
-    "MAX_BATCH",
 ]

@@ -16,16 +16,35 @@ from ..core.errors import HindsightError
 def parser() -> argparse.ArgumentParser:
     env = os.environ.get
     p = argparse.ArgumentParser(prog="python -m hindsight_integrations.mcp", description="Hindsight MCP memory server")
-    p.add_argument("--transport", choices=["stdio", "http"], default=env("HINDSIGHT_MCP_TRANSPORT", "stdio"),
-                   help="stdio (default: the MCP host owns the process) or http (streamable HTTP at /mcp)")
+    p.add_argument(
+        "--transport",
+        choices=["stdio", "http"],
+        default=env("HINDSIGHT_MCP_TRANSPORT", "stdio"),
+        help="stdio (default: the MCP host owns the process) or http (streamable HTTP at /mcp)",
+    )
     p.add_argument("--host", default=env("HINDSIGHT_MCP_HOST", "127.0.0.1"), help="HTTP bind address")
     p.add_argument("--port", type=int, default=int(env("HINDSIGHT_MCP_PORT", "8765")), help="HTTP port")
-    p.add_argument("--namespace", default=None, help="namespace served in stdio mode / without tokens (env HINDSIGHT_NAMESPACE)")
-    p.add_argument("--tokens-file", default=None, help='HTTP auth: JSON {"tokens": {"<token>": "<namespace>"}} (env HINDSIGHT_TOKENS_FILE)')
+    p.add_argument(
+        "--namespace", default=None, help="namespace served in stdio mode / without tokens (env HINDSIGHT_NAMESPACE)"
+    )
+    p.add_argument(
+        "--tokens-file",
+        default=None,
+        help='HTTP auth: JSON {"tokens": {"<token>": "<namespace>"}} (env HINDSIGHT_TOKENS_FILE)',
+    )
     p.add_argument("--store", default=None, help="embedded Chroma directory (env HINDSIGHT_STORE)")
-    p.add_argument("--chroma-url", default=None, help="Chroma server URL instead of a directory (env HINDSIGHT_CHROMA_URL)")
-    p.add_argument("--stateful", action="store_true", help="HTTP: keep MCP sessions in memory (default: stateless, for replicas)")
-    p.add_argument("--rate-limit", type=float, default=None, help="HTTP: tool calls per minute per namespace (env HINDSIGHT_RATE_LIMIT)")
+    p.add_argument(
+        "--chroma-url", default=None, help="Chroma server URL instead of a directory (env HINDSIGHT_CHROMA_URL)"
+    )
+    p.add_argument(
+        "--stateful", action="store_true", help="HTTP: keep MCP sessions in memory (default: stateless, for replicas)"
+    )
+    p.add_argument(
+        "--rate-limit",
+        type=float,
+        default=None,
+        help="HTTP: tool calls per minute per namespace (env HINDSIGHT_RATE_LIMIT)",
+    )
     return p
 
 
@@ -35,9 +54,15 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         run(
-            transport=args.transport, host=args.host, port=args.port, namespace=args.namespace,
-            tokens_file=args.tokens_file, store=args.store, chroma_url=args.chroma_url,
-            stateless=not args.stateful, rate_limit_per_minute=args.rate_limit,
+            transport=args.transport,
+            host=args.host,
+            port=args.port,
+            namespace=args.namespace,
+            tokens_file=args.tokens_file,
+            store=args.store,
+            chroma_url=args.chroma_url,
+            stateless=not args.stateful,
+            rate_limit_per_minute=args.rate_limit,
         )
     except HindsightError as exc:
         print(f"hindsight mcp: {exc}", file=sys.stderr)

@@ -41,7 +41,9 @@ def parse_token_env(value: str) -> dict[str, str]:
     return tokens
 
 
-def load_token_map(tokens_file: str | Path | None = None, *, environ: Mapping[str, str] | None = None) -> dict[str, str] | None:
+def load_token_map(
+    tokens_file: str | Path | None = None, *, environ: Mapping[str, str] | None = None
+) -> dict[str, str] | None:
     """Tokens from ``tokens_file`` / HINDSIGHT_TOKENS_FILE (JSON ``{"tokens": {...}}``) and HINDSIGHT_TOKENS.
 
     Returns None when no auth is configured (the server then serves one namespace to all).
@@ -114,13 +116,15 @@ class BearerNamespaceMiddleware:
 
 async def _unauthorized(send: Send, reason: str) -> None:
     body = json.dumps({"error": "unauthorized", "message": f"{reason}: send 'Authorization: Bearer <token>'"}).encode()
-    await send({
-        "type": "http.response.start",
-        "status": 401,
-        "headers": [
-            (b"content-type", b"application/json"),
-            (b"content-length", str(len(body)).encode()),
-            (b"www-authenticate", b'Bearer realm="hindsight"'),
-        ],
-    })
+    await send(
+        {
+            "type": "http.response.start",
+            "status": 401,
+            "headers": [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(body)).encode()),
+                (b"www-authenticate", b'Bearer realm="hindsight"'),
+            ],
+        }
+    )
     await send({"type": "http.response.body", "body": body})

@@ -41,7 +41,15 @@ from pydantic_core import to_jsonable_python
 from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_exponential
 
 from ..core.config import Settings, load_settings, validate_namespace
-from ..core.engine import CompressionResult, MemoryEngine, NamespaceStats, RecallResult, SkippedMemory, StoreResult, TurnResult
+from ..core.engine import (
+    CompressionResult,
+    MemoryEngine,
+    NamespaceStats,
+    RecallResult,
+    SkippedMemory,
+    StoreResult,
+    TurnResult,
+)
 from ..core.errors import InvalidInputError
 from ..core.filters import RecallFilters
 from ..core.inputs import MemoryInput
@@ -105,7 +113,9 @@ def _unavailable(transport: _Transport, exc: BaseException, *, before_send: bool
             return leaf
         if isinstance(leaf, httpx.HTTPStatusError) and leaf.response.status_code in (401, 403):
             err: MemoryServerUnavailableError = MemoryAuthError(
-                transport.kind, transport.target, f"HTTP {leaf.response.status_code}: the server rejected the bearer token (set token= / HINDSIGHT_MCP_TOKEN)"
+                transport.kind,
+                transport.target,
+                f"HTTP {leaf.response.status_code}: the server rejected the bearer token (set token= / HINDSIGHT_MCP_TOKEN)",
             )
             err.before_send = True  # type: ignore[attr-defined]
             return err
@@ -179,7 +189,7 @@ class MemoryClient:
         cwd: str | None = None,
         errlog: TextIO | None = None,
         **options: Any,
-    ) -> "MemoryClient":
+    ) -> MemoryClient:
         """Spawn a stdio server. Default command: ``[sys.executable, "-m", "hindsight_integrations.mcp"]``.
 
         The child inherits this process's environment (so ``HINDSIGHT_*`` settings carry
@@ -217,7 +227,7 @@ class MemoryClient:
         headers: dict[str, str] | None = None,
         namespace: str | None = None,
         **options: Any,
-    ) -> "MemoryClient":
+    ) -> MemoryClient:
         """Connect to a streamable-HTTP server, e.g. ``http://127.0.0.1:8765/mcp``.
 
         The bearer token decides the namespace; nothing the client sends can change it.
@@ -236,7 +246,9 @@ class MemoryClient:
 
         async def open_http(stack: AsyncExitStack, read_timeout: float) -> ClientSession:
             client = await stack.enter_async_context(
-                create_mcp_http_client(headers=all_headers, timeout=httpx.Timeout(30.0, read=max(read_timeout, 30.0) + 5))
+                create_mcp_http_client(
+                    headers=all_headers, timeout=httpx.Timeout(30.0, read=max(read_timeout, 30.0) + 5)
+                )
             )
             read, write, _ = await stack.enter_async_context(streamable_http_client(url, http_client=client))
             session = await stack.enter_async_context(ClientSession(read, write))
@@ -246,7 +258,7 @@ class MemoryClient:
         return cls(_Transport("http", url, open_http), namespace=namespace, **options)
 
     @classmethod
-    def in_process(cls, engine: Any = None, namespace: str | None = None, **options: Any) -> "MemoryClient":
+    def in_process(cls, engine: Any = None, namespace: str | None = None, **options: Any) -> MemoryClient:
         """A real MCP session over memory streams to a server bound to ``engine`` (built from env if None)."""
         from mcp.shared.memory import create_connected_server_and_client_session
 
@@ -258,7 +270,11 @@ class MemoryClient:
         async def open_memory(stack: AsyncExitStack, read_timeout: float) -> ClientSession:
             return await stack.enter_async_context(create_connected_server_and_client_session(server))
 
-        client = cls(_Transport("in-process", f"namespace {server.namespace}", open_memory), namespace=server.namespace, **options)  # type: ignore[attr-defined]
+        client = cls(
+            _Transport("in-process", f"namespace {server.namespace}", open_memory),
+            namespace=server.namespace,
+            **options,
+        )  # type: ignore[attr-defined]
         client.engine = engine  # type: ignore[attr-defined]
         client.server = server  # type: ignore[attr-defined]
         return client
@@ -272,7 +288,7 @@ class MemoryClient:
         environ: dict[str, str] | None = None,
         engine_factory: Callable[[], MemoryEngine] | None = None,
         **options: Any,
-    ) -> "MemoryClient":
+    ) -> MemoryClient:
         """Pick the transport from the environment, for ``namespace`` (default ``HINDSIGHT_NAMESPACE``).
 
         ``HINDSIGHT_MCP_URL`` (+ ``HINDSIGHT_MCP_TOKEN``) → HTTP, where the token decides the
@@ -285,9 +301,13 @@ class MemoryClient:
         """
         env = os.environ if environ is None else environ
         if env.get("HINDSIGHT_MCP_URL"):
-            return cls.http(env["HINDSIGHT_MCP_URL"], token=env.get("HINDSIGHT_MCP_TOKEN") or None, namespace=namespace, **options)
+            return cls.http(
+                env["HINDSIGHT_MCP_URL"], token=env.get("HINDSIGHT_MCP_TOKEN") or None, namespace=namespace, **options
+            )
         if env.get("HINDSIGHT_MCP_COMMAND"):
-            return cls.stdio(env["HINDSIGHT_MCP_COMMAND"], namespace=namespace or env.get("HINDSIGHT_NAMESPACE"), **options)
+            return cls.stdio(
+                env["HINDSIGHT_MCP_COMMAND"], namespace=namespace or env.get("HINDSIGHT_NAMESPACE"), **options
+            )
         engine = engine_factory() if engine_factory is not None else MemoryEngine(settings or load_settings())
         return cls.in_process(engine, namespace=namespace, **options)
 
@@ -328,9 +348,13 @@ class MemoryClient:
             self._owner = asyncio.create_task(self._own(ready, self._stop))
             try:
                 self._session = await asyncio.wait_for(asyncio.shield(ready), self.connect_timeout)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 await self._drop()
-                err = MemoryTimeoutError(self._transport.kind, self._transport.target, f"no MCP handshake within {self.connect_timeout:.0f} s")
+                err = MemoryTimeoutError(
+                    self._transport.kind,
+                    self._transport.target,
+                    f"no MCP handshake within {self.connect_timeout:.0f} s",
+                )
                 err.before_send = True  # type: ignore[attr-defined]
                 raise err from None
             except BaseException as exc:
@@ -353,7 +377,7 @@ class MemoryClient:
                 if not ready.done():
                     ready.set_result(session)
                 await stop.wait()
-        except BaseException as exc:  # noqa: BLE001 - reported to whoever waits for the session
+        except BaseException as exc:
             if not ready.done():
                 ready.set_exception(exc if isinstance(exc, Exception) else RuntimeError(repr(exc)))
             if isinstance(exc, (KeyboardInterrupt, SystemExit)):
@@ -366,7 +390,8 @@ class MemoryClient:
         expected = self._expected_namespace
         if announced is not None and expected is not None and announced != expected:
             err = MemoryNamespaceError(
-                self._transport.kind, self._transport.target,
+                self._transport.kind,
+                self._transport.target,
                 f"the server serves namespace {announced!r} but this client was opened for {expected!r}"
                 + (" (the bearer token belongs to another namespace)" if self._transport.kind == "http" else ""),
             )
@@ -416,12 +441,22 @@ class MemoryClient:
             return await session.call_tool(tool, arguments, read_timeout_seconds=timedelta(seconds=self.timeout))
         except McpError as exc:
             if exc.error.code == _TIMEOUT_CODE:
-                raise MemoryTimeoutError(self._transport.kind, self._transport.target, f"{tool} did not answer within {self.timeout:.0f} s") from None
+                raise MemoryTimeoutError(
+                    self._transport.kind, self._transport.target, f"{tool} did not answer within {self.timeout:.0f} s"
+                ) from None
             if exc.error.code == CONNECTION_CLOSED:
                 await self._drop()
-                raise MemoryServerUnavailableError(self._transport.kind, self._transport.target, f"connection closed during {tool}") from None
+                raise MemoryServerUnavailableError(
+                    self._transport.kind, self._transport.target, f"connection closed during {tool}"
+                ) from None
             raise MemoryToolError(tool, exc.error.message, error_type="protocol_error") from None
-        except (anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream, OSError, httpx.HTTPError) as exc:
+        except (
+            anyio.ClosedResourceError,
+            anyio.BrokenResourceError,
+            anyio.EndOfStream,
+            OSError,
+            httpx.HTTPError,
+        ) as exc:
             await self._drop()
             raise _unavailable(self._transport, exc, before_send=False) from exc
 
@@ -434,12 +469,16 @@ class MemoryClient:
     def _sync_deadline(self) -> float:
         return self.connect_timeout + (self.timeout + 6) * (self.retries + 1) + 30
 
-    async def acall_tool(self, tool: str, arguments: dict[str, Any] | None = None, *, idempotent: bool = True) -> dict[str, Any]:
+    async def acall_tool(
+        self, tool: str, arguments: dict[str, Any] | None = None, *, idempotent: bool = True
+    ) -> dict[str, Any]:
         """Call any tool; returns its structured result or raises ``MemoryToolError``."""
         args = _prepare(arguments)
         return await asyncio.wrap_future(self._submit(self._call_on_loop(tool, args, idempotent)))
 
-    def call_tool(self, tool: str, arguments: dict[str, Any] | None = None, *, idempotent: bool = True) -> dict[str, Any]:
+    def call_tool(
+        self, tool: str, arguments: dict[str, Any] | None = None, *, idempotent: bool = True
+    ) -> dict[str, Any]:
         args = _prepare(arguments)
         future = self._submit(self._call_on_loop(tool, args, idempotent))
         try:
@@ -460,8 +499,16 @@ class MemoryClient:
         return self._submit(self._tool_names()).result(timeout=self._sync_deadline())
 
     # -- the memory API (async) -----------------------------------------------------------------
-    async def astore(self, memories: Any, *, request_id: str | None = None, apply_filter: bool = True, dedup: bool = True,
-                     supersede: bool = True, **fields: Any) -> StoreResult:
+    async def astore(
+        self,
+        memories: Any,
+        *,
+        request_id: str | None = None,
+        apply_filter: bool = True,
+        dedup: bool = True,
+        supersede: bool = True,
+        **fields: Any,
+    ) -> StoreResult:
         """Store one memory (a string, with ``fields`` such as kind/importance/metadata) or a batch.
 
         ``apply_filter=False`` keeps text the write filter would drop as small talk,
@@ -469,19 +516,46 @@ class MemoryClient:
         leaves older memories about the same thing current: for callers that store exact
         values (a key-value store), not for conversation text.
         """
-        args = _store_arguments(memories, request_id, fields, apply_filter=apply_filter, dedup=dedup, supersede=supersede)
+        args = _store_arguments(
+            memories, request_id, fields, apply_filter=apply_filter, dedup=dedup, supersede=supersede
+        )
         return _store_result(await self.acall_tool("store_memory", args, idempotent=True))
 
-    async def arecall(self, query: str, *, top_k: int | None = None, min_score: float | None = None,
-                      filters: RecallFilters | dict[str, Any] | None = None, token_budget: int | None = None,
-                      include_history: bool = False) -> RecallResult:
-        data = await self.acall_tool("retrieve_memory", _recall_arguments(query, top_k, min_score, filters, token_budget, include_history))
+    async def arecall(
+        self,
+        query: str,
+        *,
+        top_k: int | None = None,
+        min_score: float | None = None,
+        filters: RecallFilters | dict[str, Any] | None = None,
+        token_budget: int | None = None,
+        include_history: bool = False,
+    ) -> RecallResult:
+        data = await self.acall_tool(
+            "retrieve_memory", _recall_arguments(query, top_k, min_score, filters, token_budget, include_history)
+        )
         return _recall_result(data)
 
-    async def arecord_turn(self, content: str, *, session_id: str, role: str = "user", occurred_at: Any = None,
-                           metadata: dict[str, Any] | None = None) -> TurnResult:
-        data = await self.acall_tool("record_turn", {"content": content, "session_id": session_id, "role": _enum(role),
-                                                     "occurred_at": occurred_at, "metadata": metadata}, idempotent=False)
+    async def arecord_turn(
+        self,
+        content: str,
+        *,
+        session_id: str,
+        role: str = "user",
+        occurred_at: Any = None,
+        metadata: dict[str, Any] | None = None,
+    ) -> TurnResult:
+        data = await self.acall_tool(
+            "record_turn",
+            {
+                "content": content,
+                "session_id": session_id,
+                "role": _enum(role),
+                "occurred_at": occurred_at,
+                "metadata": metadata,
+            },
+            idempotent=False,
+        )
         return _turn_result(data)
 
     async def aworking_memory(self, session_id: str) -> list[MemoryRecord]:
@@ -491,8 +565,12 @@ class MemoryClient:
     async def aclear_working(self, session_id: str) -> int:
         return int((await self.acall_tool("clear_working_memory", {"session_id": session_id}))["cleared"])
 
-    async def acompress(self, session_id: str, *, threshold_tokens: int | None = None, force: bool = False) -> CompressionResult | None:
-        data = await self.acall_tool("compress_memory", {"session_id": session_id, "threshold_tokens": threshold_tokens, "force": force or None})
+    async def acompress(
+        self, session_id: str, *, threshold_tokens: int | None = None, force: bool = False
+    ) -> CompressionResult | None:
+        data = await self.acall_tool(
+            "compress_memory", {"session_id": session_id, "threshold_tokens": threshold_tokens, "force": force or None}
+        )
         return _compression(data["compression"])
 
     async def aupdate(self, memory_id: str, **changes: Any) -> MemoryRecord:
@@ -502,10 +580,23 @@ class MemoryClient:
     async def aforget(self, memory_id: str) -> MemoryRecord:
         return MemoryRecord.model_validate((await self.acall_tool("forget_memory", {"id": memory_id}))["memory"])
 
-    async def alist(self, *, filters: RecallFilters | dict[str, Any] | None = None, include_history: bool = False,
-                    limit: int = 20, offset: int = 0) -> list[MemoryRecord]:
-        data = await self.acall_tool("list_memories", {"filters": _filters(filters), "include_history": include_history or None,
-                                                       "limit": limit, "offset": offset})
+    async def alist(
+        self,
+        *,
+        filters: RecallFilters | dict[str, Any] | None = None,
+        include_history: bool = False,
+        limit: int = 20,
+        offset: int = 0,
+    ) -> list[MemoryRecord]:
+        data = await self.acall_tool(
+            "list_memories",
+            {
+                "filters": _filters(filters),
+                "include_history": include_history or None,
+                "limit": limit,
+                "offset": offset,
+            },
+        )
         return [MemoryRecord.model_validate(r) for r in data["memories"]]
 
     async def astats(self) -> NamespaceStats:
@@ -515,40 +606,102 @@ class MemoryClient:
         return str((await self.acall_tool("dump_memory", {"include_history": include_history}))["dump"])
 
     # -- the memory API (sync) ------------------------------------------------------------------
-    def store(self, memories: Any, *, request_id: str | None = None, apply_filter: bool = True, dedup: bool = True,
-              supersede: bool = True, **fields: Any) -> StoreResult:
-        args = _store_arguments(memories, request_id, fields, apply_filter=apply_filter, dedup=dedup, supersede=supersede)
+    def store(
+        self,
+        memories: Any,
+        *,
+        request_id: str | None = None,
+        apply_filter: bool = True,
+        dedup: bool = True,
+        supersede: bool = True,
+        **fields: Any,
+    ) -> StoreResult:
+        args = _store_arguments(
+            memories, request_id, fields, apply_filter=apply_filter, dedup=dedup, supersede=supersede
+        )
         return _store_result(self.call_tool("store_memory", args, idempotent=True))
 
-    def recall(self, query: str, *, top_k: int | None = None, min_score: float | None = None,
-               filters: RecallFilters | dict[str, Any] | None = None, token_budget: int | None = None,
-               include_history: bool = False) -> RecallResult:
-        return _recall_result(self.call_tool("retrieve_memory", _recall_arguments(query, top_k, min_score, filters, token_budget, include_history)))
+    def recall(
+        self,
+        query: str,
+        *,
+        top_k: int | None = None,
+        min_score: float | None = None,
+        filters: RecallFilters | dict[str, Any] | None = None,
+        token_budget: int | None = None,
+        include_history: bool = False,
+    ) -> RecallResult:
+        return _recall_result(
+            self.call_tool(
+                "retrieve_memory", _recall_arguments(query, top_k, min_score, filters, token_budget, include_history)
+            )
+        )
 
-    def record_turn(self, content: str, *, session_id: str, role: str = "user", occurred_at: Any = None,
-                    metadata: dict[str, Any] | None = None) -> TurnResult:
-        return _turn_result(self.call_tool("record_turn", {"content": content, "session_id": session_id, "role": _enum(role),
-                                                           "occurred_at": occurred_at, "metadata": metadata}, idempotent=False))
+    def record_turn(
+        self,
+        content: str,
+        *,
+        session_id: str,
+        role: str = "user",
+        occurred_at: Any = None,
+        metadata: dict[str, Any] | None = None,
+    ) -> TurnResult:
+        return _turn_result(
+            self.call_tool(
+                "record_turn",
+                {
+                    "content": content,
+                    "session_id": session_id,
+                    "role": _enum(role),
+                    "occurred_at": occurred_at,
+                    "metadata": metadata,
+                },
+                idempotent=False,
+            )
+        )
 
     def working_memory(self, session_id: str) -> list[MemoryRecord]:
-        return [MemoryRecord.model_validate(r) for r in self.call_tool("get_working_memory", {"session_id": session_id})["turns"]]
+        return [
+            MemoryRecord.model_validate(r)
+            for r in self.call_tool("get_working_memory", {"session_id": session_id})["turns"]
+        ]
 
     def clear_working(self, session_id: str) -> int:
         return int(self.call_tool("clear_working_memory", {"session_id": session_id})["cleared"])
 
-    def compress(self, session_id: str, *, threshold_tokens: int | None = None, force: bool = False) -> CompressionResult | None:
-        data = self.call_tool("compress_memory", {"session_id": session_id, "threshold_tokens": threshold_tokens, "force": force or None})
+    def compress(
+        self, session_id: str, *, threshold_tokens: int | None = None, force: bool = False
+    ) -> CompressionResult | None:
+        data = self.call_tool(
+            "compress_memory", {"session_id": session_id, "threshold_tokens": threshold_tokens, "force": force or None}
+        )
         return _compression(data["compression"])
 
     def update(self, memory_id: str, **changes: Any) -> MemoryRecord:
-        return MemoryRecord.model_validate(self.call_tool("update_memory", {"id": memory_id, **{k: _enum(v) for k, v in changes.items()}})["memory"])
+        return MemoryRecord.model_validate(
+            self.call_tool("update_memory", {"id": memory_id, **{k: _enum(v) for k, v in changes.items()}})["memory"]
+        )
 
     def forget(self, memory_id: str) -> MemoryRecord:
         return MemoryRecord.model_validate(self.call_tool("forget_memory", {"id": memory_id})["memory"])
 
-    def list(self, *, filters: RecallFilters | dict[str, Any] | None = None, include_history: bool = False,
-             limit: int = 20, offset: int = 0) -> list[MemoryRecord]:
-        data = self.call_tool("list_memories", {"filters": _filters(filters), "include_history": include_history or None, "limit": limit, "offset": offset})
+    def list(
+        self,
+        *,
+        filters: RecallFilters | dict[str, Any] | None = None,
+        include_history: bool = False,
+        limit: int = 20,
+        offset: int = 0,
+    ) -> list[MemoryRecord]:
+        data = self.call_tool(
+            "list_memories",
+            {
+                "filters": _filters(filters),
+                "include_history": include_history or None,
+                "limit": limit,
+                "offset": offset,
+            },
+        )
         return [MemoryRecord.model_validate(r) for r in data["memories"]]
 
     def stats(self) -> NamespaceStats:
@@ -558,12 +711,12 @@ class MemoryClient:
         return str(self.call_tool("dump_memory", {"include_history": include_history})["dump"])
 
     # -- lifecycle --------------------------------------------------------------------------------
-    def connect(self) -> "MemoryClient":
+    def connect(self) -> MemoryClient:
         """Open the connection now (otherwise the first call does), so start-up errors surface early."""
         self._submit(self._ensure_session()).result(timeout=self.connect_timeout + 10)
         return self
 
-    async def aconnect(self) -> "MemoryClient":
+    async def aconnect(self) -> MemoryClient:
         await asyncio.wrap_future(self._submit(self._ensure_session()))
         return self
 
@@ -587,13 +740,13 @@ class MemoryClient:
             self._closed = True
             await asyncio.to_thread(self._loop.stop)
 
-    def __enter__(self) -> "MemoryClient":
+    def __enter__(self) -> MemoryClient:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    async def __aenter__(self) -> "MemoryClient":
+    async def __aenter__(self) -> MemoryClient:
         return self
 
     async def __aexit__(self, *exc: object) -> None:
@@ -601,6 +754,7 @@ class MemoryClient:
 
 
 # -- argument building and result parsing ------------------------------------------------------------
+
 
 def _prepare(arguments: dict[str, Any] | None) -> dict[str, Any]:
     """JSON-ready arguments, None dropped; text that cannot be UTF-8 encoded is refused here.
@@ -618,7 +772,9 @@ def _check_utf8(value: Any, path: str) -> None:
         try:
             value.encode("utf-8")
         except UnicodeEncodeError:
-            raise InvalidInputError(path or "arguments", "is not valid UTF-8 text (it contains unpaired surrogates)") from None
+            raise InvalidInputError(
+                path or "arguments", "is not valid UTF-8 text (it contains unpaired surrogates)"
+            ) from None
     elif isinstance(value, dict):
         for key, item in value.items():
             _check_utf8(key, path)
@@ -659,14 +815,24 @@ def _store_arguments(memories: Any, request_id: str | None, fields: dict[str, An
     if isinstance(memories, str):
         return {"content": memories, "request_id": request_id, **sent, **{k: _enum(v) for k, v in fields.items()}}
     if fields:
-        raise InvalidInputError("fields", "keyword fields apply to a single string memory; put them inside each batch item instead")
+        raise InvalidInputError(
+            "fields", "keyword fields apply to a single string memory; put them inside each batch item instead"
+        )
     items = [memories] if isinstance(memories, (dict, MemoryInput)) else list(memories)
     return {"memories": [_memory_dict(i) for i in items], "request_id": request_id, **sent}
 
 
-def _recall_arguments(query: str, top_k: Any, min_score: Any, filters: Any, token_budget: Any, include_history: bool) -> dict[str, Any]:
-    return {"query": query, "top_k": top_k, "min_score": min_score, "filters": _filters(filters),
-            "token_budget": token_budget, "include_history": include_history or None}
+def _recall_arguments(
+    query: str, top_k: Any, min_score: Any, filters: Any, token_budget: Any, include_history: bool
+) -> dict[str, Any]:
+    return {
+        "query": query,
+        "top_k": top_k,
+        "min_score": min_score,
+        "filters": _filters(filters),
+        "token_budget": token_budget,
+        "include_history": include_history or None,
+    }
 
 
 def _parse_result(tool: str, result: CallToolResult) -> dict[str, Any]:
@@ -679,7 +845,9 @@ def _parse_result(tool: str, result: CallToolResult) -> dict[str, Any]:
         try:
             data = json.loads(text)
         except json.JSONDecodeError:
-            raise MemoryToolError(tool, f"the server returned no structured result: {text[:200]}", error_type="protocol_error") from None
+            raise MemoryToolError(
+                tool, f"the server returned no structured result: {text[:200]}", error_type="protocol_error"
+            ) from None
     return data
 
 
@@ -696,7 +864,9 @@ def _store_result(data: dict[str, Any]) -> StoreResult:
 def _recall_result(data: dict[str, Any]) -> RecallResult:
     score_fields = [name for name in RecallHit.model_fields if name != "record"]
     hits = [
-        RecallHit.model_validate({"record": MemoryRecord.model_validate(m), **{k: m[k] for k in score_fields if k in m}})
+        RecallHit.model_validate(
+            {"record": MemoryRecord.model_validate(m), **{k: m[k] for k in score_fields if k in m}}
+        )
         for m in data["memories"]
     ]
     return RecallResult(query=data["query"], hits=hits, context=data["context"], tokens=data["tokens"])
@@ -707,12 +877,18 @@ def _compression(data: dict[str, Any] | None) -> CompressionResult | None:
         return None
     return CompressionResult(
         summaries=[MemoryRecord.model_validate(r) for r in data["summaries"]],
-        archived_ids=data["archived_ids"], tokens_before=data["tokens_before"], tokens_after=data["tokens_after"],
+        archived_ids=data["archived_ids"],
+        tokens_before=data["tokens_before"],
+        tokens_after=data["tokens_after"],
     )
 
 
 def _turn_result(data: dict[str, Any]) -> TurnResult:
-    return TurnResult(turn=MemoryRecord.model_validate(data["turn"]), stored=_store_result(data["stored"]), compression=_compression(data["compression"]))
+    return TurnResult(
+        turn=MemoryRecord.model_validate(data["turn"]),
+        stored=_store_result(data["stored"]),
+        compression=_compression(data["compression"]),
+    )
 
 
 __all__ = ["MemoryClient"]

@@ -48,7 +48,15 @@ class MemoryNamespaceError(MemoryAuthError):
 class MemoryToolError(HindsightError):
     """The server ran a tool and reported an error; ``message`` is the server's explanation."""
 
-    def __init__(self, tool: str, message: str, *, error_type: str | None = None, field: str | None = None, details: dict[str, Any] | None = None) -> None:
+    def __init__(
+        self,
+        tool: str,
+        message: str,
+        *,
+        error_type: str | None = None,
+        field: str | None = None,
+        details: dict[str, Any] | None = None,
+    ) -> None:
         self.tool = tool
         self.message = message
         self.error_type = error_type
@@ -63,14 +71,30 @@ class MemoryToolError(HindsightError):
 class MemoryToolInputError(MemoryToolError, InvalidInputError):
     """The server rejected the arguments (validation); ``field`` names the bad argument."""
 
-    def __init__(self, tool: str, message: str, *, error_type: str | None = None, field: str | None = None, details: dict[str, Any] | None = None) -> None:
+    def __init__(
+        self,
+        tool: str,
+        message: str,
+        *,
+        error_type: str | None = None,
+        field: str | None = None,
+        details: dict[str, Any] | None = None,
+    ) -> None:
         MemoryToolError.__init__(self, tool, message, error_type=error_type, field=field, details=details)
 
 
 class MemoryToolNotFoundError(MemoryToolError, MemoryNotFoundError):
     """The memory id named in the call does not exist in the caller's namespace."""
 
-    def __init__(self, tool: str, message: str, *, error_type: str | None = None, field: str | None = None, details: dict[str, Any] | None = None) -> None:
+    def __init__(
+        self,
+        tool: str,
+        message: str,
+        *,
+        error_type: str | None = None,
+        field: str | None = None,
+        details: dict[str, Any] | None = None,
+    ) -> None:
         MemoryToolError.__init__(self, tool, message, error_type=error_type, field=field, details=details)
         self.memory_id = (details or {}).get("memory_id", "")
         self.namespace = (details or {}).get("namespace", "")
@@ -95,9 +119,9 @@ def tool_error(tool: str, payload: dict[str, Any] | None, text: str) -> MemoryTo
 
 
 __all__ = [
+    "MemoryAuthError",
     "MemoryServerUnavailableError",
     "MemoryTimeoutError",
-    "MemoryAuthError",
     "MemoryToolError",
     "MemoryToolInputError",
     "MemoryToolNotFoundError",

@@ -72,17 +72,37 @@ class ServerMetrics:
         self.registry = CollectorRegistry()
         self.calls = Counter("hindsight_mcp_tool_calls", "MCP tool calls", ["tool", "outcome"], registry=self.registry)
         self.latency = Histogram(
-            "hindsight_mcp_tool_latency_seconds", "MCP tool call latency", ["tool", "outcome"],
-            buckets=_LATENCY_BUCKETS, registry=self.registry,
+            "hindsight_mcp_tool_latency_seconds",
+            "MCP tool call latency",
+            ["tool", "outcome"],
+            buckets=_LATENCY_BUCKETS,
+            registry=self.registry,
         )
         self.recall_latency = Histogram(
-            "hindsight_recall_latency_seconds", "Engine recall latency (retrieve_memory)", buckets=_LATENCY_BUCKETS, registry=self.registry,
+            "hindsight_recall_latency_seconds",
+            "Engine recall latency (retrieve_memory)",
+            buckets=_LATENCY_BUCKETS,
+            registry=self.registry,
         )
-        self.recall_requests = Counter("hindsight_recall_requests", "retrieve_memory calls that succeeded", registry=self.registry)
-        self.recall_hits = Counter("hindsight_recall_with_hits", "retrieve_memory calls that returned at least one memory", registry=self.registry)
-        self.memories_written = Counter("hindsight_memories_written", "memories stored or merged", registry=self.registry)
-        self.memories_superseded = Counter("hindsight_memories_superseded", "older memories superseded by a conflicting new one", registry=self.registry)
-        self.rate_limited = Counter("hindsight_mcp_rate_limited", "tool calls refused by the per-namespace rate limit", registry=self.registry)
+        self.recall_requests = Counter(
+            "hindsight_recall_requests", "retrieve_memory calls that succeeded", registry=self.registry
+        )
+        self.recall_hits = Counter(
+            "hindsight_recall_with_hits",
+            "retrieve_memory calls that returned at least one memory",
+            registry=self.registry,
+        )
+        self.memories_written = Counter(
+            "hindsight_memories_written", "memories stored or merged", registry=self.registry
+        )
+        self.memories_superseded = Counter(
+            "hindsight_memories_superseded",
+            "older memories superseded by a conflicting new one",
+            registry=self.registry,
+        )
+        self.rate_limited = Counter(
+            "hindsight_mcp_rate_limited", "tool calls refused by the per-namespace rate limit", registry=self.registry
+        )
 
     def observe_call(self, tool: str, outcome: str, seconds: float) -> None:
         self.calls.labels(tool, outcome).inc()

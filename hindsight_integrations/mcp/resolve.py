@@ -32,8 +32,8 @@ CONFIG_VARS = ("HINDSIGHT_MCP_URL", "HINDSIGHT_MCP_COMMAND", "HINDSIGHT_STORE", 
 _CLIENT_KEY_VARS = (*CONFIG_VARS, "HINDSIGHT_MCP_TOKEN", "HINDSIGHT_EMBEDDING_MODEL")
 _ENGINE_KEY_VARS = ("HINDSIGHT_STORE", "HINDSIGHT_CHROMA_URL", "HINDSIGHT_EMBEDDING_MODEL")
 
-_env_clients: dict[tuple[Any, ...], "MemoryClient"] = {}
-_env_engines: dict[tuple[Any, ...], "MemoryEngine"] = {}
+_env_clients: dict[tuple[Any, ...], MemoryClient] = {}
+_env_engines: dict[tuple[Any, ...], MemoryEngine] = {}
 _lock = threading.Lock()
 
 
@@ -74,11 +74,11 @@ def served_namespace(client: Any) -> str | None:
 
 
 def resolve_client(
-    client: "MemoryClient | None" = None,
+    client: MemoryClient | None = None,
     *,
     namespace: str,
-    engine: "MemoryEngine | None" = None,
-) -> "MemoryClient":
+    engine: MemoryEngine | None = None,
+) -> MemoryClient:
     """The client for ``namespace``: explicit ``client`` wins, then ``engine``, then the environment.
 
     Raises ``ConfigurationError`` when both ``client`` and ``engine`` are given, when the
@@ -117,7 +117,7 @@ def resolve_client(
         return cached
 
 
-def _shared_engine() -> "MemoryEngine":
+def _shared_engine() -> MemoryEngine:
     """One engine per store configuration and process, for every namespace's in-process client.
 
     Called with ``_lock`` held (from ``resolve_client``).
@@ -139,7 +139,7 @@ class ClientPool:
     adapter cheap and keeps an ``engine=``-built in-process session alive with the adapter.
     """
 
-    def __init__(self, client: "MemoryClient | None" = None, engine: "MemoryEngine | None" = None) -> None:
+    def __init__(self, client: MemoryClient | None = None, engine: MemoryEngine | None = None) -> None:
         if client is not None and engine is not None:
             raise ConfigurationError("pass either client= or engine=, not both: the client already decides the store")
         self.client = client
@@ -147,7 +147,7 @@ class ClientPool:
         self._clients: dict[str, MemoryClient] = {}
         self._lock = threading.Lock()
 
-    def get(self, namespace: str) -> "MemoryClient":
+    def get(self, namespace: str) -> MemoryClient:
         with self._lock:
             found = self._clients.get(namespace)
             if found is None:

@@ -58,16 +58,24 @@ class MemoryItem(BaseModel):
 
     content: str = Field(..., description="The text to remember, self-contained (max 32 KB).")
     role: Role = Field(Role.USER, description="Who said it.")
-    kind: Kind | None = Field(None, description="preference, fact, context, correction or event; inferred when omitted.")
-    tier: Tier | None = Field(None, description="Force a tier; normally inferred (preferences and corrections are semantic).")
+    kind: Kind | None = Field(
+        None, description="preference, fact, context, correction or event; inferred when omitted."
+    )
+    tier: Tier | None = Field(
+        None, description="Force a tier; normally inferred (preferences and corrections are semantic)."
+    )
     importance: float | None = Field(None, ge=0, le=1, description="0-1; inferred when omitted.")
-    metadata: dict[str, Any] = Field(default_factory=dict, description="Free-form JSON; scalar values can be filtered on.")
+    metadata: dict[str, Any] = Field(
+        default_factory=dict, description="Free-form JSON; scalar values can be filtered on."
+    )
     occurred_at: datetime | None = Field(None, description="ISO 8601 time the fact was stated; defaults to now.")
     ttl_seconds: int | None = Field(None, gt=0, description="Forget automatically after this many seconds.")
     session_id: str | None = Field(None, description="Conversation the memory came from.")
     agent_id: str | None = None
     entities: list[str] = Field(default_factory=list)
-    context: str | None = Field(None, description="Surrounding text indexed with the memory but not returned as its content.")
+    context: str | None = Field(
+        None, description="Surrounding text indexed with the memory but not returned as its content."
+    )
 
     @model_validator(mode="before")
     @classmethod
@@ -123,6 +131,7 @@ def validation_message(exc: ValidationError) -> tuple[str, str]:
 
 
 # -- outputs ----------------------------------------------------------------------------------
+
 
 def record_out(record: MemoryRecord) -> dict[str, Any]:
     return record.public_dict()
@@ -217,7 +226,8 @@ def records_text(title: str, records: list[dict[str, Any]]) -> str:
     if not records:
         return f"{title}: none."
     return f"{title} ({len(records)}):\n" + "\n".join(
-        f"{memory_line(MemoryRecord.model_validate(r))}  [{r['id']}] {r['kind']}/{r['tier']}/{r['status']}" for r in records
+        f"{memory_line(MemoryRecord.model_validate(r))}  [{r['id']}] {r['kind']}/{r['tier']}/{r['status']}"
+        for r in records
     )
 
 

@@ -107,7 +107,9 @@ class HindsightMCP(FastMCP):
         lowlevel = self._mcp_server
         create = lowlevel.create_initialization_options
 
-        def create_initialization_options(notification_options: Any = None, experimental_capabilities: Any = None) -> Any:
+        def create_initialization_options(
+            notification_options: Any = None, experimental_capabilities: Any = None
+        ) -> Any:
             namespace = self.namespace if self.token_map is None else current_namespace.get()
             experimental = {**(experimental_capabilities or {}), **schemas.capability(namespace)}
             return create(notification_options, experimental)
@@ -158,10 +160,16 @@ class HindsightMCP(FastMCP):
                 wait = self.limiter.acquire(namespace)
                 if wait:
                     self.metrics.rate_limited.inc()
-                    raise _Refusal("rate_limited", f"rate limit for namespace {namespace!r} exceeded; retry in {wait:.1f} s", retry_after=round(wait, 2))
+                    raise _Refusal(
+                        "rate_limited",
+                        f"rate limit for namespace {namespace!r} exceeded; retry in {wait:.1f} s",
+                        retry_after=round(wait, 2),
+                    )
             token = current_namespace.set(namespace)
             try:
-                result = await self._tool_manager.call_tool(name, arguments, context=self.get_context(), convert_result=True)
+                result = await self._tool_manager.call_tool(
+                    name, arguments, context=self.get_context(), convert_result=True
+                )
             finally:
                 current_namespace.reset(token)
         except _Refusal as exc:
@@ -175,8 +183,11 @@ class HindsightMCP(FastMCP):
         seconds = time.perf_counter() - started
         self.metrics.observe_call(name, "ok" if error is None else outcome, seconds)
         fields = {
-            "tool": name, "namespace": namespace, "arguments": summarize_arguments(arguments),
-            "latency_ms": round(seconds * 1000, 2), "outcome": "ok" if error is None else outcome,
+            "tool": name,
+            "namespace": namespace,
+            "arguments": summarize_arguments(arguments),
+            "latency_ms": round(seconds * 1000, 2),
+            "outcome": "ok" if error is None else outcome,
         }
         if error is not None:
             fields["error"] = error["message"]
@@ -205,13 +216,21 @@ def _describe_failure(tool: str, exc: ToolError) -> tuple[str, dict[str, Any]]:
     if isinstance(cause, InvalidInputError):
         return "invalid_input", {"type": "invalid_input", "field": cause.field, "message": str(cause)}
     if isinstance(cause, MemoryNotFoundError):
-        return "not_found", {"type": "not_found", "message": str(cause), "memory_id": cause.memory_id, "namespace": cause.namespace}
+        return "not_found", {
+            "type": "not_found",
+            "message": str(cause),
+            "memory_id": cause.memory_id,
+            "namespace": cause.namespace,
+        }
     if isinstance(cause, HindsightError):
         return "error", {"type": type(cause).__name__, "message": str(cause)}
     if cause is None:
         return "error", {"type": "error", "message": str(exc)}
     log.error("tool raised an unexpected error", exc_info=cause, extra={"fields": {"tool": tool}})
-    return "internal_error", {"type": "internal_error", "message": f"internal error in {tool}: {type(cause).__name__}: {cause}"}
+    return "internal_error", {
+        "type": "internal_error",
+        "message": f"internal error in {tool}: {type(cause).__name__}: {cause}",
+    }
 
 
 def _result(data: dict[str, Any], text: str) -> CallToolResult:
@@ -240,8 +259,12 @@ def build_server(
     ns = validate_namespace(namespace or engine.settings.namespace)
     tokens = validate_token_map(token_map) if token_map is not None else None
     server = HindsightMCP(
-        engine, namespace=ns, token_map=tokens, rate_limit_per_minute=rate_limit_per_minute,
-        stateless=stateless, json_response=json_response,
+        engine,
+        namespace=ns,
+        token_map=tokens,
+        rate_limit_per_minute=rate_limit_per_minute,
+        stateless=stateless,
+        json_response=json_response,
     )
     _register_tools(server, engine)
     _register_routes(server, engine)
@@ -260,7 +283,7 @@ WRITE = ToolAnnotations(readOnlyHint=False, destructiveHint=False, idempotentHin
 IDEMPOTENT_WRITE = ToolAnnotations(readOnlyHint=False, destructiveHint=False, idempotentHint=True, openWorldHint=False)
 
 
-def _register_tools(server: HindsightMCP, engine: MemoryEngine) -> None:  # noqa: C901 - one place lists every tool
+def _register_tools(server: HindsightMCP, engine: MemoryEngine) -> None:
     metrics = server.metrics
 
     @server.tool(
@@ -268,7 +291,7 @@ def _register_tools(server: HindsightMCP, engine: MemoryEngine) -> None:  # noqa
         annotations=IDEMPOTENT_WRITE,
         structured_output=False,
         description=(
-            "Save durable information about the user for future conversations: preferences (\"I prefer metric units\"), "
+            'Save durable information about the user for future conversations: preferences ("I prefer metric units"), '
             "facts about them or their work, corrections of earlier facts, decisions and plans. Write each memory as a "
             "self-contained sentence. Do NOT store greetings, thanks or small talk (they are filtered out and reported as "
             f"skipped). Give one memory with `content`, or several at once with `memories` (max {MAX_BATCH} per call). "
@@ -279,49 +302,90 @@ def _register_tools(server: HindsightMCP, engine: MemoryEngine) -> None:  # noqa
     )
     async def store_memory(
         content: Annotated[str | None, Field(description="One memory to store (use this or `memories`).")] = None,
-        memories: Annotated[list[MemoryItem] | None, Field(description=f"A batch of memories (max {MAX_BATCH}); each needs `content`.")] = None,
+        memories: Annotated[
+            list[MemoryItem] | None, Field(description=f"A batch of memories (max {MAX_BATCH}); each needs `content`.")
+        ] = None,
         role: Annotated[Role, Lower, Field(description="Who said it: user, assistant, tool or system.")] = Role.USER,
-        kind: Annotated[Kind | None, Lower, Field(description="preference, fact, context, correction or event; inferred if omitted.")] = None,
+        kind: Annotated[
+            Kind | None,
+            Lower,
+            Field(description="preference, fact, context, correction or event; inferred if omitted."),
+        ] = None,
         importance: Annotated[float | None, Field(ge=0, le=1, description="0-1; inferred if omitted.")] = None,
         metadata: Annotated[dict[str, Any] | None, Field(description="Free-form JSON attached to the memory.")] = None,
         occurred_at: Annotated[datetime | None, Field(description="ISO 8601 time it was said; default now.")] = None,
-        ttl_seconds: Annotated[int | None, Field(gt=0, description="Forget after this many seconds (temporary facts).")] = None,
+        ttl_seconds: Annotated[
+            int | None, Field(gt=0, description="Forget after this many seconds (temporary facts).")
+        ] = None,
         session_id: Annotated[str | None, Field(description="Conversation id the memory came from.")] = None,
         request_id: Annotated[str | None, Field(description="Idempotency key for this call (e.g. a UUID).")] = None,
-        apply_filter: Annotated[bool, schemas.Flag, Field(description=(
-            "Drop small talk and other text not worth remembering (default true). Set apply_filter=false only when "
-            "the user explicitly asked you to remember this exact text."
-        ))] = True,
-        dedup: Annotated[bool, schemas.Flag, Field(description=(
-            "Merge a memory that nearly repeats an existing one into it (default true). Set dedup=false only when "
-            "the user wants a separate memory even though a similar one exists."
-        ))] = True,
-        supersede: Annotated[bool, schemas.Flag, Field(description=(
-            "Mark an older memory about the same thing as outdated when this one changes it, e.g. a new address "
-            "(default true). Set supersede=false only when the user wants both kept as current."
-        ))] = True,
+        apply_filter: Annotated[
+            bool,
+            schemas.Flag,
+            Field(
+                description=(
+                    "Drop small talk and other text not worth remembering (default true). Set apply_filter=false only when "
+                    "the user explicitly asked you to remember this exact text."
+                )
+            ),
+        ] = True,
+        dedup: Annotated[
+            bool,
+            schemas.Flag,
+            Field(
+                description=(
+                    "Merge a memory that nearly repeats an existing one into it (default true). Set dedup=false only when "
+                    "the user wants a separate memory even though a similar one exists."
+                )
+            ),
+        ] = True,
+        supersede: Annotated[
+            bool,
+            schemas.Flag,
+            Field(
+                description=(
+                    "Mark an older memory about the same thing as outdated when this one changes it, e.g. a new address "
+                    "(default true). Set supersede=false only when the user wants both kept as current."
+                )
+            ),
+        ] = True,
     ) -> CallToolResult:
         namespace = _ns()
         if (content is None) == (memories is None):
-            raise InvalidInputError("content", "give either `content` (one memory) or `memories` (a batch), not both or neither")
+            raise InvalidInputError(
+                "content", "give either `content` (one memory) or `memories` (a batch), not both or neither"
+            )
         if memories is not None:
             if not memories:
                 raise InvalidInputError("memories", "is empty; give at least one memory")
             if len(memories) > MAX_BATCH:
                 raise InvalidInputError(
-                    "memories", f"has {len(memories)} items; the limit is {MAX_BATCH} per call. Split the batch into "
+                    "memories",
+                    f"has {len(memories)} items; the limit is {MAX_BATCH} per call. Split the batch into "
                     f"calls of at most {MAX_BATCH} memories, each with its own request_id",
                 )
             items = [m.engine_dict() for m in memories]
         else:
             single = {
-                "content": content, "role": role, "kind": kind, "importance": importance, "metadata": metadata or {},
-                "occurred_at": occurred_at, "ttl_seconds": ttl_seconds, "session_id": session_id,
+                "content": content,
+                "role": role,
+                "kind": kind,
+                "importance": importance,
+                "metadata": metadata or {},
+                "occurred_at": occurred_at,
+                "ttl_seconds": ttl_seconds,
+                "session_id": session_id,
             }
             items = [MemoryItem.model_validate({k: v for k, v in single.items() if v is not None}).engine_dict()]
         result = await _in_thread(
-            engine.store_memories, items, namespace=namespace, apply_filter=apply_filter, dedup=dedup, supersede=supersede,
-            request_id=request_id, origin="mcp",
+            engine.store_memories,
+            items,
+            namespace=namespace,
+            apply_filter=apply_filter,
+            dedup=dedup,
+            supersede=supersede,
+            request_id=request_id,
+            origin="mcp",
         )
         if not result.replayed:
             metrics.memories_written.inc(len(result.stored))
@@ -336,7 +400,7 @@ def _register_tools(server: HindsightMCP, engine: MemoryEngine) -> None:  # noqa
         description=(
             "Look up what you know about the user from earlier conversations. Call it before answering whenever the "
             "answer could depend on their preferences, history, projects or past decisions, and when they ask "
-            "\"do you remember…\". Phrase `query` as the question you need answered. Returns the best memories (with id, "
+            '"do you remember…". Phrase `query` as the question you need answered. Returns the best memories (with id, '
             "score, tier, kind, date) and `context`: a dated block ready to use in your answer."
         ),
     )
@@ -344,15 +408,26 @@ def _register_tools(server: HindsightMCP, engine: MemoryEngine) -> None:  # noqa
         query: Annotated[str, Field(description="What you want to know, in natural language.")],
         top_k: Annotated[int | None, Field(description="How many memories at most (default 5).")] = None,
         min_score: Annotated[float | None, Field(description="Drop memories less relevant than this (0-1).")] = None,
-        filters: Annotated[RecallFilters | None, Field(description="Narrow by session_id, kinds, tiers, since/until, min_importance, metadata.")] = None,
+        filters: Annotated[
+            RecallFilters | None,
+            Field(description="Narrow by session_id, kinds, tiers, since/until, min_importance, metadata."),
+        ] = None,
         token_budget: Annotated[int | None, Field(description="Fit the context block into this many tokens.")] = None,
-        include_history: Annotated[bool, Field(description="Also return superseded (outdated) memories, marked as such.")] = False,
+        include_history: Annotated[
+            bool, Field(description="Also return superseded (outdated) memories, marked as such.")
+        ] = False,
     ) -> CallToolResult:
         namespace = _ns()
         started = time.perf_counter()
         result = await _in_thread(
-            engine.recall, query, namespace=namespace, top_k=top_k, min_score=min_score, filters=filters,
-            token_budget=token_budget, include_history=include_history,
+            engine.recall,
+            query,
+            namespace=namespace,
+            top_k=top_k,
+            min_score=min_score,
+            filters=filters,
+            token_budget=token_budget,
+            include_history=include_history,
         )
         metrics.recall_latency.observe(time.perf_counter() - started)
         metrics.recall_requests.inc()
@@ -378,7 +453,15 @@ def _register_tools(server: HindsightMCP, engine: MemoryEngine) -> None:  # noqa
         occurred_at: Annotated[datetime | None, Field(description="ISO 8601 time of the message; default now.")] = None,
         metadata: Annotated[dict[str, Any] | None, Field(description="Free-form JSON attached to the turn.")] = None,
     ) -> CallToolResult:
-        result = await _in_thread(engine.record_turn, content, session_id=session_id, role=role, namespace=_ns(), occurred_at=occurred_at, metadata=metadata)
+        result = await _in_thread(
+            engine.record_turn,
+            content,
+            session_id=session_id,
+            role=role,
+            namespace=_ns(),
+            occurred_at=occurred_at,
+            metadata=metadata,
+        )
         data = schemas.turn_out(result)
         return _result(data, schemas.turn_text(data))
 
@@ -388,9 +471,15 @@ def _register_tools(server: HindsightMCP, engine: MemoryEngine) -> None:  # noqa
         structured_output=False,
         description="The live (not yet summarised) turns of a conversation, oldest first. Use to rebuild a chat history.",
     )
-    async def get_working_memory(session_id: Annotated[str, Field(description="The conversation id.")]) -> CallToolResult:
+    async def get_working_memory(
+        session_id: Annotated[str, Field(description="The conversation id.")],
+    ) -> CallToolResult:
         turns = await _in_thread(engine.working_window, session_id=session_id, namespace=_ns())
-        data = {"session_id": session_id, "turns": [schemas.record_out(t) for t in turns], "tokens": sum(t.token_count for t in turns)}
+        data = {
+            "session_id": session_id,
+            "turns": [schemas.record_out(t) for t in turns],
+            "tokens": sum(t.token_count for t in turns),
+        }
         return _result(data, schemas.records_text(f"Working memory of session {session_id}", data["turns"]))
 
     @server.tool(
@@ -399,9 +488,13 @@ def _register_tools(server: HindsightMCP, engine: MemoryEngine) -> None:  # noqa
         structured_output=False,
         description="Forget a conversation's live turns (e.g. the user starts over). Long-term memories are kept.",
     )
-    async def clear_working_memory(session_id: Annotated[str, Field(description="The conversation id.")]) -> CallToolResult:
+    async def clear_working_memory(
+        session_id: Annotated[str, Field(description="The conversation id.")],
+    ) -> CallToolResult:
         cleared = await _in_thread(engine.clear_working, session_id=session_id, namespace=_ns())
-        return _result({"session_id": session_id, "cleared": cleared}, f"Cleared {cleared} turns from session {session_id}.")
+        return _result(
+            {"session_id": session_id, "cleared": cleared}, f"Cleared {cleared} turns from session {session_id}."
+        )
 
     @server.tool(
         name="compress_memory",
@@ -414,11 +507,19 @@ def _register_tools(server: HindsightMCP, engine: MemoryEngine) -> None:  # noqa
     )
     async def compress_memory(
         session_id: Annotated[str, Field(description="The conversation to compress.")],
-        threshold_tokens: Annotated[int | None, Field(description="Compress until the live window is under this many tokens.")] = None,
+        threshold_tokens: Annotated[
+            int | None, Field(description="Compress until the live window is under this many tokens.")
+        ] = None,
         force: Annotated[bool, Field(description="Compress at least one group even if under the threshold.")] = False,
     ) -> CallToolResult:
-        result = await _in_thread(engine.compress, session_id=session_id, namespace=_ns(), threshold_tokens=threshold_tokens, force=force)
-        data = {"session_id": session_id, "compressed": result is not None, "compression": schemas.compression_out(result)}
+        result = await _in_thread(
+            engine.compress, session_id=session_id, namespace=_ns(), threshold_tokens=threshold_tokens, force=force
+        )
+        data = {
+            "session_id": session_id,
+            "compressed": result is not None,
+            "compression": schemas.compression_out(result),
+        }
         return _result(data, schemas.compress_text(data))
 
     @server.tool(
@@ -435,7 +536,16 @@ def _register_tools(server: HindsightMCP, engine: MemoryEngine) -> None:  # noqa
         metadata: Annotated[dict[str, Any] | None, Field(description="Keys merged into the memory's metadata.")] = None,
         ttl_seconds: Annotated[int | None, Field(gt=0, description="Expire this many seconds from now.")] = None,
     ) -> CallToolResult:
-        record = await _in_thread(engine.update, id, namespace=_ns(), content=content, importance=importance, kind=kind, metadata=metadata, ttl_seconds=ttl_seconds)
+        record = await _in_thread(
+            engine.update,
+            id,
+            namespace=_ns(),
+            content=content,
+            importance=importance,
+            kind=kind,
+            metadata=metadata,
+            ttl_seconds=ttl_seconds,
+        )
         data = {"memory": schemas.record_out(record)}
         return _result(data, f"Updated memory {record.id}: {record.content}")
 
@@ -447,7 +557,9 @@ def _register_tools(server: HindsightMCP, engine: MemoryEngine) -> None:  # noqa
     )
     async def forget_memory(id: Annotated[str, Field(description="The memory id.")]) -> CallToolResult:
         record = await _in_thread(engine.forget, id, namespace=_ns())
-        return _result({"memory": schemas.record_out(record), "forgotten": True}, f"Forgot memory {record.id}: {record.content}")
+        return _result(
+            {"memory": schemas.record_out(record), "forgotten": True}, f"Forgot memory {record.id}: {record.content}"
+        )
 
     @server.tool(
         name="list_memories",
@@ -461,7 +573,9 @@ def _register_tools(server: HindsightMCP, engine: MemoryEngine) -> None:  # noqa
         limit: Annotated[int, Field(description="Page size (1-1000).", ge=1, le=1000)] = 20,
         offset: Annotated[int, Field(description="Skip this many (paging).", ge=0)] = 0,
     ) -> CallToolResult:
-        records = await _in_thread(engine.list, namespace=_ns(), filters=filters, include_history=include_history, limit=limit, offset=offset)
+        records = await _in_thread(
+            engine.list, namespace=_ns(), filters=filters, include_history=include_history, limit=limit, offset=offset
+        )
         data = {"memories": [schemas.record_out(r) for r in records], "count": len(records), "offset": offset}
         return _result(data, schemas.records_text("Memories", data["memories"]))
 
@@ -482,7 +596,9 @@ def _register_tools(server: HindsightMCP, engine: MemoryEngine) -> None:  # noqa
         description="A human-readable listing of everything in memory (tiers, status, dates, provenance), for debugging.",
     )
     async def dump_memory(
-        include_history: Annotated[bool, Field(description="Include superseded, archived and forgotten memories.")] = True,
+        include_history: Annotated[
+            bool, Field(description="Include superseded, archived and forgotten memories.")
+        ] = True,
     ) -> CallToolResult:
         text = await _in_thread(engine.dump, namespace=_ns(), include_history=include_history)
         return _result({"dump": text}, text)
@@ -498,10 +614,15 @@ def _register_routes(server: HindsightMCP, engine: MemoryEngine) -> None:
             await _in_thread(engine.chroma.list_namespaces)
         except Exception as exc:  # noqa: BLE001 - any store failure means "not ready"
             return JSONResponse({"status": "unavailable", "error": f"{type(exc).__name__}: {exc}"}, status_code=503)
-        return JSONResponse({
-            "status": "ok", "server": SERVER_NAME, "embedding_model": engine.embedder.name,
-            "auth": server.token_map is not None, "stateless": server.settings.stateless_http,
-        })
+        return JSONResponse(
+            {
+                "status": "ok",
+                "server": SERVER_NAME,
+                "embedding_model": engine.embedder.name,
+                "auth": server.token_map is not None,
+                "stateless": server.settings.stateless_http,
+            }
+        )
 
     @server.custom_route("/metrics", methods=["GET"])
     async def metrics(request: Request) -> Response:
@@ -509,6 +630,7 @@ def _register_routes(server: HindsightMCP, engine: MemoryEngine) -> None:
 
 
 # -- process entry point --------------------------------------------------------------------------
+
 
 def _protect_stdout() -> io.TextIOWrapper:
     """Reserve the real stdout for the protocol; point fd 1 at stderr for everything else.
@@ -552,16 +674,34 @@ def run(
         rate_limit_per_minute = float(os.environ["HINDSIGHT_RATE_LIMIT"])
     token_map = load_token_map(tokens_file) if transport == "http" else None
     engine = MemoryEngine(store=store, chroma_url=chroma_url, namespace=namespace)
-    server = build_server(engine, namespace=namespace, token_map=token_map, rate_limit_per_minute=rate_limit_per_minute, stateless=stateless)
+    server = build_server(
+        engine,
+        namespace=namespace,
+        token_map=token_map,
+        rate_limit_per_minute=rate_limit_per_minute,
+        stateless=stateless,
+    )
     started = time.perf_counter()
     engine.warm()
-    log.info("ready", extra={"fields": {
-        "transport": transport, "namespace": None if token_map else server.namespace,  # type: ignore[attr-defined]
-        "auth": token_map is not None, "namespaces_by_token": len(token_map or {}),
-        "store": engine.settings.chroma_url or str(engine.settings.store), "embedding_model": engine.embedder.name,
-        "warm_ms": round((time.perf_counter() - started) * 1000, 1),
-        **({"url": f"http://{host}:{port}{server.settings.streamable_http_path}"} if transport == "http" else {}),
-    }})
+    log.info(
+        "ready",
+        extra={
+            "fields": {
+                "transport": transport,
+                "namespace": None if token_map else server.namespace,  # type: ignore[attr-defined]
+                "auth": token_map is not None,
+                "namespaces_by_token": len(token_map or {}),
+                "store": engine.settings.chroma_url or str(engine.settings.store),
+                "embedding_model": engine.embedder.name,
+                "warm_ms": round((time.perf_counter() - started) * 1000, 1),
+                **(
+                    {"url": f"http://{host}:{port}{server.settings.streamable_http_path}"}
+                    if transport == "http"
+                    else {}
+                ),
+            }
+        },
+    )
     try:
         if transport == "stdio":
             assert protocol_out is not None
@@ -577,7 +717,7 @@ async def _serve_stdio(server: FastMCP, protocol_out: io.TextIOWrapper) -> None:
     from mcp.server.stdio import stdio_server
 
     async with stdio_server(stdout=anyio.wrap_file(protocol_out)) as (read_stream, write_stream):
-        lowlevel = server._mcp_server  # noqa: SLF001 - FastMCP.run_stdio_async does the same
+        lowlevel = server._mcp_server
         await lowlevel.run(read_stream, write_stream, lowlevel.create_initialization_options())
 
 
@@ -589,4 +729,6 @@ def _serve_http(server: FastMCP, host: str, port: int) -> None:
         # (meant for browsers reaching a localhost server) would reject every request.
         server.settings.transport_security = TransportSecuritySettings(enable_dns_rebinding_protection=False)
     app = server.streamable_http_app()
-    uvicorn.run(app, host=host, port=port, log_level=os.environ.get("HINDSIGHT_UVICORN_LOG_LEVEL", "warning"), access_log=False)
+    uvicorn.run(
+        app, host=host, port=port, log_level=os.environ.get("HINDSIGHT_UVICORN_LOG_LEVEL", "warning"), access_log=False
+    )
