@@ -24,7 +24,7 @@ from typing import Any
 
 from ..core.context import format_context, pack_within_budget
 from ..core.engine import MemoryEngine
-from ..core.recall import RecallWeights
+from ..core.ranking import RecallWeights
 from .locomo import CONTEXT_BUDGET, LOCOMO_WEIGHTS, Conversation, ingest, load_directory, namespace_for, reciprocal_rank
 
 DEFAULT_GRID: dict[str, list[Any]] = {

@@ -31,7 +31,7 @@ from typing import Any
 
 from ..core.context import format_context
 from ..core.engine import MemoryEngine
-from ..core.recall import RecallWeights
+from ..core.ranking import RecallWeights
 from ..core.records import MemoryRecord
 
 log = logging.getLogger("hindsight.bench.locomo")

@@ -33,7 +33,7 @@ from typing import Any, Protocol
 
 from ..core.embeddings import LocalEmbedder
 from ..core.engine import MemoryEngine
-from ..core.recall import RecallWeights
+from ..core.ranking import RecallWeights
 from .locomo import (
     CONTEXT_BUDGET,
     LOCOMO_WEIGHTS,

@@ -20,7 +20,8 @@ from .errors import (
 )
 from .filters import RecallFilters
 from .inputs import MemoryInput
-from .recall import RecallHit, RecallWeights
+from .ranking import RecallWeights
+from .results import RecallHit
 from .records import Kind, MemoryRecord, Role, Source, Status, Tier
 
 __all__ = [

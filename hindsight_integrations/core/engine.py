@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from pydantic import BaseModel, Field
+from pydantic import BaseModel
 
 from .compression import extractive_summary, transcript
 from .config import Settings, check_setting_names, load_settings, validate_namespace
@@ -32,8 +32,9 @@ from .indexing import body_text, window_text
 from .inputs import MemoryInput, parse_inputs, validate_content
 from .lifecycle import MaintenanceReport, plan, read_cold, write_cold
 from .llm import LLMClient
-from .recall import Candidate, Ranked, RecallHit, RecallWeights, rank
+from .ranking import Candidate, Ranked, RecallWeights, rank
 from .records import Kind, MemoryRecord, Role, Source, Status, Tier, utcnow
+from .results import CompressionResult, NamespaceStats, RecallResult, SkippedMemory, StoreResult, TurnResult
 from .store import ChromaStore, Vector, open_client
 from .tokens import counter_for
 from .write_filter import WriteDecision, assess
@@ -41,63 +42,6 @@ from .write_filter import WriteDecision, assess
 log = logging.getLogger("hindsight.engine")
 
 EXPORT_FORMAT = "hindsight-export"
-
-
-class SkippedMemory(BaseModel):
-    """An item the write filter declined, with the reason (returned to the caller)."""
-
-    index: int
-    content: str
-    reason: str
-
-
-class StoreResult(BaseModel):
-    stored: list[MemoryRecord] = Field(default_factory=list)
-    skipped: list[SkippedMemory] = Field(default_factory=list)
-    superseded: list[str] = Field(default_factory=list, description="ids that the new memories superseded")
-    merged: list[str] = Field(
-        default_factory=list, description="ids of existing memories updated instead of duplicated"
-    )
-    replayed: bool = Field(False, description="true when request_id had been seen and nothing new was written")
-
-    @property
-    def ids(self) -> list[str]:
-        return [r.id for r in self.stored]
-
-
-class RecallResult(BaseModel):
-    query: str
-    hits: list[RecallHit]
-    context: str
-    tokens: int
-
-    @property
-    def records(self) -> list[MemoryRecord]:
-        return [h.record for h in self.hits]
-
-
-class TurnResult(BaseModel):
-    turn: MemoryRecord
-    stored: StoreResult
-    compression: CompressionResult | None = None
-
-
-class CompressionResult(BaseModel):
-    summaries: list[MemoryRecord]
-    archived_ids: list[str]
-    tokens_before: int
-    tokens_after: int
-
-
-class NamespaceStats(BaseModel):
-    namespace: str
-    total: int
-    by_tier: dict[str, int]
-    by_kind: dict[str, int]
-    by_status: dict[str, int]
-    tokens: int
-    embedding_model: str
-    sessions: int
 
 
 _RECALL_WORKERS = ThreadPoolExecutor(max_workers=4, thread_name_prefix="hindsight-recall")
@@ -1059,8 +1003,6 @@ def _coerce_enum(enum: Any, value: Any, field: str, default: Any = None) -> Any:
         allowed = ", ".join(e.value for e in enum)
         raise InvalidInputError(field, f"{value!r} is not one of: {allowed}") from None
 
-
-TurnResult.model_rebuild()
 
 __all__ = [
     "CompressionResult",

@@ -16,7 +16,7 @@ from langchain_core.retrievers import BaseRetriever
 from pydantic import ConfigDict, Field, PrivateAttr, model_validator
 
 from ..core.engine import RecallResult
-from ..core.recall import RecallHit
+from ..core.results import RecallHit
 from ..mcp.resolve import ClientPool, resolve_namespace
 
 

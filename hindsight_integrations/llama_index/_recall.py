@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ..core.context import format_context, pack_within_budget
 from ..core.filters import RecallFilters
-from ..core.recall import RecallHit
+from ..core.results import RecallHit
 
 _SERVER_TOP_K_CAP = 200
 DEFAULT_TOKEN_BUDGET = 500  # SPEC §2/§11: injected context ≤ 500 tokens

@@ -15,7 +15,7 @@ from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.callbacks import CallbackManager
 from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 
-from ..core.recall import RecallHit
+from ..core.results import RecallHit
 from ..mcp.resolve import resolve_client, resolve_namespace
 from ._recall import RecallOptions
 

@@ -53,8 +53,8 @@ from ..core.engine import (
 from ..core.errors import InvalidInputError
 from ..core.filters import RecallFilters
 from ..core.inputs import MemoryInput
-from ..core.recall import RecallHit
 from ..core.records import MemoryRecord
+from ..core.results import RecallHit
 from .errors import (
     MemoryAuthError,
     MemoryNamespaceError,

@@ -25,6 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from .facts import MemoryFacts
 from .records import MemoryRecord, to_epoch
+from .results import RecallHit
 
 
 class RecallWeights(BaseModel):
@@ -44,17 +45,6 @@ class RecallWeights(BaseModel):
     )
     recency_lambda: float = Field(0.01, ge=0, description="per hour")
     access_saturation: int = Field(20, ge=1)
-
-
-class RecallHit(BaseModel):
-    """A recalled memory and why it ranked where it did."""
-
-    record: MemoryRecord
-    score: float
-    relevance: float
-    similarity: float = Field(0.0, description="cosine similarity to the query (what min_score compares)")
-    lexical: float = Field(0.0, description="BM25 score, min-max normalised over the candidates")
-    recency: float = 0.0
 
 
 @dataclass

@@ -1,0 +1,102 @@
+"""What the engine's operations return: plain pydantic models, shared by every layer.
+
+The MCP server sends them over the wire (``mcp/wire.py``) and the client rebuilds them, so an
+adapter sees the same types whether the engine runs in-process or behind a server.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field
+
+from .records import MemoryRecord
+
+
+class RecallHit(BaseModel):
+    """A recalled memory and why it ranked where it did."""
+
+    record: MemoryRecord
+    score: float
+    relevance: float
+    similarity: float = Field(0.0, description="cosine similarity to the query (what min_score compares)")
+    lexical: float = Field(0.0, description="BM25 score, min-max normalised over the candidates")
+    recency: float = 0.0
+
+
+class SkippedMemory(BaseModel):
+    """An item the write filter declined, with the reason (returned to the caller)."""
+
+    index: int
+    content: str
+    reason: str
+
+
+class StoreResult(BaseModel):
+    """What a store call did with each item: stored, merged into an existing memory, skipped, superseded."""
+
+    stored: list[MemoryRecord] = Field(default_factory=list)
+    skipped: list[SkippedMemory] = Field(default_factory=list)
+    superseded: list[str] = Field(default_factory=list, description="ids that the new memories superseded")
+    merged: list[str] = Field(
+        default_factory=list, description="ids of existing memories updated instead of duplicated"
+    )
+    replayed: bool = Field(False, description="true when request_id had been seen and nothing new was written")
+
+    @property
+    def ids(self) -> list[str]:
+        """Ids of the stored (or merged-into) memories, in input order."""
+        return [r.id for r in self.stored]
+
+
+class RecallResult(BaseModel):
+    """The recalled memories, best first, and the dated context block packed from them."""
+
+    query: str
+    hits: list[RecallHit]
+    context: str
+    tokens: int
+
+    @property
+    def records(self) -> list[MemoryRecord]:
+        """The recalled records without their scores."""
+        return [h.record for h in self.hits]
+
+
+class TurnResult(BaseModel):
+    """One recorded conversation turn, what was remembered from it, and any compression it set off."""
+
+    turn: MemoryRecord
+    stored: StoreResult
+    compression: CompressionResult | None = None
+
+
+class CompressionResult(BaseModel):
+    """Summaries written by one compression, the turns they archived, and the window size before and after."""
+
+    summaries: list[MemoryRecord]
+    archived_ids: list[str]
+    tokens_before: int
+    tokens_after: int
+
+
+class NamespaceStats(BaseModel):
+    """Counts of a namespace's memories by tier, kind and status (for diagnostics)."""
+
+    namespace: str
+    total: int
+    by_tier: dict[str, int]
+    by_kind: dict[str, int]
+    by_status: dict[str, int]
+    tokens: int
+    embedding_model: str
+    sessions: int
+
+
+__all__ = [
+    "CompressionResult",
+    "NamespaceStats",
+    "RecallHit",
+    "RecallResult",
+    "SkippedMemory",
+    "StoreResult",
+    "TurnResult",
+]
