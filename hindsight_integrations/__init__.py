@@ -3,12 +3,77 @@
 The public API is small: ``MemoryEngine`` (the embedded engine), ``Settings`` (all
 configuration), the record types and errors. Framework adapters live in
 ``hindsight_integrations.langchain`` and ``hindsight_integrations.llama_index``; the MCP
-server and client in ``hindsight_integrations.mcp``.
+server and client in ``hindsight_integrations.mcp``. ``MemoryEngine`` loads on first use
+(it brings Chroma), so importing the package, or only its MCP client, stays quick.
 """
 
-from .core import *  # noqa: F403
-from .core import __all__ as _core_all
+from typing import TYPE_CHECKING, Any
+
+from .core import (
+    CompressionResult,
+    ConfigurationError,
+    EmbeddingModelMismatchError,
+    HindsightError,
+    InvalidInputError,
+    Kind,
+    LLMError,
+    MemoryInput,
+    MemoryNotFoundError,
+    MemoryRecord,
+    NamespaceStats,
+    RecallFilters,
+    RecallHit,
+    RecallResult,
+    RecallWeights,
+    Role,
+    SkippedMemory,
+    Source,
+    Status,
+    StoreResult,
+    StoreUnavailableError,
+    Tier,
+    TurnResult,
+)
 from .core.config import Settings, load_settings
 
+if TYPE_CHECKING:
+    from .core.engine import MemoryEngine
+
 __version__ = "0.1.0"
-__all__ = ["Settings", "load_settings", "__version__", *_core_all]
+__all__ = [
+    "CompressionResult",
+    "ConfigurationError",
+    "EmbeddingModelMismatchError",
+    "HindsightError",
+    "InvalidInputError",
+    "Kind",
+    "LLMError",
+    "MemoryEngine",
+    "MemoryInput",
+    "MemoryNotFoundError",
+    "MemoryRecord",
+    "NamespaceStats",
+    "RecallFilters",
+    "RecallHit",
+    "RecallResult",
+    "RecallWeights",
+    "Role",
+    "Settings",
+    "SkippedMemory",
+    "Source",
+    "Status",
+    "StoreResult",
+    "StoreUnavailableError",
+    "Tier",
+    "TurnResult",
+    "__version__",
+    "load_settings",
+]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "MemoryEngine":
+        from .core.engine import MemoryEngine
+
+        return MemoryEngine
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

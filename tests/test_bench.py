@@ -174,7 +174,7 @@ def test_locomo_cli_reports_a_directory_without_conversations(tmp_path: Path) ->
 def test_grid_reranks_one_ingested_corpus(locomo_dir: Path, store_path: Path, embedder) -> None:
     conversations, _ = load_directory(locomo_dir)
     engine = MemoryEngine(store=store_path, embedder=embedder, llm=False)
-    grid = parse_grid("dense=0.3,0.7;window=0;entity_boost=0,0.2;top_k=1,10;budget=none,60")
+    grid = parse_grid("dense=0.3,0.7;context=0;entity_boost=0,0.2;top_k=1,10;budget=none,60")
     result = grid_search(engine, conversations, grid, max_tokens=450)
     assert result["settings"] == 2 * 1 * 2 * 2 * 2 == len(result["rows"])
     top10 = [r for r in result["rows"] if r["top_k"] == 10 and r["budget"] is None]

@@ -223,7 +223,7 @@ def test_other_writers_reach_the_lexical_index(engine: MemoryEngine, store_path:
     engine.recall("warm", namespace="u1")
     writer = MemoryEngine(store=store_path, embedder=embedder, llm=False)
     writer.store("Ticket ZX-9912 tracks the flaky login test.", namespace="u1")
-    engine.chroma.sync_indexes(engine.chroma.namespace("u1"), force=True)
+    engine.chroma.namespace("u1").sync_indexes(force=True)
     assert any(h.record.content.startswith("Ticket ZX-9912") for h in engine.recall("ZX-9912", namespace="u1").hits)
 
 

@@ -48,7 +48,7 @@ def test_memory_forgotten_by_another_process_is_not_returned(reader: MemoryEngin
 def test_memory_deleted_by_another_process_is_skipped(reader: MemoryEngine, writer: MemoryEngine) -> None:
     ids = _stored(reader)
     reader.recall("invoice", namespace="inv")
-    writer.chroma.delete(writer.chroma.namespace("inv"), [ids[1]])
+    writer.chroma.namespace("inv").delete([ids[1]])
     hits = reader.recall("INV-4472 approval", namespace="inv", top_k=4).hits
     assert ids[1] not in [h.record.id for h in hits] and len(hits) == 3
 

@@ -40,16 +40,16 @@ def _store(engine: MemoryEngine, items: list[dict[str, Any]] = MEMORIES) -> list
     return engine.store_memories(payload, namespace=NS, apply_filter=False, dedup=False).ids
 
 
-def _chroma_vectors(engine: MemoryEngine, ids: list[str], *, windows: bool = False) -> dict[str, np.ndarray]:
+def _chroma_vectors(engine: MemoryEngine, ids: list[str], *, context: bool = False) -> dict[str, np.ndarray]:
     state = engine.chroma.namespace(NS)
-    got = (state.windows if windows else state.collection).get(ids=ids, include=["embeddings"])
+    got = (state.context_collection if context else state.collection).get(ids=ids, include=["embeddings"])
     return {i: np.asarray(v, dtype=np.float32) for i, v in zip(got["ids"], got["embeddings"])}
 
 
-def _assert_copy_matches_chroma(engine: MemoryEngine, ids: list[str], *, windows: bool = False) -> None:
+def _assert_copy_matches_chroma(engine: MemoryEngine, ids: list[str], *, context: bool = False) -> None:
     state = engine.chroma.namespace(NS)
-    copy = state.window_copy if windows else state.vector_copy
-    expected = _chroma_vectors(engine, ids, windows=windows)
+    copy = state.context_copy if context else state.vector_copy
+    expected = _chroma_vectors(engine, ids, context=context)
     held = copy.lookup(ids)
     assert set(held) == set(expected)
     for memory_id, vector in expected.items():
@@ -60,7 +60,7 @@ def _count_vector_reads(engine: MemoryEngine) -> dict[str, int]:
     """Wrap the namespace's collections so every ``get`` that asks for embeddings is counted."""
     state = engine.chroma.namespace(NS)
     reads = {"n": 0}
-    for attr in ("collection", "windows"):
+    for attr in ("collection", "context_collection"):
         original = getattr(state, attr)
 
         class Counting:
@@ -133,8 +133,8 @@ def test_copy_follows_content_updates_and_deletes(engine: MemoryEngine) -> None:
     _assert_copy_matches_chroma(engine, ids)
     assert not np.allclose(engine.chroma.namespace(NS).vector_copy.lookup([ids[4]])[ids[4]], before, atol=1e-2)
     state = engine.chroma.namespace(NS)
-    engine.chroma.delete(state, [ids[0], ids[1]])
-    assert state.vector_copy.lookup(ids[:2]) == {} and state.window_copy.lookup(ids[:2]) == {}
+    state.delete([ids[0], ids[1]])
+    assert state.vector_copy.lookup(ids[:2]) == {} and state.context_copy.lookup(ids[:2]) == {}
 
 
 def test_a_process_opening_the_namespace_copies_what_is_there(store_path: Path, embedder) -> None:
@@ -143,8 +143,8 @@ def test_a_process_opening_the_namespace_copies_what_is_there(store_path: Path, 
     reader = MemoryEngine(store=store_path, embedder=embedder, llm=False)
     _assert_copy_matches_chroma(reader, ids)
     framed = [i for i, m in zip(ids, MEMORIES) if m["context"]]
-    _assert_copy_matches_chroma(reader, framed, windows=True)
-    assert len(reader.chroma.namespace(NS).window_copy) == len(framed)
+    _assert_copy_matches_chroma(reader, framed, context=True)
+    assert len(reader.chroma.namespace(NS).context_copy) == len(framed)
 
 
 def test_copy_catches_up_with_another_process_and_meanwhile_reads_chroma(store_path: Path, embedder) -> None:
@@ -160,12 +160,12 @@ def test_copy_catches_up_with_another_process_and_meanwhile_reads_chroma(store_p
     ).ids
     # Not copied yet: scoring reads it from Chroma, and keeps what it read.
     assert state.vector_copy.lookup(new) == {}
-    assert new[0] in reader.chroma.vectors(state, new)
+    assert new[0] in state.vectors(new)
     _assert_copy_matches_chroma(reader, new)
     writer.update(new[0], namespace=NS, content="Invoice INV-9001 covers the new laptops and two monitors.")
-    reader.chroma.sync_indexes(state, force=True)
+    state.sync_indexes(force=True)
     _assert_copy_matches_chroma(reader, new)
-    _assert_copy_matches_chroma(reader, new, windows=True)
+    _assert_copy_matches_chroma(reader, new, context=True)
 
 
 def test_copy_can_be_turned_off_from_the_environment(
@@ -177,5 +177,5 @@ def test_copy_can_be_turned_off_from_the_environment(
     engine = MemoryEngine(settings, embedder=embedder, llm=False)
     ids = _store(engine)
     state = engine.chroma.namespace(NS)
-    assert state.vector_copy is None and state.window_copy is None
+    assert state.vector_copy is None and state.context_copy is None
     assert ids[1] in [h.record.id for h in engine.recall("INV-4472 approval", namespace=NS, top_k=2).hits]

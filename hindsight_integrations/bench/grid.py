@@ -29,7 +29,7 @@ from .locomo import CONTEXT_BUDGET, LOCOMO_WEIGHTS, Conversation, ingest, load_d
 
 DEFAULT_GRID: dict[str, list[Any]] = {
     "dense": [0.3, 0.5, 0.7],  # lexical = 1 - dense
-    "window": [0.0, 0.5],
+    "context": [0.0, 0.5],  # share of the context vector in dense similarity
     "entity_boost": [0.0, 0.2],
     "top_k": [3, 5, 10],
     "budget": [None, CONTEXT_BUDGET],
@@ -40,10 +40,10 @@ def weight_settings(grid: dict[str, list[Any]]) -> list[RecallWeights]:
     """Every fusion-weight combination, relevance-only (recency/importance/access off, as LoCoMo needs)."""
     base = LOCOMO_WEIGHTS.model_dump()
     out = []
-    for dense, window, boost in itertools.product(grid["dense"], grid["window"], grid["entity_boost"]):
+    for dense, context, boost in itertools.product(grid["dense"], grid["context"], grid["entity_boost"]):
         out.append(
             RecallWeights(
-                **{**base, "dense": dense, "lexical": round(1 - dense, 4), "window": window, "entity_boost": boost}
+                **{**base, "dense": dense, "lexical": round(1 - dense, 4), "context": context, "entity_boost": boost}
             )
         )
     return out
@@ -107,7 +107,7 @@ def grid_search(
             {
                 "dense": weights.dense,
                 "lexical": weights.lexical,
-                "window": weights.window,
+                "context": weights.context,
                 "entity_boost": weights.entity_boost,
                 "top_k": k,
                 "budget": budget,

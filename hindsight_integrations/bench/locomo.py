@@ -38,7 +38,7 @@ log = logging.getLogger("hindsight.bench.locomo")
 
 # Tuned on the development split only (shared/data/locomo_dev); see README "Results".
 LOCOMO_WEIGHTS = RecallWeights(
-    similarity=1.0, recency=0.0, importance=0.0, access=0.0, dense=0.5, lexical=0.5, window=0.5, entity_boost=0.2
+    similarity=1.0, recency=0.0, importance=0.0, access=0.0, dense=0.5, lexical=0.5, context=0.5, entity_boost=0.2
 )
 CONTEXT_BUDGET = 450
 NEIGHBOURS_BEFORE = 2

@@ -76,8 +76,7 @@ class HindsightSystem:
 
     def load(self, conversation: Conversation, index: int) -> None:
         self.namespace = f"peers-{index:03d}"
-        state = self.engine.chroma.namespace(self.namespace)
-        if self.engine.chroma.count(state) == len(conversation.turns):
+        if self.engine.chroma.namespace(self.namespace).count() == len(conversation.turns):
             return
         self.engine.drop_namespace(self.namespace)
         ingest(self.engine, conversation, self.namespace)

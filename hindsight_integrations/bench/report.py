@@ -239,7 +239,7 @@ def grid_table(result: dict[str, Any], limit: int = 10) -> str:
     headers = [
         "dense",
         "lexical",
-        "window",
+        "context",
         "entity_boost",
         "top_k",
         "budget",
@@ -253,7 +253,7 @@ def grid_table(result: dict[str, Any], limit: int = 10) -> str:
         [
             r["dense"],
             r["lexical"],
-            r["window"],
+            r.get("context", r.get("window")),  # results written before the rename say "window"
             r["entity_boost"],
             r["top_k"],
             r["budget"] or "none",

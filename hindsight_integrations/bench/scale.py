@@ -8,7 +8,7 @@ would. Two reference points keep the numbers honest on any machine:
 * store throughput is compared with the raw embedding model's own throughput, measured in
   the same run on the same texts (the memory's indexed text), interleaved batch by batch
   with the store so that both see the same machine load;
-* latency is split into stages (embedding, dense ANN, window ANN, BM25, fetch, ranking,
+* latency is split into stages (embedding, dense ANN, context-vector ANN, BM25, fetch, ranking,
   packing) over extra recalls at the largest size, plus a cProfile of a few recalls.
 
 Embedded mode runs Chroma in-process; server mode starts ``chroma run`` from the same
@@ -38,7 +38,7 @@ from typing import Any
 
 import numpy as np
 
-from ..core import engine as engine_module
+from ..core import recall as recall_module
 from ..core.embeddings import LocalEmbedder, embed_matrix
 from ..core.engine import MemoryEngine
 from ..core.indexing import body_text
@@ -102,50 +102,51 @@ PARALLEL_STAGE = "BM25 + its hits' vectors (in parallel with the embedding)"
 
 
 @contextmanager
-def stage_timer(engine: MemoryEngine) -> Iterator[dict[str, float]]:
+def stage_timer(engine: MemoryEngine, namespace: str) -> Iterator[dict[str, float]]:
     """Accumulate the wall time of each step ``MemoryEngine.recall`` makes (patched, then restored)."""
     totals: dict[str, float] = defaultdict(float)
+    handle = engine.chroma.namespace(namespace)
     instance_patches = [
-        (engine.chroma, "refresh_indexes", "index sync check (lexical + facts)"),
-        (engine.chroma, "query", "dense ANN (Chroma query)"),
-        (engine.chroma, "query_windows", "window ANN (Chroma query)"),
-        (engine.chroma, "flat_views", "fetch finalists (Chroma get)"),
-        (engine.chroma, "metadata", "candidate metadata (facts not cached)"),
-        (engine.chroma, "record_access", "record access (queued)"),
-        (engine, "_lexical_candidates", PARALLEL_STAGE),
+        (handle, "refresh_indexes", "index sync check (lexical + facts)"),
+        (handle, "query", "dense ANN (Chroma query)"),
+        (handle, "query_context", "context-vector ANN (Chroma query)"),
+        (handle, "flat_views", "fetch finalists (Chroma get)"),
+        (handle, "metadata", "candidate metadata (facts not cached)"),
+        (handle, "record_access", "record access (queued)"),
     ]
     module_patches = [
+        ("_lexical_candidates", PARALLEL_STAGE),
         ("embed_query", "query embedding (MiniLM)"),
         ("rank", "fusion + ranking"),
         ("pack_within_budget", "packing"),
         ("format_context", "formatting"),
     ]
-    originals = {name: getattr(engine_module, name) for name, _ in module_patches}
+    originals = {name: getattr(recall_module, name) for name, _ in module_patches}
     for obj, name, label in instance_patches:
         setattr(obj, name, _timed(totals, label, getattr(obj, name)))
     for name, label in module_patches:
-        setattr(engine_module, name, _timed(totals, label, originals[name]))
+        setattr(recall_module, name, _timed(totals, label, originals[name]))
     try:
         yield totals
     finally:
         for obj, name, _ in instance_patches:
             delattr(obj, name)
         for name, fn in originals.items():
-            setattr(engine_module, name, fn)
+            setattr(recall_module, name, fn)
 
 
 @contextmanager
-def store_stage_timer(engine: MemoryEngine) -> Iterator[dict[str, float]]:
+def store_stage_timer(engine: MemoryEngine, namespace: str) -> Iterator[dict[str, float]]:
     """Split store time into embedding and the Chroma write (HNSW insert + SQLite metadata)."""
     totals: dict[str, float] = defaultdict(float)
-    originals = {"_embed": engine._embed, "add": engine.chroma.add}
-    engine._embed = _timed(totals, "embedding (MiniLM)", originals["_embed"])  # type: ignore[method-assign]
-    engine.chroma.add = _timed(totals, "chroma add (HNSW + SQLite)", originals["add"])  # type: ignore[method-assign]
+    parts, handle = engine._parts, engine.chroma.namespace(namespace)
+    parts.embed = _timed(totals, "embedding (MiniLM)", parts.embed)  # type: ignore[method-assign]
+    handle.add = _timed(totals, "chroma add (HNSW + SQLite)", handle.add)  # type: ignore[method-assign]
     try:
         yield totals
     finally:
-        del engine._embed
-        del engine.chroma.add
+        del parts.embed
+        del handle.add
 
 
 def ann_filter_cost(engine: MemoryEngine, namespace: str, queries: Sequence[str], pool: int = 50) -> dict[str, float]:
@@ -169,7 +170,7 @@ def profile_recall(engine: MemoryEngine, namespace: str, queries: Sequence[str])
     """Where one recall's time goes at this size: per-stage means (ms) and cProfile's top functions."""
     half = len(queries) // 2
     wall = 0.0
-    with stage_timer(engine) as totals:
+    with stage_timer(engine, namespace) as totals:
         for q in queries[:half]:
             started = time.perf_counter()
             engine.recall(q, namespace=namespace, top_k=10)
@@ -217,7 +218,7 @@ def bench_size(
     raw_texts = 0
     raw_seconds = 0.0
     engine.drop_namespace(namespace)
-    with store_stage_timer(engine) as store_stages:
+    with store_stage_timer(engine, namespace) as store_stages:
         store_seconds = 0.0
         for n, chunk in enumerate(batches):
             if n % every == 0:
@@ -231,7 +232,7 @@ def bench_size(
             store_seconds += time.perf_counter() - started
     raw_rate = raw_texts / raw_seconds
     state = engine.chroma.namespace(namespace)
-    stored = engine.chroma.count(state)
+    stored = state.count()
     warm, timed = queries[:WARM_QUERIES], queries[WARM_QUERIES:]
     for q in warm:  # the first search after a bulk write starts the BM25 rebuild: let it land first
         engine.recall(q, namespace=namespace, top_k=10)

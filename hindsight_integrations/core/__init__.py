@@ -1,14 +1,12 @@
-"""The framework-free memory engine. Nothing in this package imports LangChain, LlamaIndex or MCP."""
+"""The framework-free memory engine. Nothing in this package imports LangChain, LlamaIndex or MCP.
 
-from .engine import (
-    CompressionResult,
-    MemoryEngine,
-    NamespaceStats,
-    RecallResult,
-    SkippedMemory,
-    StoreResult,
-    TurnResult,
-)
+``MemoryEngine`` is imported on first use: it brings Chroma, and a process that only needs
+the record and result types (an MCP client talking to a remote server, the CLI's ``--help``)
+should not pay for it.
+"""
+
+from typing import TYPE_CHECKING, Any
+
 from .errors import (
     ConfigurationError,
     EmbeddingModelMismatchError,
@@ -21,8 +19,28 @@ from .errors import (
 from .filters import RecallFilters
 from .inputs import MemoryInput
 from .ranking import RecallWeights
-from .results import RecallHit
 from .records import Kind, MemoryRecord, Role, Source, Status, Tier
+from .results import (
+    CompressionResult,
+    NamespaceStats,
+    RecallHit,
+    RecallResult,
+    SkippedMemory,
+    StoreResult,
+    TurnResult,
+)
+
+if TYPE_CHECKING:
+    from .engine import MemoryEngine
+
+
+def __getattr__(name: str) -> Any:
+    if name == "MemoryEngine":
+        from .engine import MemoryEngine
+
+        return MemoryEngine
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "CompressionResult",

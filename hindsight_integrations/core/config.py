@@ -12,7 +12,7 @@ import re
 from collections.abc import Iterable
 from difflib import get_close_matches
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import AliasChoices, Field, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -162,7 +162,7 @@ def check_setting_names(names: Iterable[str]) -> None:
 def load_settings(**overrides: object) -> Settings:
     """Build settings from overrides + environment; turn validation errors into one clear message."""
     check_setting_names(overrides)
-    clean = {k: v for k, v in overrides.items() if v is not None}
+    clean: dict[str, Any] = {k: v for k, v in overrides.items() if v is not None}
     try:
         return Settings(**clean)
     except ValidationError as exc:

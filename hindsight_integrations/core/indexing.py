@@ -3,7 +3,8 @@
 Memories are indexed *time-aware*: "On 8 May 2023, <content>", so questions that name a
 date or period match, and the embedding knows when something was said. A memory's
 ``context`` (e.g. the turns around a conversation turn) is indexed separately: as a
-second, down-weighted BM25 field and as a second "window" embedding, so it helps the
+second, down-weighted BM25 field and as a second embedding, the *context vector* of the memory
+framed by its context (``framed_text``), so it helps the
 memory match without being returned as its content.
 """
 
@@ -38,8 +39,8 @@ def context_text(fields: dict[str, Any]) -> str:
     return fields.get("context") or ""
 
 
-def window_text(fields: dict[str, Any], *, time_aware: bool = True) -> str | None:
-    """The text of the second embedding: the memory inside its context. None without context."""
+def framed_text(fields: dict[str, Any], *, time_aware: bool = True) -> str | None:
+    """The text of the context vector: the memory inside its context. None without context."""
     context = context_text(fields)
     if not context:
         return None

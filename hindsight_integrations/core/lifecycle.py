@@ -9,13 +9,16 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, Field
 
-from .records import MemoryRecord, Status, Tier
+from .backup import EXPORT_FORMAT
+from .namespace_store import NamespaceStore
+from .records import MemoryRecord, Status, Tier, utcnow
 
 DECAY_AFTER = timedelta(days=30)
 DECAY_FACTOR = 0.9
@@ -26,6 +29,8 @@ DEFAULT_CAPS = {Tier.EPISODIC: 10_000, Tier.SEMANTIC: 1_000}
 
 
 class MaintenanceReport(BaseModel):
+    """What one ``maintain`` run did: decayed, archived and evicted ids, and where the archive is."""
+
     namespace: str
     decayed: list[str] = Field(default_factory=list)
     archived: list[str] = Field(default_factory=list, description="moved to cold storage (stale and unimportant)")
@@ -78,6 +83,7 @@ def plan(
 
 
 def write_cold(path: Path, items: list[tuple[MemoryRecord, list[float] | None, list[float] | None]]) -> None:
+    """Append archived records, with their own and context vectors, to the namespace's cold file."""
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("a", encoding="utf-8") as out:
         for record, vector, window in items:
@@ -87,6 +93,65 @@ def write_cold(path: Path, items: list[tuple[MemoryRecord, list[float] | None, l
 
 
 def read_cold(path: Path) -> list[dict[str, Any]]:
+    """Every row of a cold file (an export-shaped record with its vectors)."""
     if not path.exists():
         return []
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+class Maintenance:
+    """Runs the plan above on a namespace, and brings archived memories back.
+
+    ``restore`` re-imports through ``import_data`` (an export-shaped document), so restored
+    memories are re-embedded exactly when an export would be.
+    """
+
+    def __init__(self, cold_store: Path, import_data: Callable[[NamespaceStore, dict[str, Any]], int]) -> None:
+        self._cold_store = cold_store
+        self._import_data = import_data
+
+    def cold_path(self, namespace: str) -> Path:
+        """The namespace's cold-storage file."""
+        return self._cold_store / f"{namespace}.jsonl"
+
+    def maintain(
+        self, handle: NamespaceStore, *, now: datetime | None, caps: dict[Tier, int] | None
+    ) -> MaintenanceReport:
+        """See ``MemoryEngine.maintain``."""
+        now = now or utcnow()
+        path = self.cold_path(handle.name)
+        with handle.writing:
+            decayed, archive, evict = plan([r for r, _ in handle.iterate()], now, caps)
+            handle.update(decayed)
+            moving = [r.id for r in archive + evict]
+            if moving:
+                context_vectors = handle.context_vectors(moving)
+                rows = handle.get(moving, include_embeddings=True)
+                write_cold(path, [(r, v, context_vectors.get(r.id)) for r, v in rows])
+                handle.delete(moving)
+        return MaintenanceReport(
+            namespace=handle.name,
+            decayed=[r.id for r in decayed],
+            archived=[r.id for r in archive],
+            evicted=[r.id for r in evict],
+            cold_store=str(path),
+        )
+
+    def restore(self, handle: NamespaceStore, ids: Sequence[str] | None) -> int:
+        """See ``MemoryEngine.restore``."""
+        path = self.cold_path(handle.name)
+        rows = read_cold(path)
+        wanted = set(ids) if ids is not None else {r["id"] for r in rows}
+        back = [{**r, "status": Status.ACTIVE.value} for r in rows if r["id"] in wanted]
+        if not back:
+            return 0
+        models = {r.get("embedding_model") for r in back}
+        document = {
+            "format": EXPORT_FORMAT,
+            "embedding_model": models.pop() if len(models) == 1 else None,
+            "records": back,
+        }
+        self._import_data(handle, document)
+        keep = [r for r in rows if r["id"] not in wanted]
+        path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in keep), encoding="utf-8")
+        return len(back)

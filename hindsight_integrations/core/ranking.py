@@ -3,7 +3,7 @@
 score = similarity_weight·relevance + recency_weight·recency + importance_weight·importance
         + access_weight·access_frequency
 
-where relevance fuses dense similarity (the memory's own vector and its context window's)
+where relevance fuses dense similarity (the memory's own vector and its context vector)
 with the BM25 score of the lexical index, each min-max normalised over the candidates
 (the mix LoCoMo tuning favoured over reciprocal-rank fusion), plus a bonus when the query
 names exactly one of the candidates' entities (a speaker, a project). Recency is
@@ -21,11 +21,12 @@ from dataclasses import dataclass
 from datetime import datetime
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field
 
 from .facts import MemoryFacts
 from .records import MemoryRecord, to_epoch
 from .results import RecallHit
+from .vector_copy import Vector
 
 
 class RecallWeights(BaseModel):
@@ -39,7 +40,13 @@ class RecallWeights(BaseModel):
     access: float = Field(0.1, ge=0)
     dense: float = Field(0.5, ge=0, description="share of dense similarity inside relevance")
     lexical: float = Field(0.5, ge=0, description="share of BM25 inside relevance")
-    window: float = Field(0.5, ge=0, le=1, description="share of the context-window vector inside dense similarity")
+    context: float = Field(
+        0.5,
+        ge=0,
+        le=1,
+        validation_alias=AliasChoices("context", "window"),  # "window" before 0.2: now only the working window
+        description="share of the context vector (the memory framed by its context) inside dense similarity",
+    )
     entity_boost: float = Field(
         0.2, ge=0, description="relevance bonus when the one entity named in the query is the memory's"
     )
@@ -51,18 +58,18 @@ class RecallWeights(BaseModel):
 class Candidate:
     """A memory up for ranking, before its record is fetched.
 
-    ``similarity`` (own vector) and ``window_similarity`` are known for hits of the
+    ``similarity`` (own vector) and ``context_similarity`` are known for hits of the
     respective vector search; otherwise the vector is carried so the cosine can be computed.
-    A memory without a context window has neither: its own similarity stands in.
+    A memory without a context has neither: its own similarity stands in.
     """
 
     id: str
     facts: MemoryFacts
     lexical_raw: float
     similarity: float | None = None
-    vector: Sequence[float] | None = None
-    window_similarity: float | None = None
-    window_vector: Sequence[float] | None = None
+    vector: Vector | None = None
+    context_similarity: float | None = None
+    context_vector: Vector | None = None
 
 
 @dataclass(frozen=True)
@@ -96,7 +103,7 @@ def _minmax(values: np.ndarray) -> np.ndarray:
     return (values - lo) / (hi - lo)
 
 
-def _cosines(vectors: list[Sequence[float] | None], query: np.ndarray) -> np.ndarray:
+def _cosines(vectors: list[Vector | None], query: np.ndarray) -> np.ndarray:
     out = np.zeros(len(vectors), dtype=np.float32)
     rows = [i for i, v in enumerate(vectors) if v is not None]
     if rows:
@@ -106,7 +113,7 @@ def _cosines(vectors: list[Sequence[float] | None], query: np.ndarray) -> np.nda
     return out
 
 
-def _known_or_cosine(known: list[float | None], vectors: list[Sequence[float] | None], query: np.ndarray) -> np.ndarray:
+def _known_or_cosine(known: list[float | None], vectors: list[Vector | None], query: np.ndarray) -> np.ndarray:
     """Similarities the search returned, else computed from the vectors carried (else 0)."""
     out = _cosines([v if k is None else None for k, v in zip(known, vectors)], query)
     for n, k in enumerate(known):
@@ -127,13 +134,13 @@ def rank(
     candidates: Sequence[Candidate],
     *,
     query: str,
-    query_vector: Sequence[float],
+    query_vector: Vector,
     weights: RecallWeights,
     now: datetime,
 ) -> list[Ranked]:
     """Score already-filtered candidates; best first.
 
-    Dense similarity mixes the memory's own vector with its context-window vector; both
+    Dense similarity mixes the memory's own vector with its context vector; both
     signals are min-max normalised over the candidate set before fusion, which keeps
     BM25's unbounded scores and cosine's narrow band on one scale.
     """
@@ -141,10 +148,10 @@ def rank(
         return []
     q = np.asarray(query_vector, dtype=np.float32)
     own = _known_or_cosine([c.similarity for c in candidates], [c.vector for c in candidates], q)
-    windows = _known_or_cosine([c.window_similarity for c in candidates], [c.window_vector for c in candidates], q)
-    without_window = [n for n, c in enumerate(candidates) if c.window_similarity is None and c.window_vector is None]
-    windows[without_window] = own[without_window]
-    similarity = (1 - weights.window) * own + weights.window * windows
+    framed = _known_or_cosine([c.context_similarity for c in candidates], [c.context_vector for c in candidates], q)
+    without = [n for n, c in enumerate(candidates) if c.context_similarity is None and c.context_vector is None]
+    framed[without] = own[without]
+    similarity = (1 - weights.context) * own + weights.context * framed
     dense = _minmax(similarity)
     raw_lexical = np.asarray([c.lexical_raw for c in candidates], dtype=np.float32)
     lexical = np.zeros_like(raw_lexical)

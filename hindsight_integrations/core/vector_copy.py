@@ -26,6 +26,9 @@ import numpy as np
 
 _FIRST_ROWS = 1024
 
+Vector = Sequence[float] | np.ndarray
+"""One vector: a list of floats, or a row of an embedder's float32 array."""
+
 
 class VectorCopy:
     """Memory id → vector, for one collection; thread-safe."""

@@ -19,8 +19,8 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 from pydantic import ConfigDict, Field, PrivateAttr, model_validator
 
 from ..core.context import format_context
-from ..core.engine import RecallResult
 from ..core.records import MemoryRecord, Role
+from ..core.results import RecallResult
 from ..mcp.resolve import ClientPool, require_session, resolve_namespace
 
 

@@ -23,8 +23,8 @@ from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, SystemM
 from langgraph.runtime import Runtime
 
 from ..core.config import validate_namespace
-from ..core.engine import RecallResult
 from ..core.errors import ConfigurationError
+from ..core.results import RecallResult
 from ..mcp.resolve import ClientPool
 from .tools import MEMORY_TOOL_NAMES
 

@@ -16,8 +16,8 @@ from langchain_core.tools import BaseTool, StructuredTool, ToolException
 from pydantic import BaseModel, Field
 
 from ..core.context import memory_line
-from ..core.engine import RecallResult, StoreResult
 from ..core.errors import HindsightError
+from ..core.results import RecallResult, StoreResult
 from ..mcp.resolve import ClientPool, resolve_namespace
 
 REMEMBER = "remember"

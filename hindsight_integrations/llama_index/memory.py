@@ -43,7 +43,8 @@ from ._messages import (
 from ._recall import DEFAULT_TOKEN_BUDGET, RecallOptions, check_filters, context_of, select_hits
 
 if TYPE_CHECKING:
-    from ..core.engine import MemoryEngine, RecallResult
+    from ..core.engine import MemoryEngine
+    from ..core.results import RecallResult
     from ..mcp.client import MemoryClient
 
 log = logging.getLogger("hindsight.llama_index")

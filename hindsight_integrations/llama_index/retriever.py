@@ -20,7 +20,8 @@ from ..mcp.resolve import resolve_client, resolve_namespace
 from ._recall import RecallOptions
 
 if TYPE_CHECKING:
-    from ..core.engine import MemoryEngine, RecallResult
+    from ..core.engine import MemoryEngine
+    from ..core.results import RecallResult
     from ..mcp.client import MemoryClient
 
 # Metadata the LLM sees next to the memory text; everything else is for the application.

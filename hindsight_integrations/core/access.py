@@ -1,0 +1,70 @@
+"""Recall's access counts, batched and written to Chroma in the background.
+
+Recall counts every hit (SPEC: ``access_count`` and ``last_accessed_at`` feed ranking and
+retention), but a Chroma write costs more than a recall, and an embedded Chroma serialises a
+write with concurrent searches: each flush holds up the recalls running meanwhile by tens of
+milliseconds (measured at 100k memories: 60-100 ms per flush while recalls ran, against
+10 ms alone). So counts are queued here and written every ``interval`` seconds by a daemon
+thread, and once more at interpreter exit.
+"""
+
+from __future__ import annotations
+
+import atexit
+import threading
+import time
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Protocol
+
+
+class AccessSink(Protocol):
+    """Where counts go: a namespace handle adds them to what Chroma holds."""
+
+    def apply_access_counts(self, counts: dict[str, tuple[int, float]]) -> None:
+        """Add ``count`` recalls and a ``last accessed`` epoch to each id's stored counters."""
+        ...
+
+
+class AccessRecorder:
+    """Queues (id → count, last time) per namespace and flushes them from one daemon thread."""
+
+    def __init__(self, interval: float) -> None:
+        self._interval = interval
+        self._pending: dict[int, tuple[AccessSink, dict[str, list[float]]]] = {}
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+        atexit.register(self.flush)
+
+    def record(self, sink: AccessSink, ids: Sequence[str], when: datetime) -> None:
+        """Count one recall of each of ``ids`` at ``when``; written within ``interval`` seconds."""
+        stamp = when.timestamp()
+        with self._lock:
+            _, counts = self._pending.setdefault(id(sink), (sink, {}))
+            for memory_id in ids:
+                entry = counts.setdefault(memory_id, [0, 0.0])
+                entry[0] += 1
+                entry[1] = max(entry[1], stamp)
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(target=self._run, name="hindsight-access", daemon=True)
+                self._thread.start()
+
+    def _run(self) -> None:
+        while True:
+            time.sleep(self._interval)
+            if not self.flush():
+                return
+
+    def flush(self) -> bool:
+        """Write pending counts now; returns False when there was nothing to write."""
+        with self._lock:
+            pending, self._pending = self._pending, {}
+        for sink, counts in pending.values():
+            try:
+                sink.apply_access_counts({i: (int(n), last) for i, (n, last) in counts.items()})
+            except Exception:  # noqa: BLE001 - a dropped namespace or a closed client: counts are best effort
+                continue
+        return bool(pending)
+
+
+__all__ = ["AccessRecorder", "AccessSink"]

@@ -1,0 +1,65 @@
+"""Checks for the engine's keyword arguments, shared by its modules.
+
+Callers reach the engine from Python, the CLI and MCP tools (where a model wrote the
+arguments), so every check names the argument and what it accepts.
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from .errors import InvalidInputError
+
+M = TypeVar("M", bound=BaseModel)
+E = TypeVar("E", bound=Enum)
+
+
+def coerce_model(model: type[M], value: M | dict[str, Any] | None, field: str) -> M:
+    """``value`` as ``model``: None → the defaults, a dict → validated, errors naming ``field.sub``."""
+    if value is None:
+        return model()
+    if isinstance(value, model):
+        return value
+    if not isinstance(value, dict):
+        raise InvalidInputError(field, f"must be an object, got {type(value).__name__}")
+    try:
+        return model.model_validate(value)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        raise InvalidInputError(f"{field}.{'.'.join(str(p) for p in err['loc'])}", err["msg"]) from None
+
+
+def coerce_enum(enum: type[E], value: Any, field: str, default: E | None = None) -> E:
+    """``value`` as a member of ``enum`` (case-insensitive); ``default`` instead of an error if given."""
+    if isinstance(value, enum):
+        return value
+    try:
+        return enum(str(value).lower())
+    except ValueError:
+        if default is not None:
+            return default
+        allowed = ", ".join(str(e.value) for e in enum)
+        raise InvalidInputError(field, f"{value!r} is not one of: {allowed}") from None
+
+
+def whole_number(value: Any, field: str, *, low: int, high: int | None = None) -> int:
+    """An int in [low, high] (bools refused: ``True`` is not a count)."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InvalidInputError(field, f"must be a whole number, got {type(value).__name__}")
+    if value < low or (high is not None and value > high):
+        bounds = f"between {low} and {high}" if high is not None else f"at least {low}"
+        raise InvalidInputError(field, f"must be {bounds}, got {value}")
+    return value
+
+
+def fraction(value: Any, field: str) -> float:
+    """A number in [0, 1] (importance, scores)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
+        raise InvalidInputError(field, "must be a number between 0 and 1")
+    return float(value)
+
+
+__all__ = ["coerce_enum", "coerce_model", "fraction", "whole_number"]

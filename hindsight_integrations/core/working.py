@@ -1,0 +1,153 @@
+"""Working memory: a session's live turns, what is remembered from each, and their compression.
+
+Turns are records of the working tier in the namespace's own collection, so a restarted
+agent (or another replica) resumes the window. Each user or assistant turn also goes through
+the write path: the LLM extracts memories from the exchange when one is configured, otherwise
+the turn itself is offered to the write filter. The window is compressed once it passes the
+threshold (see ``compression.py``).
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import datetime
+from typing import Any
+
+from .arguments import coerce_enum, whole_number
+from .compression import Compressor, transcript
+from .errors import InvalidInputError, LLMError
+from .inputs import parse_inputs
+from .namespace_store import NamespaceStore
+from .parts import EngineParts
+from .records import Kind, MemoryRecord, Role, Source, Status, Tier, utcnow
+from .results import CompressionResult, StoreResult, TurnResult
+from .write_filter import assess
+from .writes import Writer
+
+log = logging.getLogger("hindsight.working")
+
+
+class WorkingMemory:
+    """Record turns, read and clear a session's window, compress it."""
+
+    def __init__(self, parts: EngineParts, writer: Writer) -> None:
+        self._parts = parts
+        self._writer = writer
+        self._compressor = Compressor(parts)
+
+    def record_turn(
+        self,
+        handle: NamespaceStore,
+        content: str,
+        *,
+        session_id: str,
+        role: Role | str,
+        occurred_at: datetime | None,
+        metadata: dict[str, Any] | None,
+        extract: bool,
+        compress: bool,
+    ) -> TurnResult:
+        """See ``MemoryEngine.record_turn``."""
+        if not isinstance(session_id, str) or not session_id.strip():
+            raise InvalidInputError("session_id", "is required to record a turn")
+        role = coerce_enum(Role, role, "role")
+        turn_input = parse_inputs(
+            [
+                {
+                    "content": content,
+                    "role": role,
+                    "session_id": session_id,
+                    "occurred_at": occurred_at,
+                    "metadata": metadata or {},
+                }
+            ],
+            max_bytes=self._parts.settings.max_content_bytes,
+        )[0]
+        turn = self._parts.new_record(
+            handle.name,
+            turn_input.content,
+            now=utcnow(),
+            session_id=session_id,
+            tier=Tier.WORKING,
+            kind=Kind.TURN,
+            role=role,
+            importance=assess(turn_input.content, role).importance,
+            occurred_at=turn_input.occurred_at,
+            source=Source(session_id=session_id, origin="turn"),
+            metadata=turn_input.metadata,
+        )
+        with handle.writing:
+            handle.add([turn], self._parts.embed_records([turn])[0])
+        stored = self._remember(handle, turn) if extract else StoreResult()
+        compression = (
+            self.compress(handle, session_id=session_id, threshold_tokens=None, force=False) if compress else None
+        )
+        return TurnResult(turn=turn, stored=stored, compression=compression)
+
+    def _remember(self, handle: NamespaceStore, turn: MemoryRecord) -> StoreResult:
+        """Long-term memories from a turn: the LLM's extraction, or the turn through the write filter."""
+        source = Source(session_id=turn.session_id, message_ids=[turn.id], origin="turn")
+        llm = self._parts.llm
+        if llm is not None and turn.role is Role.USER:
+            try:
+                exchange = self.window(handle, session_id=turn.session_id or "")[-2:]
+                extracted = llm.extract_memories(transcript(exchange or [turn]))
+                items = [
+                    {
+                        "content": m.content,
+                        "kind": coerce_enum(Kind, m.memory_type, "memory_type", default=Kind.FACT),
+                        "importance": m.importance,
+                        "entities": m.entities,
+                        "session_id": turn.session_id,
+                        "occurred_at": turn.occurred_at,
+                        "source": source,
+                    }
+                    for m in extracted
+                ]
+                if not items:
+                    return StoreResult()
+                return self._store(handle, items, apply_filter=False, origin="extraction")
+            except (LLMError, InvalidInputError) as exc:
+                log.warning("LLM extraction failed, falling back to rules: %s", exc)
+        item = {
+            "content": turn.content,
+            "role": turn.role,
+            "session_id": turn.session_id,
+            "occurred_at": turn.occurred_at,
+            "source": source,
+        }
+        return self._store(handle, [item], apply_filter=True, origin="turn")
+
+    def _store(
+        self, handle: NamespaceStore, items: list[dict[str, Any]], *, apply_filter: bool, origin: str
+    ) -> StoreResult:
+        return self._writer.store(
+            handle, items, apply_filter=apply_filter, dedup=True, supersede=True, request_id=None, origin=origin
+        )
+
+    @staticmethod
+    def window(handle: NamespaceStore, *, session_id: str) -> list[MemoryRecord]:
+        """The session's live turns, oldest first."""
+        where = {"$and": [{"tier": "working"}, {"session_id": session_id}, {"status": "active"}]}
+        return sorted(handle.find(where), key=lambda r: (r.occurred_at, r.created_at))
+
+    def compress(
+        self, handle: NamespaceStore, *, session_id: str, threshold_tokens: int | None, force: bool
+    ) -> CompressionResult | None:
+        """See ``MemoryEngine.compress``."""
+        if threshold_tokens is not None:
+            threshold_tokens = whole_number(threshold_tokens, "threshold_tokens", low=1)
+        threshold = threshold_tokens or self._parts.settings.compress_threshold_tokens
+        window = self.window(handle, session_id=session_id)
+        with handle.writing:
+            return self._compressor.compress(handle, window, session_id=session_id, threshold=threshold, force=force)
+
+    def clear(self, handle: NamespaceStore, *, session_id: str) -> int:
+        """Forget the session's window (soft); long-term memories are untouched."""
+        now = utcnow()
+        turns = self.window(handle, session_id=session_id)
+        handle.update([t.model_copy(update={"status": Status.DELETED, "updated_at": now}) for t in turns])
+        return len(turns)
+
+
+__all__ = ["WorkingMemory"]
