@@ -1,4 +1,4 @@
-"""Upkeep: decay, cold-storage archive, capacity caps and restore (SPEC §7)."""
+"""Upkeep: decay, cold-storage archive, capacity caps and restore."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Recall's access counts, batched and written to Chroma in the background.
 
-Recall counts every hit (SPEC: ``access_count`` and ``last_accessed_at`` feed ranking and
+Recall counts every hit (``access_count`` and ``last_accessed_at`` feed ranking and
 retention), but a Chroma write costs more than a recall, and an embedded Chroma serialises a
 write with concurrent searches: each flush holds up the recalls running meanwhile by tens of
 milliseconds (measured at 100k memories: 60-100 ms per flush while recalls ran, against

@@ -69,7 +69,7 @@ class Backup:
         if reembed:
             fresh_vectors, fresh_context = self._parts.embed_records(reembed)
             by_id = dict(zip((r.id for r in reembed), fresh_vectors))
-            vectors = [by_id[r.id] if r.id in by_id else v for r, v in zip(records, vectors)]
+            vectors = [by_id.get(r.id, v) for r, v in zip(records, vectors)]
             context_vectors.update(fresh_context)
         with handle.writing:
             existing = {r.id for r, _ in handle.get([r.id for r in records])}

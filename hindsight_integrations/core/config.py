@@ -127,14 +127,17 @@ class Settings(BaseSettings):
 
     @property
     def compress_threshold_tokens(self) -> int:
+        """Working-memory size (tokens) past which a session's window is compressed."""
         return int(self.context_window_tokens * self.compress_ratio)
 
     @property
     def llm_configured(self) -> bool:
+        """Whether an LLM is to be used: allowed (``use_llm``) and reachable (a key or a base URL)."""
         return self.use_llm and bool(self.openai_api_key or self.openai_base_url)
 
     @property
     def resolved_cold_store(self) -> Path:
+        """Where archived memories go: ``cold_store``, else ``<store>/cold``."""
         return self.cold_store or (self.store / "cold")
 
 

@@ -1,4 +1,4 @@
-"""Rule-based conflict detection: which subject/attribute a statement sets (SPEC §5).
+"""Rule-based conflict detection: which subject/attribute a statement sets (docs/architecture.md, "Writing").
 
 A new value for the same subject and attribute supersedes the old record (kept as history,
 never deleted). The rules cover the simple, common cases — where someone lives or works,

@@ -1,4 +1,4 @@
-"""Context assembly (SPEC §6): the block of memories injected before a model call.
+"""Context assembly: the block of memories injected before a model call (docs/architecture.md, "Recall").
 
 Memories are taken in score order until the token budget is spent, then put in
 chronological order, one dated line each, between clear markers so the model can tell
@@ -23,6 +23,7 @@ _SENTENCE = re.compile(r"(?<=[.!?。！？])\s+")
 
 
 def memory_line(record: MemoryRecord, content: str | None = None) -> str:
+    """One dated line of the context block (``content`` replaces the record's, e.g. trimmed)."""
     line = f"- ({record.occurred_at.date().isoformat()}) {(content if content is not None else record.content).strip()}"
     if record.status is Status.SUPERSEDED:
         until = record.valid_until.date().isoformat() if record.valid_until else "later"

@@ -99,6 +99,7 @@ class FactsIndex:
                 self._with_context += facts.has_context
 
     def remove(self, memory_ids: Iterable[str]) -> None:
+        """Drop the facts of hard-deleted memories (archive, purge)."""
         with self._lock:
             for memory_id in memory_ids:
                 self._forget(memory_id)

@@ -66,6 +66,7 @@ class RecallFilters(BaseModel):
         )
 
     def clauses(self, *, include_history: bool, now: datetime) -> list[dict[str, Any]]:
+        """The filter as single-key Chroma ``where`` clauses; ``where`` and ``matcher`` are built from these."""
         out: list[dict[str, Any]] = []
         if self.session_id is not None:
             out.append({"session_id": self.session_id})
@@ -92,6 +93,7 @@ class RecallFilters(BaseModel):
         return out
 
     def where(self, *, include_history: bool, now: datetime) -> dict[str, Any]:
+        """The filter as one Chroma ``where`` (for Chroma's own pre-filtering and ``get``)."""
         clauses = self.clauses(include_history=include_history, now=now)
         return clauses[0] if len(clauses) == 1 else {"$and": clauses}
 

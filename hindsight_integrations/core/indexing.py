@@ -16,6 +16,7 @@ from typing import Any
 
 
 def date_words(moment: datetime) -> str:
+    """``8 May 2023``: how questions name dates, so BM25 and embeddings match them."""
     return f"{moment.day} {moment.strftime('%B')} {moment.year}"
 
 
@@ -36,6 +37,7 @@ def body_text(fields: dict[str, Any], *, time_aware: bool = True) -> str:
 
 
 def context_text(fields: dict[str, Any]) -> str:
+    """The memory's context, BM25's second (down-weighted) field; empty when it has none."""
     return fields.get("context") or ""
 
 

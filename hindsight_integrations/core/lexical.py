@@ -109,6 +109,7 @@ class LexicalIndex:
                 self._pending = None
 
     def remove(self, memory_ids: Iterable[str]) -> None:
+        """Stop returning these ids (hard deletes); they leave the main index at its next rebuild."""
         with self._lock:
             for memory_id in memory_ids:
                 self._main.kill(memory_id)

@@ -1,4 +1,4 @@
-"""Forgetting and upkeep (SPEC §7): decay, cold-storage archive, capacity caps, restore.
+"""Forgetting and upkeep: decay, cold-storage archive, capacity caps, restore (docs/architecture.md, "Upkeep").
 
 Run on demand (`hindsight maintain`) or from a scheduler, never on the hot path. Nothing
 is destroyed: archived memories move to a JSONL file per namespace (with their vectors)
@@ -39,7 +39,7 @@ class MaintenanceReport(BaseModel):
 
 
 def retention(record: MemoryRecord, now: datetime) -> float:
-    """importance × time decay × access frequency (SPEC §7); higher is kept longer."""
+    """importance × time decay × access frequency; higher is kept longer."""
     last = record.last_accessed_at or record.occurred_at
     days = max(0.0, (now - last).total_seconds() / 86400)
     return record.importance * math.exp(-days / 30) * (1 + math.log1p(record.access_count))

@@ -1,4 +1,4 @@
-"""Hybrid recall: dense + lexical candidates, merged, re-scored, filtered, packed (SPEC §6).
+"""Ranking of recall candidates: dense + lexical relevance fused, then re-scored (docs/architecture.md, "Recall").
 
 score = similarity_weight·relevance + recency_weight·recency + importance_weight·importance
         + access_weight·access_frequency
@@ -9,7 +9,7 @@ with the BM25 score of the lexical index, each min-max normalised over the candi
 names exactly one of the candidates' entities (a speaker, a project). Recency is
 ``exp(-λ·hours)`` since the memory occurred; access frequency saturates logarithmically.
 Every weight can be changed per call. ``min_score`` compares raw cosine similarity, as in
-SPEC §6 ("0.7–0.8 on pure similarity").
+the usual practice ("0.7–0.8 on pure similarity").
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from .vector_copy import Vector
 
 
 class RecallWeights(BaseModel):
-    """Fusion weights. Defaults are SPEC §6's starting point; tune with `hindsight bench grid`."""
+    """Fusion weights. Defaults are the common starting point (0.5/0.2/0.2/0.1); tune with `hindsight bench grid`."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -84,6 +84,7 @@ class Ranked:
     recency: float
 
     def hit(self, record: MemoryRecord) -> RecallHit:
+        """This ranking with the fetched ``record``, as returned to callers."""
         return RecallHit(
             record=record,
             score=self.score,

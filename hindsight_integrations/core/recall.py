@@ -1,4 +1,4 @@
-"""Recall as named stages: search, admit, widen, rank, fetch, pack (SPEC §6; docs/architecture.md).
+"""Recall as named stages: search, admit, widen, rank, fetch, pack (docs/architecture.md, "Recall").
 
 1. *search*: BM25 over the namespace's lexical index (in a worker thread, while the query is
    embedded), then the dense ANN over the memories' own vectors and over their context vectors.

@@ -1,4 +1,4 @@
-"""The memory record (SPEC §4) and its mapping to Chroma metadata.
+"""The memory record and its mapping to Chroma metadata (docs/architecture.md, "The record").
 
 A record is the unit every layer passes around: the engine returns it from recall, the MCP
 server serialises it, the integrations turn it into Documents or nodes. Chroma metadata
@@ -104,12 +104,16 @@ def pack_for_update(flat: dict[str, Any]) -> dict[str, Any]:
 
 
 class Tier(str, Enum):
+    """Working (a session's live turns), episodic (events, summaries), semantic (stable facts, preferences)."""
+
     WORKING = "working"
     EPISODIC = "episodic"
     SEMANTIC = "semantic"
 
 
 class Kind(str, Enum):
+    """What a memory is; decides its default tier and how the write filter and supersede treat it."""
+
     PREFERENCE = "preference"
     CONTEXT = "context"
     FACT = "fact"
@@ -120,6 +124,8 @@ class Kind(str, Enum):
 
 
 class Role(str, Enum):
+    """Who said it: user statements are trusted more than tool output when deciding what to keep."""
+
     USER = "user"
     ASSISTANT = "assistant"
     TOOL = "tool"
@@ -127,6 +133,8 @@ class Role(str, Enum):
 
 
 class Status(str, Enum):
+    """Lifecycle state; nothing is deleted outright, so every status but active is history."""
+
     ACTIVE = "active"
     SUPERSEDED = "superseded"
     ARCHIVED = "archived"
@@ -134,14 +142,17 @@ class Status(str, Enum):
 
 
 def utcnow() -> datetime:
+    """The current time, timezone-aware (every stored time is UTC)."""
     return datetime.now(UTC)
 
 
 def new_id() -> str:
+    """A new memory id (UUID4 string)."""
     return str(uuid.uuid4())
 
 
 def to_epoch(value: datetime | None) -> float | None:
+    """Epoch seconds, as Chroma metadata stores times (naive datetimes are taken as UTC)."""
     if value is None:
         return None
     if value.tzinfo is None:
@@ -150,6 +161,7 @@ def to_epoch(value: datetime | None) -> float | None:
 
 
 def from_epoch(value: float | int | None) -> datetime | None:
+    """The datetime of stored epoch seconds; None for "not set" (None, NaN, or the far-future sentinel)."""
     if value is None or (isinstance(value, float) and math.isnan(value)) or value >= FAR_FUTURE:
         return None
     return datetime.fromtimestamp(float(value), tz=UTC)
@@ -167,7 +179,7 @@ class Source(BaseModel):
 
 
 class MemoryRecord(BaseModel):
-    """One memory. Field meanings follow SPEC §4."""
+    """One memory; the fields are described in docs/architecture.md ("The record")."""
 
     model_config = ConfigDict(use_enum_values=False)
 
@@ -202,6 +214,7 @@ class MemoryRecord(BaseModel):
     embedding_dim: int | None = None
 
     def is_expired(self, now: datetime | None = None) -> bool:
+        """Whether its TTL has passed (expired memories are hidden from recall, not destroyed)."""
         return self.expires_at is not None and self.expires_at <= (now or utcnow())
 
     def is_valid(self, now: datetime | None = None) -> bool:
@@ -258,10 +271,12 @@ class MemoryRecord(BaseModel):
 
     @classmethod
     def from_chroma(cls, memory_id: str, document: str | None, meta: dict[str, Any]) -> MemoryRecord:
+        """The record Chroma returned (document and metadata, either layout)."""
         return cls.from_flat(memory_id, unpack(document, meta))
 
     @classmethod
     def from_flat(cls, memory_id: str, fields: dict[str, Any]) -> MemoryRecord:
+        """The record of a flat view (``unpack``/``flat_fields``)."""
         return cls(
             id=memory_id,
             namespace=fields["namespace"],

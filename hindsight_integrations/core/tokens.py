@@ -1,6 +1,6 @@
 """Token counting.
 
-Thresholds (working-memory compression, context budgets) only need an estimate: SPEC §4's
+Thresholds (working-memory compression, context budgets) only need an estimate: the
 chars/3.5 for Latin text and chars/1.8 for CJK is within ~10 %, costs nothing, and needs no
 model files. Where exact counts matter, ``TiktokenCounter`` uses a real BPE tokenizer.
 """
@@ -15,7 +15,11 @@ _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-
 
 
 class TokenCounter(Protocol):
-    def count(self, text: str) -> int: ...
+    """Anything that counts tokens: thresholds and budgets only need this one call."""
+
+    def count(self, text: str) -> int:
+        """How many tokens ``text`` takes."""
+        ...
 
 
 def estimate_tokens(text: str) -> int:
@@ -31,6 +35,7 @@ class EstimatingCounter:
     """The default counter: ``estimate_tokens``."""
 
     def count(self, text: str) -> int:
+        """See ``estimate_tokens``."""
         return estimate_tokens(text)
 
 
@@ -43,6 +48,7 @@ class TiktokenCounter:
         self._encoding = tiktoken.get_encoding(encoding)
 
     def count(self, text: str) -> int:
+        """The exact count (special-token text is counted as ordinary text, never refused)."""
         return len(self._encoding.encode(text, disallowed_special=()))
 
 

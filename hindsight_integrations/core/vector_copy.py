@@ -45,6 +45,7 @@ class VectorCopy:
 
     @property
     def nbytes(self) -> int:
+        """Memory the rows take (for benchmarks and sizing)."""
         return int(self._rows.nbytes)
 
     def upsert(self, ids: Sequence[str], vectors: Sequence[Any] | np.ndarray) -> None:
@@ -60,6 +61,7 @@ class VectorCopy:
         self._write(ids, vectors, replace=False)
 
     def remove(self, ids: Iterable[str]) -> None:
+        """Forget the vectors of hard-deleted memories; their rows are reused."""
         with self._lock:
             for memory_id in ids:
                 row = self._row_of.pop(memory_id, None)

@@ -1,9 +1,9 @@
-"""What is worth remembering, and how much (SPEC §5), by rules that run offline.
+"""What is worth remembering, and how much, by rules that run offline (docs/architecture.md, "Writing").
 
 Greetings, acknowledgements and very short text are dropped; explicit preferences,
 constraints, corrections, project context and decisions are always kept; tool results are
 kept when they describe configuration or state and dropped when they are transient
-lookups; chain-of-thought is never stored. Importance follows SPEC §5: an explicit user
+lookups; chain-of-thought is never stored. Importance: an explicit user
 instruction 0.9, a tool result 0.8, chit-chat 0.2.
 """
 
@@ -41,7 +41,8 @@ _CONTEXT = re.compile(
     r"the (stack|database|server|repo|codebase|service|app)|runs on|deployed|database|framework|version|"
     r"i work (at|for|on|as)|my (name|job|role|company|team|email|address|phone|manager|order|account|birthday|"
     r"wife|husband|partner|son|daughter|dog|cat|city|home)|i live|i'?m (a|an) |i moved|we decided|decided to|"
-    r"we'?ll go with|let'?s go with|plan is|order (number|#|no)|ticket|account)\b|项目|数据库|我们用|部署|我叫|我住在|我在.{0,10}工作",
+    r"we'?ll go with|let'?s go with|plan is|order (number|#|no)|ticket|account)\b|"
+    r"项目|数据库|我们用|部署|我叫|我住在|我在.{0,10}工作",
 )
 _EVENT = re.compile(
     r"\b(today|tomorrow|tonight|yesterday|next (week|month|year|monday|tuesday|wednesday|thursday|friday)|"
@@ -58,7 +59,8 @@ _STATE_TOOL = re.compile(
 _DIGITS = re.compile(r"\d")
 _DECISION = re.compile(
     r"\b(we decided|decided to|decision|we'?ll go with|let'?s go with|the plan is|agreed|i'?ve (set|configured|created|"
-    r"scheduled|booked|deployed|changed|updated)|is now (set|configured|scheduled)|todo|next step)\b|决定|计划是|已(设置|创建|安排)",
+    r"scheduled|booked|deployed|changed|updated)|is now (set|configured|scheduled)|todo|next step)\b|"
+    r"决定|计划是|已(设置|创建|安排)",
 )
 
 
