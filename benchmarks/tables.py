@@ -42,7 +42,8 @@ def main() -> int:
         for run in json.loads(scale.read_text())["runs"]:
             if "profile" in run:
                 print(
-                    f"### Where a recall's time goes ({run['mode']}, {run['size']:,} memories)\n\n{profile_table(run['profile'])}\n"
+                    f"### Where a recall's time goes ({run['mode']}, {run['size']:,} memories)\n\n"
+                    f"{profile_table(run['profile'])}\n"
                 )
                 print(f"ANN query with the default filter vs unfiltered: {run['profile']['ann_query_cost']}\n")
     return 0

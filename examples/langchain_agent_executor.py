@@ -77,7 +77,8 @@ def build_model() -> BaseChatModel:
     if not os.environ.get("OPENAI_API_KEY"):
         return QuotingChatModel()
     try:
-        from langchain_openai import ChatOpenAI
+        # Optional, so mypy may not find it; where it is installed the ignore is unused, hence both codes.
+        from langchain_openai import ChatOpenAI  # type: ignore[import-not-found, unused-ignore]
     except ImportError:
         sys.exit("OPENAI_API_KEY is set but langchain-openai is not installed: pip install langchain-openai")
     return ChatOpenAI(
@@ -108,9 +109,12 @@ def main() -> None:
         print(f"[process 2] assistant: {chat(args.user, 'support-ticket-2', args.ask)}")
         return
 
-    print(
-        f"memories are stored in {os.environ.get('HINDSIGHT_STORE') or os.environ.get('HINDSIGHT_CHROMA_URL') or os.environ.get('HINDSIGHT_MCP_URL')}"
+    where = (
+        os.environ.get("HINDSIGHT_STORE")
+        or os.environ.get("HINDSIGHT_CHROMA_URL")
+        or os.environ.get("HINDSIGHT_MCP_URL")
     )
+    print(f"memories are stored in {where}")
     for line in ("My order number is 48213 and I want delivery to Lyon.", "Please always reply in French."):
         print(f"[process 1, pid {os.getpid()}] user: {line}")
         print(f"[process 1] assistant: {chat(args.user, 'support-ticket-1', line)}")

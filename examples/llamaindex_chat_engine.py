@@ -76,12 +76,13 @@ def build_llm() -> LLM:
     base_url = os.environ.get("OPENAI_BASE_URL")
     try:
         if base_url:
-            from llama_index.llms.openai_like import OpenAILike
+            # Optional packages, so mypy may not find them; where installed the ignores are unused.
+            from llama_index.llms.openai_like import OpenAILike  # type: ignore[import-not-found, unused-ignore]
 
             return OpenAILike(
                 model=model, api_base=base_url, api_key=os.environ.get("OPENAI_API_KEY", "none"), is_chat_model=True
             )
-        from llama_index.llms.openai import OpenAI
+        from llama_index.llms.openai import OpenAI  # type: ignore[import-not-found, unused-ignore]
 
         return OpenAI(model=model)
     except ImportError:
@@ -111,9 +112,12 @@ def main() -> None:
         print(f"[process 2] assistant: {chat(args.user, 'monday', args.ask)}")
         return
 
-    print(
-        f"memories are stored in {os.environ.get('HINDSIGHT_STORE') or os.environ.get('HINDSIGHT_CHROMA_URL') or os.environ.get('HINDSIGHT_MCP_URL')}"
+    where = (
+        os.environ.get("HINDSIGHT_STORE")
+        or os.environ.get("HINDSIGHT_CHROMA_URL")
+        or os.environ.get("HINDSIGHT_MCP_URL")
     )
+    print(f"memories are stored in {where}")
     fact = "I'm allergic to peanuts, and my project deadline is next Friday."
     print(f"[process 1, pid {os.getpid()}] user: {fact}")
     print(f"[process 1] assistant: {chat(args.user, 'friday', fact)}")

@@ -58,6 +58,8 @@ QUESTIONS = [
 
 @dataclass
 class DemoReport:
+    """What the demo showed, for a caller to check: memories stored, turns not stored, history vs injected tokens."""
+
     stored: int
     skipped: int
     history_tokens: int

@@ -23,6 +23,7 @@ import httpx
 
 
 def free_port() -> int:
+    """A loopback port the OS says is free now (another process may still take it before the server binds)."""
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
@@ -67,6 +68,7 @@ def running(
 
 
 def chroma_executable() -> str:
+    """The ``chroma`` CLI of this interpreter's environment, else the one on PATH; raises if neither exists."""
     local = Path(sys.executable).with_name("chroma")
     found = str(local) if local.exists() else shutil.which("chroma")
     if found is None:
@@ -76,6 +78,8 @@ def chroma_executable() -> str:
 
 @dataclass(frozen=True)
 class LocalServer:
+    """A server started by ``chroma_server``: its base URL and process (e.g. to read its memory use)."""
+
     url: str
     process: subprocess.Popen[bytes]
 

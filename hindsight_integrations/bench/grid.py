@@ -1,4 +1,4 @@
-"""Parameter grid search (`hindsight bench grid`): the A/B harness of SPEC §11.
+"""Parameter grid search (`hindsight bench grid`): the A/B harness for recall weights, top_k and budget.
 
 The labelled set is a LoCoMo-style directory (questions with evidence turn ids; use the
 development split only, never the held-out conversations). The corpus is ingested once;
@@ -52,6 +52,7 @@ def weight_settings(grid: dict[str, list[Any]]) -> list[RecallWeights]:
 def _score_cell(
     engine: MemoryEngine, question: str, evidence: Sequence[str], ranked: Sequence[Any], k: int, budget: int | None
 ) -> dict[str, float]:
+    """One question's scores for (k, budget), packed from the ranked list as ``recall`` would pack it."""
     packed = pack_within_budget(list(ranked[:k]), budget, query=question, counter=engine.tokens)
     ids = [str(record.metadata.get("dia_id")) for record, _ in packed]
     wanted = set(evidence)
@@ -87,7 +88,8 @@ def grid_search(
         ingest(engine, conv, namespace)
         if progress:
             progress(
-                f"{conv.name}: {len(conv.turns)} turns, {len(conv.questions)} questions × {len(settings)} weight settings"
+                f"{conv.name}: {len(conv.turns)} turns, "
+                f"{len(conv.questions)} questions × {len(settings)} weight settings"
             )
         for w, weights in enumerate(settings):
             for q in conv.questions:
@@ -100,7 +102,7 @@ def grid_search(
                         for key, value in _score_cell(engine, q.question, q.evidence, ranked, k, budget).items():
                             cell[key] = cell.get(key, 0.0) + value
         questions += len(conv.questions)
-    rows = []
+    rows: list[dict[str, Any]] = []
     for (w, k, budget), total in sums.items():
         weights = settings[w]
         rows.append(
@@ -166,6 +168,10 @@ def run_grid(
     embedder: Any = None,
     progress: Callable[[str], None] | None = None,
 ) -> dict[str, Any]:
+    """``hindsight bench grid``: the grid search over ``data`` in a throwaway embedded store.
+
+    The store is deleted afterwards; the result is ``grid_search``'s, plus the data path.
+    """
     conversations, _ = load_directory(data)
     with tempfile.TemporaryDirectory(prefix="hindsight-grid-") as tmp:
         engine = MemoryEngine(store=Path(tmp) / "store", embedder=embedder, llm=False)

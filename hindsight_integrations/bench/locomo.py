@@ -50,6 +50,8 @@ _FALLBACK_START = datetime(2000, 1, 1, tzinfo=UTC)
 
 @dataclass
 class Turn:
+    """One dialogue turn; ``dia_id`` is canonical ("D8:6") so evidence ids compare as strings."""
+
     dia_id: str
     speaker: str
     text: str
@@ -58,11 +60,14 @@ class Turn:
 
     @property
     def content(self) -> str:
+        """The memory text stored for the turn: "Speaker: text" (the speaker is what questions name)."""
         return f"{self.speaker}: {self.text}"
 
 
 @dataclass
 class Question:
+    """A scored question: ``evidence`` keeps only ids of turns the conversation actually has."""
+
     question: str
     evidence: list[str]
     category: int
@@ -71,12 +76,15 @@ class Question:
 
 @dataclass
 class Conversation:
+    """One LoCoMo sample as read, with counts of what the forgiving loader had to skip or repair."""
+
     name: str
     turns: list[Turn] = field(default_factory=list)
     questions: list[Question] = field(default_factory=list)
     skipped: dict[str, int] = field(default_factory=dict)
 
     def skip(self, reason: str) -> None:
+        """Count one thing left out or repaired while loading, so results say how clean the data was."""
         self.skipped[reason] = self.skipped.get(reason, 0) + 1
 
 
@@ -119,7 +127,7 @@ def parse_session_date(value: Any) -> datetime | None:
         except ValueError:
             continue
     try:
-        from dateutil import parser as date_parser
+        from dateutil import parser as date_parser  # type: ignore[import-untyped]
 
         parsed = date_parser.parse(text.replace(" on ", " "), fuzzy=True)
         return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
@@ -128,6 +136,7 @@ def parse_session_date(value: Any) -> datetime | None:
 
 
 def _category(value: Any) -> int:
+    """The question category as an int; 0 (not a LoCoMo category) when missing or unreadable."""
     try:
         return int(value)
     except (TypeError, ValueError):
@@ -136,7 +145,8 @@ def _category(value: Any) -> int:
 
 def conversation_from_sample(sample: dict[str, Any], name: str) -> Conversation:
     """Build one conversation from a LoCoMo sample (flat or nested under "conversation")."""
-    conv = sample.get("conversation") if isinstance(sample.get("conversation"), dict) else sample
+    nested = sample.get("conversation")
+    conv: dict[str, Any] = nested if isinstance(nested, dict) else sample
     out = Conversation(name=str(sample.get("sample_id") or name))
     sessions = sorted(
         int(m.group(1)) for k, v in conv.items() if (m := re.fullmatch(r"session_(\d+)", k)) and isinstance(v, list)
@@ -182,6 +192,10 @@ def conversation_from_sample(sample: dict[str, Any], name: str) -> Conversation:
 
 
 def load_file(path: Path) -> list[Conversation]:
+    """The conversations of one JSON file (one sample or a list); non-object entries are ignored.
+
+    Raises ``OSError``/``ValueError`` for an unreadable file, which ``load_directory`` reports.
+    """
     data = json.loads(path.read_text(encoding="utf-8"))
     samples = data if isinstance(data, list) else [data]
     out = []
@@ -259,6 +273,7 @@ def evidence_scores(ranked: Sequence[str], evidence: Sequence[str], k: int) -> t
 
 
 def reciprocal_rank(ranked: Sequence[str], evidence: Sequence[str]) -> float:
+    """1 / rank of the first evidence id in ``ranked`` (MRR's term), 0 when none is there."""
     wanted = set(evidence)
     for n, dia_id in enumerate(ranked, start=1):
         if dia_id in wanted:
@@ -267,6 +282,7 @@ def reciprocal_rank(ranked: Sequence[str], evidence: Sequence[str]) -> float:
 
 
 def _dia_ids(records: Iterable[MemoryRecord]) -> list[str]:
+    """The turn ids of recalled memories, in rank order (what evidence is scored against)."""
     return [str(r.metadata.get("dia_id", "")) for r in records]
 
 
@@ -310,6 +326,7 @@ def last_n_window(engine: MemoryEngine, turns: Sequence[Turn], budget: int) -> l
 
 
 def namespace_for(n: int) -> str:
+    """The namespace of the n-th conversation: one per conversation, so no question sees another's turns."""
     return f"locomo-{n:03d}"
 
 
@@ -334,7 +351,7 @@ def evaluate(
     skipped: dict[str, int] = {}
     ingest_seconds = 0.0
     recall_ms: list[float] = []
-    tokens_section = {"full_history": [], "last_n_turns": [], "last_n_tokens": []}
+    tokens_section: dict[str, list[int]] = {"full_history": [], "last_n_turns": [], "last_n_tokens": []}
     for n, conv in enumerate(conversations):
         namespace = namespace_for(n)
         engine.drop_namespace(namespace)

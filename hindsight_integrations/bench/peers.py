@@ -54,6 +54,7 @@ MEM0_REASON = (
 
 
 def peer_text(turn: Turn) -> str:
+    """The text a peer stores for a turn: dated, so it has the same information Hindsight gets."""
     return f"({turn.when.date().isoformat()}) {turn.speaker}: {turn.text}"
 
 
@@ -75,6 +76,7 @@ class HindsightSystem:
         self.namespace = ""
 
     def load(self, conversation: Conversation, index: int) -> None:
+        """Ingest the conversation into its namespace, unless another setting already filled it."""
         self.namespace = f"peers-{index:03d}"
         if self.engine.chroma.namespace(self.namespace).count() == len(conversation.turns):
             return
@@ -82,6 +84,7 @@ class HindsightSystem:
         ingest(self.engine, conversation, self.namespace)
 
     def ask(self, question: str) -> tuple[list[str], str]:
+        """Recall with this setting's weights and budget; the turn ids in rank order and the context."""
         result = self.engine.recall(
             question, namespace=self.namespace, top_k=TOP_K, token_budget=self.budget, weights=self.weights, touch=False
         )
@@ -89,6 +92,8 @@ class HindsightSystem:
 
 
 class LangChainSystem:
+    """LangChain's ``VectorStoreRetrieverMemory`` on ``langchain_chroma``, driven as a chain would drive it."""
+
     name = "LangChain VectorStoreRetrieverMemory"
 
     def __init__(self, client: Any, embedder: LocalEmbedder) -> None:
@@ -108,6 +113,7 @@ class LangChainSystem:
         self.lookup: dict[str, str] = {}
 
     def load(self, conversation: Conversation, index: int) -> None:
+        """One ``save_context`` per turn into a fresh collection; remembers which text is which turn."""
         from langchain_chroma import Chroma
         from langchain_classic.memory import VectorStoreRetrieverMemory
 
@@ -124,15 +130,18 @@ class LangChainSystem:
             self.lookup.setdefault(f"input: {peer_text(turn)}", turn.dia_id)
 
     def ask(self, question: str) -> tuple[list[str], str]:
+        """``load_memory_variables`` for the question; the documents' turn ids and their joined text."""
         docs = self.memory.load_memory_variables({"input": question})["history"]
         return [self.lookup.get(d.page_content, "") for d in docs], "\n".join(d.page_content for d in docs)
 
 
 class LlamaIndexSystem:
+    """LlamaIndex's ``VectorMemoryBlock`` on ``ChromaVectorStore``, called as ``Memory`` calls its blocks."""
+
     name = "LlamaIndex VectorMemoryBlock"
 
     def __init__(self, client: Any, embedder: LocalEmbedder) -> None:
-        from llama_index.core.bridge.pydantic import PrivateAttr
+        from llama_index.core.bridge.pydantic import Field, PrivateAttr
         from llama_index.core.embeddings import BaseEmbedding
         from llama_index.core.postprocessor.types import BaseNodePostprocessor
 
@@ -160,7 +169,7 @@ class LlamaIndexSystem:
         class Recorder(BaseNodePostprocessor):
             """Pass-through postprocessor that notes the retrieved nodes' order (for scoring)."""
 
-            seen: list[str] = []
+            seen: list[str] = Field(default_factory=list)
 
             def _postprocess_nodes(self, nodes: list[Any], query_bundle: Any = None) -> list[Any]:
                 self.seen = [n.node.get_content() for n in nodes]
@@ -172,6 +181,7 @@ class LlamaIndexSystem:
         self.loop = asyncio.new_event_loop()
 
     def load(self, conversation: Conversation, index: int) -> None:
+        """One ``aput`` per turn into a fresh collection (one node per turn, so evidence can be scored)."""
         from llama_index.core.llms import ChatMessage
         from llama_index.core.memory import VectorMemoryBlock
         from llama_index.vector_stores.chroma import ChromaVectorStore
@@ -189,6 +199,7 @@ class LlamaIndexSystem:
             self.lookup.setdefault(f"<message role='user'>{peer_text(turn)}</message>", turn.dia_id)
 
     def ask(self, question: str) -> tuple[list[str], str]:
+        """``aget`` for the question; the retrieved nodes' turn ids (via the recorder) and the block text."""
         from llama_index.core.llms import ChatMessage
 
         self.recorder.seen = []
@@ -211,6 +222,7 @@ class _Tally:
     def add(
         self, ranked: Sequence[str], context: str, evidence: Sequence[str], ms: float, count: Callable[[str], int]
     ) -> None:
+        """Score one answer: evidence recall@5/@10, all found, reciprocal rank, tokens and latency."""
         self.latencies.append(ms)
         self.r5.append(evidence_scores(ranked, evidence, 5)[0])
         recall, found = evidence_scores(ranked, evidence, TOP_K)
@@ -220,6 +232,8 @@ class _Tally:
         self.tokens.append(count(context))
 
     def summary(self, name: str) -> dict[str, Any]:
+        """The system's row of the peers table: means, p50/p99 latency and ingest time."""
+
         def mean(values: Sequence[float]) -> float:
             return round(sum(values) / len(values), 4) if values else 0.0
 
@@ -325,7 +339,8 @@ def run_peers(
         for p in peers:
             if p["status"] == "ok":
                 say(
-                    f"  {p['name']}: recall@10 {p['recall@10']:.3f}, {p['context_tokens_mean']:.0f} tokens, p50 {p['latency_p50_ms']} ms"
+                    f"  {p['name']}: recall@10 {p['recall@10']:.3f}, "
+                    f"{p['context_tokens_mean']:.0f} tokens, p50 {p['latency_p50_ms']} ms"
                 )
         if not only or "mem0" in only:
             peers.append(_mem0_status())

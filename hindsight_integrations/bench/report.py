@@ -13,6 +13,7 @@ from typing import Any
 
 
 def _pyplot() -> Any:
+    """matplotlib.pyplot on the Agg backend, imported only when a plot is drawn."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -22,6 +23,7 @@ def _pyplot() -> Any:
 
 
 def _save(plt: Any, fig: Any, path: Path) -> None:
+    """Write the figure (creating its directory) and close it, so repeated runs do not leak figures."""
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=110)
@@ -29,6 +31,8 @@ def _save(plt: Any, fig: Any, path: Path) -> None:
 
 
 def markdown_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
+    """A Markdown table; floats get 3 decimals below 10 (scores), thousands separators above (rates)."""
+
     def cell(value: Any) -> str:
         if isinstance(value, float):
             return f"{value:.3f}" if abs(value) < 10 else f"{value:,.1f}"
@@ -43,6 +47,7 @@ def markdown_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str
 
 # -- LoCoMo -----------------------------------------------------------------------------------
 def locomo_table(result: dict[str, Any]) -> str:
+    """LoCoMo scores of ``evaluate``'s result: overall, per category, then per conversation."""
     headers = ["slice", "questions", "R@5", "R@10", "R@20", "all@10", "MRR", "tokens@10 mean", "max"]
     keys = [
         "questions",
@@ -63,6 +68,7 @@ def locomo_table(result: dict[str, Any]) -> str:
 
 
 def tokens_table(result: dict[str, Any]) -> str:
+    """Context injected per question vs evidence recall: ours, a same-budget recency window, the full history."""
     t = result["tokens"]
     rows = [
         ["hindsight recall (top 10, 450-token budget)", t["ours_mean"], t["ours_recall@10"]],
@@ -78,6 +84,7 @@ def tokens_table(result: dict[str, Any]) -> str:
 
 
 def plot_locomo(result: dict[str, Any], path: Path) -> None:
+    """Recall@k and MRR per category (left) and tokens per question vs recall on a log scale (right)."""
     plt = _pyplot()
     cats = list(result["per_category"].items())
     labels = ["overall", *(f"{c}\n{p['name']}" for c, p in cats)]
@@ -112,6 +119,7 @@ def plot_locomo(result: dict[str, Any], path: Path) -> None:
 
 # -- scale ------------------------------------------------------------------------------------
 def scale_table(results: dict[str, Any]) -> str:
+    """One row per (mode, size) of ``run_scale``: store rate against the raw model, recall latency, memory."""
     headers = [
         "mode",
         "memories",
@@ -141,11 +149,13 @@ def scale_table(results: dict[str, Any]) -> str:
 
 
 def profile_table(profile: dict[str, Any]) -> str:
+    """Where one recall's time goes at the largest size (``profile_recall``'s per-stage means)."""
     rows = [[stage, ms] for stage, ms in profile["stages_ms"].items()]
     return markdown_table(["recall stage", "ms per recall"], rows)
 
 
 def plot_scale(results: dict[str, Any], path: Path) -> None:
+    """Recall latency (with the 15/40 ms targets) and store throughput against the namespace size."""
     plt = _pyplot()
     fig, (ax, ax2) = plt.subplots(1, 2, figsize=(11, 4))
     for mode in sorted({r["mode"] for r in results["runs"]}):
@@ -173,6 +183,7 @@ def plot_scale(results: dict[str, Any], path: Path) -> None:
 
 # -- peers ------------------------------------------------------------------------------------
 def peers_table(result: dict[str, Any]) -> str:
+    """One row per peer system; systems that did not run are listed below the table with the reason."""
     headers = [
         "system",
         "R@5",
@@ -212,6 +223,7 @@ def peers_table(result: dict[str, Any]) -> str:
 
 
 def plot_peers(result: dict[str, Any], path: Path) -> None:
+    """Recall vs injected tokens per system (left) and retrieval latency p50/p99 (right)."""
     plt = _pyplot()
     ran = [p for p in result["peers"] if p.get("status") == "ok"]
     fig, (ax, ax2) = plt.subplots(1, 2, figsize=(11, 4))
@@ -236,6 +248,7 @@ def plot_peers(result: dict[str, Any], path: Path) -> None:
 
 # -- grid -------------------------------------------------------------------------------------
 def grid_table(result: dict[str, Any], limit: int = 10) -> str:
+    """The ``limit`` best grid settings (rows are already sorted by recall, then MRR, then tokens)."""
     headers = [
         "dense",
         "lexical",
@@ -269,6 +282,7 @@ def grid_table(result: dict[str, Any], limit: int = 10) -> str:
 
 
 def plot_grid(result: dict[str, Any], path: Path) -> None:
+    """Recall vs context tokens for every grid setting, one colour per top_k, with ``best`` starred."""
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(7, 4.5))
     by_k: dict[int, list[dict[str, Any]]] = {}

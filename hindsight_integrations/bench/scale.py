@@ -53,11 +53,13 @@ PROFILE_QUERIES = 40
 
 
 def _rss_mb() -> dict[str, float]:
+    """This process's peak RSS (cumulative over the run) and current RSS, in MB."""
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
     return {"peak_rss_mb": round(peak, 1), "rss_mb": round(_proc_status_mb(os.getpid(), "VmRSS"), 1)}
 
 
 def _proc_status_mb(pid: int, field: str) -> float:
+    """A ``/proc/<pid>/status`` memory field in MB; 0.0 where /proc is unavailable (not Linux)."""
     try:
         for line in Path(f"/proc/{pid}/status").read_text().splitlines():
             if line.startswith(field + ":"):
@@ -82,6 +84,7 @@ def indexed_texts(items: Sequence[dict[str, Any]]) -> list[str]:
 
 
 def percentile(values: Sequence[float], q: float) -> float:
+    """numpy's (linear) ``q``-th percentile; 0.0 for no values, so an empty run still reports."""
     return float(np.percentile(np.asarray(values, dtype=np.float64), q)) if values else 0.0
 
 
@@ -292,7 +295,7 @@ def run_scale(
     """
     if mode not in ("embedded", "server", "both"):
         raise ValueError("mode must be embedded, server or both")
-    sizes = sorted(set(int(s) for s in sizes))
+    sizes = sorted({int(s) for s in sizes})
     if not sizes or sizes[0] <= 0 or queries <= 0:
         raise ValueError("sizes and queries must be positive")
     say = console.print if console is not None else (lambda *a, **k: None)
@@ -324,35 +327,38 @@ def run_scale(
     }
     q_offset = 0
     for run_mode in modes:
-        with tempfile.TemporaryDirectory(prefix=f"hindsight-scale-{run_mode}-") as tmp:
-            with _backend(run_mode, Path(tmp)) as (kwargs, server):
-                engine = MemoryEngine(embedder=embedder, llm=False, **kwargs)
-                for size in sizes:
-                    qs = all_questions[q_offset : q_offset + per_run]
-                    q_offset += per_run
-                    say(f"[bold]{run_mode}[/bold] {size:,} memories: storing…")
-                    row = bench_size(
-                        engine,
-                        f"scale-{size}",
-                        largest[:size],
-                        qs[: queries + WARM_QUERIES],
-                        embedder=embedder,
-                        raw_sample=raw_sample,
-                        batch=batch,
-                        profile_queries=qs[queries + WARM_QUERIES :] if profile and size == sizes[-1] else (),
-                    )
-                    row["mode"] = run_mode
-                    if server is not None:
-                        row["server_peak_rss_mb"] = round(_proc_status_mb(server.pid, "VmHWM"), 1)
-                    engine.drop_namespace(f"scale-{size}")
-                    results["runs"].append(row)
-                    say(
-                        f"  store {row['store_per_second']:,.0f}/s ({row['store_vs_raw_embed']:.0%} of raw embedding "
-                        f"{row['raw_embed_per_second']:,.0f}/s); recall p50 {row['recall_p50_ms']} ms, p99 {row['recall_p99_ms']} ms; "
-                        f"peak RSS {row['peak_rss_mb']} MB"
-                    )
-                    if out is not None:
-                        write_results(results, out)
+        with (
+            tempfile.TemporaryDirectory(prefix=f"hindsight-scale-{run_mode}-") as tmp,
+            _backend(run_mode, Path(tmp)) as (kwargs, server),
+        ):
+            engine = MemoryEngine(embedder=embedder, llm=False, **kwargs)
+            for size in sizes:
+                qs = all_questions[q_offset : q_offset + per_run]
+                q_offset += per_run
+                say(f"[bold]{run_mode}[/bold] {size:,} memories: storing…")
+                row = bench_size(
+                    engine,
+                    f"scale-{size}",
+                    largest[:size],
+                    qs[: queries + WARM_QUERIES],
+                    embedder=embedder,
+                    raw_sample=raw_sample,
+                    batch=batch,
+                    profile_queries=qs[queries + WARM_QUERIES :] if profile and size == sizes[-1] else (),
+                )
+                row["mode"] = run_mode
+                if server is not None:
+                    row["server_peak_rss_mb"] = round(_proc_status_mb(server.pid, "VmHWM"), 1)
+                engine.drop_namespace(f"scale-{size}")
+                results["runs"].append(row)
+                say(
+                    f"  store {row['store_per_second']:,.0f}/s ({row['store_vs_raw_embed']:.0%} of raw embedding "
+                    f"{row['raw_embed_per_second']:,.0f}/s); "
+                    f"recall p50 {row['recall_p50_ms']} ms, p99 {row['recall_p99_ms']} ms; "
+                    f"peak RSS {row['peak_rss_mb']} MB"
+                )
+                if out is not None:
+                    write_results(results, out)
     results["machine"]["load_average_end"] = [round(x, 2) for x in os.getloadavg()]
     if out is not None:
         write_results(results, out)
@@ -374,6 +380,7 @@ def _machine() -> dict[str, Any]:
 
 @contextmanager
 def _backend(mode: str, tmp: Path) -> Iterator[tuple[dict[str, Any], subprocess.Popen[bytes] | None]]:
+    """``MemoryEngine`` arguments for the mode, and the Chroma server process in server mode."""
     if mode == "embedded":
         yield {"store": tmp / "store"}, None
         return
@@ -382,6 +389,7 @@ def _backend(mode: str, tmp: Path) -> Iterator[tuple[dict[str, Any], subprocess.
 
 
 def write_results(results: dict[str, Any], out: Path) -> None:
+    """Write the results as JSON and their plot beside it; called after every size, so a crash keeps the rest."""
     from .report import plot_scale
 
     out.parent.mkdir(parents=True, exist_ok=True)

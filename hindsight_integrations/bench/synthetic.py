@@ -184,6 +184,7 @@ QUESTION_TEMPLATES = [
     "Who paid invoice {code}?",
 ]
 _BASE = datetime(2024, 1, 1, tzinfo=UTC)
+_CODE_LETTERS = "ABCDEFGHJKLMNPQRSTUVWXYZ"  # no I or O: codes read like real order/ticket ids
 
 
 def _fill(template: str, rng: random.Random) -> tuple[str, str]:
@@ -206,7 +207,7 @@ def _fill(template: str, rng: random.Random) -> tuple[str, str]:
         allergy=rng.choice(ALLERGIES),
         book=rng.choice(BOOKS),
         number=rng.randrange(3, 60),
-        code=f"{rng.choice('ABCDEFGHJKLMNPQRSTUVWXYZ')}{rng.choice('ABCDEFGHJKLMNPQRSTUVWXYZ')}-{rng.randrange(1000, 99999)}",
+        code=f"{rng.choice(_CODE_LETTERS)}{rng.choice(_CODE_LETTERS)}-{rng.randrange(1000, 99999)}",
         date=f"{when.day} {when.strftime('%B')} {when.year}",
     ), name
 

@@ -3,15 +3,16 @@
 Classic chains call ``load_memory_variables`` before the run and ``save_context`` after
 it. We answer the first with two variables — the session's working window (the live
 conversation, so a restarted process resumes it) and the long-term memories recalled for
-the current input, formatted as SPEC §6's fenced, dated block — and turn the second into
-two ``record_turn`` calls through the MCP client, so the write filter, extraction and
-compression happen server-side exactly as for every other MCP client.
+the current input, formatted as the fenced, dated context block (``core/context.py``) —
+and turn the second into two ``record_turn`` calls through the MCP client, so the write
+filter, extraction and compression happen server-side exactly as for every other MCP
+client (docs/architecture.md, "Writing").
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 
 from langchain_classic.base_memory import BaseMemory
 from langchain_classic.memory.utils import get_prompt_input_key
@@ -84,7 +85,7 @@ class HindsightMemory(BaseMemory):
     top_k: int = Field(5, ge=1)
     min_score: float | None = Field(None, ge=0, le=1)
     token_budget: int | None = Field(
-        500, ge=1, description="Cap on the injected long-term block (SPEC: ≤ 500 tokens typical)."
+        500, ge=1, description="Cap on the injected long-term block (≤ 500 tokens is typical)."
     )
 
     _pool: ClientPool = PrivateAttr()
@@ -101,14 +102,21 @@ class HindsightMemory(BaseMemory):
     @property
     def memory_client(self) -> Any:
         """The MemoryClient in use (resolved on first use, so construction never blocks on I/O)."""
-        return self._pool.get(self.namespace)  # type: ignore[arg-type]
+        # The validator has replaced a missing namespace with the resolved one (or raised).
+        return self._pool.get(cast(str, self.namespace))
 
     @property
     def memory_variables(self) -> list[str]:
+        """``BaseMemory.memory_variables``: the two keys the prompt must have placeholders for.
+
+        ``memory_key`` holds the working window, ``long_term_key`` the recalled block ('' when
+        nothing was recalled), so a prompt template can place them separately.
+        """
         return [self.memory_key, self.long_term_key]
 
     # -- reading ------------------------------------------------------------------------------
     def _query(self, inputs: dict[str, Any]) -> str:
+        """The user's input text: ``input_key``, else the one prompt input that is not ours."""
         key = self.input_key or get_prompt_input_key(inputs, self.memory_variables)
         return message_text(inputs.get(key)).strip()
 
@@ -123,6 +131,13 @@ class HindsightMemory(BaseMemory):
         return {self.memory_key: history, self.long_term_key: context}
 
     def load_memory_variables(self, inputs: dict[str, Any]) -> dict[str, Any]:
+        """``BaseMemory.load_memory_variables``: the working window and the recalled memories.
+
+        Unlike LangChain's buffer memories, the window is read from the server's working
+        memory (so another process, or this one after a restart, sees the same conversation),
+        and the long-term block is recalled for the current input; an empty input skips
+        recall and leaves the block empty.
+        """
         client = self.memory_client
         window = client.working_memory(self.session_id)
         query = self._query(inputs)
@@ -134,6 +149,7 @@ class HindsightMemory(BaseMemory):
         return self._variables(window, recalled)
 
     async def aload_memory_variables(self, inputs: dict[str, Any]) -> dict[str, Any]:
+        """Async ``load_memory_variables``: same variables, through the client's async calls."""
         client = self.memory_client
         window = await client.aworking_memory(self.session_id)
         query = self._query(inputs)
@@ -146,6 +162,7 @@ class HindsightMemory(BaseMemory):
 
     # -- writing ------------------------------------------------------------------------------
     def _turns(self, inputs: dict[str, Any], outputs: dict[str, Any]) -> list[tuple[str, str]]:
+        """(text, role) of the user's input and the chain's answer, leaving out empty ones."""
         said = self._query(inputs)
         if self.output_key:
             out_key = self.output_key
@@ -161,11 +178,18 @@ class HindsightMemory(BaseMemory):
         return [(text, role) for text, role in ((said, "user"), (answer, "assistant")) if text]
 
     def save_context(self, inputs: dict[str, Any], outputs: dict[str, Any]) -> None:
+        """``BaseMemory.save_context``: record the input and the answer as turns, through MCP.
+
+        Nothing is kept in this object: each text becomes a ``record_turn`` call, and the
+        server's write filter and extraction decide what also becomes long-term memory.
+        Raises ``ValueError`` when the chain has several outputs and ``output_key`` is unset.
+        """
         client = self.memory_client
         for text, role in self._turns(inputs, outputs):
             client.record_turn(text, session_id=self.session_id, role=role)
 
     async def asave_context(self, inputs: dict[str, Any], outputs: dict[str, Any]) -> None:
+        """Async ``save_context``: the same turns, through ``arecord_turn``."""
         client = self.memory_client
         for text, role in self._turns(inputs, outputs):
             await client.arecord_turn(text, session_id=self.session_id, role=role)
@@ -175,6 +199,7 @@ class HindsightMemory(BaseMemory):
         self.memory_client.clear_working(self.session_id)
 
     async def aclear(self) -> None:
+        """Async ``clear``: ends this session's working memory; long-term memories are kept."""
         await self.memory_client.aclear_working(self.session_id)
 
 

@@ -44,6 +44,7 @@ def _lookup(source: Any, keys: tuple[str, ...]) -> str | None:
 
 
 def _configurable() -> Mapping[str, Any]:
+    """The run's ``config["configurable"]``, or ``{}`` outside a LangGraph run."""
     try:
         from langgraph.config import get_config
 
@@ -53,6 +54,7 @@ def _configurable() -> Mapping[str, Any]:
 
 
 def _last_human_index(messages: list[AnyMessage]) -> int | None:
+    """Where the current turn starts: the newest ``HumanMessage`` (None when there is none)."""
     for index in range(len(messages) - 1, -1, -1):
         if isinstance(messages[index], HumanMessage):
             return index
@@ -60,6 +62,7 @@ def _last_human_index(messages: list[AnyMessage]) -> int | None:
 
 
 def _with_memories(system: SystemMessage | None, context: str) -> SystemMessage:
+    """A copy of the system message with the recalled block appended (as a text block for list content)."""
     if system is None:
         return SystemMessage(content=context)
     if isinstance(system.content, str):
@@ -67,7 +70,7 @@ def _with_memories(system: SystemMessage | None, context: str) -> SystemMessage:
     return SystemMessage(content=[*system.content, {"type": "text", "text": context}])
 
 
-class HindsightMiddleware(AgentMiddleware):
+class HindsightMiddleware(AgentMiddleware[AgentState[Any], Any]):
     """Recall before the model call, record after the agent run.
 
     ``create_agent(model, tools, middleware=[HindsightMiddleware(namespace="u1")])``, then
@@ -121,6 +124,7 @@ class HindsightMiddleware(AgentMiddleware):
         return validate_namespace(namespace), session
 
     def _require_session(self, session: str | None) -> str:
+        """The session to record into; refuses a missing one unless recording is off."""
         if session is None and self.record_turns:
             raise ConfigurationError(
                 "HindsightMiddleware records each turn into a session: pass session_id=... to it, run the agent "
@@ -129,11 +133,16 @@ class HindsightMiddleware(AgentMiddleware):
         return session or ""
 
     def before_agent(self, state: AgentState, runtime: Runtime[Any]) -> dict[str, Any] | None:
-        # Resolve up front so a misconfigured agent fails before any model tokens are spent.
+        """``AgentMiddleware.before_agent``: check the run names a user (and a session) up front.
+
+        Changes no state; it raises ``ConfigurationError`` so a misconfigured agent fails
+        before any model tokens are spent rather than after the answer.
+        """
         self._require_session(self.scope(runtime)[1])
         return None
 
     async def abefore_agent(self, state: AgentState, runtime: Runtime[Any]) -> dict[str, Any] | None:
+        """Async ``before_agent``: the same check, which does no I/O."""
         return self.before_agent(state, runtime)
 
     # -- recall before each model call --------------------------------------------------------
@@ -142,16 +151,23 @@ class HindsightMiddleware(AgentMiddleware):
 
     @staticmethod
     def _query(request: ModelRequest) -> str:
+        """The recall query: the text of the latest user message ('' skips recall)."""
         index = _last_human_index(request.messages)
         return request.messages[index].text.strip() if index is not None else ""
 
     @staticmethod
     def _inject(request: ModelRequest, result: RecallResult) -> ModelRequest:
+        """The request with the recalled block in its system message, or unchanged when nothing was recalled."""
         if not result.context:
             return request
         return request.override(system_message=_with_memories(request.system_message, result.context))
 
     def wrap_model_call(self, request: ModelRequest, handler: Callable[[ModelRequest], ModelResponse]) -> ModelResponse:
+        """``AgentMiddleware.wrap_model_call``: recall for the latest user message into this call's system message.
+
+        The memories go into an overridden request only, never into the agent state, so
+        they are not checkpointed or recorded back as turns.
+        """
         query = self._query(request)
         if query:
             namespace, _ = self.scope(request.runtime)
@@ -161,6 +177,7 @@ class HindsightMiddleware(AgentMiddleware):
     async def awrap_model_call(
         self, request: ModelRequest, handler: Callable[[ModelRequest], Awaitable[ModelResponse]]
     ) -> ModelResponse:
+        """Async ``wrap_model_call``: the same injection, recalling through ``arecall``."""
         query = self._query(request)
         if query:
             namespace, _ = self.scope(request.runtime)
@@ -193,6 +210,10 @@ class HindsightMiddleware(AgentMiddleware):
         return out
 
     def after_agent(self, state: AgentState, runtime: Runtime[Any]) -> dict[str, Any] | None:
+        """``AgentMiddleware.after_agent``: record the run's turns (see ``turns``) through MCP.
+
+        Returns no state update; with ``record_turns=False`` it does nothing.
+        """
         if not self.record_turns:
             return None
         namespace, session = self.scope(runtime)
@@ -203,6 +224,7 @@ class HindsightMiddleware(AgentMiddleware):
         return None
 
     async def aafter_agent(self, state: AgentState, runtime: Runtime[Any]) -> dict[str, Any] | None:
+        """Async ``after_agent``: the same turns, recorded through ``arecord_turn``."""
         if not self.record_turns:
             return None
         namespace, session = self.scope(runtime)

@@ -8,7 +8,7 @@ translation.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from langchain_core.callbacks import AsyncCallbackManagerForRetrieverRun, CallbackManagerForRetrieverRun
 from langchain_core.documents import Document
@@ -75,9 +75,12 @@ class HindsightRetriever(BaseRetriever):
 
     @property
     def memory_client(self) -> Any:
-        return self._pool.get(self.namespace)  # type: ignore[arg-type]
+        """The MemoryClient in use (resolved on first use, so construction never blocks on I/O)."""
+        # The validator has replaced a missing namespace with the resolved one (or raised).
+        return self._pool.get(cast(str, self.namespace))
 
     def _args(self, k: int | None, filters: dict[str, Any] | None, min_score: float | None) -> dict[str, Any]:
+        """``recall`` arguments: per-call values where given, else the retriever's own."""
         return {
             "top_k": k if k is not None else self.k,
             "min_score": min_score if min_score is not None else self.min_score,
@@ -98,6 +101,11 @@ class HindsightRetriever(BaseRetriever):
         filters: dict[str, Any] | None = None,
         min_score: float | None = None,
     ) -> list[Document]:
+        """``BaseRetriever._get_relevant_documents``: hybrid recall through MCP, one Document per memory.
+
+        Also accepts ``k``, ``filters`` and ``min_score`` per call (``invoke(query, k=2)``),
+        which override the retriever's fields for that call only.
+        """
         return self._documents(self.memory_client.recall(query, **self._args(k, filters, min_score)))
 
     async def _aget_relevant_documents(
@@ -109,6 +117,7 @@ class HindsightRetriever(BaseRetriever):
         filters: dict[str, Any] | None = None,
         min_score: float | None = None,
     ) -> list[Document]:
+        """Async ``_get_relevant_documents``: the same recall through the client's ``arecall``."""
         return self._documents(await self.memory_client.arecall(query, **self._args(k, filters, min_score)))
 
 

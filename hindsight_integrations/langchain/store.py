@@ -29,7 +29,7 @@ import threading
 import uuid
 from collections.abc import Iterable, Mapping
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 
 from langchain_core.runnables import run_in_executor
 from langgraph.store.base import (
@@ -72,7 +72,7 @@ def _flatten(value: Any, prefix: str = "") -> list[str]:
 
 
 def _compare(actual: Any, expected: Any) -> bool:
-    """LangGraph's filter semantics: equality, nested objects, and $eq/$ne/$gt/$gte/$lt/$lte."""
+    """LangGraph's filter semantics: equality, nested objects, and $eq/$ne/$in/$nin/$gt/$gte/$lt/$lte."""
     if isinstance(expected, Mapping):
         if any(str(k).startswith("$") for k in expected):
             return all(_operator(actual, op, operand) for op, operand in expected.items())
@@ -81,6 +81,7 @@ def _compare(actual: Any, expected: Any) -> bool:
 
 
 def _operator(actual: Any, op: str, operand: Any) -> bool:
+    """One ``$op`` comparison; ordering operators compare as numbers and never match non-numbers."""
     if op == "$eq":
         return actual == operand
     if op == "$ne":
@@ -99,10 +100,12 @@ def _operator(actual: Any, op: str, operand: Any) -> bool:
 
 
 def _matches(value: Mapping[str, Any], filter: Mapping[str, Any] | None) -> bool:
+    """Whether an item's value passes a search ``filter``; applied here, after recall or listing."""
     return not filter or all(_compare(value.get(k), v) for k, v in filter.items())
 
 
 def _namespace_matches(condition: MatchCondition, namespace: tuple[str, ...]) -> bool:
+    """``list_namespaces``' prefix/suffix condition, with ``"*"`` matching any one label."""
     path = tuple(condition.path)
     if len(namespace) < len(path):
         return False
@@ -141,11 +144,16 @@ class HindsightStore(BaseStore):
 
     @property
     def memory_client(self) -> Any:
+        """The MemoryClient every operation goes through (resolved on first use)."""
         return self._pool.get(self.namespace)
 
     # -- batch entry points -------------------------------------------------------------------
     def batch(self, ops: Iterable[Op]) -> list[Result]:
-        """Run ops in order, so a get after a put in the same batch sees the put."""
+        """``BaseStore.batch``: run the ops in order through MCP, so a get after a put in the batch sees the put.
+
+        Puts return None in their slot, as LangGraph expects; an op type this store does not
+        know raises ``ValueError`` rather than being skipped.
+        """
         results: list[Result] = []
         for op in ops:
             validate_op_namespace(op)
@@ -163,6 +171,7 @@ class HindsightStore(BaseStore):
         return results
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
+        """``BaseStore.abatch``: ``batch`` run in a worker thread, not a separate async implementation."""
         # The client's sync calls are thread-safe; running the batch in a worker keeps one
         # code path for both APIs and keeps the event loop free while Chroma works.
         return await run_in_executor(None, self.batch, list(ops))
@@ -170,6 +179,7 @@ class HindsightStore(BaseStore):
     # -- mapping ------------------------------------------------------------------------------
     @staticmethod
     def _ns_key(namespace: tuple[str, ...]) -> str:
+        """The namespace tuple as one JSON string, so an exact namespace is a single metadata equality."""
         return json.dumps(list(namespace), ensure_ascii=False)
 
     def _filters(
@@ -180,6 +190,7 @@ class HindsightStore(BaseStore):
         key: str | None = None,
         indexed_only: bool = False,
     ) -> dict[str, Any]:
+        """Recall/list filters for store items: an exact namespace or a prefix (one label per key)."""
         metadata: dict[str, Any] = {MARK: True}
         if exact is not None:
             metadata["lg_ns"] = self._ns_key(exact)
@@ -193,6 +204,7 @@ class HindsightStore(BaseStore):
         return {"metadata": metadata, "statuses": _ACTIVE, "tiers": tiers}
 
     def _text(self, value: Mapping[str, Any], index: list[str] | None) -> str:
+        """The memory content to embed: the indexed fields as lines, else the whole value as JSON."""
         fields = index if index is not None else self.index_fields
         parts: list[str] = []
         for field in fields:
@@ -204,6 +216,7 @@ class HindsightStore(BaseStore):
 
     @staticmethod
     def _item(record: MemoryRecord, score: float | None = None, *, scored: bool = False) -> Item:
+        """The LangGraph item a memory holds (a ``SearchItem`` when ``scored``), with its original created_at."""
         meta = record.metadata
         created = datetime.fromisoformat(meta["lg_created_at"]) if meta.get("lg_created_at") else record.created_at
         fields = {
@@ -221,6 +234,7 @@ class HindsightStore(BaseStore):
         return sorted(found, key=lambda r: r.updated_at, reverse=True)
 
     def _all(self, filters: dict[str, Any]) -> list[MemoryRecord]:
+        """Every memory matching ``filters``, paging through ``list`` (which returns at most ``_PAGE``)."""
         out: list[MemoryRecord] = []
         while True:
             page = self.memory_client.list(filters=filters, limit=_PAGE, offset=len(out))
@@ -229,6 +243,7 @@ class HindsightStore(BaseStore):
                 return out
 
     def _refresh(self, records: Iterable[MemoryRecord]) -> None:
+        """Restart the TTL of items that have one (LangGraph's ``refresh_ttl`` on reads)."""
         for record in records:
             minutes = record.metadata.get("lg_ttl")
             if minutes:
@@ -244,6 +259,7 @@ class HindsightStore(BaseStore):
         return self._item(found[0])
 
     def _search(self, op: SearchOp) -> list[SearchItem]:
+        """Recall over indexed items for a query, else the newest items; one result per key."""
         query = (op.query or "").strip()
         wanted = op.offset + op.limit
         if query:
@@ -267,7 +283,7 @@ class HindsightStore(BaseStore):
         picked = picked[op.offset : wanted]
         if op.refresh_ttl:
             self._refresh(r for r, _ in picked)
-        return [self._item(r, s, scored=True) for r, s in picked]  # type: ignore[misc]
+        return [cast(SearchItem, self._item(r, s, scored=True)) for r, s in picked]
 
     def _list_namespaces(self, op: ListNamespacesOp) -> list[tuple[str, ...]]:
         namespaces = {tuple(json.loads(r.metadata["lg_ns"])) for r in self._all(self._filters())}
@@ -278,6 +294,7 @@ class HindsightStore(BaseStore):
         return sorted(namespaces)[op.offset : op.offset + op.limit]
 
     def _put(self, op: PutOp) -> None:
+        """Create, update in place, replace or (``value=None``) delete the item under (namespace, key)."""
         client = self.memory_client
         # Serialised per store: find-then-create must not race with itself in this process.
         with self._write_lock:

@@ -46,6 +46,8 @@ FORGET_DESCRIPTION = (
 )
 
 
+# The argument schemas carry no class docstrings on purpose: pydantic would put them in the
+# JSON schema sent to the model, next to the tool descriptions above.
 class RememberInput(BaseModel):
     content: str = Field(..., min_length=1, description="The fact to remember, one self-contained sentence.")
     kind: Literal["preference", "fact", "context", "correction", "event"] | None = Field(
@@ -64,6 +66,7 @@ class ForgetInput(BaseModel):
 
 
 def _stored_text(result: StoreResult) -> str:
+    """The tool's answer to ``remember``: what was stored or merged, with ids, or why nothing was."""
     if result.stored:
         merged = set(result.merged)
         return "\n".join(
@@ -74,6 +77,7 @@ def _stored_text(result: StoreResult) -> str:
 
 
 def _recalled_text(result: RecallResult) -> str:
+    """The tool's answer to ``recall``: dated memory lines with the ids ``forget`` takes."""
     if not result.hits:
         return f"No memories found for {result.query!r}."
     return "\n".join(f"{memory_line(h.record)} [id: {h.record.id}]" for h in result.hits)

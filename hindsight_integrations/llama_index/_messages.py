@@ -2,7 +2,7 @@
 
 A memory is text, but a chat message is a list of blocks: text, images, audio, documents,
 tool calls, thinking. Text (and citation text) is stored as is; a tool call becomes a short
-readable line so the turn still says what happened; thinking is never stored (SPEC §5: no
+readable line so the turn still says what happened; thinking is never stored (no
 chain-of-thought); binary media cannot be embedded as text and are skipped with a log line.
 
 Tool calling needs more than text to be replayed: an OpenAI-style API rejects a ``tool``
@@ -57,15 +57,18 @@ _ROLE_MAP: dict[str, Role] = {
 
 
 def hindsight_role(message: ChatMessage) -> Role:
+    """The turn role a message is recorded with; roles Hindsight does not know count as the user's."""
     role = message.role.value if isinstance(message.role, MessageRole) else str(message.role)
     return _ROLE_MAP.get(role, Role.USER)
 
 
 def is_injected_context(message: ChatMessage) -> bool:
+    """Whether this is the recalled-memory message we injected (never to be recorded or used as a query)."""
     return bool(message.additional_kwargs.get(CONTEXT_FLAG))
 
 
 def _tool_call_line(name: str, arguments: Any) -> str:
+    """A tool call as one readable line, so the recorded turn still says what was called."""
     try:
         args = arguments if isinstance(arguments, str) else json.dumps(arguments, ensure_ascii=False, default=str)
     except (TypeError, ValueError):
@@ -119,6 +122,7 @@ def rejected_text(exc: InvalidInputError, *fields: str) -> bool:
 
 
 def _get(obj: Any, key: str) -> Any:
+    """``key`` of a tool call given as a dict or as an object (integrations use both)."""
     return obj.get(key) if isinstance(obj, dict) else getattr(obj, key, None)
 
 
@@ -144,7 +148,7 @@ def turn_to_message(record: MemoryRecord) -> ChatMessage:
     if isinstance(data, dict):
         try:
             return ChatMessage.model_validate(data)
-        except Exception as exc:  # a snapshot from another version must not break the chat
+        except Exception as exc:  # noqa: BLE001 - a snapshot from another version must not break the chat
             log.warning("could not restore the message of turn %s (%s); using its text", record.id, exc)
     if record.role is Role.TOOL:
         # A tool result without its call id cannot be replayed as a tool message.
@@ -156,6 +160,7 @@ def turn_to_message(record: MemoryRecord) -> ChatMessage:
 
 
 def _call_ids(message: ChatMessage) -> set[str]:
+    """The tool-call ids an assistant message opens, from blocks and from OpenAI-style kwargs."""
     ids = {b.tool_call_id for b in message.blocks if isinstance(b, ToolCallBlock) and b.tool_call_id}
     ids.update(str(_get(c, "id")) for c in message.additional_kwargs.get("tool_calls") or [] if _get(c, "id"))
     return ids

@@ -1,6 +1,6 @@
 """Recall parameters shared by the chat memory and the memory block, and the context they build.
 
-Both surfaces inject the SPEC §6 block (dated lines between clear markers). The chat memory
+Both surfaces inject the context block (dated lines between clear markers). The chat memory
 additionally leaves out memories that were distilled from turns still in its working
 window: they are already in the prompt verbatim, and repeating them as "memories from
 earlier conversations" would both waste the budget and mislabel them.
@@ -18,7 +18,7 @@ from ..core.filters import RecallFilters
 from ..core.results import RecallHit
 
 _SERVER_TOP_K_CAP = 200
-DEFAULT_TOKEN_BUDGET = 500  # SPEC §2/§11: injected context ≤ 500 tokens
+DEFAULT_TOKEN_BUDGET = 500  # injected context ≤ 500 tokens: a few relevant memories, not the history
 
 
 class RecallOptions(BaseModel):
@@ -57,8 +57,11 @@ class RecallOptions(BaseModel):
 
 
 def check_filters(value: dict[str, Any] | None) -> dict[str, Any] | None:
-    """Validate recall filters when an adapter is built: a typo in a filter must not surface
-    as a failed recall on every model call."""
+    """Validate recall filters when an adapter is built, and return them unchanged.
+
+    A typo in a filter must fail once, at construction, not as a failed recall on every
+    model call.
+    """
     if value is not None:
         RecallFilters.model_validate(value)
     return value
@@ -93,4 +96,5 @@ def select_hits(
 
 
 def context_of(selected: Selected) -> str:
+    """The dated context block for the selected hits, with their (possibly trimmed) texts; '' if none."""
     return format_context([(hit.record, text) for hit, text in selected])

@@ -11,7 +11,7 @@ Drop it in wherever LlamaIndex takes ``memory=``: ``SimpleChatEngine``,
   memory, and it compresses the window when it grows past its threshold.
 * ``get`` returns the working window (so a restarted process resumes the conversation) with
   one system message in front holding the long-term memories recalled for the current
-  input, in the SPEC §6 format.
+  input, in the dated context-block format (``core/context.py``).
 * ``reset`` clears the session's working memory only; what was learned stays.
 """
 
@@ -105,10 +105,11 @@ class HindsightChatMemory(BaseMemory):
 
     @classmethod
     def class_name(cls) -> str:
+        """LlamaIndex's serialisation name for this class (``BaseComponent.class_name``)."""
         return "HindsightChatMemory"
 
     @classmethod
-    def from_defaults(  # type: ignore[override]
+    def from_defaults(
         cls,
         namespace: str | None = None,
         session_id: str | None = None,
@@ -118,7 +119,11 @@ class HindsightChatMemory(BaseMemory):
         chat_history: list[ChatMessage] | None = None,
         **kwargs: Any,
     ) -> HindsightChatMemory:
-        """Build a chat memory; ``chat_history`` (optional) replaces the session's window."""
+        """``BaseMemory.from_defaults``: build a chat memory; ``chat_history`` (optional) replaces the session's window.
+
+        Unlike ``ChatMemoryBuffer.from_defaults`` there is no ``llm`` or ``token_limit``: the
+        window is kept within budget by server-side compression, not by a tokenizer here.
+        """
         if session_id is not None:
             kwargs["session_id"] = session_id
         memory = cls(namespace=namespace, client=client, engine=engine, **kwargs)
@@ -133,6 +138,7 @@ class HindsightChatMemory(BaseMemory):
 
     @property
     def recall_options(self) -> RecallOptions:
+        """This memory's recall fields as one validated ``RecallOptions`` (shared with the memory block)."""
         return RecallOptions.of(self)
 
     # -- writing ------------------------------------------------------------------------------
@@ -153,7 +159,12 @@ class HindsightChatMemory(BaseMemory):
         }
 
     def put(self, message: ChatMessage) -> None:
-        """Record one message as a turn (write filter, extraction and compression run server-side)."""
+        """``BaseMemory.put``: record one message as a turn of the session, through MCP.
+
+        The write filter, extraction and compression run server-side. Our own injected
+        context and messages without text are skipped; a message the server refuses for its
+        text (too large, empty after cleaning) is logged and dropped so the chat goes on.
+        """
         turn = self._turn(message)
         if turn is not None:
             try:
@@ -164,6 +175,7 @@ class HindsightChatMemory(BaseMemory):
                 log.warning("message not recorded in memory: %s", exc)
 
     async def aput(self, message: ChatMessage) -> None:
+        """``BaseMemory.aput``: ``put`` through the client's ``arecord_turn``."""
         turn = self._turn(message)
         if turn is not None:
             try:
@@ -174,10 +186,12 @@ class HindsightChatMemory(BaseMemory):
                 log.warning("message not recorded in memory: %s", exc)
 
     def put_messages(self, messages: list[ChatMessage]) -> None:
+        """``BaseMemory.put_messages``: ``put`` each message in order, one ``record_turn`` each."""
         for message in messages:
             self.put(message)
 
     async def aput_messages(self, messages: list[ChatMessage]) -> None:
+        """``BaseMemory.aput_messages``: ``aput`` each message in order."""
         for message in messages:
             await self.aput(message)
 
@@ -196,39 +210,48 @@ class HindsightChatMemory(BaseMemory):
         return bool(window), wanted
 
     def set(self, messages: list[ChatMessage]) -> None:
-        """Make ``messages`` the session's working window (long-term memory is kept)."""
+        """``BaseMemory.set``: make ``messages`` the session's working window (long-term memory is kept).
+
+        A history that extends the stored window only has its new tail recorded; any other
+        history clears the window and is recorded whole.
+        """
         clear, todo = self._to_append(self._client.working_memory(self.session_id), messages)
         if clear:
             self._client.clear_working(self.session_id)
         self.put_messages(todo)
 
     async def aset(self, messages: list[ChatMessage]) -> None:
+        """``BaseMemory.aset``: ``set`` through the client's async calls."""
         clear, todo = self._to_append(await self._client.aworking_memory(self.session_id), messages)
         if clear:
             await self._client.aclear_working(self.session_id)
         await self.aput_messages(todo)
 
     def reset(self) -> None:
-        """Clear this session's working memory; long-term memories are untouched."""
+        """``BaseMemory.reset``: clear this session's working memory; long-term memories are untouched."""
         self._client.clear_working(self.session_id)
 
     async def areset(self) -> None:
+        """``BaseMemory.areset``: ``reset`` through ``aclear_working``."""
         await self._client.aclear_working(self.session_id)
 
     # -- reading ------------------------------------------------------------------------------
     @staticmethod
     def _history(window: list[MemoryRecord]) -> list[ChatMessage]:
+        """The window's turns as chat messages, minus tool results whose call was compressed away."""
         return sanitize_history([turn_to_message(r) for r in window])
 
     def get_all(self) -> list[ChatMessage]:
-        """The session's working window as chat messages, without recalled memories."""
+        """``BaseMemory.get_all``: the session's working window as chat messages, without recalled memories."""
         return self._history(self._client.working_memory(self.session_id))
 
     async def aget_all(self) -> list[ChatMessage]:
+        """``BaseMemory.aget_all``: ``get_all`` through ``aworking_memory``."""
         return self._history(await self._client.aworking_memory(self.session_id))
 
     @staticmethod
     def _query(input: Any, history: list[ChatMessage]) -> str:
+        """The recall query: ``input`` when given, else the latest user message of the window."""
         if isinstance(input, ChatMessage):
             text = message_text(input)
         elif isinstance(input, str) and input.strip():
@@ -241,6 +264,7 @@ class HindsightChatMemory(BaseMemory):
     def _assemble(
         self, window: list[MemoryRecord], history: list[ChatMessage], result: RecallResult | None
     ) -> list[ChatMessage]:
+        """The history with the recalled block in a leading system message (or the latest user message)."""
         if result is None:
             return history
         selected = select_hits(
@@ -265,7 +289,7 @@ class HindsightChatMemory(BaseMemory):
         return [block, *history]
 
     def get(self, input: str | None = None, **kwargs: Any) -> list[ChatMessage]:
-        """Working window plus the long-term memories recalled for ``input``.
+        """``BaseMemory.get``: the working window plus the long-term memories recalled for ``input``.
 
         ``input`` defaults to the latest user message of the window (agents call ``aget()``
         right after putting the user's message). Extra keyword arguments that chat engines
@@ -286,6 +310,7 @@ class HindsightChatMemory(BaseMemory):
         return self._assemble(window, history, result)
 
     async def aget(self, input: str | None = None, **kwargs: Any) -> list[ChatMessage]:
+        """``BaseMemory.aget``: ``get`` through the client's async calls (what the workflow agents call)."""
         window = await self._client.aworking_memory(self.session_id)
         history = self._history(window)
         query = self._query(input, history)

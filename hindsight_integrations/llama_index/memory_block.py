@@ -7,7 +7,7 @@ the long-term side of that design:
 * ``_aput`` receives the flushed messages and stores them through the MCP client; the
   server's write filter drops chit-chat and keeps preferences, facts and decisions.
 * ``_aget`` recalls the memories relevant to the latest messages and returns them as the
-  SPEC §6 block, which ``Memory`` renders into its system message.
+  dated context block (``core/context.py``), which ``Memory`` renders into its system message.
 * ``atruncate`` gives up the lowest-scoring memories first when ``Memory`` needs the
   tokens back (only for blocks with ``priority`` > 0: priority 0 means never truncate).
 """
@@ -77,13 +77,16 @@ class HindsightMemoryBlock(BaseMemoryBlock[str]):
 
     @property
     def client(self) -> MemoryClient:
+        """The MCP client this block recalls and stores through."""
         return self._client
 
     @property
     def recall_options(self) -> RecallOptions:
+        """This block's recall fields as one validated ``RecallOptions`` (shared with the chat memory)."""
         return RecallOptions.of(self)
 
     def _query(self, messages: list[ChatMessage]) -> str:
+        """The recall query: the latest user message, or the last ``query_messages`` messages joined."""
         live = [m for m in messages if not is_injected_context(m)]
         if self.query_messages == 1:
             return latest_user_text(live)[-_MAX_QUERY_CHARS:]
@@ -91,7 +94,11 @@ class HindsightMemoryBlock(BaseMemoryBlock[str]):
         return "\n".join(t for t in texts if t)[-_MAX_QUERY_CHARS:]
 
     async def _aget(self, messages: list[ChatMessage] | None = None, **block_kwargs: Any) -> str:
-        """The memories relevant to the latest messages, as the SPEC §6 block ('' if none)."""
+        """``BaseMemoryBlock._aget``: the memories relevant to the latest messages, as the dated context block.
+
+        Returns '' when there is no query or nothing is recalled. The hits behind each block
+        are remembered (the last 64), so ``atruncate`` can drop the lowest-scoring first.
+        """
         query = self._query(messages or [])
         if not query:
             return ""
@@ -111,7 +118,12 @@ class HindsightMemoryBlock(BaseMemoryBlock[str]):
         return context
 
     async def _aput(self, messages: list[ChatMessage]) -> None:
-        """Store the messages ``Memory`` flushed out of its queue (the write filter picks what stays)."""
+        """``BaseMemoryBlock._aput``: store the messages ``Memory`` flushed out of its queue, through MCP.
+
+        One batch with an idempotent request id (a retried flush stores nothing twice); the
+        server's write filter picks what stays. If the server refuses one message's text the
+        batch is retried one by one, so the other messages are still stored.
+        """
         items: list[dict[str, Any]] = []
         for message in messages:
             if is_injected_context(message):
@@ -147,7 +159,11 @@ class HindsightMemoryBlock(BaseMemoryBlock[str]):
                     log.warning("flushed message not stored: %s", item_exc)
 
     async def atruncate(self, content: str, tokens_to_truncate: int) -> str | None:
-        """Drop the lowest-scoring memories until about ``tokens_to_truncate`` tokens are freed."""
+        """``BaseMemoryBlock.atruncate``: drop the lowest-scoring memories until ``tokens_to_truncate`` are freed.
+
+        Returns None when nothing is left. A block this object did not build (its hits are
+        unknown) loses its oldest lines instead.
+        """
         if not content or tokens_to_truncate <= 0:
             return content or None
         selected = self._selected.get(content)

@@ -67,7 +67,7 @@ def hit_to_node(hit: RecallHit) -> NodeWithScore:
 
 
 class HindsightRetriever(BaseRetriever):
-    """Retrieve a user's long-term memories (hybrid recall, SPEC §6) as ``NodeWithScore``.
+    """Retrieve a user's long-term memories as ``NodeWithScore`` (hybrid recall: docs/architecture.md, "Recall").
 
     ``score`` is Hindsight's fused score (similarity, recency, importance, access); the
     relevance part alone is in ``metadata["relevance"]`` and the cosine similarity (what
@@ -106,6 +106,7 @@ class HindsightRetriever(BaseRetriever):
 
     @property
     def client(self) -> MemoryClient:
+        """The MCP client this retriever recalls through."""
         return self._client
 
     @staticmethod
@@ -113,9 +114,15 @@ class HindsightRetriever(BaseRetriever):
         return [hit_to_node(h) for h in result.hits]
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
+        """``BaseRetriever._retrieve``: recall through MCP for the query text, one node per memory.
+
+        The query's own embedding, if any, is not used: the server embeds the text with the
+        model its memories were stored with.
+        """
         return self._nodes(self._client.recall(query_bundle.query_str, **self.options.call_kwargs()))
 
     async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
+        """``BaseRetriever._aretrieve``: ``_retrieve`` through the client's ``arecall``."""
         return self._nodes(await self._client.arecall(query_bundle.query_str, **self.options.call_kwargs()))
 
 
