@@ -275,7 +275,7 @@ def test_turns_working_memory_compression_and_clear(client: MemoryClient) -> Non
             role="user" if n % 2 else "assistant",
         )
     window = client.working_memory(session)
-    assert [t.id for t in window][0] == first.turn.id and len(window) == 8
+    assert window[0].id == first.turn.id and len(window) == 8
     compression = client.compress(session, threshold_tokens=30)
     assert compression is not None and compression.summaries and set(compression.archived_ids) <= {t.id for t in window}
     assert len(client.working_memory(session)) < 8

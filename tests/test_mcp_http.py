@@ -118,7 +118,8 @@ def test_malformed_bodies_get_an_error_and_the_server_keeps_serving(base: str, a
     for body in (
         b"\xff\xfe not utf-8",
         b"{not json",
-        b'{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "store_memory", "arguments": {"content": "\\ud800"}}}',
+        b'{"jsonrpc": "2.0", "id": 1, "method": "tools/call", '
+        b'"params": {"name": "store_memory", "arguments": {"content": "\\ud800"}}}',
     ):
         response = httpx.post(f"{base}/mcp", content=body, headers=auth)
         assert response.status_code in (200, 400)
@@ -145,7 +146,8 @@ def test_a_client_killed_mid_call_loses_nothing_acknowledged(base: str, alice: M
         from hindsight_integrations.mcp import MemoryClient
         client = MemoryClient.http({base + "/mcp"!r}, token={ALICE!r})
         for n in range(1000):
-            result = client.store("Batch {tag} fact number %d: the user owns plant %d" % (n, n), request_id="{tag}-%d" % n)
+            text = "Batch {tag} fact number %d: the user owns plant %d" % (n, n)
+            result = client.store(text, request_id="{tag}-%d" % n)
             print(result.ids[0], flush=True)
     """)
     proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True, cwd=REPO)

@@ -343,6 +343,3 @@ class MemoryEngine:
 
 
 __all__ = ["MemoryEngine"]
-
-# Temporary, while mcp/ moves to core.results (removed before this lands).
-from .results import SkippedMemory  # noqa: E402,F401

@@ -1,40 +1,104 @@
-"""Validated inputs of the write API.
+"""Validated inputs of the write API, declared once for every caller.
 
-``MemoryInput`` is what a caller may say about a new memory; strings are checked here
-(empty, too large, not valid UTF-8, control characters) so that a bad item of a batch is
-rejected, with its position, before anything of the batch is written.
+``MemoryItem`` holds every field a caller may say about a new memory, with the descriptions
+a model reads and the leniency models need (a bare string item, a JSON string, enum values
+in the wrong case, metadata sent as a JSON string). The engine's ``MemoryInput`` adds the
+server-only ``source``; the MCP server takes ``MemoryItem`` as the item of a ``store_memory``
+batch and generates that tool's single-memory parameters from its fields, so the three can
+no longer drift apart. Strings are checked here (empty, too large, not valid UTF-8, control
+characters) so that a bad item of a batch is rejected, with its position, before anything of
+the batch is written.
 """
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from .errors import InvalidInputError
 from .records import Kind, Role, Source, Tier
 from .text import clean_text
 
 
-class MemoryInput(BaseModel):
-    """One memory to store. Only ``content`` is required."""
+def lower_text(value: Any) -> Any:
+    """``value`` trimmed and lower-cased when it is text, else unchanged (pydantic then judges it)."""
+    return value.strip().lower() if isinstance(value, str) else value
 
-    model_config = ConfigDict(extra="forbid", str_strip_whitespace=False)
 
-    content: str = Field(..., description="the text to remember")
-    role: Role = Role.USER
-    kind: Kind | None = None
-    tier: Tier | None = None
-    importance: float | None = Field(None, ge=0, le=1)
-    metadata: dict[str, Any] = Field(default_factory=dict)
-    occurred_at: datetime | None = None
-    ttl_seconds: int | None = Field(None, gt=0)
-    session_id: str | None = None
-    agent_id: str | None = None
-    entities: list[str] = Field(default_factory=list)
-    context: str | None = None
-    source: Source | None = None
+Lower = BeforeValidator(lower_text)
+"""Enum values and booleans as models write them (``"PREFERENCE"``, ``" False"``): trimmed and
+lower-cased before validation, so the value is read instead of the call being refused."""
+
+Flag = Annotated[bool, Lower]
+"""A boolean argument that also accepts ``"true"``/``"False "`` as text."""
+
+
+def _json_object(value: Any) -> Any:
+    if isinstance(value, str):
+        try:
+            return json.loads(value)
+        except json.JSONDecodeError:
+            return value
+    return value
+
+
+JsonObject = BeforeValidator(_json_object)
+"""An object argument that models sometimes send as a JSON string: parsed before validation."""
+
+
+class MemoryItem(BaseModel):
+    """One new memory as any caller may describe it; only ``content`` is required, the rest is inferred.
+
+    Not validated here: size limits and control characters (``parse_inputs`` checks them,
+    against the store's configured limit) and ``source`` (set by the server, see ``MemoryInput``).
+    """
+
+    model_config = ConfigDict(
+        extra="forbid",
+        str_strip_whitespace=False,
+        json_schema_extra={"description": "One memory of a ``store_memory`` batch."},
+    )
+
+    content: str = Field(..., description="The text to remember, self-contained (max 32 KB).")
+    role: Annotated[Role, Lower] = Field(Role.USER, description="Who said it: user, assistant, tool or system.")
+    kind: Annotated[Kind | None, Lower] = Field(
+        None, description="preference, fact, context, correction or event; inferred when omitted."
+    )
+    tier: Annotated[Tier | None, Lower] = Field(
+        None, description="Force a tier; normally inferred (preferences and corrections are semantic)."
+    )
+    importance: float | None = Field(None, ge=0, le=1, description="0-1; inferred when omitted.")
+    metadata: Annotated[dict[str, Any], JsonObject] = Field(
+        default_factory=dict, description="Free-form JSON attached to the memory; scalar values can be filtered on."
+    )
+    occurred_at: datetime | None = Field(None, description="ISO 8601 time it was stated; defaults to now.")
+    ttl_seconds: int | None = Field(
+        None, gt=0, description="Forget automatically after this many seconds (temporary facts)."
+    )
+    session_id: str | None = Field(None, description="Conversation the memory came from.")
+    agent_id: str | None = Field(None, description="The agent that wrote it, when several agents share the memory.")
+    entities: list[str] = Field(
+        default_factory=list, description="Names the memory is about (people, projects); recall favours them."
+    )
+    context: str | None = Field(
+        None, description="Surrounding text indexed with the memory but not returned as its content."
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _bare_string(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            stripped = value.strip()
+            if stripped.startswith("{"):
+                try:
+                    return json.loads(stripped)
+                except json.JSONDecodeError:
+                    pass
+            return {"content": value}
+        return value
 
     @field_validator("content", mode="before")
     @classmethod
@@ -51,7 +115,18 @@ class MemoryInput(BaseModel):
         return value
 
 
+class MemoryInput(MemoryItem):
+    """A ``MemoryItem`` plus provenance, which only the engine's own callers may set.
+
+    Over MCP the server decides where a memory came from, so ``source`` is not a field a
+    client can send (``MemoryItem`` has none and forbids unknown fields).
+    """
+
+    source: Source | None = None
+
+
 def validate_content(content: str, *, max_bytes: int, field: str = "content") -> str:
+    """``content`` cleaned of control characters, or InvalidInputError naming ``field`` (type, size, UTF-8, empty)."""
     if not isinstance(content, str):
         raise InvalidInputError(field, f"must be a string, got {type(content).__name__}")
     try:
@@ -68,7 +143,7 @@ def validate_content(content: str, *, max_bytes: int, field: str = "content") ->
 
 def parse_inputs(items: Any, *, max_bytes: int, field: str = "memories") -> list[MemoryInput]:
     """Validate a batch. Any bad item raises InvalidInputError naming ``memories[i].field``."""
-    if isinstance(items, (str, dict, MemoryInput)):
+    if isinstance(items, (str, dict, MemoryItem)):
         items = [items]
     if not isinstance(items, (list, tuple)):
         raise InvalidInputError(field, f"must be a list of memories, got {type(items).__name__}")
@@ -79,6 +154,8 @@ def parse_inputs(items: Any, *, max_bytes: int, field: str = "memories") -> list
         prefix = f"{field}[{n}]." if len(items) > 1 else ""
         if isinstance(item, str):
             item = {"content": item}
+        elif isinstance(item, MemoryItem) and not isinstance(item, MemoryInput):
+            item = item.model_dump(exclude_unset=True)
         try:
             parsed = item if isinstance(item, MemoryInput) else MemoryInput.model_validate(item)
         except ValidationError as exc:

@@ -14,7 +14,7 @@ from .errors import (
     MemoryToolInputError,
     MemoryToolNotFoundError,
 )
-from .schemas import MAX_BATCH
+from .wire import MAX_BATCH
 
 __all__ = [
     "MAX_BATCH",

@@ -14,6 +14,7 @@ from ..core.errors import HindsightError
 
 
 def parser() -> argparse.ArgumentParser:
+    """The command line; every option falls back to an environment variable an MCP host config can set."""
     env = os.environ.get
     p = argparse.ArgumentParser(prog="python -m hindsight_integrations.mcp", description="Hindsight MCP memory server")
     p.add_argument(
@@ -49,8 +50,9 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Serve until stopped; a configuration error is one line on stderr and exit status 2, not a traceback."""
     args = parser().parse_args(argv)
-    from .server import run
+    from .startup import run
 
     try:
         run(

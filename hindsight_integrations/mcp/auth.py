@@ -68,6 +68,7 @@ def load_token_map(
 
 
 def validate_token_map(tokens: Mapping[str, str]) -> dict[str, str]:
+    """The token map with every namespace checked; short tokens refused (they could be guessed)."""
     if not tokens:
         raise ConfigurationError("token map is empty: give at least one token, or no token map to disable auth")
     out = {}
@@ -96,6 +97,7 @@ class BearerNamespaceMiddleware:
         return found
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Pass public paths through; otherwise answer 401 or serve the request bound to the token's namespace."""
         if scope["type"] != "http" or scope.get("path") in PUBLIC_PATHS:
             await self.app(scope, receive, send)
             return

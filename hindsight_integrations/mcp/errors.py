@@ -19,12 +19,16 @@ class MemoryServerUnavailableError(HindsightError):
     """The memory server could not be reached or stopped answering.
 
     ``transport`` is "stdio", "http" or "in-process"; ``target`` is the command or URL.
+    ``before_send`` is True when the failure happened before the call could have reached the
+    server (no connection, refused handshake): retrying then cannot run a write twice, so even
+    a non-idempotent call is retried. False means "possibly sent", the safe assumption.
     """
 
-    def __init__(self, transport: str, target: str, reason: str) -> None:
+    def __init__(self, transport: str, target: str, reason: str, *, before_send: bool = False) -> None:
         self.transport = transport
         self.target = target
         self.reason = reason
+        self.before_send = before_send
         super().__init__(f"memory server unavailable ({transport} {target}): {reason}")
 
 
@@ -48,6 +52,8 @@ class MemoryNamespaceError(MemoryAuthError):
 class MemoryToolError(HindsightError):
     """The server ran a tool and reported an error; ``message`` is the server's explanation."""
 
+    field: str | None
+
     def __init__(
         self,
         tool: str,
@@ -69,7 +75,13 @@ class MemoryToolError(HindsightError):
 
 
 class MemoryToolInputError(MemoryToolError, InvalidInputError):
-    """The server rejected the arguments (validation); ``field`` names the bad argument."""
+    """The server rejected the arguments (validation); ``field`` names the bad argument.
+
+    As for every ``InvalidInputError``, ``field`` is a string: ``"arguments"`` when the server
+    named no field (an unknown tool).
+    """
+
+    field: str
 
     def __init__(
         self,
@@ -81,6 +93,7 @@ class MemoryToolInputError(MemoryToolError, InvalidInputError):
         details: dict[str, Any] | None = None,
     ) -> None:
         MemoryToolError.__init__(self, tool, message, error_type=error_type, field=field, details=details)
+        self.field = field or "arguments"
 
 
 class MemoryToolNotFoundError(MemoryToolError, MemoryNotFoundError):
@@ -120,6 +133,7 @@ def tool_error(tool: str, payload: dict[str, Any] | None, text: str) -> MemoryTo
 
 __all__ = [
     "MemoryAuthError",
+    "MemoryNamespaceError",
     "MemoryServerUnavailableError",
     "MemoryTimeoutError",
     "MemoryToolError",

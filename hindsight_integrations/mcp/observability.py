@@ -26,6 +26,7 @@ class JsonFormatter(logging.Formatter):
     """One JSON object per line; fields passed as ``extra={"fields": {...}}`` are merged in."""
 
     def format(self, record: logging.LogRecord) -> str:
+        """The record as one JSON line, so log pipelines can filter on tool, namespace and outcome."""
         data: dict[str, Any] = {
             "ts": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(record.created)) + f".{int(record.msecs):03d}Z",
             "level": record.levelname.lower(),
@@ -105,6 +106,7 @@ class ServerMetrics:
         )
 
     def observe_call(self, tool: str, outcome: str, seconds: float) -> None:
+        """Count one tool call and record its latency, by tool and outcome."""
         self.calls.labels(tool, outcome).inc()
         self.latency.labels(tool, outcome).observe(seconds)
 

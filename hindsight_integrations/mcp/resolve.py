@@ -15,6 +15,7 @@ engine per store, so serving many users loads the embedding model once.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 from typing import TYPE_CHECKING, Any
@@ -148,6 +149,7 @@ class ClientPool:
         self._lock = threading.Lock()
 
     def get(self, namespace: str) -> MemoryClient:
+        """The client for ``namespace``, resolved on first use and kept."""
         with self._lock:
             found = self._clients.get(namespace)
             if found is None:
@@ -162,10 +164,8 @@ def clear_client_cache() -> None:
         _env_clients.clear()
         _env_engines.clear()
     for client in clients:
-        try:
+        with contextlib.suppress(Exception):  # best effort: one dead transport must not keep the others open
             client.close()
-        except Exception:  # best effort: one dead transport must not keep the others open
-            pass
 
 
 __all__ = [

@@ -1,0 +1,104 @@
+"""The conventions both ends of the MCP connection follow besides the argument and result models.
+
+The namespace capability (how a server says whose memories a session serves), how arguments
+are made JSON-ready (refusing text the transport cannot encode), how a tool error travels
+(``{"error": {"type", "message", "field", ...}}`` in the structured content, rebuilt by the
+client as the most specific ``MemoryToolError``) and how a validation error is phrased.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from mcp.types import CallToolResult
+from pydantic import ValidationError
+from pydantic_core import to_jsonable_python
+
+from ..core.errors import InvalidInputError
+from .errors import MemoryToolError, tool_error
+
+CAPABILITY = "hindsight"
+"""Key of the server's experimental capability that reports the namespace a session serves.
+
+The MCP initialize result is the one answer every transport gets before any tool call, and
+over HTTP it is computed for the request's bearer token, so it is where a client learns
+(and checks) whose memories it is about to read and write.
+"""
+
+
+def capability(namespace: str | None) -> dict[str, dict[str, Any]]:
+    """The experimental capabilities a server announces for a session serving ``namespace``."""
+    return {CAPABILITY: {"namespace": namespace}} if namespace else {}
+
+
+def announced_namespace(experimental: dict[str, dict[str, Any]] | None) -> str | None:
+    """The namespace a server announced in its initialize result (None: an older server, or none)."""
+    value = (experimental or {}).get(CAPABILITY, {}).get("namespace")
+    return value if isinstance(value, str) else None
+
+
+def validation_message(exc: ValidationError) -> tuple[str, str]:
+    """(field, message) of the first pydantic error, phrased for a model to act on.
+
+    Locations read like the arguments the model wrote: ``memories[3].importance``.
+    """
+    err = exc.errors()[0]
+    loc = ""
+    for part in err["loc"]:
+        if isinstance(part, int):
+            loc += f"[{part}]"
+        elif part not in ("function-after", "function-before", "str", "int", "float", "dict", "list"):
+            loc += f".{part}" if loc else str(part)
+    message = err["msg"]
+    if err["type"] != "missing" and "input" in err:
+        shown = repr(err["input"])
+        if len(shown) > 80:
+            shown = shown[:77] + "..."
+        message = f"{message} (got {shown})"
+    return loc or "arguments", message
+
+
+def prepare_arguments(arguments: dict[str, Any] | None) -> dict[str, Any]:
+    """JSON-ready arguments, None dropped; text that cannot be UTF-8 encoded is refused here.
+
+    A lone surrogate cannot be serialised as UTF-8: sent as is, it breaks the transport's
+    writer (on stdio, the whole connection), so it is an input error, caught before sending.
+    """
+    args = to_jsonable_python({k: v for k, v in (arguments or {}).items() if v is not None})
+    _check_utf8(args, "")
+    return args
+
+
+def _check_utf8(value: Any, path: str) -> None:
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            raise InvalidInputError(
+                path or "arguments", "is not valid UTF-8 text (it contains unpaired surrogates)"
+            ) from None
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            _check_utf8(key, path)
+            _check_utf8(item, f"{path}.{key}" if path else str(key))
+    elif isinstance(value, list):
+        for n, item in enumerate(value):
+            _check_utf8(item, f"{path}[{n}]")
+
+
+def parse_result(tool: str, result: CallToolResult) -> dict[str, Any]:
+    """The structured content of a tool result; a tool error becomes the most specific ``MemoryToolError``."""
+    text = "\n".join(getattr(c, "text", "") for c in result.content if getattr(c, "type", None) == "text")
+    data = result.structuredContent
+    if result.isError:
+        payload = data.get("error") if isinstance(data, dict) else None
+        raise tool_error(tool, payload, text.removeprefix("Error: "))
+    if data is None:
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError:
+            raise MemoryToolError(
+                tool, f"the server returned no structured result: {text[:200]}", error_type="protocol_error"
+            ) from None
+    return data

@@ -1,0 +1,120 @@
+"""The text half of each tool result: what a model reads when it ignores the structured content.
+
+Many MCP hosts show a model only the text of a tool result, so each one says what happened
+in a few lines a model can act on (ids to update or forget, why an item was not stored).
+The structured half is ``wire``'s result models; these functions render those same models.
+"""
+
+from __future__ import annotations
+
+from ..core.context import memory_line
+from ..core.records import MemoryRecord
+from ..core.results import NamespaceStats
+from .wire import CompressOut, RecallOut, StoreOut, TurnOut
+
+
+def store_text(data: StoreOut) -> str:
+    """What ``store_memory`` did: stored, merged, superseded and skipped items."""
+    lines = []
+    if data.replayed:
+        lines.append(f"request_id {data.request_id!r} was already processed; nothing new written.")
+    lines.append(f"Stored {len(data.stored)} memor{'y' if len(data.stored) == 1 else 'ies'}.")
+    lines.extend(f"- [{r.id}] {r.kind.value}/{r.tier.value}: {short(r.content)}" for r in data.stored)
+    if data.merged:
+        lines.append(f"Merged into existing: {', '.join(data.merged)}")
+    if data.superseded:
+        lines.append(f"Superseded (older values): {', '.join(data.superseded)}")
+    if data.skipped:
+        lines.append(f"Not stored ({len(data.skipped)}):")
+        lines.extend(f"- item {s.index}: {short(s.content)} — {s.reason}" for s in data.skipped)
+    return "\n".join(lines)
+
+
+def recall_text(data: RecallOut) -> str:
+    """The context block and the ids of the recalled memories, best first."""
+    if not data.memories:
+        return f"No relevant memories for {data.query!r}."
+    ids = "\n".join(
+        f"- [{h.record.id}] score={h.score:.3f} {h.record.kind.value}/{h.record.tier.value}" for h in data.memories
+    )
+    return f"{data.context}\n\nMemory ids (best first):\n{ids}"
+
+
+def turn_text(data: TurnOut) -> str:
+    """The recorded turn, what was remembered from it and any compression."""
+    stored = data.stored
+    lines = [f"Recorded turn {data.turn_id}."]
+    if stored.stored:
+        lines.append("Remembered: " + "; ".join(short(r.content) for r in stored.stored))
+    if stored.skipped:
+        lines.append("Not remembered long-term: " + "; ".join(s.reason for s in stored.skipped))
+    if data.compression:
+        c = data.compression
+        lines.append(f"Compressed the working window: {c.tokens_before} -> {c.tokens_after} tokens.")
+    return "\n".join(lines)
+
+
+def compress_text(data: CompressOut) -> str:
+    """The summaries a compression wrote, or why nothing was compressed."""
+    c = data.compression
+    if not data.compressed or c is None:
+        return "Nothing to compress: the working window is under the threshold."
+    summaries = "\n".join(f"- [{s.id}] {short(s.content, 200)}" for s in c.summaries)
+    return (
+        f"Compressed {len(c.archived_ids)} turns into {len(c.summaries)} summaries "
+        f"({c.tokens_before} -> {c.tokens_after} tokens):\n{summaries}"
+    )
+
+
+def records_text(title: str, records: list[MemoryRecord]) -> str:
+    """A titled list of records, one dated line each with id, kind, tier and status."""
+    if not records:
+        return f"{title}: none."
+    return f"{title} ({len(records)}):\n" + "\n".join(
+        f"{memory_line(r)}  [{r.id}] {r.kind.value}/{r.tier.value}/{r.status.value}" for r in records
+    )
+
+
+def cleared_text(session_id: str, cleared: int) -> str:
+    """How many live turns ``clear_working_memory`` forgot."""
+    return f"Cleared {cleared} turns from session {session_id}."
+
+
+def updated_text(record: MemoryRecord) -> str:
+    """The memory as ``update_memory`` left it."""
+    return f"Updated memory {record.id}: {record.content}"
+
+
+def forgotten_text(record: MemoryRecord) -> str:
+    """The memory ``forget_memory`` marked deleted."""
+    return f"Forgot memory {record.id}: {record.content}"
+
+
+def stats_text(stats: NamespaceStats) -> str:
+    """The namespace's counts, for diagnostics."""
+    return (
+        f"namespace {stats.namespace}: {stats.total} memories, {stats.tokens} active tokens, "
+        f"{stats.sessions} sessions\n"
+        f"by tier: {stats.by_tier}\nby kind: {stats.by_kind}\nby status: {stats.by_status}\n"
+        f"embedding model: {stats.embedding_model}"
+    )
+
+
+def short(text: str, limit: int = 120) -> str:
+    """``text`` on one line, cut to ``limit`` characters with an ellipsis."""
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+__all__ = [
+    "cleared_text",
+    "compress_text",
+    "forgotten_text",
+    "recall_text",
+    "records_text",
+    "short",
+    "stats_text",
+    "store_text",
+    "turn_text",
+    "updated_text",
+]

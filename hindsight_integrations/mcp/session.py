@@ -1,0 +1,319 @@
+"""The client's connection: a private event-loop thread, the MCP session living on it, and retries.
+
+The MCP SDK's transports are anyio task groups that must be entered and exited by one task,
+so one owner task (``Connection._own``) opens the session and holds it until told to stop;
+every call runs on that loop. A failed transport is dropped and the next call reopens it.
+
+Retries (``retryable``): a transport failure is retried with exponential backoff when a retry
+cannot run a write twice, that is when the call is idempotent (reads, and writes carrying a
+``request_id``) or when the failure happened before anything was sent (``before_send``). Tool
+errors and auth errors are never retried: they would fail the same way again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import threading
+from collections.abc import Coroutine
+from contextlib import AsyncExitStack
+from datetime import timedelta
+from typing import Any, Protocol, TypeVar
+
+import anyio
+import httpx
+from mcp import ClientSession, McpError
+from mcp.types import CONNECTION_CLOSED, CallToolResult
+from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_exponential
+
+from .errors import (
+    MemoryAuthError,
+    MemoryNamespaceError,
+    MemoryServerUnavailableError,
+    MemoryTimeoutError,
+    MemoryToolError,
+)
+from .protocol import announced_namespace
+from .transports import Transport
+
+T = TypeVar("T")
+
+_TIMEOUT_CODE = 408  # the SDK reports a read timeout as McpError(code=httpx.codes.REQUEST_TIMEOUT)
+
+
+class LoopThread:
+    """A private event loop on a daemon thread: the MCP session's home, whichever thread calls."""
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self._run, name="hindsight-mcp-client", daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        asyncio.set_event_loop(self.loop)
+        self.loop.run_forever()
+
+    def is_current(self) -> bool:
+        """Whether the caller runs on this loop's thread (where blocking on the loop would deadlock)."""
+        return threading.current_thread() is self.thread
+
+    def submit(self, coro: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:
+        """Schedule ``coro`` on the loop from another thread."""
+        if self.is_current():
+            coro.close()
+            raise RuntimeError("MemoryClient sync methods cannot be called from the client's own loop thread")
+        return asyncio.run_coroutine_threadsafe(coro, self.loop)
+
+    def stop(self) -> None:
+        """Stop the loop and close it once its thread has ended."""
+        if self.loop.is_closed():
+            return
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(timeout=10)
+        if not self.thread.is_alive():
+            self.loop.close()
+
+
+def retryable(exc: BaseException, *, idempotent: bool) -> bool:
+    """Whether a call that failed with ``exc`` may be sent again (see the module docstring)."""
+    if not isinstance(exc, MemoryServerUnavailableError) or isinstance(exc, MemoryAuthError):
+        return False
+    return idempotent or exc.before_send
+
+
+def unavailable(transport: Transport, exc: BaseException, *, before_send: bool) -> MemoryServerUnavailableError:
+    """Turn whatever the transport raised into one clear error naming transport and target."""
+    leaves = _leaf_exceptions(exc)
+    for leaf in leaves:
+        if isinstance(leaf, MemoryServerUnavailableError):
+            return leaf  # ours already (e.g. the namespace check), with its own before_send
+        if isinstance(leaf, httpx.HTTPStatusError) and leaf.response.status_code in (401, 403):
+            return MemoryAuthError(
+                transport.kind,
+                transport.target,
+                f"HTTP {leaf.response.status_code}: the server rejected the bearer token "
+                "(set token= / HINDSIGHT_MCP_TOKEN)",
+                before_send=True,
+            )
+    leaf = leaves[0] if leaves else exc
+    if isinstance(leaf, httpx.HTTPStatusError):
+        reason = f"HTTP {leaf.response.status_code} from {leaf.request.url}"
+    elif isinstance(leaf, (httpx.ConnectError, ConnectionError)):
+        reason = f"cannot connect: {leaf}"
+    elif isinstance(leaf, FileNotFoundError):
+        reason = f"cannot start the server command: {leaf}"
+    elif isinstance(leaf, McpError):
+        reason = leaf.error.message
+    else:
+        reason = f"{type(leaf).__name__}: {leaf}" if str(leaf) else type(leaf).__name__
+    return MemoryServerUnavailableError(transport.kind, transport.target, reason, before_send=before_send)
+
+
+def _leaf_exceptions(exc: BaseException) -> list[BaseException]:
+    if isinstance(exc, BaseExceptionGroup):
+        out: list[BaseException] = []
+        for inner in exc.exceptions:
+            out.extend(_leaf_exceptions(inner))
+        return out
+    return [exc]
+
+
+class Policy(Protocol):
+    """The timeouts and retry counts a ``Connection`` follows (``MemoryClient`` is one)."""
+
+    timeout: float
+    connect_timeout: float
+    retries: int
+    backoff: float
+
+
+class Connection:
+    """One transport's session, opened on first use, reopened after a failure, closed once.
+
+    Everything but ``submit``/``close`` runs on ``loop``. ``expected_namespace`` is what the
+    client was opened for: a server announcing another one is refused at connect, before any
+    call is sent. ``policy`` is read at each call, so its values may change on a live client.
+    """
+
+    def __init__(self, transport: Transport, *, expected_namespace: str | None, policy: Policy) -> None:
+        self.transport = transport
+        self.expected_namespace = expected_namespace
+        self.announced_namespace: str | None = None
+        self.policy = policy
+        self.loop = LoopThread()
+        self.closed = False
+        self._session: ClientSession | None = None
+        self._owner: asyncio.Task[None] | None = None
+        self._stop: asyncio.Event | None = None
+        self._lock: asyncio.Lock | None = None
+
+    def error(self, reason: str, *, before_send: bool = False) -> MemoryServerUnavailableError:
+        """A ``MemoryServerUnavailableError`` naming this transport."""
+        return MemoryServerUnavailableError(self.transport.kind, self.transport.target, reason, before_send=before_send)
+
+    # -- opening and holding the session ---------------------------------------------------------
+    async def ensure(self) -> ClientSession:
+        """The open session, opening one (within ``connect_timeout``) if there is none or it died."""
+        if self.closed:
+            raise self.error("the client is closed")
+        if self._lock is None:
+            self._lock = asyncio.Lock()
+        async with self._lock:
+            if self._session is not None and self._owner is not None and not self._owner.done():
+                return self._session
+            await self.drop()
+            ready: asyncio.Future[ClientSession] = asyncio.get_running_loop().create_future()
+            self._stop = asyncio.Event()
+            self._owner = asyncio.create_task(self._own(ready, self._stop))
+            try:
+                self._session = await asyncio.wait_for(asyncio.shield(ready), self.policy.connect_timeout)
+            except TimeoutError:
+                await self.drop()
+                raise MemoryTimeoutError(
+                    self.transport.kind,
+                    self.transport.target,
+                    f"no MCP handshake within {self.policy.connect_timeout:.0f} s",
+                    before_send=True,
+                ) from None
+            except BaseException as exc:
+                await self.drop()
+                if isinstance(exc, asyncio.CancelledError):
+                    raise
+                raise unavailable(self.transport, exc, before_send=True) from exc
+            return self._session
+
+    async def _own(self, ready: asyncio.Future[ClientSession], stop: asyncio.Event) -> None:
+        """Open the transport, hand the session over, hold it open until told to stop."""
+        try:
+            async with AsyncExitStack() as stack:
+                session = await self.transport.open(stack, self.policy.timeout)
+                self._check_namespace(session)
+                if not ready.done():
+                    ready.set_result(session)
+                await stop.wait()
+        except BaseException as exc:
+            if not ready.done():
+                ready.set_exception(exc if isinstance(exc, Exception) else RuntimeError(repr(exc)))
+            if isinstance(exc, (KeyboardInterrupt, SystemExit)):
+                raise
+
+    def _check_namespace(self, session: ClientSession) -> None:
+        """Record the namespace the server announced; refuse the session if it is not ours."""
+        capabilities = session.get_server_capabilities()
+        announced = announced_namespace(capabilities.experimental if capabilities else None)
+        expected = self.expected_namespace
+        if announced is not None and expected is not None and announced != expected:
+            raise MemoryNamespaceError(
+                self.transport.kind,
+                self.transport.target,
+                f"the server serves namespace {announced!r} but this client was opened for {expected!r}"
+                + (" (the bearer token belongs to another namespace)" if self.transport.kind == "http" else ""),
+                before_send=True,
+            )
+        self.announced_namespace = announced
+
+    async def drop(self) -> None:
+        """Close the current session (if any) so the next call opens a fresh one."""
+        owner, stop = self._owner, self._stop
+        self._session = None
+        self._owner = None
+        if owner is None:
+            return
+        if stop is not None:
+            stop.set()
+        try:
+            await asyncio.wait_for(owner, 15)
+        except BaseException:  # noqa: BLE001 - a dead transport may fail to close cleanly; it is gone either way
+            owner.cancel()
+
+    async def shutdown(self) -> None:
+        """Refuse further calls and close the session."""
+        self.closed = True
+        await self.drop()
+
+    # -- calls ----------------------------------------------------------------------------------
+    async def call(self, tool: str, arguments: dict[str, Any], *, idempotent: bool) -> CallToolResult:
+        """Call ``tool``, retrying transport failures as ``retryable`` allows."""
+        retrying = AsyncRetrying(
+            stop=stop_after_attempt(self.policy.retries + 1),
+            wait=wait_exponential(multiplier=self.policy.backoff, max=5),
+            retry=retry_if_exception(lambda exc: retryable(exc, idempotent=idempotent)),
+            reraise=True,
+        )
+        async for attempt in retrying:
+            with attempt:
+                session = await self.ensure()
+                result = await self._send(session, tool, arguments)
+        return result
+
+    async def _send(self, session: ClientSession, tool: str, arguments: dict[str, Any]) -> CallToolResult:
+        try:
+            return await session.call_tool(tool, arguments, read_timeout_seconds=timedelta(seconds=self.policy.timeout))
+        except McpError as exc:
+            if exc.error.code == _TIMEOUT_CODE:
+                raise MemoryTimeoutError(
+                    self.transport.kind,
+                    self.transport.target,
+                    f"{tool} did not answer within {self.policy.timeout:.0f} s",
+                ) from None
+            if exc.error.code == CONNECTION_CLOSED:
+                await self.drop()
+                raise self.error(f"connection closed during {tool}") from None
+            raise MemoryToolError(tool, exc.error.message, error_type="protocol_error") from None
+        except (
+            anyio.ClosedResourceError,
+            anyio.BrokenResourceError,
+            anyio.EndOfStream,
+            OSError,
+            httpx.HTTPError,
+        ) as exc:
+            await self.drop()
+            raise unavailable(self.transport, exc, before_send=False) from exc
+
+    async def tool_names(self) -> list[str]:
+        """Names of the tools the server offers."""
+        session = await self.ensure()
+        return [t.name for t in (await session.list_tools()).tools]
+
+    # -- running on the loop from any thread ---------------------------------------------------
+    def submit(self, coro: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:
+        """Schedule ``coro`` on the connection's loop (refused once the client is closed)."""
+        if self.closed:
+            coro.close()
+            raise self.error("the client is closed")
+        return self.loop.submit(coro)
+
+    async def run(self, coro: Coroutine[Any, Any, T]) -> T:
+        """Await ``coro`` on the connection's loop, from that loop or from any other."""
+        if self.loop.is_current():
+            return await coro
+        return await asyncio.wrap_future(self.submit(coro))
+
+    def sync_deadline(self) -> float:
+        """How long a blocking call waits at most: connect, every attempt with its backoff, and slack."""
+        return self.policy.connect_timeout + (self.policy.timeout + 6) * (self.policy.retries + 1) + 30
+
+    def close(self) -> None:
+        """Close the session and stop the loop thread (blocking; safe to call twice)."""
+        if self.closed:
+            return
+        try:
+            self.loop.submit(self.shutdown()).result(timeout=30)
+        except (concurrent.futures.TimeoutError, RuntimeError):
+            pass
+        finally:
+            self.closed = True
+            self.loop.stop()
+
+    async def aclose(self) -> None:
+        """``close`` for async callers: the loop thread is joined off the caller's loop."""
+        if self.closed:
+            return
+        try:
+            await asyncio.wrap_future(self.loop.submit(self.shutdown()))
+        finally:
+            self.closed = True
+            await asyncio.to_thread(self.loop.stop)
+
+
+__all__ = ["Connection", "LoopThread", "Policy", "retryable", "unavailable"]

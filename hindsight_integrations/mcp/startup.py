@@ -1,0 +1,134 @@
+"""The server process: ``run`` (``hindsight serve``, ``python -m hindsight_integrations.mcp``).
+
+Start-up builds the engine from the environment, warms it (so the first tool call does not
+pay for loading the embedding model), and serves stdio or streamable HTTP until stopped. In
+stdio mode stdout is the protocol stream, so it is reserved before anything can print.
+"""
+
+from __future__ import annotations
+
+import io
+import ipaddress
+import os
+import sys
+import time
+from typing import TYPE_CHECKING
+
+import anyio
+
+from ..core.errors import InvalidInputError
+from .observability import configure_logging, log
+
+if TYPE_CHECKING:
+    from .server import HindsightMCP
+
+
+def run(
+    *,
+    transport: str = "stdio",
+    host: str = "127.0.0.1",
+    port: int = 8765,
+    namespace: str | None = None,
+    tokens_file: str | None = None,
+    store: str | None = None,
+    chroma_url: str | None = None,
+    stateless: bool = True,
+    rate_limit_per_minute: float | None = None,
+) -> None:
+    """Start the server and block until it stops (stdin closes, or the HTTP server is stopped)."""
+    if transport not in ("stdio", "http"):
+        raise InvalidInputError("transport", f"{transport!r} is not 'stdio' or 'http'")
+    protocol_out = _protect_stdout() if transport == "stdio" else None
+    configure_logging(os.environ.get("HINDSIGHT_LOG_LEVEL", "INFO"))
+    if rate_limit_per_minute is None and os.environ.get("HINDSIGHT_RATE_LIMIT"):
+        rate_limit_per_minute = float(os.environ["HINDSIGHT_RATE_LIMIT"])
+
+    from ..core.engine import MemoryEngine
+    from .auth import load_token_map
+    from .server import build_server
+
+    token_map = load_token_map(tokens_file) if transport == "http" else None
+    engine = MemoryEngine(store=store, chroma_url=chroma_url, namespace=namespace)
+    server = build_server(
+        engine,
+        namespace=namespace,
+        token_map=token_map,
+        rate_limit_per_minute=rate_limit_per_minute,
+        stateless=stateless,
+    )
+    started = time.perf_counter()
+    engine.warm()
+    log.info(
+        "ready",
+        extra={
+            "fields": {
+                "transport": transport,
+                "namespace": None if token_map else server.namespace,
+                "auth": token_map is not None,
+                "namespaces_by_token": len(token_map or {}),
+                "store": engine.settings.chroma_url or str(engine.settings.store),
+                "embedding_model": engine.embedder.name,
+                "warm_ms": round((time.perf_counter() - started) * 1000, 1),
+                **(
+                    {"url": f"http://{host}:{port}{server.settings.streamable_http_path}"}
+                    if transport == "http"
+                    else {}
+                ),
+            }
+        },
+    )
+    try:
+        if protocol_out is not None:
+            anyio.run(_serve_stdio, server, protocol_out)
+        else:
+            _serve_http(server, host, port)
+    finally:
+        engine.chroma.flush_access()
+        log.info("stopped", extra={"fields": {"transport": transport}})
+
+
+def _protect_stdout() -> io.TextIOWrapper:
+    """Reserve the real stdout for the protocol; point fd 1 at stderr for everything else.
+
+    Libraries (and C extensions) sometimes print; one stray line on stdout corrupts the
+    JSON-RPC stream of a stdio server, so nothing but the protocol may reach it.
+    """
+    sys.stdout.flush()
+    protocol_fd = os.dup(1)
+    os.dup2(2, 1)
+    return io.TextIOWrapper(os.fdopen(protocol_fd, "wb"), encoding="utf-8", newline="\n")
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` only accepts connections from this machine (then DNS-rebinding protection stays on)."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+async def _serve_stdio(server: HindsightMCP, protocol_out: io.TextIOWrapper) -> None:
+    from mcp.server.stdio import stdio_server
+
+    async with stdio_server(stdout=anyio.wrap_file(protocol_out)) as (read_stream, write_stream):
+        lowlevel = server._mcp_server
+        await lowlevel.run(read_stream, write_stream, lowlevel.create_initialization_options())
+
+
+def _serve_http(server: HindsightMCP, host: str, port: int) -> None:
+    import uvicorn
+    from mcp.server.transport_security import TransportSecuritySettings
+
+    if not is_loopback(host):
+        # Behind a load balancer the Host header is the public name; DNS-rebinding protection
+        # (meant for browsers reaching a localhost server) would reject every request.
+        server.settings.transport_security = TransportSecuritySettings(enable_dns_rebinding_protection=False)
+    app = server.streamable_http_app()
+    uvicorn.run(
+        app, host=host, port=port, log_level=os.environ.get("HINDSIGHT_UVICORN_LOG_LEVEL", "warning"), access_log=False
+    )
+
+
+__all__ = ["is_loopback", "run"]

@@ -1,0 +1,131 @@
+"""The three ways ``MemoryClient`` reaches a memory server, each a function returning a ``Transport``.
+
+A ``Transport`` only knows how to open one MCP session (``open``); holding it open, retrying
+and closing belong to ``session.Connection``. Nothing here imports the server or the engine at
+module level: ``in_process`` imports them when called, so a client of a remote server never
+loads Chroma or an embedding model.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import sys
+from collections.abc import Awaitable, Callable, Sequence
+from contextlib import AsyncExitStack
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal, TextIO
+
+import httpx
+from mcp import ClientSession
+
+from ..core.config import validate_namespace
+from ..core.errors import InvalidInputError
+
+if TYPE_CHECKING:
+    from ..core.engine import MemoryEngine
+    from .server import HindsightMCP
+
+TransportKind = Literal["stdio", "http", "in-process"]
+
+Opener = Callable[[AsyncExitStack, float], Awaitable[ClientSession]]
+"""Open an initialised session whose resources ``stack`` owns; the float is the call timeout in seconds."""
+
+
+@dataclass(frozen=True)
+class Transport:
+    """How to open a session to one server: ``kind`` and ``target`` name it in errors and logs.
+
+    ``server`` is the in-process server (None otherwise); holding it here keeps it, and the
+    engine it serves, alive as long as the client.
+    """
+
+    kind: TransportKind
+    target: str
+    open: Opener
+    server: HindsightMCP | None = None
+
+
+def stdio(
+    command: Sequence[str] | str | None = None,
+    args: Sequence[str] | None = None,
+    env: dict[str, str] | None = None,
+    namespace: str | None = None,
+    *,
+    cwd: str | None = None,
+    errlog: TextIO | None = None,
+) -> Transport:
+    """Spawn a stdio server. Default command: ``[sys.executable, "-m", "hindsight_integrations.mcp"]``.
+
+    The child inherits this process's environment (so ``HINDSIGHT_*`` settings carry over)
+    plus ``env``; ``namespace`` sets its ``HINDSIGHT_NAMESPACE`` (the server's ``--namespace``
+    fallback, so any command honouring the environment serves it).
+    """
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+
+    if command is None:
+        argv = [sys.executable, "-m", "hindsight_integrations.mcp"]
+    elif isinstance(command, str):
+        argv = shlex.split(command)
+    else:
+        argv = list(command)
+    argv += list(args or [])
+    child_env = {**os.environ, **(env or {})}
+    if namespace is not None:
+        child_env["HINDSIGHT_NAMESPACE"] = validate_namespace(namespace)
+    params = StdioServerParameters(command=argv[0], args=argv[1:], env=child_env, cwd=cwd)
+
+    async def open_stdio(stack: AsyncExitStack, read_timeout: float) -> ClientSession:
+        read, write = await stack.enter_async_context(stdio_client(params, errlog=errlog or sys.stderr))
+        session = await stack.enter_async_context(ClientSession(read, write))
+        await session.initialize()
+        return session
+
+    return Transport("stdio", " ".join(argv), open_stdio)
+
+
+def http(url: str, token: str | None = None, *, headers: dict[str, str] | None = None) -> Transport:
+    """Streamable HTTP to ``url`` (e.g. ``http://127.0.0.1:8765/mcp``), with ``token`` as the bearer token."""
+    from mcp.client.streamable_http import streamable_http_client
+    from mcp.shared._httpx_utils import create_mcp_http_client
+
+    if not url.startswith(("http://", "https://")):
+        raise InvalidInputError("url", f"{url!r} is not an http(s) URL like http://127.0.0.1:8765/mcp")
+    all_headers = dict(headers or {})
+    if token:
+        all_headers["Authorization"] = f"Bearer {token}"
+
+    async def open_http(stack: AsyncExitStack, read_timeout: float) -> ClientSession:
+        client = await stack.enter_async_context(
+            create_mcp_http_client(headers=all_headers, timeout=httpx.Timeout(30.0, read=max(read_timeout, 30.0) + 5))
+        )
+        read, write, _ = await stack.enter_async_context(streamable_http_client(url, http_client=client))
+        session = await stack.enter_async_context(ClientSession(read, write))
+        await session.initialize()
+        return session
+
+    return Transport("http", url, open_http)
+
+
+def in_process(engine: MemoryEngine | None = None, namespace: str | None = None) -> Transport:
+    """A real MCP session over memory streams to a server bound to ``engine`` (built from the environment if None).
+
+    The server and the engine are imported here, not at module level: they bring Chroma.
+    """
+    from mcp.shared.memory import create_connected_server_and_client_session
+
+    from .server import build_server
+
+    if engine is None:
+        from ..core.engine import MemoryEngine
+
+        engine = MemoryEngine()
+    server = build_server(engine, namespace=namespace)
+
+    async def open_memory(stack: AsyncExitStack, read_timeout: float) -> ClientSession:
+        return await stack.enter_async_context(create_connected_server_and_client_session(server))
+
+    return Transport("in-process", f"namespace {server.namespace}", open_memory, server=server)
+
+
+__all__ = ["Opener", "Transport", "TransportKind", "http", "in_process", "stdio"]
