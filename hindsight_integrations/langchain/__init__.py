@@ -13,10 +13,23 @@ store comes from the environment (``HINDSIGHT_STORE``, ``HINDSIGHT_CHROMA_URL``,
 ``HINDSIGHT_MCP_URL``, ``HINDSIGHT_MCP_COMMAND``) unless ``client=`` or ``engine=`` is given.
 """
 
-from .memory import HindsightMemory
-from .middleware import HindsightMiddleware
-from .retriever import HindsightRetriever
-from .store import HindsightStore
-from .tools import memory_tools
+# LangChain is the optional [langchain] extra; say how to get it rather than fail on a bare name.
+# Only a missing framework module is translated: any other ImportError is a bug and goes through.
+_FRAMEWORK = ("langchain", "langchain_core", "langchain_classic", "langgraph")
+
+try:
+    from .memory import HindsightMemory
+    from .middleware import HindsightMiddleware
+    from .retriever import HindsightRetriever
+    from .store import HindsightStore
+    from .tools import memory_tools
+except ModuleNotFoundError as exc:
+    if (exc.name or "").partition(".")[0] not in _FRAMEWORK:
+        raise
+    raise ImportError(
+        f"hindsight_integrations.langchain needs LangChain and LangGraph (no module {exc.name!r}): "
+        "pip install 'hindsight-integrations[langchain]'",
+        name=exc.name,
+    ) from exc
 
 __all__ = ["HindsightMemory", "HindsightMiddleware", "HindsightRetriever", "HindsightStore", "memory_tools"]
