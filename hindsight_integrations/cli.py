@@ -3,6 +3,11 @@
 Global options pick the store (``--store PATH`` or ``--chroma-url URL``) and namespace;
 they default to ``HINDSIGHT_*`` environment variables, then ``./.hindsight`` and
 ``default``. Errors are printed as one line naming what to fix, with exit code 2.
+
+Start-up is kept short (see ``hindsight bench startup``): this module imports only typer,
+rich and the settings; the engine (Chroma), the MCP server and the benchmarks are imported
+inside the commands that use them, and every command checks its settings and arguments
+before it builds the engine, so a typo costs milliseconds, not a model load.
 """
 
 from __future__ import annotations
@@ -12,18 +17,22 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
 
 from .core.config import load_settings
-from .core.errors import HindsightError
+from .core.errors import HindsightError, InvalidInputError
+
+if TYPE_CHECKING:
+    from .core.config import Settings
+    from .core.engine import MemoryEngine
 
 app = typer.Typer(
     help="Hindsight: long-term memory for LLM agents.", no_args_is_help=True, pretty_exceptions_enable=False
 )
-bench_app = typer.Typer(help="Benchmarks: recall quality, speed at scale, peers.", no_args_is_help=True)
+bench_app = typer.Typer(help="Benchmarks: recall quality, speed at scale, peers, start-up.", no_args_is_help=True)
 app.add_typer(bench_app, name="bench")
 
 console = Console()
@@ -54,10 +63,15 @@ def _global(
     _opts.store, _opts.chroma_url, _opts.namespace = store, chroma_url, namespace
 
 
-def _engine(**overrides: Any) -> Any:
+def _settings(**overrides: Any) -> Settings:
+    """The global options and environment as validated settings (namespace, URL, every variable)."""
+    return load_settings(store=_opts.store, chroma_url=_opts.chroma_url, namespace=_opts.namespace, **overrides)
+
+
+def _engine(settings: Settings) -> MemoryEngine:
+    """The engine, built only once the command's arguments passed their checks (it imports Chroma)."""
     from .core.engine import MemoryEngine
 
-    settings = load_settings(store=_opts.store, chroma_url=_opts.chroma_url, namespace=_opts.namespace, **overrides)
     return MemoryEngine(settings)
 
 
@@ -80,10 +94,14 @@ def demo(
     namespace: Annotated[str, typer.Option(help="Namespace the demo writes into (reset first).")] = "demo",
 ) -> None:
     """Run the offline demo: two sessions teach, a new session recalls."""
-    from .demo import run_demo
+    from .core.config import validate_namespace
 
     with _reported():
-        run_demo(_engine(), namespace=namespace, console=console)
+        settings = _settings()
+        validate_namespace(namespace)
+        from .demo import run_demo
+
+        run_demo(_engine(settings), namespace=namespace, console=console)
 
 
 @app.command()
@@ -97,16 +115,21 @@ def add(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """Store one memory (through the write filter unless --force)."""
+    from .core.inputs import parse_inputs
+
+    given: dict[str, Any] = {"kind": kind, "importance": importance, "session_id": session, "ttl_seconds": ttl}
+    fields = {k: v for k, v in given.items() if v is not None}
     with _reported():
-        result = _engine().store(
-            content, kind=kind, importance=importance, session_id=session, ttl_seconds=ttl, apply_filter=not force
-        )
+        settings = _settings()
+        parse_inputs({"content": content, **fields}, max_bytes=settings.max_content_bytes)
+        result = _engine(settings).store(content, apply_filter=not force, **fields)
     if as_json:
         console.print_json(result.model_dump_json())
         return
     for record in result.stored:
         console.print(
-            f"[green]stored[/green] {record.id} ({record.tier.value}/{record.kind.value}, importance {record.importance:.2f})"
+            f"[green]stored[/green] {record.id} ({record.tier.value}/{record.kind.value}, "
+            f"importance {record.importance:.2f})"
         )
     for skipped in result.skipped:
         console.print(f"[yellow]skipped[/yellow]: {skipped.reason} (use --force to store anyway)")
@@ -123,8 +146,16 @@ def recall(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """Recall the memories most relevant to a query."""
+    from .core.arguments import whole_number
+    from .core.inputs import validate_content
+
     with _reported():
-        result = _engine().recall(query, top_k=top_k, token_budget=budget, include_history=history)
+        settings = _settings()
+        validate_content(query, max_bytes=settings.max_content_bytes, field="query")
+        whole_number(top_k, "top_k", low=1, high=settings.max_top_k)
+        if budget is not None:
+            whole_number(budget, "token_budget", low=1)
+        result = _engine(settings).recall(query, top_k=top_k, token_budget=budget, include_history=history)
     if as_json:
         console.print_json(result.model_dump_json())
         return
@@ -134,7 +165,8 @@ def recall(
     for hit in result.hits:
         r = hit.record
         console.print(
-            f"[bold]{hit.score:.3f}[/bold] ({r.occurred_at.date()}) [cyan]{r.kind.value}[/cyan] {r.content}  [dim]{r.id}[/dim]"
+            f"[bold]{hit.score:.3f}[/bold] ({r.occurred_at.date()}) [cyan]{r.kind.value}[/cyan] {r.content}  "
+            f"[dim]{r.id}[/dim]"
         )
     console.print(f"[dim]{result.tokens} tokens of context[/dim]")
 
@@ -143,7 +175,8 @@ def recall(
 def dump(history: Annotated[bool, typer.Option(help="Include superseded/archived/deleted memories.")] = True) -> None:
     """Print every memory of the namespace, human-readable, for debugging."""
     with _reported():
-        console.print(_engine().dump(include_history=history), markup=False, highlight=False)
+        text = _engine(_settings()).dump(include_history=history)
+    console.print(text, markup=False, highlight=False)
 
 
 @app.command()
@@ -153,7 +186,10 @@ def export(
 ) -> None:
     """Export the namespace as JSON (every status, every field)."""
     with _reported():
-        data = _engine().export(include_embeddings=embeddings)
+        settings = _settings()
+        if out is not None and out.is_dir():
+            raise InvalidInputError("--out", f"{out} is a directory; give a file name")
+        data = _engine(settings).export(include_embeddings=embeddings)
     text = json.dumps(data, ensure_ascii=False)
     if out:
         out.write_text(text, encoding="utf-8")
@@ -167,13 +203,15 @@ def import_(
     file: Annotated[Path, typer.Argument(help="A file written by `hindsight export`.", exists=True, dir_okay=False)],
 ) -> None:
     """Import an export into the namespace (re-embeds if the model differs)."""
-    try:
-        data = json.loads(file.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as exc:
-        _fail(HindsightError(f"could not read {file}: {exc}"))
-        return
     with _reported():
-        count = _engine().import_data(data, namespace=_opts.namespace)
+        settings = _settings()
+        try:
+            data = json.loads(file.read_text(encoding="utf-8"))
+        except (OSError, json.JSONDecodeError) as exc:
+            raise HindsightError(f"could not read {file}: {exc}") from None
+        if not isinstance(data, dict):
+            raise InvalidInputError("file", f"{file} is not a `hindsight export` document")
+        count = _engine(settings).import_data(data, namespace=_opts.namespace)
     console.print(f"imported {count} memories")
 
 
@@ -181,12 +219,13 @@ def import_(
 def stats(as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
     """Counts by tier, kind and status."""
     with _reported():
-        result = _engine().stats()
+        result = _engine(_settings()).stats()
     if as_json:
         console.print_json(result.model_dump_json())
         return
     console.print(
-        f"namespace [bold]{result.namespace}[/bold]: {result.total} memories, {result.tokens} tokens active, {result.sessions} sessions, model {result.embedding_model}"
+        f"namespace [bold]{result.namespace}[/bold]: {result.total} memories, {result.tokens} tokens active, "
+        f"{result.sessions} sessions, model {result.embedding_model}"
     )
     for title, counts in (("tier", result.by_tier), ("kind", result.by_kind), ("status", result.by_status)):
         console.print(f"  by {title}: " + ", ".join(f"{k}={v}" for k, v in sorted(counts.items())))
@@ -199,13 +238,19 @@ def compress(
     force: Annotated[bool, typer.Option(help="Compress the oldest group even if under the threshold.")] = False,
 ) -> None:
     """Compress a session's working memory into episodic summaries."""
+    from .core.arguments import whole_number
+
     with _reported():
-        result = _engine().compress(session_id=session, threshold_tokens=threshold, force=force)
+        settings = _settings()
+        if threshold is not None:
+            whole_number(threshold, "threshold_tokens", low=1)
+        result = _engine(settings).compress(session_id=session, threshold_tokens=threshold, force=force)
     if result is None:
         console.print("nothing to compress")
         return
     console.print(
-        f"{len(result.archived_ids)} turns archived into {len(result.summaries)} summaries ({result.tokens_before} → {result.tokens_after} tokens)"
+        f"{len(result.archived_ids)} turns archived into {len(result.summaries)} summaries "
+        f"({result.tokens_before} → {result.tokens_after} tokens)"
     )
     for summary in result.summaries:
         console.print(f"  - {summary.content}")
@@ -215,7 +260,7 @@ def compress(
 def maintain() -> None:
     """Upkeep: decay idle memories, move stale or over-cap ones to cold storage (SPEC §7)."""
     with _reported():
-        report = _engine().maintain()
+        report = _engine(_settings()).maintain()
     console.print(
         f"decayed {len(report.decayed)}, archived {len(report.archived)}, evicted {len(report.evicted)} "
         f"(cold storage: {report.cold_store})"
@@ -228,7 +273,7 @@ def restore(
 ) -> None:
     """Bring memories back from cold storage."""
     with _reported():
-        count = _engine().restore(ids=ids or None)
+        count = _engine(_settings()).restore(ids=ids or None)
     console.print(f"restored {count} memories")
 
 
@@ -240,9 +285,14 @@ def serve(
     tokens_file: Annotated[str | None, typer.Option(help='JSON {"tokens": {token: namespace}} for HTTP auth.')] = None,
 ) -> None:
     """Run the MCP memory server (stdio for local agents, streamable HTTP for shared use)."""
-    from .mcp.server import run
-
     with _reported():
+        _settings()
+        if transport not in ("stdio", "http"):
+            raise InvalidInputError("transport", f"{transport!r} is not 'stdio' or 'http'")
+        if not 0 < port < 65536:
+            raise InvalidInputError("port", f"must be between 1 and 65535, got {port}")
+        from .mcp.server import run
+
         run(
             transport=transport,
             host=host,
@@ -380,7 +430,8 @@ def bench_grid(
     best = result["best"]
     table = grid_table(result) + (
         f"\n\nbest within {max_tokens} tokens: dense={best['dense']} lexical={best['lexical']} window={best['window']} "
-        f"entity_boost={best['entity_boost']} top_k={best['top_k']} budget={best['budget']} → recall {best['recall']:.3f}"
+        f"entity_boost={best['entity_boost']} top_k={best['top_k']} budget={best['budget']} "
+        f"→ recall {best['recall']:.3f}"
     )
     _emit(result, as_json=as_json, out=out, table=table, plot=plot_grid)
 
@@ -444,7 +495,33 @@ def bench_scale(
     sys.stdout.write(scale_table(results) + "\n")
 
 
+@bench_app.command("startup")
+def bench_startup(
+    runs: Annotated[int, typer.Option(help="Timed runs of each command.")] = 7,
+    warmup: Annotated[int, typer.Option(help="Untimed runs of each command first (file cache, bytecode).")] = 1,
+    memories: Annotated[int, typer.Option(help="Memories written to the temporary store first.")] = 30,
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object on stdout.")] = False,
+    out: Annotated[Path | None, typer.Option(help="JSON results file.")] = RESULTS / "startup.json",
+) -> None:
+    """Whole-process time of `hindsight --help`, `stats` and `recall` (min/median), and whether torch was imported."""
+    from .core.arguments import whole_number
+
+    with _reported():
+        whole_number(runs, "runs", low=1, high=1000)
+        whole_number(warmup, "warmup", low=0, high=100)
+        whole_number(memories, "memories", low=1, high=10_000)
+    _bench_env()
+    from .bench.startup import run_startup, startup_table
+
+    with _reported():
+        result = run_startup(
+            runs=runs, warmup=warmup, memories=memories, progress=lambda m: err_console.print(f"[dim]{m}[/dim]")
+        )
+    _emit(result, as_json=as_json, out=out, table=startup_table(result))
+
+
 def main() -> None:
+    """The console script: run the app; a configuration error raised before any command is one line, exit 2."""
     try:
         app()
     except HindsightError as exc:  # configuration errors raised before a command runs

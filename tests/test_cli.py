@@ -98,3 +98,57 @@ def test_demo_runs_offline_as_a_console_script(tmp_path: Path) -> None:
     assert "Correction: the project actually uses PostgreSQL" in out
     assert "ORD-7731-KX" in out
     assert "fewer)" in out and "superseded" in out
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["recall", "x", "--top-k", "0"], "top_k"),
+        (["recall", "x", "--top-k", "201"], "top_k"),
+        (["recall", "x", "--budget", "0"], "token_budget"),
+        (["recall", "  "], "query"),
+        (["add", "   "], "content"),
+        (["add", "a fact", "--kind", "gossip"], "kind"),
+        (["add", "a fact", "--ttl", "0"], "ttl_seconds"),
+        (["--namespace", "bad name", "stats"], "namespace"),
+        (["--chroma-url", "not a url", "stats"], "chroma_url"),
+        (["demo", "--namespace", "bad name"], "namespace"),
+        (["compress", "--session", "s1", "--threshold", "0"], "threshold_tokens"),
+        (["serve", "--transport", "ftp"], "transport"),
+        (["serve", "--port", "0"], "port"),
+    ],
+)
+def test_arguments_are_checked_before_the_engine_is_built(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, args: list[str], needle: str
+) -> None:
+    from hindsight_integrations import cli
+
+    def no_engine(settings: object) -> None:
+        raise AssertionError("the engine was built")
+
+    monkeypatch.setattr(cli, "_engine", no_engine)
+    result = runner.invoke(app, ["--store", str(tmp_path / "s"), *args])
+    assert result.exit_code == 2, result.output
+    assert needle in result.output and "Traceback" not in result.output
+    assert result.exception is None or isinstance(result.exception, SystemExit)
+
+
+def test_settings_from_the_environment_are_checked_first(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from hindsight_integrations import cli
+
+    monkeypatch.setattr(cli, "_engine", lambda settings: pytest.fail("the engine was built"))
+    result = runner.invoke(
+        app, ["--store", str(tmp_path / "s"), "recall", "x"], env={"HINDSIGHT_EMBEDDING_BACKEND": "tensorrt"}
+    )
+    assert result.exit_code == 2 and "HINDSIGHT_EMBEDDING_BACKEND" in result.output
+
+
+def test_import_refuses_a_file_that_is_not_an_export(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from hindsight_integrations import cli
+
+    monkeypatch.setattr(cli, "_engine", lambda settings: pytest.fail("the engine was built"))
+    for text, needle in (("[1, 2]", "not a `hindsight export` document"), ("{oops", "could not read")):
+        bad = tmp_path / "bad.json"
+        bad.write_text(text, encoding="utf-8")
+        result = runner.invoke(app, ["--store", str(tmp_path / "s"), "import", str(bad)])
+        assert result.exit_code == 2 and needle in " ".join(result.output.split())  # rich wraps long lines

@@ -104,9 +104,11 @@ def test_compression_uses_the_llm_summary_and_falls_back(stub: OpenAIStub, store
         )
     stub.script("LLM SUMMARY: importer skips old rows.")
     first = engine.compress(session_id="s1", namespace="u1", force=True)
+    assert first is not None
     assert first.summaries[0].content == "LLM SUMMARY: importer skips old rows."
     stub.script(("status", 500))
     second = engine.compress(session_id="s1", namespace="u1", force=True)
+    assert second is not None
     assert "importer must skip rows" in second.summaries[0].content  # extractive fallback
 
 
@@ -127,3 +129,32 @@ def test_llm_is_configured_from_the_environment(stub: OpenAIStub, monkeypatch, s
     monkeypatch.setenv("HINDSIGHT_LLM_MODEL", "env-model")
     engine = MemoryEngine(store=store_path, embedder=embedder)
     assert engine.llm is not None and engine.llm.model == "env-model"
+
+
+def test_openai_is_imported_only_when_a_client_needs_it() -> None:
+    """Importing the engine must not pay ~0.6 s for openai; building a client or its errors does."""
+    import subprocess
+    import sys
+
+    code = """
+import sys
+from hindsight_integrations.core import llm
+from hindsight_integrations.core.config import load_settings
+from hindsight_integrations.core.engine import MemoryEngine
+steps = ['openai' in sys.modules]
+steps.append(llm.LLMClient.from_settings(load_settings(use_llm=False)) is None and 'openai' in sys.modules)
+errors = llm.TRANSIENT_ERRORS
+import openai
+steps.append(errors == llm.transient_errors() and openai.RateLimitError in errors)
+print(steps)
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[False, False, True]"
+
+
+def test_unknown_module_attributes_still_raise() -> None:
+    from hindsight_integrations.core import llm
+
+    with pytest.raises(AttributeError, match="NO_SUCH_NAME"):
+        llm.NO_SUCH_NAME  # noqa: B018

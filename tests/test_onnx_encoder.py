@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import sys
 import threading
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -54,6 +56,19 @@ def fresh(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return cache
 
 
+def _count_exports(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Record every export (the file it writes) while still exporting for real."""
+    exports: list[str] = []
+    real_export = onnx_encoder._export
+
+    def counted(model: Any, file: str) -> None:
+        exports.append(file)
+        real_export(model, file)
+
+    monkeypatch.setattr(onnx_encoder, "_export", counted)
+    return exports
+
+
 def _max_diff(a: list[list[float]], b: list[list[float]]) -> float:
     return float(np.abs(np.array(a) - np.array(b)).max())
 
@@ -86,7 +101,7 @@ def test_embed_matrix_takes_list_only_embedders() -> None:
         name = "lists"
         dimension = 3
 
-        def embed(self, texts: list[str]) -> list[list[float]]:
+        def embed(self, texts: Sequence[str]) -> list[list[float]]:
             return [[float(len(t)), 0.5, 1.0] for t in texts]
 
     got = embeddings.embed_matrix(ListEmbedder(), ["ab", "abcd"])
@@ -122,9 +137,7 @@ def test_concurrent_queries_and_batches(onnx_embedder: LocalEmbedder, torch_embe
 
 
 def test_export_is_cached_on_disk(fresh: Path, embedder: LocalEmbedder, monkeypatch: pytest.MonkeyPatch) -> None:
-    exports: list[str] = []
-    real_export = onnx_encoder._export
-    monkeypatch.setattr(onnx_encoder, "_export", lambda model, file: (exports.append(file), real_export(model, file)))
+    exports = _count_exports(monkeypatch)
     model, path = embedder._load(), embedder._path
 
     first = onnx_encoder.OnnxEncoder.from_model(model, path)
@@ -134,7 +147,12 @@ def test_export_is_cached_on_disk(fresh: Path, embedder: LocalEmbedder, monkeypa
     assert len(exports) == 1
     assert second.file == first.file and first.file.parent == fresh / "onnx"
     assert second.file.stat().st_mtime_ns == mtime
-    assert [p.name for p in (fresh / "onnx").iterdir()] == [first.file.name]  # no temporary left behind
+    # the export and its sidecar, no temporary left behind, and no tokenizer copy (the model's own file matches)
+    assert sorted(p.name for p in (fresh / "onnx").iterdir()) == sorted([first.file.name, f"{first.file.stem}.json"])
+    info = onnx_encoder.ExportInfo.read(first.file)
+    assert info is not None and info.dimension == 384 and info.max_length == 256 and not info.lower_case
+    assert info.inputs == ("input_ids", "attention_mask", "token_type_ids")
+    assert info.tokenizer == (Path(path) / "tokenizer.json").resolve()
     assert _max_diff(first.encode(TEXTS[:2]), second.encode(TEXTS[:2])) == 0
 
 
@@ -208,3 +226,144 @@ def test_backend_setting(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HINDSIGHT_EMBEDDING_BACKEND", "tensorrt")
     with pytest.raises(ConfigurationError, match="HINDSIGHT_EMBEDDING_BACKEND"):
         load_settings()
+
+
+def _varied_texts(count: int = 300) -> list[str]:
+    """Seeded texts of every kind a tokenizer may treat differently: CJK, accents, emoji, control characters,
+    punctuation runs, whitespace-only, and some far past max_seq_length (256 tokens)."""
+    import random
+
+    rng = random.Random(1234)
+    pools = [
+        ["the", "release", "branch", "is", "cut", "every", "Monday", "at", "9am", "and", "QA", "signs", "off"],
+        list("我们下周三在上海开会讨论预算和招聘计划中文分词测试"),
+        ["café", "naïve", "Ångström", "façade", "über", "São", "Œuvre", "ß", "İstanbul", "ǅ"],
+        ["🙂", "👍🏽", "🇫🇷", "©", "™", "…", "–", "—", "“", "”", "«", "»", "§", "±", "€"],
+        ["!!!", "?!", "...", "(", ")", "[", "]", "{", "}", "#", "@", "$", "%", "^", "&", "*", "--", "'", '"'],
+        ["\t", "\n", "\r\n", "  ", "\u200b", "\u00a0", "\x00", "\x07", "\u2028"],
+        ["1", "42", "3.14159", "1,000,000", "2024-05-08", "09:30", "v1.2.3", "0x1F", "ORD-7731-KX"],
+        ["日本語", "テキスト", "한국어", "Русский", "Ελληνικά", "עברית", "العربية", "हिन्दी", "ไทย"],
+        ["[CLS]", "[SEP]", "[PAD]", "[MASK]", "[UNK]", "##ing", "<s>", "</s>"],
+        ["https://example.com/a?b=c&d=e#f", "someone@example.org", "C:\\Users\\me", "/var/cache/build"],
+    ]
+    texts = ["", " ", "\n", "a", "?", "中", "🙂"]
+    while len(texts) < count:
+        n = rng.choice([1, 2, 3, 5, 8, 13, 30, 60, 120, 400])
+        words = [rng.choice(rng.choice(pools)) for _ in range(n)]
+        sep = rng.choice([" ", "", " ", ", "])
+        text = sep.join(words)
+        texts.append(text.upper() if rng.random() < 0.1 else text)
+    return texts
+
+
+VARIED = _varied_texts()
+
+
+def test_tokenizers_library_gives_the_model_tokenizers_ids(embedder: LocalEmbedder) -> None:
+    """The run-time tokenizer (tokenizers, from tokenizer.json) must give sentence-transformers' exact ids."""
+    model = embedder._load()
+    info = onnx_encoder.cached_export(embedder._path)
+    assert info is not None  # the session embedder warmed the default cache
+    fast = onnx_encoder.load_tokenizer(
+        info.tokenizer,
+        info.max_length,
+        pad_id=info.pad_id,
+        pad_token=info.pad_token,
+        pad_type_id=info.pad_type_id,
+        padding_side=info.padding_side,
+        truncation_side=info.truncation_side,
+    )
+    assert any(len(model.tokenizer(t)["input_ids"]) > 256 for t in VARIED)  # truncation is exercised
+    batches = [VARIED[i : i + 37] for i in range(0, len(VARIED), 37)] + [[t] for t in VARIED[:60]]
+    for batch in batches:
+        expected = model.tokenizer(batch, padding=True, truncation=True, max_length=256, return_tensors="np")
+        got = onnx_encoder.encode_tokens(fast, batch)
+        for name in ("input_ids", "attention_mask", "token_type_ids"):
+            assert np.array_equal(expected[name], got[name]), (name, batch)
+
+
+def test_varied_texts_match_torch(onnx_embedder: LocalEmbedder, torch_embedder: LocalEmbedder) -> None:
+    assert not onnx_embedder._onnx._hf_tokenizer  # the encoder runs on the tokenizers library, not transformers
+    assert _max_diff(onnx_embedder.embed(VARIED), torch_embedder.embed(VARIED)) <= 1e-5
+    for text in VARIED[:40]:
+        assert _max_diff(onnx_embedder.embed([text]), torch_embedder.embed([text])) <= 1e-5
+
+
+def test_cached_export_builds_without_the_model(
+    fresh: Path, embedder: LocalEmbedder, torch_embedder: LocalEmbedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With export + sidecar on disk, dimension and vectors come without loading sentence-transformers."""
+    onnx_encoder.exported_model(embedder._load(), embedder._path)
+    expected = torch_embedder.embed(TEXTS)
+
+    def no_model(self: LocalEmbedder) -> Any:
+        raise AssertionError("the model was loaded")
+
+    monkeypatch.setattr(LocalEmbedder, "_load", no_model)
+    model = LocalEmbedder(backend="onnx")
+    assert model.dimension == 384
+    assert model._resolved is None  # the dimension came from the sidecar: no session opened yet
+    assert _max_diff(model.embed(TEXTS), expected) < 1e-5
+    assert model.backend_in_use == "onnx"
+    assert onnx_encoder._ENCODERS[model._path].file.parent == fresh / "onnx"
+
+
+def test_missing_or_broken_sidecar_exports_again(
+    fresh: Path, embedder: LocalEmbedder, torch_embedder: LocalEmbedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    exports = _count_exports(monkeypatch)
+    path = embedder._path
+    file = onnx_encoder.exported_model(embedder._load(), path)
+    sidecar = onnx_encoder.sidecar_for(file)
+    assert onnx_encoder.cached_export(path) is not None
+
+    sidecar.unlink()  # as a cache file written before sidecars existed
+    assert onnx_encoder.cached_export(path) is None
+    assert onnx_encoder.cached_encoder(path) is None
+    model = LocalEmbedder(backend="onnx")
+    assert _max_diff(model.embed(TEXTS[:3]), torch_embedder.embed(TEXTS[:3])) < 1e-5
+    assert len(exports) == 2 and sidecar.is_file()
+    assert onnx_encoder.cached_export(path) is not None
+
+    valid = json.loads(sidecar.read_text(encoding="utf-8"))
+    for broken in (
+        "{not json",
+        json.dumps({**valid, "tokenizer": str(fresh / "gone.json")}),  # its tokenizer file has gone
+        json.dumps({**valid, "format": 1}),
+        json.dumps({**valid, "onnx": "another.onnx"}),
+        json.dumps({k: v for k, v in valid.items() if k != "dimension"}),
+    ):
+        sidecar.write_text(broken, encoding="utf-8")
+        assert onnx_encoder.cached_export(path) is None, broken
+    onnx_encoder.exported_model(embedder._load(), path)
+    assert len(exports) == 3 and onnx_encoder.cached_export(path) is not None
+
+
+def test_a_tokenizer_file_that_differs_is_replaced_by_a_checked_copy(
+    fresh: Path, embedder: LocalEmbedder, torch_embedder: LocalEmbedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """If the model's tokenizer.json does not reproduce its tokenizer, the tokenizer's own state is saved and used."""
+    real_same = onnx_encoder._same_tokens
+    own = (Path(embedder._path) / "tokenizer.json").resolve()
+    monkeypatch.setattr(
+        onnx_encoder,
+        "_same_tokens",
+        lambda model, file, settings: file.resolve() != own and real_same(model, file, settings),
+    )
+    file = onnx_encoder.exported_model(embedder._load(), embedder._path)
+    info = onnx_encoder.ExportInfo.read(file)
+    assert info is not None and info.tokenizer == fresh / "onnx" / f"{file.stem}.tokenizer.json"
+    encoder = onnx_encoder.OnnxEncoder.from_export(info)
+    assert _max_diff(encoder.encode(TEXTS), torch_embedder.embed(TEXTS)) < 1e-5
+
+
+def test_fingerprint_imports_neither_torch_nor_transformers(embedder: LocalEmbedder) -> None:
+    import subprocess
+
+    code = (
+        "import sys; from hindsight_integrations.core import onnx_encoder as o; "
+        f"o.model_fingerprint({embedder._path!r}); "
+        "print('torch' in sys.modules, 'transformers' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
+    assert out.stdout.split() == ["False", "False"]

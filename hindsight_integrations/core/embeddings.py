@@ -37,9 +37,13 @@ class Embedder(Protocol):
     name: str
 
     @property
-    def dimension(self) -> int: ...
+    def dimension(self) -> int:
+        """The vector size, which a collection records so that another model's vectors are refused."""
+        ...
 
-    def embed(self, texts: Sequence[str]) -> list[list[float]]: ...
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        """One vector per text, in order; writes and queries go through the same model."""
+        ...
 
 
 class _QueryCache:
@@ -65,6 +69,7 @@ class _QueryCache:
 
 
 def embed_query(embedder: Embedder, text: str, cache: _QueryCache | None = None) -> list[float]:
+    """The vector of one query, from ``cache`` when the same text was asked before (agents repeat themselves)."""
     if cache is not None and (hit := cache.get(text)) is not None:
         return hit
     vector = embedder.embed([text])[0]
@@ -147,6 +152,11 @@ class LocalEmbedder:
     ``"torch"`` runs it through sentence-transformers, and ``"auto"`` tries ONNX and falls
     back to torch with a warning. Both give the same vectors, so ``name`` does not change.
     ``cache_dir`` is where ONNX exports are kept (see ``onnx_encoder.cache_root``).
+
+    Once a model's export is cached, the ONNX path needs neither torch nor
+    sentence-transformers (~6 s to import, most of a CLI command's time): the encoder and
+    ``dimension`` come from the export's sidecar. Only the first use on a machine, or the
+    torch backend, loads the model itself.
     """
 
     def __init__(
@@ -169,16 +179,14 @@ class LocalEmbedder:
         self._onnx: Any = None  # an onnx_encoder.OnnxEncoder once chosen
         self._resolved: Literal["onnx", "torch"] | None = None
         self._resolve_lock = threading.Lock()
+        self._dimension: int | None = None
 
     def _load(self) -> Any:
         if self._model is None:
             with _LOAD_LOCK:
                 self._model = _LOADED.get((self._path, self._device))
                 if self._model is None:
-                    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-                    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-                    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-                    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+                    _offline_environment()
                     try:
                         from sentence_transformers import SentenceTransformer
                         from transformers.utils import logging as transformers_logging
@@ -201,14 +209,18 @@ class LocalEmbedder:
         return self._model
 
     def _resolve(self) -> Literal["onnx", "torch"]:
-        """Load the model and settle the backend once (exporting to ONNX on first use)."""
+        """Settle the backend once: a cached ONNX export, else load the model (exporting it to ONNX if wanted)."""
         if self._resolved is not None:
             return self._resolved
-        model = self._load()
         with self._resolve_lock:
             if self._resolved is None:
-                self._onnx = self._onnx_encoder(model) if self._wants_onnx() else None
-                self._resolved = "onnx" if self._onnx is not None else "torch"
+                encoder = None
+                if self._wants_onnx():
+                    encoder = self._cached_onnx() or self._onnx_encoder(self._load())
+                else:
+                    self._load()
+                self._onnx = encoder
+                self._resolved = "onnx" if encoder is not None else "torch"
         return self._resolved
 
     def _wants_onnx(self) -> bool:
@@ -218,6 +230,13 @@ class LocalEmbedder:
                 "set HINDSIGHT_EMBEDDING_BACKEND=torch (or auto) or HINDSIGHT_EMBEDDING_DEVICE=cpu"
             )
         return self._backend == "onnx" or (self._backend == "auto" and self._device == "cpu")
+
+    def _cached_onnx(self) -> Any:
+        """The encoder of a cached export (no model load), or None when there is none to reuse."""
+        from . import onnx_encoder
+
+        _offline_environment()
+        return onnx_encoder.cached_encoder(self._path, self._cache_dir)
 
     def _onnx_encoder(self, model: Any) -> Any:
         from . import onnx_encoder
@@ -235,7 +254,7 @@ class LocalEmbedder:
 
     @property
     def backend_in_use(self) -> Literal["onnx", "torch"]:
-        """``"onnx"`` or ``"torch"``: what actually encodes (loads the model if needed)."""
+        """``"onnx"`` or ``"torch"``: what actually encodes (exports or loads the model if needed)."""
         return self._resolve()
 
     def warm(self) -> None:
@@ -244,11 +263,30 @@ class LocalEmbedder:
 
     @property
     def dimension(self) -> int:
+        """The vector size; read from the ONNX sidecar when there is one, so opening a store loads no model."""
+        if self._dimension is None:
+            self._dimension = self._find_dimension()
+        return self._dimension
+
+    def _find_dimension(self) -> int:
+        if self._resolved == "onnx":
+            return int(self._onnx.dimension)
+        if self._resolved is None and self._wants_onnx():
+            from . import onnx_encoder
+
+            info = onnx_encoder.cached_export(self._path, self._cache_dir)
+            if info is not None:
+                return info.dimension
+            # First use on this machine: the model must be loaded to answer, so export it now
+            # too, and the next process (a CLI command, a server restart) finds the cache warm.
+            if self._resolve() == "onnx":
+                return int(self._onnx.dimension)
         model = self._load()
         getter = getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension
         return int(getter())
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        """Normalised vectors of ``texts``, one list per text (the ``Embedder`` interface)."""
         return self.embed_array(texts).tolist() if texts else []
 
     def embed_array(self, texts: Sequence[str]) -> np.ndarray:
@@ -265,6 +303,14 @@ class LocalEmbedder:
                 list(texts), batch_size=self._batch_size, normalize_embeddings=True, show_progress_bar=False
             )
         return np.asarray(vectors, dtype=np.float32)
+
+
+def _offline_environment() -> None:
+    """Never reach a model hub, show no progress bars, and leave the cores to the model's own threads."""
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
 
 
 class _ProbedDimension:
@@ -303,6 +349,7 @@ class OpenAIEmbedder(_ProbedDimension):
         self._max_retries = max_retries
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        """Vectors in request-sized batches, each retried on transient errors, so one 429 loses no write."""
         from .llm import retrying
 
         out: list[list[float]] = []
@@ -323,6 +370,7 @@ class ChromaFunctionEmbedder(_ProbedDimension):
         self.name = name or _chroma_function_name(function)
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        """The function's vectors as plain floats (Chroma functions may return numpy arrays)."""
         vectors = self._function(list(texts))
         return [[float(x) for x in v] for v in vectors]
 
@@ -331,7 +379,7 @@ def _chroma_function_name(function: Any) -> str:
     model = getattr(function, "model_name", None) or getattr(function, "_model_name", None)
     try:
         base = function.name()
-    except Exception:
+    except Exception:  # noqa: BLE001 - a user's function; any failure to name itself means "use the class name"
         base = type(function).__name__
     return f"{base}:{model}" if model else str(base)
 

@@ -4,6 +4,9 @@ Everything here is optional: without a key the engine runs on rules. Transient f
 (429, 5xx, timeouts, dropped connections) are retried with exponential backoff by
 tenacity; anything else, or a reply we cannot parse, raises ``LLMError`` and the caller
 falls back to rules, so a flaky model never loses a turn.
+
+``openai`` is imported only when a client is built or its exception types are needed: it
+takes ~0.6 s to import, and most processes (the CLI, an engine without a key) never call it.
 """
 
 from __future__ import annotations
@@ -12,7 +15,6 @@ import json
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
-import openai
 from pydantic import BaseModel, Field, ValidationError
 from tenacity import retry, retry_if_exception_type, stop_after_attempt, wait_exponential
 
@@ -20,18 +22,25 @@ from .errors import LLMError
 
 T = TypeVar("T")
 
-TRANSIENT_ERRORS = (
-    openai.RateLimitError,
-    openai.APITimeoutError,
-    openai.APIConnectionError,
-    openai.InternalServerError,
-)
+
+def transient_errors() -> tuple[type[Exception], ...]:
+    """The OpenAI errors worth retrying: rate limits, timeouts, dropped connections, 5xx (imports openai)."""
+    import openai
+
+    return (openai.RateLimitError, openai.APITimeoutError, openai.APIConnectionError, openai.InternalServerError)
+
+
+def __getattr__(name: str) -> Any:
+    """``TRANSIENT_ERRORS``, the tuple this module used to build at import, resolved on first use."""
+    if name == "TRANSIENT_ERRORS":
+        return transient_errors()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def retrying(max_retries: int, *, max_wait: float = 8.0) -> Callable[[Callable[..., T]], Callable[..., T]]:
     """A tenacity decorator for transient OpenAI errors: ``max_retries`` retries after the first try."""
     return retry(
-        retry=retry_if_exception_type(TRANSIENT_ERRORS),
+        retry=retry_if_exception_type(transient_errors()),
         stop=stop_after_attempt(max_retries + 1),
         wait=wait_exponential(multiplier=0.2, max=max_wait),
         reraise=True,
@@ -77,13 +86,16 @@ class LLMClient:
         client: Any = None,
     ) -> None:
         self.model = model
-        self._client = client or openai.OpenAI(
-            api_key=api_key or "not-needed", base_url=base_url, timeout=timeout, max_retries=0
-        )
+        if client is None:
+            import openai
+
+            client = openai.OpenAI(api_key=api_key or "not-needed", base_url=base_url, timeout=timeout, max_retries=0)
+        self._client = client
         self._retry = retrying(max_retries)
 
     @classmethod
     def from_settings(cls, settings: Any) -> LLMClient | None:
+        """A client when settings allow and reach an LLM, else None: the engine then runs on rules."""
         if not settings.llm_configured:
             return None
         return cls(
@@ -95,6 +107,9 @@ class LLMClient:
         )
 
     def complete(self, messages: Sequence[dict[str, str]], *, json_mode: bool = False, max_tokens: int = 400) -> str:
+        """The model's reply text; any API failure (after retries) or an empty reply raises ``LLMError``."""
+        import openai
+
         kwargs: dict[str, Any] = {"model": self.model, "messages": list(messages), "max_tokens": max_tokens}
         if json_mode:
             kwargs["response_format"] = {"type": "json_object"}
@@ -108,6 +123,7 @@ class LLMClient:
         return content
 
     def extract_memories(self, exchange: str) -> list[ExtractedMemory]:
+        """What of ``exchange`` is worth remembering; ``LLMError`` if the reply cannot be parsed, so rules take over."""
         reply = self.complete(
             [{"role": "system", "content": EXTRACTION_PROMPT}, {"role": "user", "content": exchange}], json_mode=True
         )
@@ -119,6 +135,7 @@ class LLMClient:
             raise LLMError(f"could not parse the extraction reply: {reply[:200]!r}") from exc
 
     def summarize(self, transcript: str) -> str:
+        """A short episodic summary of ``transcript``, for compressing working memory."""
         return self.complete(
             [{"role": "system", "content": SUMMARY_PROMPT}, {"role": "user", "content": transcript}], max_tokens=200
         ).strip()

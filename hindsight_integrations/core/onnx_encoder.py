@@ -8,13 +8,20 @@ are accepted; anything else raises ``OnnxUnavailable`` and the caller keeps torc
 
 The exported file is cached on disk (keyed by the model's files and the exporter
 versions), so a process pays the 1-2 s export only the first time a model is used on a
-machine.
+machine. Beside it a JSON sidecar keeps what running it needs (``ExportInfo``: embedding
+dimension, maximum sequence length, lower-case flag, the graph's input names, the
+``tokenizer.json`` and its padding). With both on disk, ``cached_encoder`` builds the encoder
+from them with the ``tokenizers`` library alone: importing torch and sentence-transformers
+costs ~6 s, far more than every command of the CLI, so a process that reuses an export
+imports neither. Only the first use on a machine loads the model to export it.
 """
 
 from __future__ import annotations
 
 import atexit
+import functools
 import hashlib
+import importlib.metadata
 import json
 import logging
 import os
@@ -23,17 +30,38 @@ import tempfile
 import threading
 import warnings
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 logger = logging.getLogger(__name__)
 
 OPSET = 17
-# Bump when the exported graph changes (wrapper, inputs, outputs): old cache files are then ignored.
-_EXPORT_FORMAT = 1
+# Bump when the exported graph or its sidecar changes: old cache files are then ignored.
+# 2: a JSON sidecar beside each export; the fingerprint reads versions from package metadata.
+_EXPORT_FORMAT = 2
 _KEY_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth", ".json")
 _TOKEN_INPUTS = ("input_ids", "attention_mask", "token_type_ids")
 _INSTALL = "pip install 'hindsight-integrations[local]'"
+
+# Texts the export checks the ``tokenizers`` tokenizer against the model's own on: the cases
+# where tokenizers differ (accents, CJK, control and zero-width characters, truncation).
+_TOKEN_PROBES = (
+    "",
+    " ",
+    "hi",
+    "Hello, World! Ça va? naïve café – “quoted” … end.",
+    "我喜欢在早上喝绿茶，下午喝咖啡。",
+    "日本語のテキストと English mixed 123",
+    "tabs\tand\nnewlines\r\nand  double  spaces",
+    "zero\u200bwidth\u00adsoft\x07bell\x00nul",
+    "emoji 🙂👍🏽 and symbols ©®™ §±",
+    "URL https://example.com/a?b=c&d=e#f and e-mail someone@example.org",
+    "UPPER lower MiXeD 3.14159 1,000,000 $42 50% #tag @user",
+    "[CLS] [SEP] [PAD] [MASK] [UNK] literal special tokens",
+    "The quarterly report is due on Friday, and the backlog keeps growing. " * 40,
+    "词" * 600,
+)
 
 
 class OnnxUnavailable(Exception):
@@ -86,11 +114,25 @@ def _is_mean_pooling(pooling: Any) -> bool:
     return modes.pop("pooling_mode_mean_tokens", False) is True and not any(modes.values())
 
 
-def model_fingerprint(path: str) -> str:
-    """A short hash of what the exported graph depends on: the model's files and the exporter."""
-    import torch
-    import transformers
+@functools.cache
+def _exporter_versions() -> tuple[str, str]:
+    """torch's and transformers' versions, read from package metadata: importing them to ask costs seconds."""
+    return _installed("torch"), _installed("transformers")
 
+
+def _installed(package: str) -> str:
+    try:
+        return importlib.metadata.version(package)
+    except importlib.metadata.PackageNotFoundError:
+        return "absent"
+
+
+def model_fingerprint(path: str) -> str:
+    """A short hash of what the exported graph depends on: the model's files and the exporter.
+
+    Computed without importing torch or transformers, so a process can find its cached
+    export before deciding whether it needs them at all.
+    """
     root = Path(path)
     if not root.is_dir():
         raise OnnxUnavailable(f"{path!r} is not a local model directory")
@@ -100,34 +142,127 @@ def model_fingerprint(path: str) -> str:
         if file.suffix in _KEY_SUFFIXES and file.is_file() and not any(p.startswith(".") for p in relative.parts):
             stat = file.stat()
             files.append([str(relative), stat.st_size, stat.st_mtime_ns])
-    key = [str(root.resolve()), files, torch.__version__, transformers.__version__, OPSET, _EXPORT_FORMAT]
+    key = [str(root.resolve()), files, *_exporter_versions(), OPSET, _EXPORT_FORMAT]
     return hashlib.sha256(json.dumps(key).encode()).hexdigest()[:20]
 
 
-def exported_model(model: Any, path: str, cache_dir: str | os.PathLike[str] | None = None) -> Path:
-    """The ONNX file for ``model`` (loaded from ``path``), exported now if not cached yet.
+def _export_stem(path: str) -> str:
+    return f"{os.path.basename(path.rstrip('/')) or 'model'}-{model_fingerprint(path)}"
 
-    The file is written to a temporary name in the cache directory and renamed, so a
-    process never opens another's half-written export. If the cache directory cannot be
-    written, the export goes to a private temporary directory for this process.
+
+def sidecar_for(file: Path) -> Path:
+    """The JSON sidecar of the export ``file`` (same name, ``.json``)."""
+    return file.with_suffix(".json")
+
+
+@dataclass(frozen=True)
+class ExportInfo:
+    """What running an export needs, kept in its JSON sidecar so that no model is loaded to learn it.
+
+    ``dimension`` lets a store check its collection's embedding size without running the
+    model; the tokenizer fields rebuild, with the ``tokenizers`` library, exactly the
+    padding and truncation sentence-transformers applied when the export was checked.
     """
-    name = f"{os.path.basename(path.rstrip('/')) or 'model'}-{model_fingerprint(path)}.onnx"
+
+    file: Path
+    dimension: int
+    max_length: int
+    lower_case: bool
+    inputs: tuple[str, ...]
+    tokenizer: Path
+    pad_id: int = 0
+    pad_token: str = "[PAD]"
+    pad_type_id: int = 0
+    padding_side: str = "right"
+    truncation_side: str = "right"
+
+    def to_json(self) -> dict[str, Any]:
+        """The sidecar's content; ``onnx`` names the export so a sidecar is never paired with another file."""
+        return {
+            "format": _EXPORT_FORMAT,
+            "onnx": self.file.name,
+            "dimension": self.dimension,
+            "max_seq_length": self.max_length,
+            "lower_case": self.lower_case,
+            "inputs": list(self.inputs),
+            "tokenizer": str(self.tokenizer),
+            "padding": {
+                "pad_id": self.pad_id,
+                "pad_token": self.pad_token,
+                "pad_type_id": self.pad_type_id,
+                "side": self.padding_side,
+            },
+            "truncation": {"side": self.truncation_side},
+        }
+
+    @classmethod
+    def read(cls, file: Path) -> ExportInfo | None:
+        """The sidecar of ``file``, or None when either is missing, unreadable or of another format.
+
+        None means "export again": an old cache file without a sidecar, or a sidecar whose
+        tokenizer file has gone, is replaced on the next export rather than trusted.
+        """
+        try:
+            data = json.loads(sidecar_for(file).read_text(encoding="utf-8"))
+            if data.get("format") != _EXPORT_FORMAT or data.get("onnx") != file.name:
+                return None
+            padding, truncation = data.get("padding", {}), data.get("truncation", {})
+            info = cls(
+                file=file,
+                dimension=int(data["dimension"]),
+                max_length=int(data["max_seq_length"]),
+                lower_case=bool(data["lower_case"]),
+                inputs=tuple(str(n) for n in data["inputs"]),
+                tokenizer=Path(data["tokenizer"]),
+                pad_id=int(padding.get("pad_id", 0)),
+                pad_token=str(padding.get("pad_token", "[PAD]")),
+                pad_type_id=int(padding.get("pad_type_id", 0)),
+                padding_side=str(padding.get("side", "right")),
+                truncation_side=str(truncation.get("side", "right")),
+            )
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            return None
+        if info.dimension <= 0 or not file.is_file() or not info.tokenizer.is_file():
+            return None
+        return info
+
+
+def cached_export(path: str, cache_dir: str | os.PathLike[str] | None = None) -> ExportInfo | None:
+    """The cached export of the model at ``path`` with its sidecar, or None. Loads no model, imports no torch."""
+    try:
+        stem = _export_stem(path)
+    except (OnnxUnavailable, OSError):
+        return None
+    for directory in (cache_root(cache_dir) / "onnx", _private):
+        if directory is not None and (info := ExportInfo.read(directory / f"{stem}.onnx")) is not None:
+            return info
+    return None
+
+
+def exported_model(model: Any, path: str, cache_dir: str | os.PathLike[str] | None = None) -> Path:
+    """The ONNX file for ``model`` (loaded from ``path``), exported now if not cached with its sidecar yet.
+
+    Files are written to temporary names in the cache directory and renamed, the sidecar
+    last, so a process that finds a sidecar never opens another's half-written export. If
+    the cache directory cannot be written, the export goes to a private temporary
+    directory for this process.
+    """
+    stem = _export_stem(path)
+    if (info := cached_export(path, cache_dir)) is not None:
+        return info.file
     directory = cache_root(cache_dir) / "onnx"
-    target = directory / name
-    if target.is_file():
-        return target
     try:
         directory.mkdir(parents=True, exist_ok=True)
-        handle, temp = tempfile.mkstemp(prefix=f".{name}.", suffix=".tmp", dir=directory)
+        temp = _temp_file(directory, f"{stem}.onnx")
     except OSError as exc:
         logger.warning("ONNX cache %s is not writable (%s); exporting to a temporary directory", directory, exc)
         directory = _private_dir()
-        target = directory / name
-        if target.is_file():
-            return target
-        handle, temp = tempfile.mkstemp(prefix=f".{name}.", suffix=".tmp", dir=directory)
-    os.close(handle)
+        temp = _temp_file(directory, f"{stem}.onnx")
+    target = directory / f"{stem}.onnx"
     try:
+        settings = _tokenizer_settings(model.tokenizer)
+        tokenizer = _tokenizer_file(model, path, directory / f"{stem}.tokenizer.json", settings)
+        names = _input_names(model, _probe(model))
         logger.info("exporting %s to ONNX (once per machine): %s", path, target)
         _export(model, temp)
         os.chmod(temp, 0o644)  # mkstemp makes it private; a shared cache directory should stay readable
@@ -135,7 +270,35 @@ def exported_model(model: Any, path: str, cache_dir: str | os.PathLike[str] | No
     finally:
         if os.path.exists(temp):
             os.unlink(temp)
+    info = ExportInfo(
+        file=target,
+        dimension=_dimension(model),
+        max_length=int(model.max_seq_length),
+        lower_case=bool(getattr(model[0], "do_lower_case", False)),
+        inputs=tuple(names),
+        tokenizer=tokenizer,
+        **settings,
+    )
+    _write_file(sidecar_for(target), json.dumps(info.to_json(), indent=2) + "\n")
     return target
+
+
+def _temp_file(directory: Path, name: str) -> str:
+    handle, temp = tempfile.mkstemp(prefix=f".{name}.", suffix=".tmp", dir=directory)
+    os.close(handle)
+    return temp
+
+
+def _write_file(target: Path, text: str) -> None:
+    """Write ``text`` to ``target`` through a temporary file and a rename: readers see all of it or nothing."""
+    temp = _temp_file(target.parent, target.name)
+    try:
+        Path(temp).write_text(text, encoding="utf-8")
+        os.chmod(temp, 0o644)
+        os.replace(temp, target)
+    finally:
+        if os.path.exists(temp):
+            os.unlink(temp)
 
 
 _private: Path | None = None
@@ -149,6 +312,127 @@ def _private_dir() -> Path:
     return _private
 
 
+def _dimension(model: Any) -> int:
+    getter = getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension
+    dimension = getter()
+    if not dimension:
+        raise OnnxUnavailable("the model does not say its embedding dimension")
+    return int(dimension)
+
+
+def _tokenizer_settings(tokenizer: Any) -> dict[str, Any]:
+    """The padding and truncation the model's tokenizer applies, as ``ExportInfo`` fields."""
+    if tokenizer.pad_token is None or tokenizer.pad_token_id is None:
+        raise OnnxUnavailable("the model's tokenizer has no padding token")
+    return {
+        "pad_id": int(tokenizer.pad_token_id),
+        "pad_token": str(tokenizer.pad_token),
+        "pad_type_id": int(getattr(tokenizer, "pad_token_type_id", 0) or 0),
+        "padding_side": str(getattr(tokenizer, "padding_side", "right")),
+        "truncation_side": str(getattr(tokenizer, "truncation_side", "right")),
+    }
+
+
+def _tokenizer_file(model: Any, path: str, copy: Path, settings: dict[str, Any]) -> Path:
+    """A ``tokenizer.json`` that gives exactly the model tokenizer's ids: the model's own, else a saved copy.
+
+    The model's file is preferred (nothing to write), but its stored padding and truncation
+    are not what sentence-transformers uses, and a tokenizer may be configured beyond its
+    file, so each candidate is checked on ``_TOKEN_PROBES`` before it is trusted.
+    """
+    own = Path(path) / "tokenizer.json"
+    if own.is_file() and _same_tokens(model, own, settings):
+        return own.resolve()
+    backend = getattr(model.tokenizer, "backend_tokenizer", None)
+    if backend is not None:
+        _write_file(copy, backend.to_str())
+        if _same_tokens(model, copy, settings):
+            return copy
+        copy.unlink(missing_ok=True)
+    raise OnnxUnavailable("the tokenizers library does not reproduce the model's tokenizer")
+
+
+def _same_tokens(model: Any, file: Path, settings: dict[str, Any]) -> bool:
+    import numpy as np
+
+    max_length = int(model.max_seq_length)
+    try:
+        fast = load_tokenizer(file, max_length, **settings)
+    except OnnxUnavailable as exc:
+        logger.info("tokenizer %s cannot be loaded by the tokenizers library: %s", file, exc)
+        return False
+    for texts in (list(_TOKEN_PROBES), [_TOKEN_PROBES[3]], [_TOKEN_PROBES[-2]]):
+        expected = model.tokenizer(texts, padding=True, truncation=True, max_length=max_length, return_tensors="np")
+        got = encode_tokens(fast, texts)
+        for name in _TOKEN_INPUTS:
+            if name in expected and not np.array_equal(np.asarray(expected[name], dtype=np.int64), got[name]):
+                return False
+    return True
+
+
+def load_tokenizer(
+    file: Path,
+    max_length: int,
+    *,
+    pad_id: int = 0,
+    pad_token: str = "[PAD]",
+    pad_type_id: int = 0,
+    padding_side: str = "right",
+    truncation_side: str = "right",
+) -> Any:
+    """A ``tokenizers.Tokenizer`` set up as sentence-transformers calls its tokenizer.
+
+    That is truncation to ``max_length`` and padding to the longest text of the batch; the
+    padding and truncation stored in the file (128 fixed for all-MiniLM-L6-v2) are replaced.
+    It is configured once here and only read afterwards, so concurrent encodes never
+    reconfigure it.
+    """
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")  # onnxruntime already uses every core
+    try:
+        from tokenizers import Tokenizer
+    except ImportError as exc:
+        raise OnnxUnavailable(f"the tokenizers package is not installed ({exc}): {_INSTALL}") from exc
+    try:
+        tokenizer = Tokenizer.from_file(str(file))
+        tokenizer.enable_truncation(
+            max_length=max_length, stride=0, strategy="longest_first", direction=truncation_side
+        )
+        tokenizer.enable_padding(direction=padding_side, pad_id=pad_id, pad_type_id=pad_type_id, pad_token=pad_token)
+    except Exception as exc:  # the library raises bare Exception for a file it cannot read
+        raise OnnxUnavailable(f"the tokenizers library cannot load {file}: {exc}") from exc
+    return tokenizer
+
+
+def encode_tokens(tokenizer: Any, texts: list[str]) -> dict[str, Any]:
+    """Token ids, attention mask and token types of ``texts`` as int64 arrays, padded to the longest."""
+    import numpy as np
+
+    encode = getattr(tokenizer, "encode_batch_fast", None) or tokenizer.encode_batch
+    encodings = encode(texts)
+    return {
+        "input_ids": np.array([e.ids for e in encodings], dtype=np.int64),
+        "attention_mask": np.array([e.attention_mask for e in encodings], dtype=np.int64),
+        "token_type_ids": np.array([e.type_ids for e in encodings], dtype=np.int64),
+    }
+
+
+def _probe(model: Any) -> Any:
+    return model.tokenizer(
+        ["a short probe", "a somewhat longer probe sentence for tracing the export"],
+        padding=True,
+        truncation=True,
+        max_length=model.max_seq_length,
+        return_tensors="pt",
+    )
+
+
+def _input_names(model: Any, probe: Any) -> list[str]:
+    names = [n for n in _TOKEN_INPUTS if n in probe and n in _forward_parameters(model[0].auto_model)]
+    if names[:2] != ["input_ids", "attention_mask"]:
+        raise OnnxUnavailable(f"the model takes {names}, not input_ids + attention_mask")
+    return names
+
+
 def _export(model: Any, file: str) -> None:
     """Trace tokens -> mean-pooled, L2-normalised embedding into ``file`` and check it against torch."""
     try:
@@ -158,18 +442,9 @@ def _export(model: Any, file: str) -> None:
         raise OnnxUnavailable(f"exporting needs the onnx and onnxruntime packages ({exc}): {_INSTALL}") from exc
     import torch
 
-    auto_model = model[0].auto_model
-    probe = model.tokenizer(
-        ["a short probe", "a somewhat longer probe sentence for tracing the export"],
-        padding=True,
-        truncation=True,
-        max_length=model.max_seq_length,
-        return_tensors="pt",
-    )
-    names = [n for n in _TOKEN_INPUTS if n in probe and n in _forward_parameters(auto_model)]
-    if names[:2] != ["input_ids", "attention_mask"]:
-        raise OnnxUnavailable(f"the model takes {names}, not input_ids + attention_mask")
-    wrapper = _mean_pooled(auto_model)
+    probe = _probe(model)
+    names = _input_names(model, probe)
+    wrapper = _mean_pooled(model[0].auto_model)
     args = tuple(probe[n] for n in names)
     axes = {n: {0: "batch", 1: "tokens"} for n in names} | {"embedding": {0: "batch"}}
     with torch.no_grad(), warnings.catch_warnings():
@@ -224,36 +499,71 @@ class OnnxEncoder:
     between operators: spinning ones took a core from the Chroma server and from the BM25
     search running beside the query, and recall got slower (measured in recall at 100k:
     p50 13.1 → 11.7 ms through a server, 10.4 → 9.5 ms embedded; no change when another
-    process holds a core). Batches use every core. Sessions allow concurrent ``run`` calls, and the
-    tokenizer is always called with the same padding/truncation settings (those of
-    sentence-transformers), so concurrent calls never reconfigure the shared fast tokenizer.
+    process holds a core). Batches use every core. Sessions allow concurrent ``run`` calls.
+
+    ``tokenizer`` is a ``tokenizers.Tokenizer`` set up by ``load_tokenizer`` (what
+    ``from_export`` builds: no transformers needed), or a Hugging Face tokenizer, which is
+    then always called with sentence-transformers' padding/truncation settings, so
+    concurrent calls never reconfigure the shared fast tokenizer.
     """
 
-    def __init__(self, file: Path, tokenizer: Any, max_length: int, *, lower_case: bool = False) -> None:
+    def __init__(
+        self, file: Path, tokenizer: Any, max_length: int, *, lower_case: bool = False, dimension: int | None = None
+    ) -> None:
         try:
             import onnxruntime
         except ImportError as exc:
             raise OnnxUnavailable(f"onnxruntime is not installed ({exc}): {_INSTALL}") from exc
         self.file = file
         self._tokenizer = tokenizer
+        self._hf_tokenizer = callable(tokenizer)  # a tokenizers.Tokenizer is not callable, an HF one is
         self._max_length = max_length
         self._lower_case = lower_case
         self._query = self._session(onnxruntime, file, min(2, _cpu_count()), spin=False)
         self._batch = self._session(onnxruntime, file, _cpu_count())
         self._inputs = [i.name for i in self._query.get_inputs()]
+        self._dimension = dimension
+
+    @classmethod
+    def from_export(cls, info: ExportInfo) -> OnnxEncoder:
+        """The encoder of a cached export, from its sidecar alone: no torch, transformers or model load."""
+        try:
+            tokenizer = load_tokenizer(
+                info.tokenizer,
+                info.max_length,
+                pad_id=info.pad_id,
+                pad_token=info.pad_token,
+                pad_type_id=info.pad_type_id,
+                padding_side=info.padding_side,
+                truncation_side=info.truncation_side,
+            )
+            encoder = cls(info.file, tokenizer, info.max_length, lower_case=info.lower_case, dimension=info.dimension)
+        except OnnxUnavailable:
+            raise
+        except Exception as exc:
+            raise OnnxUnavailable(f"loading {info.file} failed: {type(exc).__name__}: {exc}") from exc
+        if tuple(encoder._inputs) != info.inputs:
+            raise OnnxUnavailable(f"{info.file} takes {encoder._inputs}, its sidecar says {list(info.inputs)}")
+        return encoder
 
     @classmethod
     def from_model(cls, model: Any, path: str, cache_dir: str | os.PathLike[str] | None = None) -> OnnxEncoder:
-        """Export (or reuse the cached export of) a loaded SentenceTransformer. Not cached per process."""
+        """Export (or reuse the cached export of) a loaded SentenceTransformer. Not cached per process.
+
+        The encoder is then built from the sidecar, as in a later process, so the first use
+        tokenizes exactly as every later one.
+        """
         try:
             check_supported(model)
             file = exported_model(model, path, cache_dir)
-            lower_case = bool(getattr(model[0], "do_lower_case", False))
-            return cls(file, model.tokenizer, model.max_seq_length, lower_case=lower_case)
         except OnnxUnavailable:
             raise
         except Exception as exc:
             raise OnnxUnavailable(f"export or load failed: {type(exc).__name__}: {exc}") from exc
+        info = ExportInfo.read(file)
+        if info is None:
+            raise OnnxUnavailable(f"the sidecar of {file} could not be read back")
+        return cls.from_export(info)
 
     @staticmethod
     def _session(onnxruntime: Any, file: Path, threads: int, *, spin: bool = True) -> Any:
@@ -265,7 +575,16 @@ class OnnxEncoder:
         options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_ALL
         return onnxruntime.InferenceSession(str(file), options, providers=["CPUExecutionProvider"])
 
+    @property
+    def dimension(self) -> int:
+        """The embedding size: from the sidecar, else the graph's output shape, else one encode."""
+        if self._dimension is None:
+            size = self._query.get_outputs()[0].shape[-1]
+            self._dimension = size if isinstance(size, int) else int(self.encode_array(["dimension probe"]).shape[1])
+        return self._dimension
+
     def encode(self, texts: Sequence[str], batch_size: int = 64) -> list[list[float]]:
+        """``encode_array`` as Python lists, the form the ``Embedder`` interface returns."""
         return self.encode_array(texts, batch_size).tolist()
 
     def encode_array(self, texts: Sequence[str], batch_size: int = 64) -> Any:
@@ -290,8 +609,15 @@ class OnnxEncoder:
         return out
 
     def _run(self, session: Any, texts: list[str]) -> Any:
-        tokens = self._tokenizer(texts, padding=True, truncation=True, max_length=self._max_length, return_tensors="np")
-        return session.run(None, {name: tokens[name].astype("int64", copy=False) for name in self._inputs})[0]
+        if self._hf_tokenizer:
+            tokens = self._tokenizer(
+                texts, padding=True, truncation=True, max_length=self._max_length, return_tensors="np"
+            )
+            feed = {name: tokens[name].astype("int64", copy=False) for name in self._inputs}
+        else:
+            tokens = encode_tokens(self._tokenizer, texts)
+            feed = {name: tokens[name] for name in self._inputs}
+        return session.run(None, feed)[0]
 
 
 def _cpu_count() -> int:
@@ -304,6 +630,27 @@ def _cpu_count() -> int:
 _ENCODERS: dict[str, OnnxEncoder] = {}  # one export and two sessions per model per process
 _FAILED: dict[str, str] = {}  # and one failed attempt, not one per embedder
 _LOCK = threading.Lock()
+
+
+def cached_encoder(path: str, cache_dir: str | os.PathLike[str] | None = None) -> OnnxEncoder | None:
+    """The process-wide encoder of the model at ``path`` if its export is cached, else None.
+
+    Never loads the model, exports, or imports torch: None sends the caller to the slow
+    path (``encoder_for``), which exports, or reports why ONNX cannot run.
+    """
+    with _LOCK:
+        encoder = _ENCODERS.get(path)
+        if encoder is not None or path in _FAILED:
+            return encoder
+        info = cached_export(path, cache_dir)
+        if info is None:
+            return None
+        try:
+            encoder = _ENCODERS[path] = OnnxEncoder.from_export(info)
+        except OnnxUnavailable as exc:
+            logger.info("the cached ONNX export %s cannot be used (%s)", info.file, exc)
+            return None
+        return encoder
 
 
 def encoder_for(model: Any, path: str, cache_dir: str | os.PathLike[str] | None = None) -> OnnxEncoder:
