@@ -9,34 +9,35 @@ server and client in ``hindsight_integrations.mcp``. ``MemoryEngine`` loads on f
 
 from typing import TYPE_CHECKING, Any
 
-from .core import (
-    CompressionResult,
-    ConfigurationError,
-    EmbeddingModelMismatchError,
-    HindsightError,
-    InvalidInputError,
-    Kind,
-    LLMError,
-    MemoryInput,
-    MemoryNotFoundError,
-    MemoryRecord,
-    NamespaceStats,
-    RecallFilters,
-    RecallHit,
-    RecallResult,
-    RecallWeights,
-    Role,
-    SkippedMemory,
-    Source,
-    Status,
-    StoreResult,
-    StoreUnavailableError,
-    Tier,
-    TurnResult,
-)
-from .core.config import Settings, load_settings
+from . import core as _core
 
 if TYPE_CHECKING:
+    from .core import (
+        CompressionResult,
+        ConfigurationError,
+        EmbeddingModelMismatchError,
+        HindsightError,
+        InvalidInputError,
+        Kind,
+        LLMError,
+        MemoryInput,
+        MemoryNotFoundError,
+        MemoryRecord,
+        NamespaceStats,
+        RecallFilters,
+        RecallHit,
+        RecallResult,
+        RecallWeights,
+        Role,
+        SkippedMemory,
+        Source,
+        Status,
+        StoreResult,
+        StoreUnavailableError,
+        Tier,
+        TurnResult,
+    )
+    from .core.config import Settings, load_settings
     from .core.engine import MemoryEngine
 
 __version__ = "0.1.0"
@@ -72,8 +73,11 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
-    if name == "MemoryEngine":
-        from .core.engine import MemoryEngine
+    if name in ("Settings", "load_settings"):
+        from .core import config
 
-        return MemoryEngine
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+        return getattr(config, name)
+    try:
+        return getattr(_core, name)
+    except AttributeError:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None

@@ -10,7 +10,7 @@ from __future__ import annotations
 import copy
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 from llama_index.core.base.llms.types import ChatMessage, ChatResponse, CompletionResponse, LLMMetadata, MessageRole
@@ -67,7 +67,7 @@ class ScriptedChatLLM(CustomLLM):
     """
 
     replies: list[str]
-    calls: list[list[ChatMessage]] = []
+    calls: ClassVar[list[list[ChatMessage]]] = []  # shared on purpose: tests read every call of the class
 
     @property
     def metadata(self) -> LLMMetadata:

@@ -60,12 +60,15 @@ def _replica(chroma_url: str, tokens: str) -> Iterator[str]:
 
 
 async def _call(base: str, token: str, tool: str, arguments: dict) -> dict:
-    async with streamablehttp_client(f"{base}/mcp", headers={"Authorization": f"Bearer {token}"}) as (read, write, _):
-        async with ClientSession(read, write) as session:
-            await session.initialize()
-            result = await session.call_tool(tool, arguments)
-            assert not result.isError, result.content
-            return result.structuredContent
+    headers = {"Authorization": f"Bearer {token}"}
+    async with (
+        streamablehttp_client(f"{base}/mcp", headers=headers) as (read, write, _),
+        ClientSession(read, write) as session,
+    ):
+        await session.initialize()
+        result = await session.call_tool(tool, arguments)
+        assert not result.isError, result.content
+        return result.structuredContent
 
 
 @pytest.mark.server

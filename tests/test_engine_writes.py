@@ -150,9 +150,13 @@ def test_export_import_round_trip_loses_nothing(engine: MemoryEngine, tmp_path: 
     assert copy.import_data(json.loads(json.dumps(data)), namespace="u2") == len(data["records"])
     again = copy.export(namespace="u2")
     vectors = ("embedding", "window_embedding")
-    strip = lambda d: sorted(
-        ({k: v for k, v in r.items() if k not in ("namespace", *vectors)} for r in d["records"]), key=lambda r: r["id"]
-    )
+
+    def strip(d: dict) -> list[dict]:
+        return sorted(
+            ({k: v for k, v in r.items() if k not in ("namespace", *vectors)} for r in d["records"]),
+            key=lambda r: r["id"],
+        )
+
     assert strip(again) == strip(data)
     # Chroma re-normalises every vector it stores for cosine search, in float32: a stored vector
     # can come back a few ulps (~1e-8) away from the one written, on the first write or a later one.

@@ -292,7 +292,7 @@ def test_clients_from_the_environment_are_shared_per_namespace(monkeypatch: pyte
         assert HindsightChatMemory.from_defaults(namespace="u2").client is not first.client
         assert first.client.transport == "http"
         first.client.retries = 0
-        with pytest.raises(MemoryServerUnavailableError, match="127.0.0.1:9"):
+        with pytest.raises(MemoryServerUnavailableError, match=r"127\.0\.0\.1:9"):
             first.get_all()
     finally:
         resolve.clear_client_cache()

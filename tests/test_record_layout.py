@@ -128,7 +128,7 @@ def test_a_layout_1_store_is_recalled_and_rewritten_on_update(store_path, embedd
     assert reader.recall("02:00 UTC", namespace="old", top_k=1).hits[0].record.id == legacy.id  # lexical side
 
     updated = reader.update(legacy.id, namespace="old", content="The invoices backup now runs hourly.")
-    document, meta = _raw(reader, "old", legacy.id)
+    _, meta = _raw(reader, "old", legacy.id)
     assert set(meta) - SEPARATE == set()  # the layout-1 keys are gone, slot included (the new text sets none)
     assert json.loads(meta[PACKED_KEY])["content"] == "The invoices backup now runs hourly."
     assert reader.get(legacy.id, namespace="old") == updated

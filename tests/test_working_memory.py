@@ -15,7 +15,8 @@ def _talk(engine: MemoryEngine, session: str, n: int, start: datetime | None = N
     for i in range(n):
         role = "user" if i % 2 == 0 else "assistant"
         text = (
-            f"Step {i}: we configured the ingestion worker {i} to read from queue orders-{i} and write batches of {10 * i} rows."
+            f"Step {i}: we configured the ingestion worker {i} to read from queue orders-{i} "
+            f"and write batches of {10 * i} rows."
             if role == "user"
             else f"Noted step {i}; worker {i} reads orders-{i}."
         )

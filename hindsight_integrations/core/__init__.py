@@ -1,46 +1,71 @@
 """The framework-free memory engine. Nothing in this package imports LangChain, LlamaIndex or MCP.
 
-``MemoryEngine`` is imported on first use: it brings Chroma, and a process that only needs
-the record and result types (an MCP client talking to a remote server, the CLI's ``--help``)
-should not pay for it.
+Names are imported on first use (PEP 562): ``MemoryEngine`` brings Chroma, and even the
+record types bring numpy and pydantic models, which a process that only needs one of them
+(the CLI's ``--help``, an MCP client) should not pay for.
 """
 
-from typing import TYPE_CHECKING, Any
+from __future__ import annotations
 
-from .errors import (
-    ConfigurationError,
-    EmbeddingModelMismatchError,
-    HindsightError,
-    InvalidInputError,
-    LLMError,
-    MemoryNotFoundError,
-    StoreUnavailableError,
-)
-from .filters import RecallFilters
-from .inputs import MemoryInput
-from .ranking import RecallWeights
-from .records import Kind, MemoryRecord, Role, Source, Status, Tier
-from .results import (
-    CompressionResult,
-    NamespaceStats,
-    RecallHit,
-    RecallResult,
-    SkippedMemory,
-    StoreResult,
-    TurnResult,
-)
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from .engine import MemoryEngine
+    from .errors import (
+        ConfigurationError,
+        EmbeddingModelMismatchError,
+        HindsightError,
+        InvalidInputError,
+        LLMError,
+        MemoryNotFoundError,
+        StoreUnavailableError,
+    )
+    from .filters import RecallFilters
+    from .inputs import MemoryInput
+    from .ranking import RecallWeights
+    from .records import Kind, MemoryRecord, Role, Source, Status, Tier
+    from .results import (
+        CompressionResult,
+        NamespaceStats,
+        RecallHit,
+        RecallResult,
+        SkippedMemory,
+        StoreResult,
+        TurnResult,
+    )
 
-
-def __getattr__(name: str) -> Any:
-    if name == "MemoryEngine":
-        from .engine import MemoryEngine
-
-        return MemoryEngine
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
+_WHERE = {
+    "MemoryEngine": "engine",
+    **dict.fromkeys(
+        [
+            "ConfigurationError",
+            "EmbeddingModelMismatchError",
+            "HindsightError",
+            "InvalidInputError",
+            "LLMError",
+            "MemoryNotFoundError",
+            "StoreUnavailableError",
+        ],
+        "errors",
+    ),
+    "RecallFilters": "filters",
+    "MemoryInput": "inputs",
+    "RecallWeights": "ranking",
+    **dict.fromkeys(["Kind", "MemoryRecord", "Role", "Source", "Status", "Tier"], "records"),
+    **dict.fromkeys(
+        [
+            "CompressionResult",
+            "NamespaceStats",
+            "RecallHit",
+            "RecallResult",
+            "SkippedMemory",
+            "StoreResult",
+            "TurnResult",
+        ],
+        "results",
+    ),
+}
 
 __all__ = [
     "CompressionResult",
@@ -68,3 +93,16 @@ __all__ = [
     "Tier",
     "TurnResult",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _WHERE.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_WHERE])

@@ -48,7 +48,7 @@ def retrying(max_retries: int, *, max_wait: float = 8.0) -> Callable[[Callable[.
 
 
 class ExtractedMemory(BaseModel):
-    """One item of the extraction reply (SPEC §5)."""
+    """One item of the extraction reply: what the LLM says is worth remembering from an exchange."""
 
     should_remember: bool = True
     memory_type: str = "fact"

@@ -1,0 +1,234 @@
+"""`hindsight bench …`: the benchmark commands (recall quality, tokens, grid, peers, scale, start-up).
+
+Each imports its benchmark module only when run, so ``hindsight --help`` stays quick; results
+are printed as a Markdown table (or JSON with ``--json``) and written to ``benchmarks/results``.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from ..core.errors import HindsightError
+from ..terminal import err_console, fail, reported
+
+bench_app = typer.Typer(help="Benchmarks: recall quality, speed at scale, peers, start-up.", no_args_is_help=True)
+
+DEV_DATA = Path("../shared/data/locomo_dev")
+RESULTS = Path("benchmarks/results")
+
+
+def _emit(result: dict[str, Any], *, as_json: bool, out: Path | None, table: str, plot: Any = None) -> None:
+    """One JSON object on stdout with --json (nothing else), else a Markdown table; optional file + PNG."""
+    if out is not None:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(result, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+        if plot is not None:
+            plot(result, out.with_suffix(".png"))
+        err_console.print(f"[dim]wrote {out}{' and ' + str(out.with_suffix('.png')) if plot else ''}[/dim]")
+    if as_json:
+        sys.stdout.write(json.dumps(result, ensure_ascii=False) + "\n")
+    else:
+        sys.stdout.write(table + "\n")  # raw, so Markdown rows are never wrapped
+
+
+def _bench_env() -> None:
+    import os
+
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+
+@bench_app.command("locomo")
+def bench_locomo(
+    data: Annotated[
+        Path, typer.Option(help="Directory of LoCoMo conversation *.json files.", exists=True, file_okay=False)
+    ] = DEV_DATA,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print one JSON object (and nothing else) on stdout.")
+    ] = False,
+    store: Annotated[
+        Path | None, typer.Option("--store", help="Keep the store here (default: a temporary directory).")
+    ] = None,
+    out: Annotated[Path | None, typer.Option(help="Also write the JSON here, with a PNG plot beside it.")] = None,
+    top_k: Annotated[int, typer.Option("--top-k", min=1, max=50)] = 10,
+    budget: Annotated[int, typer.Option(min=50, help="Token budget of the recalled context.")] = 450,
+    rows: Annotated[bool, typer.Option("--rows", help="Include one row per question.")] = False,
+) -> None:
+    """Evidence recall@5/10/20, all-found, MRR and context tokens on LoCoMo conversations."""
+    _bench_env()
+    from .locomo import run_locomo
+    from .report import locomo_table, plot_locomo, tokens_table
+
+    try:
+        result = run_locomo(
+            data, store=store, top_k=top_k, budget=budget, progress=lambda m: err_console.print(f"[dim]{m}[/dim]")
+        )
+    except (FileNotFoundError, ValueError) as exc:
+        fail(HindsightError(str(exc)))
+        return
+    if not rows:
+        result.pop("rows", None)
+    _emit(
+        result, as_json=as_json, out=out, table=locomo_table(result) + "\n\n" + tokens_table(result), plot=plot_locomo
+    )
+
+
+@bench_app.command("tokens")
+def bench_tokens(
+    data: Annotated[
+        Path, typer.Option(help="Directory of LoCoMo conversation *.json files.", exists=True, file_okay=False)
+    ] = DEV_DATA,
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object on stdout.")] = False,
+    out: Annotated[Path | None, typer.Option(help="Also write the JSON here.")] = None,
+    budget: Annotated[int, typer.Option(min=50)] = 450,
+) -> None:
+    """Tokens injected per question vs the full history and a same-budget last-N-turns window."""
+    _bench_env()
+    from .locomo import run_locomo
+    from .report import tokens_table
+
+    try:
+        result = run_locomo(data, budget=budget, progress=lambda m: err_console.print(f"[dim]{m}[/dim]"))
+    except (FileNotFoundError, ValueError) as exc:
+        fail(HindsightError(str(exc)))
+        return
+    summary = {
+        "benchmark": "tokens",
+        "questions": result["questions"],
+        "recall@10": result["recall@10"],
+        **result["tokens"],
+        "per_category": {
+            c: {
+                "recall@10": p["recall@10"],
+                "last_n_recall": p["last_n_recall"],
+                "context_tokens@10": p["context_tokens@10"],
+            }
+            for c, p in result["per_category"].items()
+        },
+    }
+    _emit(summary, as_json=as_json, out=out, table=tokens_table(result))
+
+
+@bench_app.command("grid")
+def bench_grid(
+    data: Annotated[
+        Path, typer.Option(help="Labelled LoCoMo-style directory (dev data only).", exists=True, file_okay=False)
+    ] = DEV_DATA,
+    grid: Annotated[
+        str | None,
+        typer.Option(help='e.g. "dense=0.3,0.5,0.7;window=0,0.5;entity_boost=0,0.2;top_k=3,5,10;budget=none,450"'),
+    ] = None,
+    max_tokens: Annotated[
+        int, typer.Option(help="Pick the best setting among those using at most this many tokens.")
+    ] = 450,
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+    out: Annotated[Path | None, typer.Option(help="JSON results file (PNG beside it).")] = RESULTS / "grid.json",
+) -> None:
+    """Grid search over fusion weights, top_k and budget: recall, precision, MRR (ingest once, re-rank)."""
+    _bench_env()
+    from .grid import parse_grid, run_grid
+    from .report import grid_table, plot_grid
+
+    try:
+        result = run_grid(
+            data, grid=parse_grid(grid), max_tokens=max_tokens, progress=lambda m: err_console.print(f"[dim]{m}[/dim]")
+        )
+    except (FileNotFoundError, ValueError) as exc:
+        fail(HindsightError(str(exc)))
+        return
+    best = result["best"]
+    table = grid_table(result) + (
+        f"\n\nbest within {max_tokens} tokens: dense={best['dense']} lexical={best['lexical']} window={best['window']} "
+        f"entity_boost={best['entity_boost']} top_k={best['top_k']} budget={best['budget']} "
+        f"→ recall {best['recall']:.3f}"
+    )
+    _emit(result, as_json=as_json, out=out, table=table, plot=plot_grid)
+
+
+@bench_app.command("peers")
+def bench_peers(
+    data: Annotated[
+        Path, typer.Option(help="Directory of LoCoMo conversation *.json files.", exists=True, file_okay=False)
+    ] = DEV_DATA,
+    only: Annotated[
+        str | None,
+        typer.Option(help="Comma-separated subset: hindsight,hindsight-defaults,langchain,llamaindex,mem0"),
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+    out: Annotated[Path | None, typer.Option(help="JSON results file (PNG beside it).")] = RESULTS / "peers.json",
+) -> None:
+    """Hindsight next to LangChain, LlamaIndex and mem0 memories: same data, same model, one run."""
+    _bench_env()
+    from .peers import run_peers
+    from .report import peers_table, plot_peers
+
+    try:
+        result = run_peers(
+            data,
+            only=[s.strip() for s in only.split(",")] if only else None,
+            progress=lambda m: err_console.print(f"[dim]{m}[/dim]"),
+        )
+    except (FileNotFoundError, ValueError) as exc:
+        fail(HindsightError(str(exc)))
+        return
+    _emit(result, as_json=as_json, out=out, table=peers_table(result), plot=plot_peers)
+
+
+@bench_app.command("scale")
+def bench_scale(
+    sizes: Annotated[str, typer.Option(help="Comma-separated namespace sizes.")] = "1000,10000,100000",
+    queries: Annotated[int, typer.Option(help="Timed recalls per size.")] = 200,
+    mode: Annotated[str, typer.Option(help="embedded, server, or both")] = "embedded",
+    out: Annotated[Path, typer.Option(help="JSON results file.")] = Path("benchmarks/results/scale.json"),
+    torch_threads: Annotated[
+        int | None, typer.Option(min=1, help="torch intra-op threads (default: one per core).")
+    ] = None,
+) -> None:
+    """Recall latency (p50/p99, query embedding included) and store throughput at scale."""
+    _bench_env()
+    from .report import scale_table
+    from .scale import run_scale
+
+    try:
+        results = run_scale(
+            sizes=[int(s) for s in sizes.split(",") if s.strip()],
+            queries=queries,
+            mode=mode,
+            out=out,
+            console=err_console,
+            torch_threads=torch_threads,
+        )
+    except ValueError as exc:
+        fail(HindsightError(str(exc)))
+        return
+    sys.stdout.write(scale_table(results) + "\n")
+
+
+@bench_app.command("startup")
+def bench_startup(
+    runs: Annotated[int, typer.Option(help="Timed runs of each command.")] = 7,
+    warmup: Annotated[int, typer.Option(help="Untimed runs of each command first (file cache, bytecode).")] = 1,
+    memories: Annotated[int, typer.Option(help="Memories written to the temporary store first.")] = 30,
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object on stdout.")] = False,
+    out: Annotated[Path | None, typer.Option(help="JSON results file.")] = RESULTS / "startup.json",
+) -> None:
+    """Whole-process time of `hindsight --help`, `stats` and `recall` (min/median), and whether torch was imported."""
+    from ..core.arguments import whole_number
+
+    with reported():
+        whole_number(runs, "runs", low=1, high=1000)
+        whole_number(warmup, "warmup", low=0, high=100)
+        whole_number(memories, "memories", low=1, high=10_000)
+    _bench_env()
+    from .startup import run_startup, startup_table
+
+    with reported():
+        result = run_startup(
+            runs=runs, warmup=warmup, memories=memories, progress=lambda m: err_console.print(f"[dim]{m}[/dim]")
+        )
+    _emit(result, as_json=as_json, out=out, table=startup_table(result))
