@@ -3,8 +3,8 @@
 The public API is small: ``MemoryEngine`` (the embedded engine), ``Settings`` (all
 configuration), the record types and errors. Framework adapters live in
 ``hindsight_integrations.langchain`` and ``hindsight_integrations.llama_index``; the MCP
-server and client in ``hindsight_integrations.mcp``. ``MemoryEngine`` loads on first use
-(it brings Chroma), so importing the package, or only its MCP client, stays quick.
+server and client in ``hindsight_integrations.mcp``. Names load on first use (``MemoryEngine``
+brings Chroma), so importing the package, or only its MCP client, stays quick.
 """
 
 from typing import TYPE_CHECKING, Any
@@ -12,64 +12,11 @@ from typing import TYPE_CHECKING, Any
 from . import core as _core
 
 if TYPE_CHECKING:
-    from .core import (
-        CompressionResult,
-        ConfigurationError,
-        EmbeddingModelMismatchError,
-        HindsightError,
-        InvalidInputError,
-        Kind,
-        LLMError,
-        MemoryInput,
-        MemoryNotFoundError,
-        MemoryRecord,
-        NamespaceStats,
-        RecallFilters,
-        RecallHit,
-        RecallResult,
-        RecallWeights,
-        Role,
-        SkippedMemory,
-        Source,
-        Status,
-        StoreResult,
-        StoreUnavailableError,
-        Tier,
-        TurnResult,
-    )
+    from .core import *  # noqa: F403 - the same names as core's __all__, for type checkers
     from .core.config import Settings, load_settings
-    from .core.engine import MemoryEngine
 
 __version__ = "0.1.0"
-__all__ = [
-    "CompressionResult",
-    "ConfigurationError",
-    "EmbeddingModelMismatchError",
-    "HindsightError",
-    "InvalidInputError",
-    "Kind",
-    "LLMError",
-    "MemoryEngine",
-    "MemoryInput",
-    "MemoryNotFoundError",
-    "MemoryRecord",
-    "NamespaceStats",
-    "RecallFilters",
-    "RecallHit",
-    "RecallResult",
-    "RecallWeights",
-    "Role",
-    "Settings",
-    "SkippedMemory",
-    "Source",
-    "Status",
-    "StoreResult",
-    "StoreUnavailableError",
-    "Tier",
-    "TurnResult",
-    "__version__",
-    "load_settings",
-]
+__all__ = [*_core.__all__, "Settings", "__version__", "load_settings"]
 
 
 def __getattr__(name: str) -> Any:
