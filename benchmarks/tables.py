@@ -12,6 +12,8 @@ import sys
 from pathlib import Path
 
 from hindsight_integrations.bench.report import (
+    default_path_table,
+    distinct_table,
     grid_table,
     locomo_table,
     peers_table,
@@ -26,7 +28,9 @@ RESULTS = Path(__file__).resolve().parent / "results"
 def main() -> int:
     sections = [
         ("locomo.json", "LoCoMo evidence retrieval", lambda r: locomo_table(r)),
+        ("locomo.json", "Default path", lambda r: default_path_table(r)),
         ("locomo.json", "Tokens", lambda r: tokens_table(r)),
+        ("distinct.json", "Distinct facts", lambda r: distinct_table(r)),
         ("peers.json", "Peers", lambda r: peers_table(r)),
         ("grid.json", "Grid (top 10 settings)", lambda r: grid_table(r)),
         ("scale.json", "Scale", lambda r: scale_table(r)),

@@ -1,4 +1,4 @@
-"""The `hindsight` command: demo, add, recall, dump, export, import, stats, compress, serve, bench.
+"""The `hindsight` command: demo, add, recall, dump, export, import, stats, compress, review, serve, bench.
 
 Global options pick the store (``--store PATH`` or ``--chroma-url URL``) and namespace;
 they default to ``HINDSIGHT_*`` environment variables, then ``./.hindsight`` and
@@ -246,6 +246,32 @@ def maintain() -> None:
         f"decayed {len(report.decayed)}, archived {len(report.archived)}, evicted {len(report.evicted)} "
         f"(cold storage: {report.cold_store})"
     )
+
+
+@app.command()
+def review(
+    memory_id: Annotated[str | None, typer.Argument(help="The quarantined memory (omit to list them).")] = None,
+    accept: Annotated[
+        bool | None, typer.Option("--accept/--reject", help="Apply it, or reject it (forgotten).")
+    ] = None,
+) -> None:
+    """List quarantined memories, or accept/reject one (low-trust contradictions of important memories)."""
+    if memory_id is not None and accept is None:
+        err_console.print("error: say --accept or --reject for the memory to review")
+        raise typer.Exit(2)
+    with reported():
+        engine = _engine(_settings())
+        if memory_id is None:
+            waiting = engine.list(filters={"statuses": ["quarantined"]}, limit=10_000)
+            for record in waiting:
+                console.print(f"[{record.id}] contradicts {record.conflicts_with}: {record.content}", markup=False)
+            console.print(f"{len(waiting)} quarantined memor{'y' if len(waiting) == 1 else 'ies'}")
+            return
+        records = engine.review(memory_id, accept=bool(accept))
+    first, *rest = records
+    console.print(f"{'accepted' if accept else 'rejected'} {first.id} (now {first.status.value})", markup=False)
+    for record in rest:
+        console.print(f"now history: {record.id}: {record.content}", markup=False)
 
 
 @app.command()

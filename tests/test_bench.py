@@ -9,14 +9,11 @@ import pytest
 from typer.testing import CliRunner
 
 from hindsight_integrations.bench import synthetic
+from hindsight_integrations.bench.distinct import run_distinct
 from hindsight_integrations.bench.grid import grid_search, parse_grid
-from hindsight_integrations.bench.locomo import (
-    evaluate,
-    evidence_scores,
-    load_directory,
-    parse_evidence,
-    reciprocal_rank,
-)
+from hindsight_integrations.bench.locomo import evaluate, evidence_scores, reciprocal_rank
+from hindsight_integrations.bench.locomo_data import load_directory, parse_evidence
+from hindsight_integrations.bench.locomo_default import run_default_path
 from hindsight_integrations.bench.scale import PARALLEL_STAGE, run_scale
 from hindsight_integrations.core.engine import MemoryEngine
 
@@ -230,3 +227,23 @@ def test_peers_score_the_same_way(locomo_dir: Path, embedder) -> None:
         # at most 5 turns per conversation: a top-10 retrieval returns all of them
         assert peer["recall@10"] == 1.0
     assert by_name["mem0"]["status"] in ("ok", "not run")
+
+
+def test_default_path_rows_write_as_users_do(locomo_dir: Path, store_path: Path, embedder) -> None:
+    conversations, _ = load_directory(locomo_dir)
+    engine = MemoryEngine(store=store_path, embedder=embedder, llm=False)
+    rows = run_default_path(engine, conversations, modes=["record_turn", "store_memory"])
+    assert [r["mode"] for r in rows] == ["record_turn", "store_memory"]
+    for row in rows:
+        assert row["questions"] == 4 and 0 < row["recall@10"] <= 1
+        assert row["context_tokens@10_max"] <= engine.settings.default_token_budget
+        assert row["ingest_turns_per_second"] > 0
+    with pytest.raises(ValueError, match="unknown default-path mode"):
+        run_default_path(engine, conversations, modes=["typo"])
+
+
+def test_distinct_facts_are_kept_and_repeats_merged(tmp_path: Path) -> None:
+    result = run_distinct(count=21, repeat_share=0.3, store=tmp_path / "store")
+    assert result["distinct_facts"] == 21 and result["repeats_written"] == 6
+    assert result["distinct_kept"] == 1.0 and result["copies_per_repeated_fact"] == 1.0
+    assert result["active_memories"] == 21

@@ -49,13 +49,15 @@ def test_preferences_go_to_semantic_tier(engine: MemoryEngine) -> None:
     assert record.tier is Tier.SEMANTIC and record.kind is Kind.PREFERENCE
 
 
-def test_near_duplicate_updates_instead_of_adding(engine: MemoryEngine) -> None:
+def test_near_duplicate_reinforces_instead_of_adding(engine: MemoryEngine) -> None:
     first = engine.store("I prefer dark mode in every editor I use.", namespace="u1").stored[0]
     second = engine.store("I prefer dark mode in every editor that I use.", namespace="u1")
     assert second.merged == [first.id]
     assert second.stored[0].id == first.id
     assert len(engine.list(namespace="u1")) == 1
-    assert engine.get(first.id, namespace="u1").content == "I prefer dark mode in every editor that I use."
+    kept = engine.get(first.id, namespace="u1")
+    assert kept.content == "I prefer dark mode in every editor I use."  # a repeat never rewrites the memory
+    assert [s["content"] for s in kept.sources] == ["I prefer dark mode in every editor that I use."]
 
 
 def test_correction_supersedes_and_history_is_kept(engine: MemoryEngine) -> None:

@@ -174,3 +174,14 @@ def test_preference_reaches_a_later_process(store_path: Path, embedder: Any) -> 
     # The second process's model saw the first process's preference in its system prompt.
     assert "[system] You are a helpful assistant." in done.stdout
     assert CONTEXT_HEADER in done.stdout and "type hints" in done.stdout
+
+
+def test_save_context_passes_the_message_name_as_speaker(engine: MemoryEngine) -> None:
+    memory = HindsightMemory(namespace="u1", session_id="s1", engine=engine)
+    memory.save_context(
+        {"input": HumanMessage("I moved to Porto in March and work at a bakery there.", name="Maya")},
+        {"output": AIMessage("Noted, Porto and the bakery.")},
+    )
+    (memory_record,) = [r for r in engine.list(namespace="u1") if r.tier.value != "working"]
+    assert memory_record.entities == ["Maya"]
+    assert memory_record.content.startswith("Maya: ")

@@ -131,3 +131,17 @@ def test_missing_user_or_session_fails_before_the_model_runs(
     # Without recording, no session is needed.
     ask(create_agent(model, middleware=[HindsightMiddleware("u1", engine=engine, record_turns=False)]), "hello")
     assert len(model.prompts) == 1
+
+
+def test_recorded_turns_carry_the_message_names() -> None:
+    messages = [
+        HumanMessage("Where should we hold the offsite?", name="Maya"),
+        ToolMessage("Lisbon has three venues free", tool_call_id="c1", name="venues"),
+        AIMessage("Lisbon: three venues are free in May.", name="planner"),
+    ]
+    assert HindsightMiddleware.named_turns(messages) == [
+        ("Where should we hold the offsite?", "user", "Maya"),
+        ("Lisbon has three venues free", "tool", None),
+        ("Lisbon: three venues are free in May.", "assistant", "planner"),
+    ]
+    assert HindsightMiddleware.turns(messages)[0] == ("Where should we hold the offsite?", "user")

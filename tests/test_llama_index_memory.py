@@ -343,3 +343,17 @@ def test_the_example_runs_offline_across_two_processes(tmp_path: Path) -> None:
     assert out.returncode == 0, out.stderr[-2000:]
     (answer,) = [line for line in out.stdout.splitlines() if line.startswith("[process 2] assistant:")]
     assert "allergic to peanuts" in answer
+
+
+def test_put_passes_the_message_name_as_speaker(stores) -> None:
+    memory = HindsightChatMemory.from_defaults(namespace="u1", session_id="s1", client=stores.client("u1"))
+    memory.put(
+        ChatMessage(
+            role=MessageRole.USER,
+            content="I moved to Porto in March and work at a bakery there.",
+            additional_kwargs={"name": "Maya"},
+        )
+    )
+    recalled = stores.client("u1").recall("Where does Maya work?", top_k=1)
+    assert recalled.records[0].entities == ["Maya"]
+    assert recalled.records[0].content.startswith("Maya: ")

@@ -32,6 +32,7 @@ TOOLS = {
     "compress_memory",
     "update_memory",
     "forget_memory",
+    "review_memory",
     "list_memories",
     "memory_stats",
     "dump_memory",

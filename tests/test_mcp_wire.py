@@ -69,10 +69,11 @@ def test_store_result_keeps_its_json_shape_and_round_trips() -> None:
         "skipped": [{"index": 2, "content": "thanks!", "reason": "small talk"}],
         "superseded": ["old-1"],
         "merged": ["id-2"],
+        "quarantined": [],
         "replayed": False,
         "request_id": "req-1",
     }
-    assert list(data) == ["ids", "stored", "skipped", "superseded", "merged", "replayed", "request_id"]
+    assert list(data) == ["ids", "stored", "skipped", "superseded", "merged", "quarantined", "replayed", "request_id"]
     assert wire.StoreOut.model_validate(data).to_result() == STORE
     # An older server's answer without the later keys still reads.
     assert wire.StoreOut.model_validate({"stored": data["stored"], "skipped": []}).to_result().ids == ["id-1", "id-2"]

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from hindsight_integrations.core import embeddings, onnx_encoder
+from hindsight_integrations.core import embeddings, onnx_encoder, onnx_export
 from hindsight_integrations.core.config import load_settings
 from hindsight_integrations.core.embeddings import LocalEmbedder, build_embedder
 from hindsight_integrations.core.errors import ConfigurationError
@@ -50,7 +50,7 @@ def fresh(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """No encoder loaded in this process yet and an empty cache directory: the next use exports."""
     monkeypatch.setattr(onnx_encoder, "_ENCODERS", {})
     monkeypatch.setattr(onnx_encoder, "_FAILED", {})
-    monkeypatch.setattr(onnx_encoder, "_private", None)
+    monkeypatch.setattr(onnx_export, "_private", None)
     cache = tmp_path / "cache"
     monkeypatch.setenv("HINDSIGHT_CACHE_DIR", str(cache))
     return cache
@@ -59,13 +59,13 @@ def fresh(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def _count_exports(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """Record every export (the file it writes) while still exporting for real."""
     exports: list[str] = []
-    real_export = onnx_encoder._export
+    real_export = onnx_export._export
 
     def counted(model: Any, file: str) -> None:
         exports.append(file)
         real_export(model, file)
 
-    monkeypatch.setattr(onnx_encoder, "_export", counted)
+    monkeypatch.setattr(onnx_export, "_export", counted)
     return exports
 
 
@@ -149,7 +149,7 @@ def test_export_is_cached_on_disk(fresh: Path, embedder: LocalEmbedder, monkeypa
     assert second.file.stat().st_mtime_ns == mtime
     # the export and its sidecar, no temporary left behind, and no tokenizer copy (the model's own file matches)
     assert sorted(p.name for p in (fresh / "onnx").iterdir()) == sorted([first.file.name, f"{first.file.stem}.json"])
-    info = onnx_encoder.ExportInfo.read(first.file)
+    info = onnx_export.ExportInfo.read(first.file)
     assert info is not None and info.dimension == 384 and info.max_length == 256 and not info.lower_case
     assert info.inputs == ("input_ids", "attention_mask", "token_type_ids")
     assert info.tokenizer == (Path(path) / "tokenizer.json").resolve()
@@ -158,10 +158,10 @@ def test_export_is_cached_on_disk(fresh: Path, embedder: LocalEmbedder, monkeypa
 
 def test_cache_key_follows_the_model_files(tmp_path: Path) -> None:
     (tmp_path / "model.safetensors").write_bytes(b"weights")
-    before = onnx_encoder.model_fingerprint(str(tmp_path))
-    assert onnx_encoder.model_fingerprint(str(tmp_path)) == before
+    before = onnx_export.model_fingerprint(str(tmp_path))
+    assert onnx_export.model_fingerprint(str(tmp_path)) == before
     (tmp_path / "model.safetensors").write_bytes(b"other weights")
-    assert onnx_encoder.model_fingerprint(str(tmp_path)) != before
+    assert onnx_export.model_fingerprint(str(tmp_path)) != before
 
 
 def test_unwritable_cache_dir_exports_to_a_private_dir(
@@ -172,8 +172,8 @@ def test_unwritable_cache_dir_exports_to_a_private_dir(
     monkeypatch.setenv("HINDSIGHT_CACHE_DIR", str(blocker / "cache"))  # cannot be created, even by root
     model = LocalEmbedder(backend="onnx")
     assert _max_diff(model.embed(TEXTS[:3]), torch_embedder.embed(TEXTS[:3])) < 1e-5
-    assert onnx_encoder._private is not None
-    assert onnx_encoder._ENCODERS[model._path].file.parent == onnx_encoder._private
+    assert onnx_export._private is not None
+    assert onnx_encoder._ENCODERS[model._path].file.parent == onnx_export._private
 
 
 def test_onnx_without_onnx_package_is_a_configuration_error(fresh: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -262,7 +262,7 @@ VARIED = _varied_texts()
 def test_tokenizers_library_gives_the_model_tokenizers_ids(embedder: LocalEmbedder) -> None:
     """The run-time tokenizer (tokenizers, from tokenizer.json) must give sentence-transformers' exact ids."""
     model = embedder._load()
-    info = onnx_encoder.cached_export(embedder._path)
+    info = onnx_export.cached_export(embedder._path)
     assert info is not None  # the session embedder warmed the default cache
     fast = onnx_encoder.load_tokenizer(
         info.tokenizer,
@@ -293,7 +293,7 @@ def test_cached_export_builds_without_the_model(
     fresh: Path, embedder: LocalEmbedder, torch_embedder: LocalEmbedder, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """With export + sidecar on disk, dimension and vectors come without loading sentence-transformers."""
-    onnx_encoder.exported_model(embedder._load(), embedder._path)
+    onnx_export.exported_model(embedder._load(), embedder._path)
     expected = torch_embedder.embed(TEXTS)
 
     def no_model(self: LocalEmbedder) -> Any:
@@ -313,17 +313,17 @@ def test_missing_or_broken_sidecar_exports_again(
 ) -> None:
     exports = _count_exports(monkeypatch)
     path = embedder._path
-    file = onnx_encoder.exported_model(embedder._load(), path)
-    sidecar = onnx_encoder.sidecar_for(file)
-    assert onnx_encoder.cached_export(path) is not None
+    file = onnx_export.exported_model(embedder._load(), path)
+    sidecar = onnx_export.sidecar_for(file)
+    assert onnx_export.cached_export(path) is not None
 
     sidecar.unlink()  # as a cache file written before sidecars existed
-    assert onnx_encoder.cached_export(path) is None
+    assert onnx_export.cached_export(path) is None
     assert onnx_encoder.cached_encoder(path) is None
     model = LocalEmbedder(backend="onnx")
     assert _max_diff(model.embed(TEXTS[:3]), torch_embedder.embed(TEXTS[:3])) < 1e-5
     assert len(exports) == 2 and sidecar.is_file()
-    assert onnx_encoder.cached_export(path) is not None
+    assert onnx_export.cached_export(path) is not None
 
     valid = json.loads(sidecar.read_text(encoding="utf-8"))
     for broken in (
@@ -334,24 +334,24 @@ def test_missing_or_broken_sidecar_exports_again(
         json.dumps({k: v for k, v in valid.items() if k != "dimension"}),
     ):
         sidecar.write_text(broken, encoding="utf-8")
-        assert onnx_encoder.cached_export(path) is None, broken
-    onnx_encoder.exported_model(embedder._load(), path)
-    assert len(exports) == 3 and onnx_encoder.cached_export(path) is not None
+        assert onnx_export.cached_export(path) is None, broken
+    onnx_export.exported_model(embedder._load(), path)
+    assert len(exports) == 3 and onnx_export.cached_export(path) is not None
 
 
 def test_a_tokenizer_file_that_differs_is_replaced_by_a_checked_copy(
     fresh: Path, embedder: LocalEmbedder, torch_embedder: LocalEmbedder, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """If the model's tokenizer.json does not reproduce its tokenizer, the tokenizer's own state is saved and used."""
-    real_same = onnx_encoder._same_tokens
+    real_same = onnx_export._same_tokens
     own = (Path(embedder._path) / "tokenizer.json").resolve()
     monkeypatch.setattr(
-        onnx_encoder,
+        onnx_export,
         "_same_tokens",
         lambda model, file, settings: file.resolve() != own and real_same(model, file, settings),
     )
-    file = onnx_encoder.exported_model(embedder._load(), embedder._path)
-    info = onnx_encoder.ExportInfo.read(file)
+    file = onnx_export.exported_model(embedder._load(), embedder._path)
+    info = onnx_export.ExportInfo.read(file)
     assert info is not None and info.tokenizer == fresh / "onnx" / f"{file.stem}.tokenizer.json"
     encoder = onnx_encoder.OnnxEncoder.from_export(info)
     assert _max_diff(encoder.encode(TEXTS), torch_embedder.embed(TEXTS)) < 1e-5
@@ -361,8 +361,8 @@ def test_fingerprint_imports_neither_torch_nor_transformers(embedder: LocalEmbed
     import subprocess
 
     code = (
-        "import sys; from hindsight_integrations.core import onnx_encoder as o; "
-        f"o.model_fingerprint({embedder._path!r}); "
+        "import sys; from hindsight_integrations.core import onnx_encoder, onnx_export; "
+        f"onnx_export.model_fingerprint({embedder._path!r}); "
         "print('torch' in sys.modules, 'transformers' in sys.modules)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)

@@ -19,7 +19,7 @@ from typer.testing import CliRunner
 
 from hindsight_integrations import MemoryEngine
 from hindsight_integrations.cli import app
-from hindsight_integrations.core import onnx_encoder
+from hindsight_integrations.core import onnx_export
 from hindsight_integrations.core.embeddings import LocalEmbedder
 
 HEAVY = ("torch", "sentence_transformers", "transformers")
@@ -30,8 +30,8 @@ TEXTS = ["hi", "", "我喜欢在早上喝绿茶。", "The quarterly report is du
 def warm_cache(tmp_path_factory: pytest.TempPathFactory, embedder: LocalEmbedder) -> Path:
     """A cache directory holding the default model's export and sidecar, as after a first use."""
     cache = tmp_path_factory.mktemp("warm-cache")
-    onnx_encoder.exported_model(embedder._load(), embedder._path, cache)
-    assert onnx_encoder.cached_export(embedder._path, cache) is not None
+    onnx_export.exported_model(embedder._load(), embedder._path, cache)
+    assert onnx_export.cached_export(embedder._path, cache) is not None
     return cache
 
 

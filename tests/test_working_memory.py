@@ -107,3 +107,54 @@ def test_sessions_do_not_share_windows(engine: MemoryEngine) -> None:
     _talk(engine, "b", 3)
     assert len(engine.working_window(session_id="a", namespace="u1")) == 2
     assert len(engine.working_window(session_id="b", namespace="u1")) == 3
+
+
+def test_turn_memory_gets_neighbours_speaker_and_metadata(engine: MemoryEngine) -> None:
+    when = datetime(2023, 5, 8, 13, 56, tzinfo=UTC)
+    lines = [
+        ("Maya", "I adopted a greyhound called Pepper last weekend, she is lovely."),
+        ("Tom", "Congratulations! How is the new dog settling in at your place?"),
+        ("Maya", "She loves running on the beach near our house every morning."),
+    ]
+    results = [
+        engine.record_turn(
+            text,
+            session_id="s1",
+            namespace="u1",
+            occurred_at=when + timedelta(minutes=n),
+            metadata={"message_id": f"m{n}"},
+            speaker=speaker,
+        )
+        for n, (speaker, text) in enumerate(lines)
+    ]
+    last = results[-1]
+    assert last.turn.content == lines[2][1]  # the window keeps the user's text as written
+    assert last.turn.entities == ["Maya"]
+    (memory,) = last.stored.stored
+    assert memory.content == "Maya: " + lines[2][1]
+    assert memory.entities == ["Maya"]
+    assert memory.metadata["message_id"] == "m2"
+    assert memory.source.message_ids == [last.turn.id]
+    assert memory.context == f"Maya: {lines[0][1]} Tom: {lines[1][1]}"
+    assert results[0].stored.stored[0].context is None  # the first turn has no neighbours
+    hits = engine.recall("Where does Maya's dog like to run?", namespace="u1", top_k=1)
+    assert hits.records[0].metadata["message_id"] == "m2"
+
+
+def test_record_turn_embeds_the_turn_text_once(engine: MemoryEngine, monkeypatch) -> None:
+    engine.record_turn("We moved the staging database to Postgres 16 last week.", session_id="s1", namespace="u1")
+    texts: list[str] = []
+    real = engine.embedder.embed_array
+
+    def counting(batch: list[str]):
+        texts.extend(batch)
+        return real(batch)
+
+    monkeypatch.setattr(engine.embedder, "embed_array", counting)
+    result = engine.record_turn(
+        "The production database runs Postgres 15 on three replicas.", session_id="s1", namespace="u1", speaker="Ana"
+    )
+    assert result.stored.stored  # remembered as a long-term memory
+    bodies = [t for t in texts if "Postgres 15" in t and "\n" not in t]
+    assert len(bodies) == 1  # one vector for the turn and its memory
+    assert len(texts) == 2  # plus the memory's context vector, in the same batch

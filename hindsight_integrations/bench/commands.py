@@ -58,24 +58,40 @@ def bench_locomo(
     top_k: Annotated[int, typer.Option("--top-k", min=1, max=50)] = 10,
     budget: Annotated[int, typer.Option(min=50, help="Token budget of the recalled context.")] = 450,
     rows: Annotated[bool, typer.Option("--rows", help="Include one row per question.")] = False,
+    default_path: Annotated[
+        str,
+        typer.Option(
+            "--default-path",
+            help="Default-path rows to add (record_turn,store_memory,record_turn_stdio), or 'none'.",
+        ),
+    ] = "record_turn,store_memory,record_turn_stdio",
 ) -> None:
-    """Evidence recall@5/10/20, all-found, MRR and context tokens on LoCoMo conversations."""
+    """Evidence recall@5/10/20, all-found, MRR and context tokens on LoCoMo: tuned and default path."""
     _bench_env()
     from .locomo import run_locomo
-    from .report import locomo_table, plot_locomo, tokens_table
+    from .locomo_default import MODES
+    from .report import default_path_table, locomo_table, plot_locomo, tokens_table
 
+    modes = [] if default_path.strip().lower() == "none" else [m.strip() for m in default_path.split(",") if m.strip()]
+    if unknown := sorted(set(modes) - set(MODES)):
+        fail(HindsightError(f"unknown --default-path mode {', '.join(unknown)}; choose from {', '.join(MODES)}"))
+        return
     try:
         result = run_locomo(
-            data, store=store, top_k=top_k, budget=budget, progress=lambda m: err_console.print(f"[dim]{m}[/dim]")
+            data,
+            store=store,
+            top_k=top_k,
+            budget=budget,
+            default_modes=modes,
+            progress=lambda m: err_console.print(f"[dim]{m}[/dim]"),
         )
     except (FileNotFoundError, ValueError) as exc:
         fail(HindsightError(str(exc)))
         return
     if not rows:
         result.pop("rows", None)
-    _emit(
-        result, as_json=as_json, out=out, table=locomo_table(result) + "\n\n" + tokens_table(result), plot=plot_locomo
-    )
+    table = locomo_table(result) + "\n\n" + default_path_table(result) + "\n\n" + tokens_table(result)
+    _emit(result, as_json=as_json, out=out, table=table, plot=plot_locomo)
 
 
 @bench_app.command("tokens")
@@ -232,3 +248,27 @@ def bench_startup(
             runs=runs, warmup=warmup, memories=memories, progress=lambda m: err_console.print(f"[dim]{m}[/dim]")
         )
     _emit(result, as_json=as_json, out=out, table=startup_table(result))
+
+
+@bench_app.command("distinct")
+def bench_distinct(
+    count: Annotated[int, typer.Option(help="Distinct near-identical facts to write.")] = 210,
+    repeat_share: Annotated[float, typer.Option(help="Share of the facts written a second time.")] = 0.3,
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object on stdout.")] = False,
+    out: Annotated[Path | None, typer.Option(help="JSON results file.")] = RESULTS / "distinct.json",
+) -> None:
+    """Distinct facts kept (dates, amounts, codes that differ) and copies per repeated fact, on the default path."""
+    from ..core.arguments import fraction, whole_number
+
+    with reported():
+        whole_number(count, "count", low=2, high=100_000)
+        fraction(repeat_share, "repeat_share")
+    _bench_env()
+    from .distinct import run_distinct
+
+    with reported():
+        result = run_distinct(count=count, repeat_share=repeat_share)
+    from .report import distinct_table
+
+    table = distinct_table(result)
+    _emit(result, as_json=as_json, out=out, table=table)

@@ -25,7 +25,8 @@ from typing import Any
 from ..core.context import format_context, pack_within_budget
 from ..core.engine import MemoryEngine
 from ..core.ranking import RecallWeights
-from .locomo import CONTEXT_BUDGET, LOCOMO_WEIGHTS, Conversation, ingest, load_directory, namespace_for, reciprocal_rank
+from .locomo import CONTEXT_BUDGET, LOCOMO_WEIGHTS, ingest, namespace_for, reciprocal_rank
+from .locomo_data import Conversation, load_directory
 
 DEFAULT_GRID: dict[str, list[Any]] = {
     "dense": [0.3, 0.5, 0.7],  # lexical = 1 - dense

@@ -5,8 +5,9 @@ collection (turn granularity, so evidence ids can be scored the same way for eve
 then answers every question with its own memory API, asking for 10 items:
 
 * **hindsight**: ``MemoryEngine.recall(top_k=10, token_budget=450)`` with the LoCoMo
-  weights, and once more with the default weights and no budget (what a user gets
-  without tuning; it reuses the first setting's store, so its ingest time is ~0);
+  weights, and once more with the default weights and budget (recall's defaults; it reuses
+  the first setting's store, so its ingest time is ~0: the default *write* path is measured
+  by ``hindsight bench locomo``'s default-path rows);
 * **LangChain** ``VectorStoreRetrieverMemory`` (langchain_classic) over ``langchain_chroma.Chroma``:
   ``save_context`` per turn, ``load_memory_variables`` per question;
 * **LlamaIndex** ``VectorMemoryBlock`` over ``ChromaVectorStore``: ``aput`` per turn (the
@@ -34,16 +35,8 @@ from typing import Any, Protocol
 from ..core.embeddings import LocalEmbedder
 from ..core.engine import MemoryEngine
 from ..core.ranking import RecallWeights
-from .locomo import (
-    CONTEXT_BUDGET,
-    LOCOMO_WEIGHTS,
-    Conversation,
-    Turn,
-    evidence_scores,
-    ingest,
-    load_directory,
-    reciprocal_rank,
-)
+from .locomo import CONTEXT_BUDGET, LOCOMO_WEIGHTS, evidence_scores, ingest, reciprocal_rank
+from .locomo_data import Conversation, Turn, load_directory
 from .scale import percentile
 
 TOP_K = 10
@@ -320,7 +313,7 @@ def run_peers(
                     ),
                     weights=None,
                     budget=None,
-                    name="hindsight (default weights, no budget)",
+                    name="hindsight (default weights and budget)",
                 ),
             ),
             ("langchain", lambda: LangChainSystem(client, embedder)),

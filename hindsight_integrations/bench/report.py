@@ -297,3 +297,34 @@ def plot_grid(result: dict[str, Any], path: Path) -> None:
     ax.set_title(f"Grid: {len(result['rows'])} settings")
     ax.legend(fontsize=8)
     _save(plt, fig, path)
+
+
+def default_path_table(result: dict[str, Any]) -> str:
+    """The tuned row next to the default-path rows: recall@10, all-found@10, tokens, ingest turns/s."""
+    turns = result.get("timing", {}).get("turns", 0)
+    seconds = result.get("timing", {}).get("ingest_seconds", 0)
+    lines = [
+        "| path | R@10 | all@10 | tokens@10 | ingest turns/s |",
+        "|---|---|---|---|---|",
+        f"| tuned (bench weights, neighbours before+after, budget {result.get('config', {}).get('token_budget')}) "
+        f"| {result['recall@10']:.3f} | {result['all_found@10']:.3f} | {result['context_tokens@10']:.0f} "
+        f"| {turns / seconds if seconds else 0:.1f} (batched) |",
+    ]
+    for row in result.get("default_path", []):
+        lines.append(
+            f"| {row['name']} | {row['recall@10']:.3f} | {row['all_found@10']:.3f} | {row['context_tokens@10']:.0f} "
+            f"| {row['ingest_turns_per_second']:.1f} |"
+        )
+    return "\n".join(lines)
+
+
+def distinct_table(result: dict[str, Any]) -> str:
+    """``hindsight bench distinct``: distinct facts kept and copies per repeated fact."""
+    return "\n".join(
+        [
+            "| distinct facts | kept | repeats written | copies per repeated fact | writes/s |",
+            "|---|---|---|---|---|",
+            f"| {result['distinct_facts']} | {result['distinct_kept']:.1%} | {result['repeats_written']} "
+            f"| {result['copies_per_repeated_fact']} | {result['writes_per_second']} |",
+        ]
+    )

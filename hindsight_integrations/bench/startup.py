@@ -85,7 +85,7 @@ def fill_store(store: Path, memories: int) -> dict[str, Any]:
     from ..core.config import load_settings
     from ..core.embeddings import LocalEmbedder, resolve_local_model
     from ..core.engine import MemoryEngine
-    from ..core.onnx_encoder import cached_export
+    from ..core.onnx_export import cached_export
     from .synthetic import memories as synthetic_memories
 
     settings = load_settings(store=store, namespace=NAMESPACE).model_copy(update={"chroma_url": None})

@@ -74,7 +74,8 @@ class Settings(BaseSettings):
 
     # Writing.
     max_content_bytes: int = Field(32 * 1024, ge=64)
-    dedup_threshold: float = Field(0.92, gt=0, le=1)
+    dedup_threshold: float = Field(0.92, gt=0, le=1)  # and the same values: see core/dedup.py
+    update_threshold: float = Field(0.85, gt=0, le=1)  # similarity at which a change cue makes an update
     time_aware_text: bool = True  # index "On 8 May 2023, <content>" (see core/indexing.py)
     tokenizer: str = "estimate"
 
@@ -85,6 +86,9 @@ class Settings(BaseSettings):
 
     # Recall.
     default_top_k: int = Field(5, ge=1, le=200)
+    # The recalled context's size when a call gives none: LoCoMo's evidence recall is the same
+    # at 450 tokens as unbounded (~560), so the default path spends no more (README "Results").
+    default_token_budget: int | None = Field(450, ge=1)
     max_top_k: int = Field(200, ge=1, le=10_000)
     # How stale this process's lexical index and recall facts may be about other processes' writes.
     lexical_sync_seconds: float = Field(1.0, ge=0)

@@ -151,7 +151,7 @@ class LocalEmbedder:
     with onnxruntime (a query takes ~5 ms instead of ~12 ms with torch, same vectors),
     ``"torch"`` runs it through sentence-transformers, and ``"auto"`` tries ONNX and falls
     back to torch with a warning. Both give the same vectors, so ``name`` does not change.
-    ``cache_dir`` is where ONNX exports are kept (see ``onnx_encoder.cache_root``).
+    ``cache_dir`` is where ONNX exports are kept (see ``onnx_export.cache_root``).
 
     Once a model's export is cached, the ONNX path needs neither torch nor
     sentence-transformers (~6 s to import, most of a CLI command's time): the encoder and
@@ -239,11 +239,11 @@ class LocalEmbedder:
         return onnx_encoder.cached_encoder(self._path, self._cache_dir)
 
     def _onnx_encoder(self, model: Any) -> Any:
-        from . import onnx_encoder
+        from . import onnx_encoder, onnx_export
 
         try:
             return onnx_encoder.encoder_for(model, self._path, self._cache_dir)
-        except onnx_encoder.OnnxUnavailable as exc:
+        except onnx_export.OnnxUnavailable as exc:
             if self._backend == "onnx":
                 raise ConfigurationError(
                     f"the ONNX embedding backend cannot run {self.name!r}: {exc}. "
@@ -272,9 +272,9 @@ class LocalEmbedder:
         if self._resolved == "onnx":
             return int(self._onnx.dimension)
         if self._resolved is None and self._wants_onnx():
-            from . import onnx_encoder
+            from . import onnx_export
 
-            info = onnx_encoder.cached_export(self._path, self._cache_dir)
+            info = onnx_export.cached_export(self._path, self._cache_dir)
             if info is not None:
                 return info.dimension
             # First use on this machine: the model must be loaded to answer, so export it now

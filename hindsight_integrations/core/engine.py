@@ -30,7 +30,7 @@ from .namespace_store import NamespaceStore
 from .parts import EngineParts
 from .ranking import RecallWeights
 from .recall import Recaller
-from .records import Kind, MemoryRecord, Role, Tier, utcnow
+from .records import Kind, MemoryRecord, Role, Status, Tier, utcnow
 from .results import CompressionResult, NamespaceStats, RecallResult, StoreResult, TurnResult
 from .store import ChromaStore, open_client
 from .tokens import counter_for
@@ -201,6 +201,18 @@ class MemoryEngine:
         """Soft delete: the memory stops being recalled but stays in the store and exports."""
         return self._writer.forget(self._namespace(namespace), memory_id)
 
+    def review(self, memory_id: str, *, accept: bool, namespace: str | None = None) -> builtins.list[MemoryRecord]:
+        """Accept or reject a quarantined memory (a low-trust contradiction of an important one).
+
+        Accepting makes it active and applies the update it held back (the older of the two
+        becomes history); rejecting forgets it. Returns the records changed, the reviewed one first.
+        """
+        return self._writer.review(self._namespace(namespace), memory_id, accept=accept)
+
+    def unmerge(self, memory_id: str, *, index: int = -1, namespace: str | None = None) -> MemoryRecord:
+        """Undo a dedup merge: input ``index`` of the memory's ``sources`` becomes a memory of its own again."""
+        return self._writer.unmerge(self._namespace(namespace), memory_id, index)
+
     # -- recall -----------------------------------------------------------------------------
     def recall(
         self,
@@ -248,7 +260,10 @@ class MemoryEngine:
         handle = self._namespace(namespace)
         whole_number(limit, "limit", low=1, high=10_000)
         whole_number(offset, "offset", low=0)
-        where = coerce_model(RecallFilters, filters, "filters").where(include_history=include_history, now=utcnow())
+        chosen = coerce_model(RecallFilters, filters, "filters")
+        if include_history and not chosen.statuses:  # quarantined memories wait for review: list them too
+            chosen = chosen.model_copy(update={"statuses": [Status.ACTIVE, Status.SUPERSEDED, Status.QUARANTINED]})
+        where = chosen.where(include_history=include_history, now=utcnow())
         records = handle.find(where)
         records.sort(key=lambda r: r.occurred_at, reverse=True)
         return records[offset : offset + limit]
@@ -265,11 +280,14 @@ class MemoryEngine:
         metadata: dict[str, Any] | None = None,
         extract: bool = True,
         compress: bool = True,
+        speaker: str | None = None,
     ) -> TurnResult:
         """Add a turn to the session's working memory, remember what matters, compress if due.
 
-        ``extract=False`` keeps the turn in the window only; ``compress=False`` leaves the
-        window as it is even past the threshold.
+        ``speaker`` (a name, e.g. a chat message's ``name``) becomes an entity of the turn and
+        of what is remembered from it; the memory also gets the session's preceding turns as
+        its context and ``metadata`` merged into its own. ``extract=False`` keeps the turn in
+        the window only; ``compress=False`` leaves the window as it is even past the threshold.
         """
         return self._working.record_turn(
             self._namespace(namespace),
@@ -280,6 +298,7 @@ class MemoryEngine:
             metadata=metadata,
             extract=extract,
             compress=compress,
+            speaker=speaker,
         )
 
     def working_window(self, *, session_id: str, namespace: str | None = None) -> builtins.list[MemoryRecord]:

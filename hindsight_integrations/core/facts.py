@@ -46,6 +46,7 @@ class MemoryFacts:
     access_count: int
     entities: tuple[str, ...]
     has_context: bool
+    superseded_by: str | None = None
 
     @classmethod
     def from_fields(cls, fields: dict[str, Any]) -> MemoryFacts:
@@ -63,6 +64,7 @@ class MemoryFacts:
             access_count=int(fields.get("access_count", 0)),
             entities=tuple(json.loads(fields.get("entities_json") or "[]")),
             has_context=bool(fields.get("context")),
+            superseded_by=fields.get("superseded_by"),
         )
 
     def get(self, key: str, default: Any = None) -> Any:

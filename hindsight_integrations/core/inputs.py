@@ -86,6 +86,13 @@ class MemoryItem(BaseModel):
     context: str | None = Field(
         None, description="Surrounding text indexed with the memory but not returned as its content."
     )
+    trusted: Flag = Field(
+        True,
+        description=(
+            "False for text from tools, web pages or other agents: such a memory cannot overwrite an "
+            "important one (importance >= 0.9); a contradiction is quarantined for review instead."
+        ),
+    )
 
     @model_validator(mode="before")
     @classmethod

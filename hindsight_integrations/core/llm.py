@@ -1,4 +1,4 @@
-"""Calls to an OpenAI-compatible LLM: memory extraction, summaries, answers.
+"""Calls to an OpenAI-compatible LLM: memory extraction, update judgements, summaries, answers.
 
 Everything here is optional: without a key the engine runs on rules. Transient failures
 (429, 5xx, timeouts, dropped connections) are retried with exponential backoff by
@@ -67,6 +67,17 @@ Reply with JSON only: {"memories": [{"should_remember": true, "memory_type":
 "preference|context|fact|correction|event", "content": "...", "entities": ["..."],
 "importance": 0.0-1.0}]} — an empty list if nothing is worth keeping."""
 
+UPDATE_PROMPT = """You keep an assistant's long-term memory consistent.
+A NEW memory arrives; for each numbered STORED memory, say how the two relate:
+"keep_new" - both give a value for the same attribute of the same subject and the values
+differ (a move, a new job, a changed number, date, amount, status or choice);
+"keep_old" - the new memory is about the same attribute but is wrong or outdated;
+"merge" - they state the same fact with the same values;
+"keep_both" - different facts or different attributes (likes red / hates red clothes).
+Reply with JSON only: {"verdicts": ["keep_both", ...]}, one verdict per stored memory, in order."""
+
+_VERDICTS = frozenset({"keep_old", "keep_new", "merge", "keep_both"})
+
 SUMMARY_PROMPT = """Summarise these conversation turns for the assistant's episodic memory.
 Keep key decisions, numeric constraints, facts about the user, corrections and open tasks;
 drop small talk. At most 80 words, plain sentences, no preamble."""
@@ -133,6 +144,26 @@ class LLMClient:
             return [m for m in (ExtractedMemory.model_validate(item) for item in items) if m.should_remember]
         except (json.JSONDecodeError, ValidationError, AttributeError, TypeError) as exc:
             raise LLMError(f"could not parse the extraction reply: {reply[:200]!r}") from exc
+
+    def judge_update(self, new: str, stored: Sequence[str]) -> list[str]:
+        """One verdict per ``stored`` memory on how ``new`` relates to it; ``LLMError`` if the reply is unusable."""
+        listing = "\n".join(f"{n}. {text}" for n, text in enumerate(stored, 1))
+        reply = self.complete(
+            [
+                {"role": "system", "content": UPDATE_PROMPT},
+                {"role": "user", "content": f"NEW: {new}\nSTORED:\n{listing}"},
+            ],
+            json_mode=True,
+            max_tokens=100,
+        )
+        try:
+            data = json.loads(_strip_fences(reply))
+            verdicts = [str(v).strip().lower() for v in (data.get("verdicts", []) if isinstance(data, dict) else data)]
+        except (json.JSONDecodeError, AttributeError, TypeError) as exc:
+            raise LLMError(f"could not parse the update verdicts: {reply[:200]!r}") from exc
+        if len(verdicts) != len(stored) or not set(verdicts) <= _VERDICTS:
+            raise LLMError(f"expected {len(stored)} verdicts out of {sorted(_VERDICTS)}, got {reply[:200]!r}")
+        return verdicts
 
     def summarize(self, transcript: str) -> str:
         """A short episodic summary of ``transcript``, for compressing working memory."""

@@ -94,7 +94,7 @@ class Recaller:
             else whole_number(top_k, "top_k", low=1, high=settings.max_top_k),
             min_score=None if min_score is None else fraction(min_score, "min_score"),
             filters=coerce_model(RecallFilters, filters, "filters"),
-            token_budget=None if token_budget is None else _budget(token_budget),
+            token_budget=settings.default_token_budget if token_budget is None else _budget(token_budget),
             weights=coerce_model(RecallWeights, weights, "weights"),
             include_history=include_history,
         )

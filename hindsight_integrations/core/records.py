@@ -67,6 +67,8 @@ _ALL_KEYS = _SEPARATE_KEYS | {
     "summary",
     "context",
     "superseded_by",
+    "conflicts_with",
+    "sources_json",
     "embedding_model",
     "embedding_dim",
 }
@@ -139,6 +141,7 @@ class Status(str, Enum):
     SUPERSEDED = "superseded"
     ARCHIVED = "archived"
     DELETED = "deleted"
+    QUARANTINED = "quarantined"  # a low-trust contradiction of an important memory, awaiting review
 
 
 def utcnow() -> datetime:
@@ -208,6 +211,8 @@ class MemoryRecord(BaseModel):
     source: Source = Field(default_factory=Source)
     status: Status = Status.ACTIVE
     superseded_by: str | None = None
+    conflicts_with: str | None = None  # the memory a quarantined one contradicts
+    sources: list[dict[str, Any]] = Field(default_factory=list)  # repeats merged into this memory, oldest first
     request_id: str | None = None
     metadata: dict[str, Any] = Field(default_factory=dict)
     embedding_model: str | None = None
@@ -251,6 +256,8 @@ class MemoryRecord(BaseModel):
             "metadata_json": json.dumps(self.metadata, ensure_ascii=False, default=str),
             "entities_json": json.dumps(self.entities, ensure_ascii=False),
         }
+        if self.sources:
+            meta["sources_json"] = json.dumps(self.sources, ensure_ascii=False, default=str)
         optional = {
             "agent_id": self.agent_id,
             "session_id": self.session_id,
@@ -258,6 +265,7 @@ class MemoryRecord(BaseModel):
             "context": self.context,
             "slot": self.slot,
             "superseded_by": self.superseded_by,
+            "conflicts_with": self.conflicts_with,
             "request_id": self.request_id,
             "embedding_model": self.embedding_model,
             "embedding_dim": self.embedding_dim,
@@ -303,6 +311,8 @@ class MemoryRecord(BaseModel):
             source=Source.model_validate_json(fields.get("source_json") or "{}"),
             status=Status(fields["status"]),
             superseded_by=fields.get("superseded_by"),
+            conflicts_with=fields.get("conflicts_with"),
+            sources=json.loads(fields.get("sources_json") or "[]"),
             request_id=fields.get("request_id"),
             metadata=json.loads(fields.get("metadata_json") or "{}"),
             embedding_model=fields.get("embedding_model"),

@@ -39,6 +39,10 @@ class StoreResult(BaseModel):
     merged: list[str] = Field(
         default_factory=list, description="ids of existing memories updated instead of duplicated"
     )
+    quarantined: list[str] = Field(
+        default_factory=list,
+        description="ids of new memories held for review: low-trust contradictions of important memories",
+    )
     replayed: bool = Field(False, description="true when request_id had been seen and nothing new was written")
 
     @property

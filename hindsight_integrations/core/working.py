@@ -16,15 +16,51 @@ from typing import Any
 from .arguments import coerce_enum, whole_number
 from .compression import Compressor, transcript
 from .errors import InvalidInputError, LLMError
+from .indexing import body_text
 from .inputs import parse_inputs
 from .namespace_store import NamespaceStore
 from .parts import EngineParts
 from .records import Kind, MemoryRecord, Role, Source, Status, Tier, utcnow
 from .results import CompressionResult, StoreResult, TurnResult
+from .session_context import NEIGHBOUR_CHARS, NEIGHBOURS_BEFORE
 from .write_filter import assess
 from .writes import Writer
 
 log = logging.getLogger("hindsight.working")
+
+_SPEAKER_CHARS = 100
+
+
+def _speaker(value: object) -> str | None:
+    """The speaker's name, trimmed; None when not given."""
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise InvalidInputError("speaker", f"must be a string, got {type(value).__name__}")
+    text = " ".join(value.split())
+    if len(text) > _SPEAKER_CHARS:
+        raise InvalidInputError("speaker", f"must be at most {_SPEAKER_CHARS} characters")
+    return text or None
+
+
+def remembered_text(turn: MemoryRecord) -> str:
+    """The long-term memory's text for a turn: "Speaker: text" when the speaker is known.
+
+    Questions name people ("What did Caroline research?"), and the name in the memory's own
+    text is what lets BM25 and the embedding match them: +0.03 evidence recall@10 on LoCoMo
+    over the name as an entity alone (docs/architecture.md, "Working memory"). The turn in the
+    window keeps the user's text as it was written.
+    """
+    return f"{turn.entities[0]}: {turn.content}" if turn.entities else turn.content
+
+
+def neighbour_context(turns: list[MemoryRecord]) -> str | None:
+    """Preceding turns as a memory's context: "Name: text" when the speaker is known, else the text."""
+    lines = []
+    for t in turns:
+        text = t.content.strip()[:NEIGHBOUR_CHARS]
+        lines.append(f"{t.entities[0]}: {text}" if t.entities else text)
+    return " ".join(lines) or None
 
 
 class WorkingMemory:
@@ -46,11 +82,13 @@ class WorkingMemory:
         metadata: dict[str, Any] | None,
         extract: bool,
         compress: bool,
+        speaker: str | None = None,
     ) -> TurnResult:
         """See ``MemoryEngine.record_turn``."""
         if not isinstance(session_id, str) or not session_id.strip():
             raise InvalidInputError("session_id", "is required to record a turn")
         role = coerce_enum(Role, role, "role")
+        speaker = _speaker(speaker)
         turn_input = parse_inputs(
             [
                 {
@@ -73,19 +111,43 @@ class WorkingMemory:
             role=role,
             importance=assess(turn_input.content, role).importance,
             occurred_at=turn_input.occurred_at,
+            entities=[speaker] if speaker else [],
             source=Source(session_id=session_id, origin="turn"),
             metadata=turn_input.metadata,
         )
+        # One read of the window serves the new memory's context and the compression check.
+        earlier = self.window(handle, session_id=session_id) if (extract or compress) else []
+        context = neighbour_context(earlier[-NEIGHBOURS_BEFORE:]) if extract else None
+        # The turn is indexed as what is remembered from it ("Speaker: text", see ``remembered_text``),
+        # so one vector serves both; the memory's context vector is embedded in the same batch.
+        indexed = turn.model_copy(update={"content": remembered_text(turn)})
+        body = body_text(indexed.flat_fields(), time_aware=self._parts.settings.time_aware_text)
+        vectors = self._parts.embed_texts_once([body, f"{context}\n{body}" if context else ""])
         with handle.writing:
-            handle.add([turn], self._parts.embed_records([turn])[0])
-        stored = self._remember(handle, turn) if extract else StoreResult()
-        compression = (
-            self.compress(handle, session_id=session_id, threshold_tokens=None, force=False) if compress else None
-        )
+            handle.add([turn], [vectors[body]])
+        with self._parts.known_vectors(vectors):
+            stored = self._remember(handle, turn, context=context) if extract else StoreResult()
+        compression = None
+        if compress and self._due(earlier, turn):
+            compression = self.compress(handle, session_id=session_id, threshold_tokens=None, force=False)
         return TurnResult(turn=turn, stored=stored, compression=compression)
 
-    def _remember(self, handle: NamespaceStore, turn: MemoryRecord) -> StoreResult:
-        """Long-term memories from a turn: the LLM's extraction, or the turn through the write filter."""
+    def _due(self, earlier: list[MemoryRecord], turn: MemoryRecord) -> bool:
+        """Whether the window (as read before this turn, plus it) may be past the compression threshold.
+
+        Other writers may have added turns since the read, so a window near the threshold is
+        re-read by ``compress``; one clearly under it is not (most turns).
+        """
+        tokens = sum(t.token_count for t in earlier) + turn.token_count
+        return tokens > self._parts.settings.compress_threshold_tokens * 0.8
+
+    def _remember(self, handle: NamespaceStore, turn: MemoryRecord, *, context: str | None = None) -> StoreResult:
+        """Long-term memories from a turn: the LLM's extraction, or the turn through the write filter.
+
+        What is remembered carries the turn's metadata, speaker (as an entity), session and
+        time, and its source names the turn; the rule path also gets the preceding turns as
+        ``context`` (indexed beside the memory, not returned as its text).
+        """
         source = Source(session_id=turn.session_id, message_ids=[turn.id], origin="turn")
         llm = self._parts.llm
         if llm is not None and turn.role is Role.USER:
@@ -97,9 +159,10 @@ class WorkingMemory:
                         "content": m.content,
                         "kind": coerce_enum(Kind, m.memory_type, "memory_type", default=Kind.FACT),
                         "importance": m.importance,
-                        "entities": m.entities,
+                        "entities": list(dict.fromkeys([*m.entities, *turn.entities])),
                         "session_id": turn.session_id,
                         "occurred_at": turn.occurred_at,
+                        "metadata": dict(turn.metadata),
                         "source": source,
                     }
                     for m in extracted
@@ -110,10 +173,13 @@ class WorkingMemory:
             except (LLMError, InvalidInputError) as exc:
                 log.warning("LLM extraction failed, falling back to rules: %s", exc)
         item = {
-            "content": turn.content,
+            "content": remembered_text(turn),
             "role": turn.role,
             "session_id": turn.session_id,
             "occurred_at": turn.occurred_at,
+            "entities": list(turn.entities),
+            "context": context,
+            "metadata": dict(turn.metadata),
             "source": source,
         }
         return self._store(handle, [item], apply_filter=True, origin="turn")
@@ -150,4 +216,4 @@ class WorkingMemory:
         return len(turns)
 
 
-__all__ = ["WorkingMemory"]
+__all__ = ["NEIGHBOURS_BEFORE", "WorkingMemory", "neighbour_context", "remembered_text"]

@@ -1,10 +1,11 @@
-"""The write path: validate, filter, build records, dedup, add, supersede; and changes to one memory.
+"""The write path: validate, filter, build records, settle each against what is stored, add; and changes to one memory.
 
 ``store`` takes a batch atomically: every item is validated before any is written. Then, under
 the namespace's write lock: a repeated ``request_id`` returns the first call's result; the
-write filter drops small talk (with a reason); near-duplicates (similarity ≥
-``dedup_threshold``) are merged into the existing memory; the rest are added; and a new value
-for a detected subject/attribute slot supersedes the older active one (kept as history).
+write filter drops greetings and other non-content (with a reason); and each new memory is
+*settled* against its nearest active memories (and the earlier items of the same batch):
+a true repeat reinforces the stored memory (``dedup.py``), an update makes the older of the
+two history or is quarantined (``updates.py``), anything else is added as it is.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -19,15 +21,46 @@ import numpy as np
 
 from .arguments import coerce_enum, fraction, whole_number
 from .conflicts import detect_slot
+from .dedup import can_repeat, is_repeat, reinforce
 from .errors import InvalidInputError, MemoryNotFoundError
 from .inputs import MemoryInput, parse_inputs, validate_content
 from .namespace_store import NamespaceStore
 from .parts import EngineParts
 from .records import Kind, MemoryRecord, Source, Status, Tier, utcnow
 from .results import SkippedMemory, StoreResult
+from .session_context import SessionNeighbours, speaker_of
+from .updates import PROTECTED_IMPORTANCE, Neighbour, UpdateJudge, Verdict, history_of, is_low_trust, quarantined
 from .write_filter import WriteDecision, assess
 
 _LONG_TERM = {"$and": [{"status": "active"}, {"tier": {"$in": ["episodic", "semantic"]}}]}
+_NEIGHBOURS = 4  # nearest stored memories a new one is compared with
+# Below these cosines nothing is compared (slots are found apart): the rules need close meaning,
+# the LLM judge is shown looser neighbours ("I work at Acme" / "these days I'm at Initech": 0.31).
+_RULES_FLOOR = 0.5
+_LLM_FLOOR = 0.3
+
+
+@dataclass
+class _Batch:
+    """What settling one store call decided: new records (with vectors) and changed stored ones."""
+
+    fresh: list[tuple[MemoryRecord, np.ndarray]] = field(default_factory=list)
+    context: dict[str, np.ndarray] = field(default_factory=dict)
+    changed: dict[str, MemoryRecord] = field(default_factory=dict)
+
+    def current(self, record: MemoryRecord) -> MemoryRecord:
+        """``record`` as this batch has left it so far."""
+        if record.id in self.changed:
+            return self.changed[record.id]
+        return next((r for r, _ in self.fresh if r.id == record.id), record)
+
+    def change(self, record: MemoryRecord) -> None:
+        """Keep ``record``'s new state, whether it was stored before or is new in this batch."""
+        for n, (fresh, vector) in enumerate(self.fresh):
+            if fresh.id == record.id:
+                self.fresh[n] = (record, vector)
+                return
+        self.changed[record.id] = record
 
 
 class Writer:
@@ -35,6 +68,7 @@ class Writer:
 
     def __init__(self, parts: EngineParts) -> None:
         self._parts = parts
+        self._neighbours_of = SessionNeighbours()
 
     def store(
         self,
@@ -67,42 +101,125 @@ class Writer:
                     return StoreResult(stored=previous, replayed=True)
             result = StoreResult()
             records: list[MemoryRecord] = []
+            trusted: dict[str, bool] = {}
             for n, item in enumerate(items):
+                item = self._in_conversation(handle.name, item)
                 decision = assess(item.content, item.role) if _needs_assessment(item, apply_filter) else None
                 if decision is not None and apply_filter and not decision.remember:
                     result.skipped.append(SkippedMemory(index=n, content=item.content[:200], reason=decision.reason))
                     continue
-                records.append(self._record(handle.name, item, decision, now, request_id, request_hash, origin))
-            if not records:
-                return result
-            added = self._add(handle, records, result, dedup=dedup, now=now)
-            if supersede:
-                result.superseded = self._supersede(handle, added, now)
+                record = self._record(handle.name, item, decision, now, request_id, request_hash, origin)
+                records.append(record)
+                trusted[record.id] = item.trusted
+            if records:
+                self._settle(handle, records, trusted, result, dedup=dedup, supersede=supersede, now=now)
         return result
 
-    def _add(
-        self, handle: NamespaceStore, records: list[MemoryRecord], result: StoreResult, *, dedup: bool, now: datetime
-    ) -> list[MemoryRecord]:
-        """Embed ``records``, merge near-duplicates into what is stored, add the rest (returned)."""
+    def _in_conversation(self, namespace: str, item: MemoryInput) -> MemoryInput:
+        """``item`` with its session's preceding items as context and its speaker as an entity (session_context.py)."""
+        changes: dict[str, Any] = {}
+        if not item.entities and (speaker := speaker_of(item.content)):
+            changes["entities"] = [speaker]
+        if item.session_id:
+            if item.context is None:
+                changes["context"] = self._neighbours_of.context(namespace, item.session_id)
+            self._neighbours_of.add(namespace, item.session_id, item.content)
+        return item.model_copy(update=changes) if changes else item
+
+    def _settle(
+        self,
+        handle: NamespaceStore,
+        records: list[MemoryRecord],
+        trusted: dict[str, bool],
+        result: StoreResult,
+        *,
+        dedup: bool,
+        supersede: bool,
+        now: datetime,
+    ) -> None:
+        """Repeat, update or new memory, one by one (later items see earlier ones); then one add, one update."""
         vectors, context_vectors = self._parts.embed_records(records)
-        fresh: list[tuple[MemoryRecord, np.ndarray]] = []
+        judge = UpdateJudge(self._parts.llm, threshold=self._parts.settings.update_threshold)
+        batch = _Batch()
         for record, vector in zip(records, vectors):
-            existing = self._near_duplicate(handle, record, vector) if dedup else None
-            if existing is None:
-                fresh.append((record, vector))
+            compare = (dedup or supersede) and can_repeat(record)
+            neighbours = self._neighbours(handle, record, vector, batch) if compare else []
+            repeat = self._repeat_of(record, neighbours) if dedup else None
+            if repeat is None and supersede:
+                record, repeat = self._apply_updates(record, neighbours, judge, batch, result, trusted[record.id])
+            if repeat is not None:
+                reinforced = reinforce(repeat, record, now)
+                batch.change(reinforced)
+                result.merged.append(reinforced.id)
+                result.stored.append(reinforced)
                 continue
-            merged = _merge_into(existing, record, now)
-            context = {merged.id: context_vectors[record.id]} if record.id in context_vectors else None
-            handle.update([merged], [vector], context)
-            result.merged.append(merged.id)
-            result.stored.append(merged)
-        handle.add(
-            [r for r, _ in fresh],
-            [v for _, v in fresh],
-            {r.id: context_vectors[r.id] for r, _ in fresh if r.id in context_vectors},
-        )
-        result.stored.extend(r for r, _ in fresh)
-        return [r for r, _ in fresh]
+            batch.fresh.append((record, vector))
+            if record.id in context_vectors:
+                batch.context[record.id] = context_vectors[record.id]
+            result.stored.append(record)
+        fresh_ids = {r.id for r, _ in batch.fresh}
+        result.stored = [batch.current(r) if r.id in fresh_ids or r.id in batch.changed else r for r in result.stored]
+        handle.add([r for r, _ in batch.fresh], [v for _, v in batch.fresh], batch.context)
+        handle.update(list(batch.changed.values()))
+
+    def _neighbours(
+        self, handle: NamespaceStore, record: MemoryRecord, vector: np.ndarray, batch: _Batch
+    ) -> list[Neighbour]:
+        """Active long-term memories close to ``record`` or sharing its slot, as this batch has left them."""
+        floor = _RULES_FLOOR if self._parts.llm is None else _LLM_FLOOR
+        hits = [(i, s) for i, s in handle.query(vector, n=_NEIGHBOURS, where=_LONG_TERM) if s >= floor]
+        similarity = dict(hits)
+        found = {r.id: r for r, _ in handle.get([i for i, _ in hits])}
+        if record.slot:
+            for same in handle.find({"$and": [{"slot": record.slot}, {"status": "active"}]}):
+                found.setdefault(same.id, same)
+        for earlier, earlier_vector in batch.fresh:
+            cosine = float(
+                np.dot(earlier_vector, vector) / ((np.linalg.norm(earlier_vector) * np.linalg.norm(vector)) or 1.0)
+            )
+            if cosine >= floor or (record.slot and earlier.slot == record.slot):
+                found[earlier.id] = earlier
+                similarity[earlier.id] = cosine
+        out = []
+        for memory_id, stored in found.items():
+            current = batch.current(stored)
+            if current.status is Status.ACTIVE and current.tier is not Tier.WORKING:
+                out.append(Neighbour(current, similarity.get(memory_id, 0.0)))
+        return sorted(out, key=lambda n: -n.similarity)
+
+    def _repeat_of(self, record: MemoryRecord, neighbours: Sequence[Neighbour]) -> MemoryRecord | None:
+        threshold = self._parts.settings.dedup_threshold
+        return next((n.record for n in neighbours if is_repeat(n.record, record, n.similarity, threshold)), None)
+
+    @staticmethod
+    def _apply_updates(
+        record: MemoryRecord,
+        neighbours: Sequence[Neighbour],
+        judge: UpdateJudge,
+        batch: _Batch,
+        result: StoreResult,
+        trusted: bool,
+    ) -> tuple[MemoryRecord, MemoryRecord | None]:
+        """``record`` after the updates it makes (history, quarantined or active), and the memory it repeats if any."""
+        for neighbour, verdict in judge.verdicts(record, neighbours):
+            old = batch.current(neighbour.record)
+            if verdict is Verdict.KEEP_BOTH or old.status is not Status.ACTIVE:
+                continue
+            if verdict is Verdict.MERGE:
+                return record, old
+            if (
+                verdict is Verdict.KEEP_NEW
+                and old.importance >= PROTECTED_IMPORTANCE
+                and is_low_trust(record, trusted=trusted)
+            ):
+                result.quarantined.append(record.id)
+                return quarantined(record, old), None
+            if verdict is Verdict.KEEP_OLD or record.occurred_at < old.occurred_at:
+                result.superseded.append(record.id)
+                return history_of(record, old, record.updated_at), None
+            batch.change(history_of(old, record, record.updated_at))
+            result.superseded.append(old.id)
+        return record, None
 
     def _record(
         self,
@@ -149,40 +266,6 @@ class Writer:
             request_id=request_id,
             metadata=metadata,
         )
-
-    def _near_duplicate(self, handle: NamespaceStore, record: MemoryRecord, vector: np.ndarray) -> MemoryRecord | None:
-        if record.kind in (Kind.TURN, Kind.SUMMARY) or record.tier is Tier.WORKING:
-            return None
-        hits = handle.query(vector, n=1, where=_LONG_TERM)
-        if not hits or hits[0][1] < self._parts.settings.dedup_threshold:
-            return None
-        ((existing, _),) = handle.get([hits[0][0]])
-        if existing.slot and record.slot and existing.slot != record.slot:
-            return None
-        return existing
-
-    @staticmethod
-    def _supersede(handle: NamespaceStore, records: Sequence[MemoryRecord], now: datetime) -> list[str]:
-        superseded: list[str] = []
-        for record in records:
-            if not record.slot:
-                continue
-            same_slot = handle.find({"$and": [{"slot": record.slot}, {"status": "active"}]})
-            changed = [
-                r.model_copy(
-                    update={
-                        "status": Status.SUPERSEDED,
-                        "valid_until": now,
-                        "superseded_by": record.id,
-                        "updated_at": now,
-                    }
-                )
-                for r in same_slot
-                if r.id != record.id and r.occurred_at <= record.occurred_at
-            ]
-            handle.update(changed)
-            superseded.extend(r.id for r in changed)
-        return superseded
 
     # -- one memory -------------------------------------------------------------------------
     @staticmethod
@@ -237,21 +320,62 @@ class Writer:
         handle.update([updated])
         return updated
 
+    def review(self, handle: NamespaceStore, memory_id: str, *, accept: bool) -> list[MemoryRecord]:
+        """See ``MemoryEngine.review``: the quarantined memory and, when accepted, what it made history."""
+        with handle.writing:
+            record = self.get(handle, memory_id)
+            if record.status is not Status.QUARANTINED:
+                raise InvalidInputError("id", f"memory {memory_id} is {record.status.value}, not quarantined")
+            now = utcnow()
+            if not accept:
+                rejected = record.model_copy(update={"status": Status.DELETED, "updated_at": now})
+                handle.update([rejected])
+                return [rejected]
+            accepted = record.model_copy(update={"status": Status.ACTIVE, "updated_at": now})
+            found = handle.get([record.conflicts_with]) if record.conflicts_with else []
+            changed = [accepted]
+            old = found[0][0] if found else None
+            if old is not None and old.status is Status.ACTIVE:
+                if accepted.occurred_at < old.occurred_at:
+                    changed = [history_of(accepted, old, now)]
+                else:
+                    changed.append(history_of(old, accepted, now))
+            handle.update(changed)
+            return changed
 
-def _merge_into(existing: MemoryRecord, record: MemoryRecord, now: datetime) -> MemoryRecord:
-    return existing.model_copy(
-        update={
-            "content": record.content,
-            "importance": max(existing.importance, record.importance),
-            "token_count": record.token_count,
-            "updated_at": now,
-            "occurred_at": max(existing.occurred_at, record.occurred_at),
-            "metadata": {**existing.metadata, **record.metadata},
-            "entities": sorted(set(existing.entities) | set(record.entities)),
-            "expires_at": record.expires_at or existing.expires_at,
-            "slot": record.slot or existing.slot,
-        }
-    )
+    def unmerge(self, handle: NamespaceStore, memory_id: str, index: int) -> MemoryRecord:
+        """See ``MemoryEngine.unmerge``: the merged input ``index`` of ``memory_id`` as a memory of its own again."""
+        with handle.writing:
+            record = self.get(handle, memory_id)
+            if not record.sources:
+                raise InvalidInputError("id", f"memory {memory_id} has no merged inputs to split off")
+            position = whole_number(index, "index", low=-len(record.sources), high=len(record.sources) - 1)
+            entry = record.sources[position]
+            now = utcnow()
+            restored = self._parts.new_record(
+                handle.name,
+                entry["content"],
+                now=now,
+                tier=record.tier,
+                kind=coerce_enum(Kind, entry.get("kind"), "kind", default=record.kind),
+                role=record.role,
+                importance=entry.get("importance", record.importance),
+                occurred_at=datetime.fromisoformat(entry["occurred_at"]),
+                session_id=entry.get("session_id"),
+                agent_id=entry.get("agent_id"),
+                context=entry.get("context"),
+                entities=entry.get("entities") or [],
+                slot=detect_slot(entry["content"]),
+                source=Source.model_validate(entry.get("source") or {}),
+                request_id=entry.get("request_id"),
+                metadata=entry.get("metadata") or {},
+            )
+            sources = [s for n, s in enumerate(record.sources) if n != position % len(record.sources)]
+            remaining = record.model_copy(update={"sources": sources, "updated_at": now})
+            vectors, context_vectors = self._parts.embed_records([restored])
+            handle.add([restored], vectors, context_vectors)
+            handle.update([remaining])
+            return restored
 
 
 def _needs_assessment(item: MemoryInput, apply_filter: bool) -> bool:

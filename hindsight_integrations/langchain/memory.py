@@ -50,6 +50,16 @@ def message_text(value: Any) -> str:
     return str(value)
 
 
+def message_name(value: Any) -> str | None:
+    """Who wrote a chain input/output: the ``name`` of a message (of the last named one in a list), else None."""
+    if isinstance(value, BaseMessage):
+        return value.name or None
+    if isinstance(value, Sequence) and not isinstance(value, str):
+        names = [m.name for m in value if isinstance(m, BaseMessage) and m.name]
+        return names[-1] if names else None
+    return None
+
+
 def long_term_context(result: RecallResult, window: Sequence[MemoryRecord]) -> str:
     """The recalled block, minus memories distilled from turns the prompt already shows verbatim."""
     shown = {t.id for t in window}
@@ -161,8 +171,11 @@ class HindsightMemory(BaseMemory):
         return self._variables(window, recalled)
 
     # -- writing ------------------------------------------------------------------------------
-    def _turns(self, inputs: dict[str, Any], outputs: dict[str, Any]) -> list[tuple[str, str]]:
-        """(text, role) of the user's input and the chain's answer, leaving out empty ones."""
+    def _turns(self, inputs: dict[str, Any], outputs: dict[str, Any]) -> list[tuple[str, str, str | None]]:
+        """(text, role, speaker) of the user's input and the chain's answer, leaving out empty ones.
+
+        The speaker is the ``name`` of a message given as the input or output (None for text).
+        """
         said = self._query(inputs)
         if self.output_key:
             out_key = self.output_key
@@ -175,7 +188,11 @@ class HindsightMemory(BaseMemory):
                 f"HindsightMemory: several outputs {sorted(outputs)}; set output_key= to say which is the answer"
             )
         answer = message_text(outputs.get(out_key)).strip()
-        return [(text, role) for text, role in ((said, "user"), (answer, "assistant")) if text]
+        asker = message_name(inputs.get(self.input_key or get_prompt_input_key(inputs, self.memory_variables)))
+        answerer = message_name(outputs.get(out_key))
+        return [
+            (text, role, name) for text, role, name in ((said, "user", asker), (answer, "assistant", answerer)) if text
+        ]
 
     def save_context(self, inputs: dict[str, Any], outputs: dict[str, Any]) -> None:
         """``BaseMemory.save_context``: record the input and the answer as turns, through MCP.
@@ -185,14 +202,14 @@ class HindsightMemory(BaseMemory):
         Raises ``ValueError`` when the chain has several outputs and ``output_key`` is unset.
         """
         client = self.memory_client
-        for text, role in self._turns(inputs, outputs):
-            client.record_turn(text, session_id=self.session_id, role=role)
+        for text, role, name in self._turns(inputs, outputs):
+            client.record_turn(text, session_id=self.session_id, role=role, speaker=name)
 
     async def asave_context(self, inputs: dict[str, Any], outputs: dict[str, Any]) -> None:
         """Async ``save_context``: the same turns, through ``arecord_turn``."""
         client = self.memory_client
-        for text, role in self._turns(inputs, outputs):
-            await client.arecord_turn(text, session_id=self.session_id, role=role)
+        for text, role, name in self._turns(inputs, outputs):
+            await client.arecord_turn(text, session_id=self.session_id, role=role, speaker=name)
 
     def clear(self) -> None:
         """End this session's working memory; long-term memories are kept."""

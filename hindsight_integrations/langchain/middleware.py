@@ -192,21 +192,26 @@ class HindsightMiddleware(AgentMiddleware[AgentState[Any], Any]):
         Results of the memory tools are skipped: they are memories already, and recording
         them as turns would store each recalled memory a second time.
         """
+        return [(text, role) for text, role, _ in HindsightMiddleware.named_turns(messages)]
+
+    @staticmethod
+    def named_turns(messages: list[AnyMessage]) -> list[tuple[str, str, str | None]]:
+        """``turns`` with each message's ``name`` (who wrote it; None for tool results), the turn's speaker."""
         start = _last_human_index(messages)
         if start is None:
             return []
-        out: list[tuple[str, str]] = []
+        out: list[tuple[str, str, str | None]] = []
         for message in messages[start:]:
             text = message.text.strip()
             if not text:
                 continue
             if isinstance(message, HumanMessage):
-                out.append((text, "user"))
+                out.append((text, "user", message.name or None))
             elif isinstance(message, ToolMessage) and message.name not in MEMORY_TOOL_NAMES:
-                out.append((text, "tool"))
+                out.append((text, "tool", None))
         final = messages[-1]
         if isinstance(final, AIMessage) and not final.tool_calls and final.text.strip():
-            out.append((final.text.strip(), "assistant"))
+            out.append((final.text.strip(), "assistant", final.name or None))
         return out
 
     def after_agent(self, state: AgentState, runtime: Runtime[Any]) -> dict[str, Any] | None:
@@ -219,8 +224,8 @@ class HindsightMiddleware(AgentMiddleware[AgentState[Any], Any]):
         namespace, session = self.scope(runtime)
         session = self._require_session(session)
         client = self._pool.get(namespace)
-        for text, role in self.turns(state["messages"]):
-            client.record_turn(text, session_id=session, role=role)
+        for text, role, name in self.named_turns(state["messages"]):
+            client.record_turn(text, session_id=session, role=role, speaker=name)
         return None
 
     async def aafter_agent(self, state: AgentState, runtime: Runtime[Any]) -> dict[str, Any] | None:
@@ -230,8 +235,8 @@ class HindsightMiddleware(AgentMiddleware[AgentState[Any], Any]):
         namespace, session = self.scope(runtime)
         session = self._require_session(session)
         client = self._pool.get(namespace)
-        for text, role in self.turns(state["messages"]):
-            await client.arecord_turn(text, session_id=session, role=role)
+        for text, role, name in self.named_turns(state["messages"]):
+            await client.arecord_turn(text, session_id=session, role=role, speaker=name)
         return None
 
 

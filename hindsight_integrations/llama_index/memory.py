@@ -26,7 +26,7 @@ from llama_index.core.bridge.pydantic import Field, PrivateAttr, field_validator
 from llama_index.core.memory.types import BaseMemory
 
 from ..core.errors import InvalidInputError
-from ..core.records import MemoryRecord
+from ..core.records import MemoryRecord, Role
 from ..mcp.resolve import resolve_client, resolve_namespace
 from ._messages import (
     CONTEXT_FLAG,
@@ -151,11 +151,14 @@ class HindsightChatMemory(BaseMemory):
             log.info("skipping a %s message with no text to remember", message.role)
             return None
         data = snapshot(message)
+        role = hindsight_role(message)
+        name = message.additional_kwargs.get("name") if role is not Role.TOOL else None  # a tool's is no speaker
         return {
             "content": text,
             "session_id": self.session_id,
-            "role": hindsight_role(message).value,
+            "role": role.value,
             "metadata": {SNAPSHOT_KEY: data} if data else None,
+            "speaker": name if isinstance(name, str) and name.strip() else None,
         }
 
     def put(self, message: ChatMessage) -> None:

@@ -56,6 +56,8 @@ from .wire import (
     RecallOut,
     RecordTurnArgs,
     RetrieveMemoryArgs,
+    ReviewMemoryArgs,
+    ReviewOut,
     StoreMemoryArgs,
     StoreOut,
     ToolArgs,
@@ -338,9 +340,12 @@ class MemoryClient:
         role: str = "user",
         occurred_at: Any = None,
         metadata: dict[str, Any] | None = None,
+        speaker: str | None = None,
     ) -> TurnResult:
         """Append a conversation turn to ``session_id``'s working memory (durable facts in it are remembered).
 
+        ``speaker`` (who wrote it) becomes an entity of what is remembered; ``metadata`` (an
+        application's message id, say) is kept on the turn and on what is remembered from it.
         Not idempotent: retried only when the failure happened before sending.
         """
         args = RecordTurnArgs.model_construct(
@@ -349,6 +354,7 @@ class MemoryClient:
             role=cast(Role, role),  # sent as given: the server reads it case-insensitively, or names it as wrong
             occurred_at=occurred_at,
             metadata=metadata,
+            speaker=speaker,
         )
         return (await self._ask(args, TurnOut, idempotent=False)).to_result()
 
@@ -375,6 +381,10 @@ class MemoryClient:
     async def aforget(self, memory_id: str) -> MemoryRecord:
         """Mark a memory deleted (it stops being recalled; it is kept for audit)."""
         return (await self._ask(ForgetMemoryArgs.model_construct(id=memory_id), ForgottenOut)).to_result()
+
+    async def areview(self, memory_id: str, *, accept: bool) -> list[MemoryRecord]:
+        """Accept or reject a quarantined memory; the records changed, the reviewed one first."""
+        return (await self._ask(ReviewMemoryArgs.model_construct(id=memory_id, accept=accept), ReviewOut)).to_result()
 
     async def alist(
         self,
@@ -435,6 +445,7 @@ class MemoryClient:
     compress = _sync(acompress)
     update = _sync(aupdate)
     forget = _sync(aforget)
+    review = _sync(areview)
     stats = _sync(astats)
     dump = _sync(adump)
     connect = _sync(aconnect)

@@ -24,6 +24,8 @@ def store_text(data: StoreOut) -> str:
         lines.append(f"Merged into existing: {', '.join(data.merged)}")
     if data.superseded:
         lines.append(f"Superseded (older values): {', '.join(data.superseded)}")
+    if data.quarantined:
+        lines.append(f"Quarantined for review (contradicts an important memory): {', '.join(data.quarantined)}")
     if data.skipped:
         lines.append(f"Not stored ({len(data.skipped)}):")
         lines.extend(f"- item {s.index}: {short(s.content)} — {s.reason}" for s in data.skipped)
@@ -88,6 +90,16 @@ def updated_text(record: MemoryRecord) -> str:
 def forgotten_text(record: MemoryRecord) -> str:
     """The memory ``forget_memory`` marked deleted."""
     return f"Forgot memory {record.id}: {record.content}"
+
+
+def reviewed_text(records: list[MemoryRecord], *, accepted: bool) -> str:
+    """What ``review_memory`` did: the reviewed memory, and what it made history when accepted."""
+    first, *rest = records
+    lines = [
+        f"{'Accepted' if accepted else 'Rejected'} memory {first.id} ({first.status.value}): {short(first.content)}"
+    ]
+    lines.extend(f"- now history: [{r.id}] {short(r.content)}" for r in rest)
+    return "\n".join(lines)
 
 
 def stats_text(stats: NamespaceStats) -> str:

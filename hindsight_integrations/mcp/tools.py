@@ -44,6 +44,8 @@ from .wire import (
     RecallOut,
     RecordTurnArgs,
     RetrieveMemoryArgs,
+    ReviewMemoryArgs,
+    ReviewOut,
     StoreMemoryArgs,
     StoreOut,
     ToolArgs,
@@ -266,6 +268,7 @@ def register_tools(server: HindsightMCP, engine: MemoryEngine) -> None:
             namespace=call_namespace(),
             occurred_at=args.occurred_at,
             metadata=args.metadata,
+            speaker=args.speaker,
         )
         data = TurnOut.from_result(result)
         return tool_result(data, render.turn_text(data))
@@ -350,6 +353,21 @@ def register_tools(server: HindsightMCP, engine: MemoryEngine) -> None:
         description=(
             "Forget a memory by id when the user asks you to, or it is wrong. "
             "It stops being recalled (soft delete, kept for audit)."
+        ),
+        annotations=IDEMPOTENT_WRITE,
+    )
+
+    async def review_memory(args: ReviewMemoryArgs) -> CallToolResult:
+        records = await in_thread(engine.review, args.id, accept=args.accept, namespace=call_namespace())
+        return tool_result(ReviewOut(memories=records), render.reviewed_text(records, accepted=args.accept))
+
+    add_model_tool(
+        server,
+        ReviewMemoryArgs,
+        review_memory,
+        description=(
+            "Accept or reject a quarantined memory: a low-trust statement (tool output, web text, another "
+            "agent) that contradicts an important memory. Only when the user has confirmed which is right."
         ),
         annotations=IDEMPOTENT_WRITE,
     )

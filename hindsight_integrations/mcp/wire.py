@@ -139,7 +139,9 @@ class RetrieveMemoryArgs(ToolArgs):
     filters: RecallFilters | None = Field(
         None, description="Narrow by session_id, kinds, tiers, since/until, min_importance, metadata."
     )
-    token_budget: int | None = Field(None, description="Fit the context block into this many tokens.")
+    token_budget: int | None = Field(
+        None, description="Fit the context block into this many tokens (default 450, HINDSIGHT_DEFAULT_TOKEN_BUDGET)."
+    )
     include_history: Flag = Field(False, description="Also return superseded (outdated) memories, marked as such.")
 
 
@@ -153,7 +155,10 @@ class RecordTurnArgs(ToolArgs):
     role: Annotated[Role, Lower] = Field(Role.USER, description="user, assistant, tool or system.")
     occurred_at: datetime | None = Field(None, description="ISO 8601 time of the message; default now.")
     metadata: Annotated[dict[str, Any] | None, JsonObject] = Field(
-        None, description="Free-form JSON attached to the turn."
+        None, description="Free-form JSON attached to the turn and to what is remembered from it (e.g. a message id)."
+    )
+    speaker: str | None = Field(
+        None, description="Who wrote the message (a name); remembered as an entity, so questions naming them match."
     )
 
 
@@ -204,6 +209,17 @@ class ForgetMemoryArgs(ToolArgs):
     id: str = Field(..., description="The memory id.")
 
 
+class ReviewMemoryArgs(ToolArgs):
+    """Arguments of ``review_memory``."""
+
+    tool: ClassVar[str] = "review_memory"
+
+    id: str = Field(..., description="The quarantined memory's id (list_memories with include_history shows them).")
+    accept: Flag = Field(
+        ..., description="true applies it (the memory it contradicts becomes history); false rejects it."
+    )
+
+
 class ListMemoriesArgs(ToolArgs):
     """Arguments of ``list_memories``."""
 
@@ -246,6 +262,7 @@ class StoreOut(ToolResult):
     skipped: list[SkippedMemory] = Field(default_factory=list)
     superseded: list[str] = Field(default_factory=list)
     merged: list[str] = Field(default_factory=list)
+    quarantined: list[str] = Field(default_factory=list)
     replayed: bool = False
     request_id: str | None = None
 
@@ -258,6 +275,7 @@ class StoreOut(ToolResult):
             skipped=result.skipped,
             superseded=result.superseded,
             merged=result.merged,
+            quarantined=result.quarantined,
             replayed=result.replayed,
             request_id=request_id,
         )
@@ -269,6 +287,7 @@ class StoreOut(ToolResult):
             skipped=self.skipped,
             superseded=self.superseded,
             merged=self.merged,
+            quarantined=self.quarantined,
             replayed=self.replayed,
         )
 
@@ -392,6 +411,16 @@ class ForgottenOut(MemoryOut):
     """``forget_memory``'s answer: the memory, now marked deleted."""
 
     forgotten: bool = True
+
+
+class ReviewOut(ToolResult):
+    """``review_memory``'s answer: the records changed, the reviewed one first."""
+
+    memories: list[MemoryRecord]
+
+    def to_result(self) -> list[MemoryRecord]:
+        """The records."""
+        return self.memories
 
 
 class ListOut(ToolResult):

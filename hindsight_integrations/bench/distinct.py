@@ -1,0 +1,99 @@
+"""``hindsight bench distinct``: are facts that look alike but differ kept apart, and repeats kept once?
+
+Embedding similarity cannot tell "meeting on Tuesday" from "meeting on Thursday" (MiniLM
+cosine ≥ 0.95), so a dedup by similarity alone merges them. This benchmark writes a
+generated set of near-identical-but-different facts (weekdays, times, dates, amounts, codes,
+names, versions) and, for a share of them, a repeat with the same values (case, punctuation
+and filler changed), one ``store_memories`` call per statement with the defaults, as a user
+or the MCP ``store_memory`` tool writes them. Scored: the share of distinct facts still
+active as a memory of their own (target 100 %), and the active copies per repeated fact
+(target 1.0).
+"""
+
+from __future__ import annotations
+
+import random
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from ..core.engine import MemoryEngine
+
+_NAMES = ["Dana", "Priya", "Marco", "Chen Wei", "Olu", "Sofia", "Kenji", "Amara"]
+_CITIES = ["Lisbon", "Oslo", "Nairobi", "Lima", "Hanoi", "Porto", "Quito", "Tbilisi"]
+_DAYS = ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"]
+_MONTHS = ["January", "February", "March", "April", "May", "June", "July", "August", "September", "October"]
+
+
+def _value_sets(rng: random.Random) -> list[Callable[[], str]]:
+    """Templates whose variants differ only in their values."""
+    return [
+        lambda: (
+            f"Meeting with {rng.choice(_NAMES)} on {rng.choice(_DAYS)} "
+            f"at {rng.randint(8, 18)}:{rng.choice(['00', '30'])}."
+        ),
+        lambda: f"The invoice INV-{rng.randint(1000, 9999)} total was {rng.randint(50, 5000)} euros.",
+        lambda: (
+            f"Flight {rng.choice(['LH', 'TP', 'KL'])}{rng.randint(100, 999)} to {rng.choice(_CITIES)} "
+            f"departs on {rng.randint(1, 28)} {rng.choice(_MONTHS)}."
+        ),
+        lambda: f"Order #{rng.randint(10000, 99999)} was shipped on {rng.randint(1, 28)} {rng.choice(_MONTHS)}.",
+        lambda: f"The staging server runs version {rng.randint(1, 4)}.{rng.randint(0, 20)}.{rng.randint(0, 9)}.",
+        lambda: f"Ticket PROJ-{rng.randint(100, 999)} is assigned to {rng.choice(_NAMES)}.",
+        lambda: (
+            f"Lent {rng.choice(_NAMES)} {rng.randint(20, 900)} dollars on {rng.randint(1, 28)} {rng.choice(_MONTHS)}."
+        ),
+    ]
+
+
+def _repeat(text: str, rng: random.Random) -> str:
+    """The same statement with the same values, written a little differently."""
+    variants = [text.lower(), text.rstrip(".") + "!", "  " + text.replace(" ", "  ") + " ", text.rstrip(".")]
+    return rng.choice(variants)
+
+
+def facts(count: int, *, seed: int = 11) -> list[str]:
+    """``count`` distinct statements, each differing from others of its template only in values."""
+    rng = random.Random(seed)
+    makers = _value_sets(rng)
+    out: dict[str, None] = {}
+    while len(out) < count:
+        out[makers[len(out) % len(makers)]()] = None
+    return list(out)
+
+
+def run_distinct(*, count: int = 210, repeat_share: float = 0.3, store: Path | None = None) -> dict[str, Any]:
+    """Write the facts (and repeats) one call each with defaults; count what survived as its own memory."""
+    rng = random.Random(5)
+    distinct = facts(count)
+    repeated = rng.sample(distinct, int(count * repeat_share))
+    writes = distinct + [_repeat(text, rng) for text in repeated]
+    with tempfile.TemporaryDirectory(prefix="hindsight-distinct-") as tmp:
+        engine = MemoryEngine(store=store or Path(tmp) / "store", llm=False)
+        started = time.perf_counter()
+        for text in writes:
+            engine.store_memories(text, namespace="distinct")
+        elapsed = time.perf_counter() - started
+        active = [r.content for r in engine.list(namespace="distinct", limit=10_000)]
+        engine.chroma.flush_access()
+    kept = sum(1 for text in distinct if text in active)
+    copies = [sum(1 for a in active if _key(a) == _key(t)) for t in repeated]
+    return {
+        "benchmark": "distinct",
+        "distinct_facts": len(distinct),
+        "repeats_written": len(repeated),
+        "writes": len(writes),
+        "distinct_kept": round(kept / len(distinct), 4),
+        "copies_per_repeated_fact": round(sum(copies) / max(len(copies), 1), 4),
+        "active_memories": len(active),
+        "writes_per_second": round(len(writes) / elapsed, 1),
+    }
+
+
+def _key(text: str) -> str:
+    return " ".join(text.lower().split()).rstrip(".!")
+
+
+__all__ = ["facts", "run_distinct"]

@@ -1,0 +1,168 @@
+"""The default path on LoCoMo: turns written as a user writes them, recalled with the defaults.
+
+``hindsight bench locomo`` reports these rows next to the tuned configuration (see
+``locomo.py``), so the README's headline is the figure a user gets:
+
+* **record_turn**: one ``record_turn`` call per turn through ``MemoryClient.in_process``, the
+  call the LangChain and LlamaIndex memories make: the turn's own text, the conversation's
+  session as ``session_id``, the session date as ``occurred_at``, the speaker's name as
+  ``speaker`` (what ``HumanMessage(name=...)`` carries) and the turn id in ``metadata``. Both
+  speakers are people, so every turn is a ``user`` turn.
+* **store_memory**: one ``store_memory`` call per turn with the tool's defaults (write filter,
+  dedup and supersede on), content "Speaker: text" as a person noting a conversation writes
+  it, the session date and the turn id in ``metadata``.
+* **record_turn over stdio**: the first path through a spawned ``python -m
+  hindsight_integrations.mcp`` server, one call per turn: its ingest rate is the figure the
+  issue tracker asks for (turns/s), and its recall must equal the in-process row's.
+
+Every row is recalled with ``retrieve_memory`` defaults except ``top_k`` (10, as the metric
+needs): default weights, no token budget unless the engine's default sets one. A memory is
+scored by the ``dia_id`` in its metadata, which the default path must carry from the turn.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from ..core.engine import MemoryEngine
+from ..mcp.client import MemoryClient
+from .locomo import evidence_scores, reciprocal_rank, summarise
+from .locomo_data import Conversation, Turn
+
+MODES = ("record_turn", "store_memory", "record_turn_stdio")
+ROW_NAMES = {
+    "record_turn": "default path: record_turn (in-process MCP client, as the adapters write)",
+    "store_memory": "default path: MCP store_memory with defaults",
+    "record_turn_stdio": "default path: record_turn through MCP over stdio (one call per turn)",
+}
+
+
+def session_id(conversation: Conversation, turn: Turn) -> str:
+    """The conversation's session a turn belongs to, as an application would name it."""
+    return f"{conversation.name}-session-{turn.session}"
+
+
+def write_turns(client: MemoryClient, conversation: Conversation) -> None:
+    """One ``record_turn`` per turn, as the adapters call it (see the module docstring)."""
+    for turn in conversation.turns:
+        client.record_turn(
+            turn.text,
+            session_id=session_id(conversation, turn),
+            role="user",
+            occurred_at=turn.when,
+            metadata={"dia_id": turn.dia_id},
+            speaker=turn.speaker,
+        )
+
+
+def store_turns(client: MemoryClient, conversation: Conversation) -> None:
+    """One ``store_memory`` per turn with the tool's defaults."""
+    for turn in conversation.turns:
+        client.store(
+            turn.content,
+            occurred_at=turn.when,
+            session_id=session_id(conversation, turn),
+            metadata={"dia_id": turn.dia_id},
+        )
+
+
+WRITERS: dict[str, Callable[[MemoryClient, Conversation], None]] = {
+    "record_turn": write_turns,
+    "store_memory": store_turns,
+    "record_turn_stdio": write_turns,
+}
+
+
+def ask(client: MemoryClient, conversation: Conversation, *, top_k: int) -> list[dict[str, Any]]:
+    """Every question through ``retrieve_memory`` with its defaults (``top_k`` aside); one row each."""
+    rows = []
+    for q in conversation.questions:
+        result = client.recall(q.question, top_k=top_k)
+        ranked = [str(r.metadata.get("dia_id", "")) for r in result.records]
+        r10, all10 = evidence_scores(ranked, q.evidence, top_k)
+        rows.append(
+            {
+                "conversation": conversation.name,
+                "category": q.category,
+                "recall@5": evidence_scores(ranked, q.evidence, 5)[0],
+                "recall@10": r10,
+                "recall@20": r10,  # one call of top_k; kept so ``summarise`` reads every row alike
+                "all@10": all10,
+                "rr": reciprocal_rank(ranked, q.evidence),
+                "tokens@10": result.tokens,
+            }
+        )
+    return rows
+
+
+def _stdio_client(store: Path, namespace: str) -> MemoryClient:
+    env = {
+        "HINDSIGHT_STORE": str(store),
+        "HINDSIGHT_USE_LLM": "false",
+        "HF_HUB_OFFLINE": "1",
+        "TOKENIZERS_PARALLELISM": "false",
+    }
+    return MemoryClient.stdio(env=env, namespace=namespace, errlog=open(os.devnull, "w"))
+
+
+def run_mode(
+    mode: str,
+    engine: MemoryEngine,
+    conversations: Sequence[Conversation],
+    *,
+    top_k: int = 10,
+    progress: Callable[[str], None] | None = None,
+) -> dict[str, Any]:
+    """Write every conversation into its own namespace through ``mode``, ask its questions, score."""
+    rows: list[dict[str, Any]] = []
+    ingest_seconds = 0.0
+    turns = 0
+    with tempfile.TemporaryDirectory(prefix="hindsight-default-") as tmp:
+        for n, conv in enumerate(conversations):
+            namespace = f"default-{mode.replace('_', '-')}-{n:03d}"
+            if mode == "record_turn_stdio":
+                client = _stdio_client(Path(tmp) / "store", namespace)
+            else:
+                engine.drop_namespace(namespace)
+                client = MemoryClient.in_process(engine, namespace=namespace)
+            with client:
+                client.stats()  # connect (and, over stdio, load the model) before the clock starts
+                started = time.perf_counter()
+                WRITERS[mode](client, conv)
+                ingest_seconds += time.perf_counter() - started
+                turns += len(conv.turns)
+                if client.engine is not None:
+                    client.engine.chroma.namespace(namespace).lexical.wait_for_rebuild()
+                conv_rows = ask(client, conv, top_k=top_k)
+            rows.extend(conv_rows)
+            if progress:
+                progress(f"{ROW_NAMES[mode]}: {conv.name} scored ({len(conv.turns)} turns)")
+    out: dict[str, Any] = {"name": ROW_NAMES[mode], "mode": mode, **summarise(rows)}
+    for key in ("recall@20", "last_n_recall"):
+        out.pop(key, None)
+    out["ingest_turns_per_second"] = round(turns / ingest_seconds, 1) if ingest_seconds else 0.0
+    out["ingest_seconds"] = round(ingest_seconds, 2)
+    return out
+
+
+def run_default_path(
+    engine: MemoryEngine,
+    conversations: Sequence[Conversation],
+    *,
+    modes: Sequence[str] = MODES,
+    top_k: int = 10,
+    progress: Callable[[str], None] | None = None,
+) -> list[dict[str, Any]]:
+    """The default-path rows, one per mode (see the module docstring)."""
+    unknown = sorted(set(modes) - set(MODES))
+    if unknown:
+        raise ValueError(f"unknown default-path mode(s) {', '.join(unknown)}; choose from {', '.join(MODES)}")
+    return [run_mode(mode, engine, conversations, top_k=top_k, progress=progress) for mode in modes]
+
+
+__all__ = ["MODES", "ROW_NAMES", "run_default_path", "run_mode", "session_id", "store_turns", "write_turns"]

@@ -1,0 +1,369 @@
+"""The values a statement carries, so deduplication never merges two distinct facts.
+
+"Meeting with Dana on Tuesday at 3pm" and "… on Thursday at 3pm" embed almost identically;
+what tells them apart is a handful of values. ``values_of`` pulls those out with offline rules
+(no model, cheap enough for every write) and normalises them, lower case throughout:
+
+* URLs (scheme, ``www.`` and trailing slash dropped), bare domains (``acme.com``), e-mails;
+* dates: ISO ``2024-05-03``, ``3 May``/``May 3rd``/``3rd of May`` (with or without a year),
+  numeric ``5/3`` read month-first (US order; day-first only when the first part exceeds 12),
+  Chinese ``3月5日``/``三月五号`` — all become ``[yyyy-]mm-dd``;
+* times: ``3pm``, ``3:30 p.m.``, ``15:00``, noon, midnight, Chinese ``下午三点``/``15点30分`` → ``hh:mm``;
+* phone numbers written in groups (``555-0100``, ``+1 (555) 010-0199``) → digits only, the
+  same token a contiguous number gives;
+* amounts: the number on its own (``1,000`` = ``1000``, ``3.50`` = ``3.5``, ``5k`` = ``5000``,
+  ``1.5万`` = ``15000``) and the currency as its own token (``usd``, ``eur``, ``gbp``, ``cny``, ``jpy``);
+* codes and identifiers mixing letters and digits (``INV-1001``, ``v2.3.1``, ``ABC123``, IPs);
+  any other digits count as numbers, inside words too;
+* weekdays, months and relative days in English and Chinese, in one English form
+  (``Tue``/``周二``/``星期二``/``礼拜二`` → ``tuesday``; ``下周二`` → ``next tuesday``; ``明天`` → ``tomorrow``);
+* Chinese numerals followed by a measure word or 第 (``三个``, ``十二天``, ``第二``);
+* proper names and places: capitalised words not at a sentence start and not common
+  sentence words (runs of them join: ``New York``), and a short list of major cities written
+  in Chinese (``北京`` → ``beijing``) or with a place suffix after a locative (``在朝阳区``).
+
+The tables and patterns live in ``value_patterns.py``; this module holds the extractors that
+normalise their matches, the rule order, and the public API.
+
+Each rule masks what it matched, so ``3pm`` is a time and not also the number 3. What the
+rules miss: names at a sentence start, Chinese personal names, spelled-out English numbers
+("three"), ambiguous currencies (``$`` is read as ``usd``, ``¥`` as ``cny``, ``pounds`` as ``gbp``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator
+from decimal import Decimal, InvalidOperation
+from functools import lru_cache
+
+from .value_patterns import (
+    _CAPITALISED,
+    _CLOCK_12,
+    _CLOCK_24,
+    _CODE,
+    _CURRENCIES,
+    _CURRENCY,
+    _DAY_MONTH,
+    _DOMAIN,
+    _EMAIL,
+    _EN_MONTH,
+    _EN_WEEKDAY,
+    _IP,
+    _ISO_DATE,
+    _MONTH_DAY,
+    _MONTH_NAMES,
+    _MONTHS,
+    _NOON,
+    _NOT_NAMES,
+    _PHONE,
+    _PLAIN_NUMBER,
+    _RELATIVE,
+    _RELATIVE_WORDS,
+    _SCALED,
+    _SCALES,
+    _SENTENCE_ENDS,
+    _SLASH_DATE,
+    _URL,
+    _WEEKDAYS,
+    _ZH_BIG_UNITS,
+    _ZH_CITIES,
+    _ZH_CITY,
+    _ZH_COUNT,
+    _ZH_DATE,
+    _ZH_DIGITS,
+    _ZH_MONTH,
+    _ZH_PLACE,
+    _ZH_QUALIFIER,
+    _ZH_TIME,
+    _ZH_UNITS,
+    _ZH_WEEKDAY,
+    _ZH_WEEKDAYS,
+)
+
+
+def _number(text: str, scale: int = 1) -> str:
+    """``1,000`` → ``1000``, ``3.50`` → ``3.5``, times a scale; digits kept as written if odd."""
+    try:
+        plain = text.replace(".", "") if text.count(".") > 1 else text  # 1.000.000
+        value = Decimal(plain.replace(",", "")) * scale
+    except InvalidOperation:
+        return text
+    if value == value.to_integral_value():
+        return str(int(value))
+    return format(value.normalize(), "f")
+
+
+def _zh_number(text: str) -> int | None:
+    """``十二`` → 12, ``两万三千`` → 23000, ``2`` → 2; None when it is no numeral."""
+    if text.isdigit():
+        return int(text)
+    total, section, digit = 0, 0, None
+    for char in text:
+        if char in _ZH_DIGITS:
+            digit = _ZH_DIGITS[char]
+        elif char in _ZH_UNITS:
+            section += (1 if digit is None else digit) * _ZH_UNITS[char]
+            digit = None
+        elif char in _ZH_BIG_UNITS:
+            total = (total + section + (digit or 0)) * _ZH_BIG_UNITS[char]
+            section, digit = 0, None
+        else:
+            return None
+    return total + section + (digit or 0)
+
+
+def _month_day(month: int, day: int, year: str | None = None) -> str | None:
+    if not (1 <= month <= 12 and 1 <= day <= 31):
+        return None
+    stamp = f"{month:02d}-{day:02d}"
+    if year:
+        full = int(year) + (2000 if len(year) == 2 else 0)
+        return f"{full:04d}-{stamp}"
+    return stamp
+
+
+def _clock(hour: int, minute: int = 0) -> str | None:
+    return f"{hour:02d}:{minute:02d}" if 0 <= hour <= 24 and 0 <= minute < 60 else None
+
+
+# -- one extractor per kind of value: a match in, tokens out ---------------------------------
+Extractor = Callable[[re.Match[str]], Iterator[str]]
+
+
+def _url(m: re.Match[str]) -> Iterator[str]:
+    url = re.sub(r"^(?:https?://)?(?:www\.)?", "", m.group(0).lower()).rstrip(".,;!?/")
+    yield url
+
+
+def _whole(m: re.Match[str]) -> Iterator[str]:
+    yield m.group(0).lower()
+
+
+def _iso_date(m: re.Match[str]) -> Iterator[str]:
+    stamp = _month_day(int(m.group(2)), int(m.group(3)), m.group(1))
+    yield stamp or m.group(0)
+
+
+def _zh_date(m: re.Match[str]) -> Iterator[str]:
+    month, day = _zh_number(m.group(2)), _zh_number(m.group(3))
+    stamp = _month_day(month, day, m.group(1)) if month and day else None
+    yield stamp or m.group(0)
+
+
+def _day_month(m: re.Match[str]) -> Iterator[str]:
+    stamp = _month_day(_MONTHS[m.group(2).lower()], int(m.group(1)), m.group(3))
+    yield stamp or m.group(0).lower()
+
+
+def _month_day_match(m: re.Match[str]) -> Iterator[str]:
+    if m.group(1) == "may":
+        return  # "may 3 people come": the modal verb
+    stamp = _month_day(_MONTHS[m.group(1).lower()], int(m.group(2)), m.group(3))
+    yield stamp or m.group(0).lower()
+
+
+def _slash_date(m: re.Match[str]) -> Iterator[str]:
+    first, second = int(m.group(1)), int(m.group(2))
+    stamp = _month_day(first, second, m.group(3)) or _month_day(second, first, m.group(3))
+    yield stamp or m.group(0)
+
+
+def _phone(m: re.Match[str]) -> Iterator[str]:
+    digits = re.sub(r"\D", "", m.group(0))
+    groups = re.findall(r"\d+", m.group(0))
+    years = len(groups) == 2 and all(len(g) == 4 and g[:2] in ("19", "20") for g in groups)
+    if len(digits) >= 7 and not years:  # else a range ("10-20", "2023-2024"), left to the number rule
+        yield digits
+
+
+def _clock_12(m: re.Match[str]) -> Iterator[str]:
+    hour = int(m.group(1)) % 12 + (12 if m.group(3).lower().startswith("p") else 0)
+    yield _clock(hour, int(m.group(2) or 0)) or m.group(0).lower()
+
+
+def _clock_24(m: re.Match[str]) -> Iterator[str]:
+    yield _clock(int(m.group(1)), int(m.group(2))) or m.group(0)
+
+
+def _noon(m: re.Match[str]) -> Iterator[str]:
+    yield "00:00" if m.group(1).lower() == "midnight" else "12:00"
+
+
+def _zh_time(m: re.Match[str]) -> Iterator[str]:
+    period, hour_text, extra, minute_text = m.groups()
+    hour = _zh_number(hour_text)
+    if hour is None or (not period and not extra and hour_text in ("一", "两")):
+        return  # "快一点", "两点建议": not a time
+    if (period in ("下午", "傍晚", "晚上") and hour < 12) or (period == "中午" and hour < 6):
+        hour += 12
+    minute = {"半": 30, "一刻": 15, "三刻": 45}.get(extra or "", 0)
+    if minute_text:
+        minute = _zh_number(minute_text) or 0
+    clock = _clock(hour, minute)
+    if clock:
+        yield clock
+
+
+def _scaled(m: re.Match[str]) -> Iterator[str]:
+    yield _number(m.group(1), _SCALES[m.group(2).lower()])
+
+
+def _plain_number(m: re.Match[str]) -> Iterator[str]:
+    yield _number(m.group(0))
+
+
+def _currency(m: re.Match[str]) -> Iterator[str]:
+    yield _CURRENCIES[m.group(0).strip().lower()]
+
+
+def _zh_weekday(m: re.Match[str]) -> Iterator[str]:
+    qualifier = _ZH_QUALIFIER[(m.group(1) or "").rstrip("个")]
+    yield f"{qualifier} {_ZH_WEEKDAYS[m.group(2)]}".strip()
+
+
+def _en_weekday(m: re.Match[str]) -> Iterator[str]:
+    word = m.group(2)
+    if len(word) <= 4 and word.lower() not in ("tues", "thur") and not word[0].isupper():
+        return  # "sun", "sat", "wed" in lower case are words, not days
+    qualifier = (m.group(1) or "").lower()
+    qualifier = "" if qualifier in ("this", "coming") else qualifier
+    yield f"{qualifier} {_WEEKDAYS[word.lower()]}".strip()
+
+
+def _relative(m: re.Match[str]) -> Iterator[str]:
+    yield _RELATIVE[" ".join(m.group(0).lower().split())]
+
+
+def _en_month(m: re.Match[str]) -> Iterator[str]:
+    word = m.group(1)
+    if word.lower() == "may" and not word[0].isupper():
+        return  # the modal verb
+    if word == "May" and re.match(r"\s+(?:i|we|you|he|she|they|it|be|not)\b", m.string[m.end() :], re.I):
+        return
+    yield word.lower()
+
+
+def _zh_month(m: re.Match[str]) -> Iterator[str]:
+    month = _zh_number(m.group(1))
+    if month and 1 <= month <= 12:
+        yield _MONTH_NAMES[month - 1]
+
+
+def _zh_count(m: re.Match[str]) -> Iterator[str]:
+    value = _zh_number(m.group(2) or m.group(3))
+    if value is not None and (m.group(2) or "x")[0] not in "万亿千百":
+        yield str(value)
+
+
+def _zh_city(m: re.Match[str]) -> Iterator[str]:
+    yield _ZH_CITIES[m.group(0)]
+
+
+def _zh_place(m: re.Match[str]) -> Iterator[str]:
+    yield m.group(1)
+
+
+# Order matters: each rule masks its matches before the next one runs.
+_RULES: tuple[tuple[re.Pattern[str], Extractor], ...] = (
+    (_URL, _url),
+    (_EMAIL, _whole),
+    (_DOMAIN, _url),
+    (_ISO_DATE, _iso_date),
+    (_ZH_DATE, _zh_date),
+    (_DAY_MONTH, _day_month),
+    (_MONTH_DAY, _month_day_match),
+    (_SLASH_DATE, _slash_date),
+    (_IP, _whole),
+    (_PHONE, _phone),
+    (_CLOCK_12, _clock_12),
+    (_CLOCK_24, _clock_24),
+    (_NOON, _noon),
+    (_ZH_TIME, _zh_time),
+    (_CURRENCY, _currency),
+    (_SCALED, _scaled),
+    (_CODE, _whole),
+    (_PLAIN_NUMBER, _plain_number),
+    (_ZH_WEEKDAY, _zh_weekday),
+    (_EN_WEEKDAY, _en_weekday),
+    (_RELATIVE_WORDS, _relative),
+    (_EN_MONTH, _en_month),
+    (_ZH_MONTH, _zh_month),
+    (_ZH_COUNT, _zh_count),
+    (_ZH_CITY, _zh_city),
+    (_ZH_PLACE, _zh_place),
+)
+
+# Rules that only ever match Chinese text, skipped (with their cost) for text without any.
+_CJK_ONLY = frozenset({_ZH_DATE, _ZH_TIME, _ZH_WEEKDAY, _ZH_MONTH, _ZH_COUNT, _ZH_CITY, _ZH_PLACE})
+_CJK = re.compile(r"[\u3000-\u9fff]")
+
+
+def _apply(pattern: re.Pattern[str], extract: Extractor, text: str, found: set[str]) -> str:
+    """Add what ``pattern`` finds to ``found``; return ``text`` with every used match blanked out."""
+    pieces: list[str] = []
+    last = 0
+    for match in pattern.finditer(text):
+        tokens = list(extract(match))
+        if not tokens:
+            continue
+        found.update(tokens)
+        pieces.append(text[last : match.start()])
+        pieces.append(" " * (match.end() - match.start()))
+        last = match.end()
+    if not pieces:
+        return text
+    pieces.append(text[last:])
+    return "".join(pieces)
+
+
+def _at_sentence_start(text: str, start: int) -> bool:
+    index = start - 1
+    while index >= 0 and text[index] in " \t":
+        index -= 1
+    return index < 0 or text[index] in _SENTENCE_ENDS
+
+
+def _names(text: str) -> Iterator[str]:
+    """Runs of capitalised words, minus a sentence's first word and common sentence words."""
+    for match in _CAPITALISED.finditer(text):
+        words = match.group(0).split()
+        if _at_sentence_start(text, match.start()):
+            words = words[1:]
+        run: list[str] = []
+        for word in [*words, ""]:
+            cleaned = word.strip("'’-").lower()
+            if cleaned and cleaned not in _NOT_NAMES and not cleaned.endswith(("'s", "’s")):
+                run.append(cleaned)
+                continue
+            if cleaned.endswith(("'s", "’s")) and cleaned[:-2] not in _NOT_NAMES:
+                run.append(cleaned[:-2])
+            if run:
+                yield " ".join(run)
+            run = []
+
+
+@lru_cache(maxsize=4096)
+def values_of(text: str) -> frozenset[str]:
+    """The normalised values ``text`` carries: numbers, amounts, dates, times, days, codes, names."""
+    found: set[str] = set()
+    has_cjk = _CJK.search(text) is not None
+    for pattern, extract in _RULES:
+        if has_cjk or pattern not in _CJK_ONLY:
+            text = _apply(pattern, extract, text, found)
+    found.update(_names(text))
+    return frozenset(found)
+
+
+def same_values(a: str, b: str) -> bool:
+    """Whether ``a`` and ``b`` carry the same values, in any order (two texts without values do)."""
+    return values_of(a) == values_of(b)
+
+
+def differing_values(a: str, b: str) -> tuple[frozenset[str], frozenset[str]]:
+    """The values only ``a`` carries and those only ``b`` carries."""
+    left, right = values_of(a), values_of(b)
+    return left - right, right - left
+
+
+__all__ = ["differing_values", "same_values", "values_of"]

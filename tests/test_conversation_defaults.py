@@ -1,0 +1,141 @@
+"""The default path a user gets: conversation context and speakers, the default budget, recency, review.
+
+Covers what the write and recall paths do without being told: a memory stored in a session
+gets the session's preceding items as context and a "Name:" speaker as an entity, recall
+packs at most the default token budget, recency separates facts months apart, a query about
+the present favours the newer memory, and quarantined memories are reviewed through MCP and
+the CLI.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from hindsight_integrations import MemoryEngine
+from hindsight_integrations.cli import app
+from hindsight_integrations.core.ranking import RecallWeights
+from hindsight_integrations.core.records import Status
+from hindsight_integrations.core.session_context import SessionNeighbours, speaker_of
+from hindsight_integrations.mcp import MemoryClient
+
+NOW = datetime.now(UTC).replace(microsecond=0)
+
+
+def test_speaker_of_reads_transcript_names_not_labels() -> None:
+    assert speaker_of("Caroline: I went to the LGBTQ support group.") == "Caroline"
+    assert speaker_of("Dr Mary Jones: take two a day") == "Dr Mary Jones"
+    for text in ("Update: the budget is 5000", "Note: call Bob", "caroline: lower case", "Q: why?", "no colon here"):
+        assert speaker_of(text) is None, text
+
+
+def test_session_neighbours_keep_the_last_two_per_session() -> None:
+    recent = SessionNeighbours(max_sessions=2)
+    assert recent.context("ns", "s1") is None
+    for text in ("one", "two", "three"):
+        recent.add("ns", "s1", text)
+    assert recent.context("ns", "s1") == "two three"
+    assert recent.context("other", "s1") is None
+    recent.add("ns", "s2", "a")
+    recent.add("ns", "s3", "b")  # the least recently written session is dropped
+    assert recent.context("ns", "s1") is None and recent.context("ns", "s3") == "b"
+
+
+def test_a_memory_in_a_session_gets_its_neighbours_and_speaker(engine: MemoryEngine) -> None:
+    first = engine.store_memories(
+        [{"content": "Melanie: How many times do you go running?", "session_id": "c1"}], namespace="u"
+    )
+    assert first.skipped  # a question is a turn, not a memory, but still the next one's context
+    (kept,) = engine.store_memories(
+        [{"content": "Caroline: Twice a week, in the park.", "session_id": "c1"}], namespace="u"
+    ).stored
+    assert kept.entities == ["Caroline"]
+    assert kept.context == "Melanie: How many times do you go running?"
+    assert kept.content == "Caroline: Twice a week, in the park."  # the text is never changed
+    given = engine.store_memories(
+        [{"content": "Dana: Friday works.", "session_id": "c1", "context": "mine", "entities": ["D"]}], namespace="u"
+    ).stored[0]
+    assert given.context == "mine" and given.entities == ["D"]  # what the caller gives wins
+    hit = engine.recall("How often does Caroline go running?", namespace="u", top_k=1).hits[0]
+    assert hit.record.id == kept.id
+
+
+def test_recall_packs_the_default_budget(engine: MemoryEngine) -> None:
+    long = " ".join(f"The cluster node {n} runs the ingest service on port {8000 + n}." for n in range(12))
+    engine.store_memories([f"{long} Variant {v}." for v in range(8)], namespace="u", dedup=False)
+    assert engine.settings.default_token_budget == 450
+    assert engine.recall("which port does the ingest service use", namespace="u", top_k=8).tokens <= 450
+    unbounded = engine.recall("which port does the ingest service use", namespace="u", top_k=8, token_budget=100_000)
+    assert unbounded.tokens > 450
+
+
+def test_recency_separates_facts_months_apart(engine: MemoryEngine) -> None:
+    for months, city in ((2, "Porto"), (7, "Quito")):
+        engine.store_memories(
+            [{"content": f"The team offsite was held in {city}.", "occurred_at": NOW - timedelta(days=30 * months)}],
+            namespace="u",
+        )
+    hits = engine.recall("where was the team offsite held", namespace="u", top_k=2).hits
+    recency = {h.record.content.split()[-1]: h.recency for h in hits}
+    assert recency["Porto."] > recency["Quito."] > 0
+    exponential = engine.recall(
+        "where was the team offsite held", namespace="u", top_k=2, weights=RecallWeights(recency_lambda=0.01)
+    ).hits
+    assert all(h.recency < 1e-6 for h in exponential)  # what the old exp(-0.01·hours) gave both
+
+
+def test_a_question_about_now_weighs_recency_double(engine: MemoryEngine) -> None:
+    engine.store_memories(
+        [
+            {"content": "Lena drives a red Volvo.", "occurred_at": NOW - timedelta(days=400)},
+            {"content": "Lena got a blue bike.", "occurred_at": NOW - timedelta(days=3)},
+        ],
+        namespace="u",
+    )
+    weights = {"similarity": 1.0, "recency": 0.3, "importance": 0.0, "access": 0.0}
+    plain = engine.recall("What does Lena drive?", namespace="u", top_k=2, weights=weights).hits
+    now = engine.recall("What does Lena drive now?", namespace="u", top_k=2, weights=weights).hits
+    gap = {h.record.content: h.score for h in plain}
+    gap_now = {h.record.content: h.score for h in now}
+    newer, older = "Lena got a blue bike.", "Lena drives a red Volvo."
+    assert gap_now[newer] - gap_now[older] > gap[newer] - gap[older]
+
+
+def test_review_through_mcp(engine: MemoryEngine) -> None:
+    with MemoryClient.in_process(engine, namespace="u") as client:
+        important = client.store({"content": "I am allergic to peanuts.", "importance": 1.0, "kind": "preference"})
+        held = client.store({"content": "I am no longer allergic to peanuts.", "trusted": False})
+        assert held.quarantined == held.ids
+        records = client.review(held.ids[0], accept=True)
+        assert [r.status for r in records] == [Status.ACTIVE, Status.SUPERSEDED]
+        assert records[1].id == important.ids[0]
+
+
+def test_review_on_the_command_line(tmp_path: Path, embedder) -> None:
+    runner = CliRunner()
+    store = tmp_path / "store"
+    engine = MemoryEngine(store=store, embedder=embedder, llm=False)
+    engine.store_memories([{"content": "My blood type is O negative.", "importance": 1.0}], namespace="cli")
+    held = engine.store_memories(
+        [{"content": "My blood type is A positive.", "role": "tool"}], namespace="cli"
+    ).quarantined[0]
+    engine.chroma.flush_access()
+    del engine
+
+    def run(*args: str):
+        return runner.invoke(app, ["--store", str(store), "--namespace", "cli", "review", *args])
+
+    listed = run()
+    assert listed.exit_code == 0 and held in listed.output and "1 quarantined memory" in listed.output
+    undecided = run(held)
+    assert undecided.exit_code == 2 and "--accept or --reject" in undecided.output
+    rejected = run(held, "--reject")
+    assert rejected.exit_code == 0 and "rejected" in rejected.output and "deleted" in rejected.output
+    again = run(held, "--accept")
+    assert again.exit_code == 2 and "not quarantined" in " ".join(again.output.split())
+    assert json.loads(runner.invoke(app, ["--store", str(store), "--namespace", "cli", "stats", "--json"]).output)[
+        "by_status"
+    ] == {"active": 1, "deleted": 1}
