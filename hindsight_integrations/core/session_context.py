@@ -6,9 +6,11 @@ question that names what it answers. And transcripts name their speaker ("Caroli
 which questions name too. LoCoMo measured both: a turn stored with its two preceding turns
 as context and its speaker as an entity is recalled far more often than the bare turn.
 
-So a memory stored with a ``session_id`` and no ``context`` gets the session's preceding
-items (as written to this process: a hint, so another replica's writes may be missing), and
-a memory whose text starts with a name and a colon gets that name as an entity.
+So a memory stored on its own (one item per call, as a conversation is written) with a
+``session_id`` and no ``context`` gets the session's preceding items (as written to this
+process: a hint, so another replica's writes may be missing), and one whose text starts with
+a name and a colon gets that name as an entity. Batches are imports: they carry their own
+context if they want one, and embedding a framed text for every item would halve their speed.
 """
 
 from __future__ import annotations

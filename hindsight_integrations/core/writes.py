@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from .arguments import coerce_enum, fraction, whole_number
-from .conflicts import detect_slot
+from .conflicts import change_cue, detect_slot
 from .dedup import can_repeat, is_repeat, reinforce
 from .errors import InvalidInputError, MemoryNotFoundError
 from .inputs import MemoryInput, parse_inputs, validate_content
@@ -47,20 +47,40 @@ class _Batch:
     fresh: list[tuple[MemoryRecord, np.ndarray]] = field(default_factory=list)
     context: dict[str, np.ndarray] = field(default_factory=dict)
     changed: dict[str, MemoryRecord] = field(default_factory=dict)
+    _position: dict[str, int] = field(default_factory=dict)
+
+    def add(self, record: MemoryRecord, vector: np.ndarray) -> None:
+        """A new record of this batch, to be added with the others."""
+        self._position[record.id] = len(self.fresh)
+        self.fresh.append((record, vector))
 
     def current(self, record: MemoryRecord) -> MemoryRecord:
         """``record`` as this batch has left it so far."""
         if record.id in self.changed:
             return self.changed[record.id]
-        return next((r for r, _ in self.fresh if r.id == record.id), record)
+        position = self._position.get(record.id)
+        return record if position is None else self.fresh[position][0]
+
+    def close_to(self, vector: np.ndarray, floor: float, *, slot: str | None) -> list[tuple[MemoryRecord, float]]:
+        """Earlier records of this batch with cosine ≥ ``floor`` to ``vector``, or the same ``slot``."""
+        if not self.fresh:
+            return []
+        matrix = np.asarray([v for _, v in self.fresh], dtype=np.float32)
+        norms = np.linalg.norm(matrix, axis=1) * (float(np.linalg.norm(vector)) or 1.0)
+        cosines = (matrix @ np.asarray(vector, dtype=np.float32)) / np.where(norms == 0, 1.0, norms)
+        return [
+            (record, float(cosine))
+            for (record, _), cosine in zip(self.fresh, cosines)
+            if cosine >= floor or (slot is not None and record.slot == slot)
+        ]
 
     def change(self, record: MemoryRecord) -> None:
         """Keep ``record``'s new state, whether it was stored before or is new in this batch."""
-        for n, (fresh, vector) in enumerate(self.fresh):
-            if fresh.id == record.id:
-                self.fresh[n] = (record, vector)
-                return
-        self.changed[record.id] = record
+        position = self._position.get(record.id)
+        if position is None:
+            self.changed[record.id] = record
+        else:
+            self.fresh[position] = (record, self.fresh[position][1])
 
 
 class Writer:
@@ -103,7 +123,8 @@ class Writer:
             records: list[MemoryRecord] = []
             trusted: dict[str, bool] = {}
             for n, item in enumerate(items):
-                item = self._in_conversation(handle.name, item)
+                if len(items) == 1:  # a conversation is written a statement at a time; a batch is an import
+                    item = self._in_conversation(handle.name, item)
                 decision = assess(item.content, item.role) if _needs_assessment(item, apply_filter) else None
                 if decision is not None and apply_filter and not decision.remember:
                     result.skipped.append(SkippedMemory(index=n, content=item.content[:200], reason=decision.reason))
@@ -143,7 +164,8 @@ class Writer:
         batch = _Batch()
         for record, vector in zip(records, vectors):
             compare = (dedup or supersede) and can_repeat(record)
-            neighbours = self._neighbours(handle, record, vector, batch) if compare else []
+            search = compare and self._search_needed(record, dedup)
+            neighbours = self._neighbours(handle, record, vector, batch, search=search) if compare else []
             repeat = self._repeat_of(record, neighbours) if dedup else None
             if repeat is None and supersede:
                 record, repeat = self._apply_updates(record, neighbours, judge, batch, result, trusted[record.id])
@@ -153,7 +175,7 @@ class Writer:
                 result.merged.append(reinforced.id)
                 result.stored.append(reinforced)
                 continue
-            batch.fresh.append((record, vector))
+            batch.add(record, vector)
             if record.id in context_vectors:
                 batch.context[record.id] = context_vectors[record.id]
             result.stored.append(record)
@@ -162,24 +184,31 @@ class Writer:
         handle.add([r for r, _ in batch.fresh], [v for _, v in batch.fresh], batch.context)
         handle.update(list(batch.changed.values()))
 
+    def _search_needed(self, record: MemoryRecord, dedup: bool) -> bool:
+        """Whether to search the store for ``record``'s neighbours (an ANN query, ~5 ms at 100k memories).
+
+        Repeats need it, and so do updates by meaning, which the rules only see with a change cue;
+        slot-mates are found by their slot. A bulk import without dedup thus costs no query an item.
+        """
+        return dedup or self._parts.llm is not None or change_cue(record.content)
+
     def _neighbours(
-        self, handle: NamespaceStore, record: MemoryRecord, vector: np.ndarray, batch: _Batch
+        self, handle: NamespaceStore, record: MemoryRecord, vector: np.ndarray, batch: _Batch, *, search: bool
     ) -> list[Neighbour]:
         """Active long-term memories close to ``record`` or sharing its slot, as this batch has left them."""
         floor = _RULES_FLOOR if self._parts.llm is None else _LLM_FLOOR
-        hits = [(i, s) for i, s in handle.query(vector, n=_NEIGHBOURS, where=_LONG_TERM) if s >= floor]
-        similarity = dict(hits)
-        found = {r.id: r for r, _ in handle.get([i for i, _ in hits])}
+        found: dict[str, MemoryRecord] = {}
+        similarity: dict[str, float] = {}
+        if search:
+            hits = [(i, s) for i, s in handle.query(vector, n=_NEIGHBOURS, where=_LONG_TERM) if s >= floor]
+            similarity.update(hits)
+            found.update((r.id, r) for r, _ in handle.get([i for i, _ in hits]))
         if record.slot:
             for same in handle.find({"$and": [{"slot": record.slot}, {"status": "active"}]}):
                 found.setdefault(same.id, same)
-        for earlier, earlier_vector in batch.fresh:
-            cosine = float(
-                np.dot(earlier_vector, vector) / ((np.linalg.norm(earlier_vector) * np.linalg.norm(vector)) or 1.0)
-            )
-            if cosine >= floor or (record.slot and earlier.slot == record.slot):
-                found[earlier.id] = earlier
-                similarity[earlier.id] = cosine
+        for earlier, cosine in batch.close_to(vector, floor, slot=record.slot):
+            found[earlier.id] = earlier
+            similarity[earlier.id] = cosine
         out = []
         for memory_id, stored in found.items():
             current = batch.current(stored)
