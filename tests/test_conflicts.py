@@ -142,3 +142,25 @@ def test_change_cue(text: str) -> None:
 )
 def test_no_change_cue(text: str) -> None:
     assert not change_cue(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "slot"),
+    [
+        ("Priya's phone number is 555-0300.", "priya:phone"),
+        ("My sister's email is sis@example.org.", "sister:email"),
+        ("Mateo changed his phone number again, to 555-0199.", "mateo:phone"),
+        ("Mateo has a new phone number: 555-0142.", "mateo:phone"),
+        ("Caroline: Melanie's email is mel@example.org", "melanie:email"),
+        ("Caroline: my new phone number is 555-0101", "user:phone"),
+        ("I have a new phone number: 555-0199.", "user:phone"),
+        ("New phone number: 555-0199", "user:phone"),
+    ],
+)
+def test_someone_elses_attribute_is_their_slot(text: str, slot: str) -> None:
+    assert detect_slot(text) == slot
+
+
+@pytest.mark.parametrize("text", ["The demo day in Cusco ran over budget by 20 percent.", "We came in under budget."])
+def test_how_an_event_went_against_its_budget_sets_no_budget(text: str) -> None:
+    assert detect_slot(text) is None

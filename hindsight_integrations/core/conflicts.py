@@ -16,6 +16,11 @@ and Chinese, checked in this order:
   boss → manager; wife, boyfriend → partner; city, home → location; favorite color →
   favourite_colour). Vague heads ("my guess is", a bare "my favourite is") get no slot.
 
+A "user" attribute said of someone else is that person's slot, not the user's: "Priya's
+phone number is…", "my sister's email is…", "Mateo changed his phone number", "Mateo has a
+new phone number" give ``priya:phone``, ``sister:email``, ``mateo:phone`` (a leading
+``Speaker:`` label is skipped), so a friend's number never makes the user's history.
+
 Deliberately nothing fuzzy: likes and dislikes get no slot ("likes red" and "hates red
 clothes" are different attributes), and anything not matched here never supersedes anything.
 Known gaps: "I left Paris" reads as leaving an employer; a bare "my manager is tired" still
@@ -254,7 +259,8 @@ _SLOT_RULES: tuple[tuple[str, str, tuple[re.Pattern[str], ...]], ...] = (
             r"截止日期|截止时间|截止|期限|交付日期|交付时间|到期日|deadline",
         ),
     ),
-    ("project", "budget", _rules(r"\bbudget\b", r"预算")),
+    # "ran over budget" says how an event went, not what the budget is
+    ("project", "budget", _rules(r"(?<!over )(?<!under )(?<!within )(?<!on )\bbudget\b", r"预算")),
 )
 
 _SUBJECT_OF = {"deadline": "project", "budget": "project"}
@@ -356,6 +362,17 @@ _X_IS_NOW = re.compile(
     re.I,
 )
 
+# Someone else's attribute: "Priya's new phone", "my sister's address", "Mateo changed his phone",
+# "Mateo has a new phone" (the text before the matched attribute words).
+_POSSESSIVE = re.compile(r"\b(?!I\b)([A-Z][\w-]+)['’]s\s+(?:[\w-]+\s+){0,2}$")
+_RELATIVE_POSSESSIVE = re.compile(r"\b(?:my|our)\s+([a-z]+)['’]s\s+(?:[\w-]+\s+){0,2}$", re.I)
+_SPEAKER_LABEL = re.compile(r"^\s*[A-Z][\w .'-]{0,40}:\s+")
+_THIRD_PERSON = re.compile(
+    r"\s*(?!(?:I|We|My|Our|The|A|An|New|Update|Please|Call|Text|Reach|This|That|Here|It|Its|Now|So|And|But)\b)"
+    r"([A-Z][\w-]+)\s+(?:(?:just|now|recently|finally|also|has|had|have)\s+)*"
+    r"(?:(?:changed|updated|switched|got|gets|has|had|gave\s+me)\s+)?(?:his|her|their|a|an)\s+(?:new\s+)?$"
+)
+
 _CHANGE_CUE = re.compile(
     r"\b(?:now|again|instead|any\s?more|no\s+longer|no\s+more|actually|used\s+to|called\s+off|pushed\s+back"
     r"|brought\s+forward|moved\s+up|switch(?:ed|ing)?|chang(?:ed|ing)|mov(?:ed|ing)|relocat(?:ed|ing)"
@@ -382,8 +399,21 @@ def change_cue(content: str) -> bool:
 
 def _explicit_slot(content: str) -> str | None:
     for subject, attribute, patterns in _SLOT_RULES:
-        if any(pattern.search(content) for pattern in patterns):
-            return f"{subject}:{attribute}"
+        for pattern in patterns:
+            if match := pattern.search(content):
+                owner = _owner(content, match.start()) if subject == "user" else None
+                return f"{owner or subject}:{attribute}"
+    return None
+
+
+def _owner(content: str, start: int) -> str | None:
+    """Who a "user" attribute starting at ``start`` belongs to when the text says it is someone else's."""
+    before = content[:start]
+    if match := _POSSESSIVE.search(before) or _RELATIVE_POSSESSIVE.search(before):
+        return match.group(1).lower()
+    body = _SPEAKER_LABEL.sub("", before, count=1)
+    if match := _THIRD_PERSON.match(body):
+        return match.group(1).lower()
     return None
 
 
@@ -404,8 +434,10 @@ def _generic_slot(content: str) -> str | None:
     for pattern in (_MY_X_IS, _X_IS_NOW):
         match = pattern.search(content)
         attribute = _attribute(match.group(1)) if match else None
-        if attribute:
-            return f"{_SUBJECT_OF.get(attribute, 'user')}:{attribute}"
+        if match and attribute:
+            subject = _SUBJECT_OF.get(attribute, "user")
+            owner = _owner(content, match.start()) if subject == "user" else None
+            return f"{owner or subject}:{attribute}"
     return None
 
 

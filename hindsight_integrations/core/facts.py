@@ -47,6 +47,12 @@ class MemoryFacts:
     entities: tuple[str, ...]
     has_context: bool
     superseded_by: str | None = None
+    slot: str | None = None
+
+    @property
+    def long_term_active(self) -> bool:
+        """Active and episodic or semantic: what a new memory may repeat or update."""
+        return self.status == "active" and self.tier != "working"
 
     @classmethod
     def from_fields(cls, fields: dict[str, Any]) -> MemoryFacts:
@@ -65,6 +71,7 @@ class MemoryFacts:
             entities=tuple(json.loads(fields.get("entities_json") or "[]")),
             has_context=bool(fields.get("context")),
             superseded_by=fields.get("superseded_by"),
+            slot=fields.get("slot") or None,
         )
 
     def get(self, key: str, default: Any = None) -> Any:
@@ -80,6 +87,7 @@ class FactsIndex:
 
     def __init__(self) -> None:
         self._facts: dict[str, MemoryFacts] = {}
+        self._by_slot: dict[str, set[str]] = {}
         self._with_context = 0
         self._lock = threading.Lock()
 
@@ -99,6 +107,8 @@ class FactsIndex:
                 self._forget(memory_id)
                 self._facts[memory_id] = facts
                 self._with_context += facts.has_context
+                if facts.slot and facts.long_term_active:  # only what a new memory may update
+                    self._by_slot.setdefault(facts.slot, set()).add(memory_id)
 
     def remove(self, memory_ids: Iterable[str]) -> None:
         """Drop the facts of hard-deleted memories (archive, purge)."""
@@ -110,11 +120,33 @@ class FactsIndex:
         old = self._facts.pop(memory_id, None)
         if old is not None:
             self._with_context -= old.has_context
+            if old.slot and (mates := self._by_slot.get(old.slot)) is not None:
+                mates.discard(memory_id)
+                if not mates:
+                    del self._by_slot[old.slot]
 
     def lookup(self, memory_ids: Sequence[str]) -> dict[str, MemoryFacts]:
         """Facts for the ids known here; the rest must be read from Chroma."""
         facts = self._facts
         return {memory_id: found for memory_id in memory_ids if (found := facts.get(memory_id)) is not None}
+
+    def slot_mates(self, slot: str, entities: Sequence[str], *, limit: int) -> list[str]:
+        """The ``limit`` latest active long-term memories in ``slot`` that may be about the same entity.
+
+        Memories about disjoint entities never update each other (``updates.rule_verdict``), and
+        among the rest each update leaves one current value, so the latest few are all a new
+        memory can update; the cap keeps a slot shared by thousands of memories cheap.
+        """
+        wanted = set(entities)
+        with self._lock:
+            mates = [(memory_id, self._facts[memory_id]) for memory_id in self._by_slot.get(slot, ())]
+        found = [
+            (facts.occurred_at, memory_id)
+            for memory_id, facts in mates
+            if not wanted or not facts.entities or wanted.intersection(facts.entities)
+        ]
+        found.sort(reverse=True)
+        return [memory_id for _, memory_id in found[:limit]]
 
     def count_access(self, counts: dict[str, int]) -> None:
         """Add recalls made by this process, which the store writes to Chroma in the background."""

@@ -297,6 +297,12 @@ class NamespaceStore:
         """Nearest records by their own vector, as (id, cosine similarity)."""
         return _nearest(self.collection, embedding, n=n, where=where)
 
+    def query_many(
+        self, embeddings: Sequence[Vector] | np.ndarray, *, n: int, where: dict[str, Any] | None = None
+    ) -> list[list[tuple[str, float]]]:
+        """``query`` for several vectors in one Chroma call (a batch of writes looking for neighbours)."""
+        return _nearest_each(self.collection, embeddings, n=n, where=where) if len(embeddings) else []
+
     def query_context(self, embedding: Vector, *, n: int) -> list[tuple[str, float]]:
         """Nearest context vectors as (id, cosine similarity); unfiltered: callers filter on the records."""
         return _nearest(self.context_collection, embedding, n=n, where=None)
@@ -322,8 +328,14 @@ def _copy_into(copy: VectorCopy | None, got: dict[str, Any]) -> None:
 
 
 def _nearest(collection: Any, embedding: Vector, *, n: int, where: dict[str, Any] | None) -> list[tuple[str, float]]:
-    got = collection.query(query_embeddings=_matrix([embedding]), n_results=n, where=where, include=["distances"])
-    return [(i, 1.0 - float(d)) for i, d in zip(got["ids"][0], got["distances"][0])]
+    return _nearest_each(collection, [embedding], n=n, where=where)[0]
+
+
+def _nearest_each(
+    collection: Any, embeddings: Sequence[Vector] | np.ndarray, *, n: int, where: dict[str, Any] | None
+) -> list[list[tuple[str, float]]]:
+    got = collection.query(query_embeddings=_matrix(embeddings), n_results=n, where=where, include=["distances"])
+    return [[(i, 1.0 - float(d)) for i, d in zip(ids, dists)] for ids, dists in zip(got["ids"], got["distances"])]
 
 
 def _flat_views(got: dict[str, Any]) -> list[dict[str, Any]]:

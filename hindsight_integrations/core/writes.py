@@ -13,7 +13,6 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -34,25 +33,34 @@ from .write_filter import WriteDecision, assess
 
 _LONG_TERM = {"$and": [{"status": "active"}, {"tier": {"$in": ["episodic", "semantic"]}}]}
 _NEIGHBOURS = 4  # nearest stored memories a new one is compared with
+_SEARCHED = 16  # nearest of any status searched for them, before keeping the active long-term ones
 # Below these cosines nothing is compared (slots are found apart): the rules need close meaning,
 # the LLM judge is shown looser neighbours ("I work at Acme" / "these days I'm at Initech": 0.31).
 _RULES_FLOOR = 0.5
 _LLM_FLOOR = 0.3
 
 
-@dataclass
 class _Batch:
-    """What settling one store call decided: new records (with vectors) and changed stored ones."""
+    """What settling one store call decided: new records (with vectors) and changed stored ones.
 
-    fresh: list[tuple[MemoryRecord, np.ndarray]] = field(default_factory=list)
-    context: dict[str, np.ndarray] = field(default_factory=dict)
-    changed: dict[str, MemoryRecord] = field(default_factory=dict)
-    _position: dict[str, int] = field(default_factory=dict)
+    ``vectors`` are all the call's records' vectors, in order: their cosines to each other are
+    computed once, so comparing an item with the earlier ones costs a row lookup.
+    """
 
-    def add(self, record: MemoryRecord, vector: np.ndarray) -> None:
-        """A new record of this batch, to be added with the others."""
+    def __init__(self, vectors: np.ndarray) -> None:
+        self.fresh: list[tuple[MemoryRecord, np.ndarray]] = []
+        self.context: dict[str, np.ndarray] = {}
+        self.changed: dict[str, MemoryRecord] = {}
+        self._vectors = vectors
+        self._cosines: np.ndarray | None = None
+        self._position: dict[str, int] = {}  # record id -> index in fresh
+        self._input_of: list[int] = []  # index in fresh -> index in vectors
+
+    def add(self, record: MemoryRecord, n: int) -> None:
+        """The call's ``n``-th record is new: to be added with the others."""
         self._position[record.id] = len(self.fresh)
-        self.fresh.append((record, vector))
+        self.fresh.append((record, self._vectors[n]))
+        self._input_of.append(n)
 
     def current(self, record: MemoryRecord) -> MemoryRecord:
         """``record`` as this batch has left it so far."""
@@ -61,13 +69,15 @@ class _Batch:
         position = self._position.get(record.id)
         return record if position is None else self.fresh[position][0]
 
-    def close_to(self, vector: np.ndarray, floor: float, *, slot: str | None) -> list[tuple[MemoryRecord, float]]:
-        """Earlier records of this batch with cosine ≥ ``floor`` to ``vector``, or the same ``slot``."""
+    def close_to(self, n: int, floor: float, *, slot: str | None) -> list[tuple[MemoryRecord, float]]:
+        """New records of this batch with cosine ≥ ``floor`` to the ``n``-th record, or the same ``slot``."""
         if not self.fresh:
             return []
-        matrix = np.asarray([v for _, v in self.fresh], dtype=np.float32)
-        norms = np.linalg.norm(matrix, axis=1) * (float(np.linalg.norm(vector)) or 1.0)
-        cosines = (matrix @ np.asarray(vector, dtype=np.float32)) / np.where(norms == 0, 1.0, norms)
+        if self._cosines is None:
+            norms = np.linalg.norm(self._vectors, axis=1)
+            unit = self._vectors / np.where(norms == 0, 1.0, norms)[:, None]
+            self._cosines = unit @ unit.T
+        cosines = self._cosines[n, self._input_of]
         return [
             (record, float(cosine))
             for (record, _), cosine in zip(self.fresh, cosines)
@@ -161,11 +171,11 @@ class Writer:
         """Repeat, update or new memory, one by one (later items see earlier ones); then one add, one update."""
         vectors, context_vectors = self._parts.embed_records(records)
         judge = UpdateJudge(self._parts.llm, threshold=self._parts.settings.update_threshold)
-        batch = _Batch()
-        for record, vector in zip(records, vectors):
-            compare = (dedup or supersede) and can_repeat(record)
-            search = compare and self._search_needed(record, dedup)
-            neighbours = self._neighbours(handle, record, vector, batch, search=search) if compare else []
+        compared = [n for n, r in enumerate(records) if (dedup or supersede) and self._may_match(r, dedup)]
+        stored = self._stored_neighbours(handle, records, vectors, compared, dedup=dedup)
+        batch = _Batch(vectors)
+        for n, record in enumerate(records):
+            neighbours = self._neighbours(n, record, stored[n], batch) if n in stored else []
             repeat = self._repeat_of(record, neighbours) if dedup else None
             if repeat is None and supersede:
                 record, repeat = self._apply_updates(record, neighbours, judge, batch, result, trusted[record.id])
@@ -175,7 +185,7 @@ class Writer:
                 result.merged.append(reinforced.id)
                 result.stored.append(reinforced)
                 continue
-            batch.add(record, vector)
+            batch.add(record, n)
             if record.id in context_vectors:
                 batch.context[record.id] = context_vectors[record.id]
             result.stored.append(record)
@@ -184,36 +194,77 @@ class Writer:
         handle.add([r for r, _ in batch.fresh], [v for _, v in batch.fresh], batch.context)
         handle.update(list(batch.changed.values()))
 
+    @property
+    def _floor(self) -> float:
+        """The cosine below which nothing is compared: the rules need close meaning, an LLM judge less."""
+        return _RULES_FLOOR if self._parts.llm is None else _LLM_FLOOR
+
+    def _may_match(self, record: MemoryRecord, dedup: bool) -> bool:
+        """Whether ``record`` could repeat or update anything: else it is added without comparing.
+
+        Without dedup or an LLM, the rules only update by slot or by meaning with a change cue.
+        """
+        return can_repeat(record) and (bool(record.slot) or self._search_needed(record, dedup))
+
     def _search_needed(self, record: MemoryRecord, dedup: bool) -> bool:
-        """Whether to search the store for ``record``'s neighbours (an ANN query, ~5 ms at 100k memories).
+        """Whether to search the store for ``record``'s neighbours by meaning.
 
         Repeats need it, and so do updates by meaning, which the rules only see with a change cue;
-        slot-mates are found by their slot. A bulk import without dedup thus costs no query an item.
+        slot-mates are found by their slot. A bulk import without dedup thus searches only for
+        the few items that announce a change.
         """
         return dedup or self._parts.llm is not None or change_cue(record.content)
 
+    def _stored_neighbours(
+        self,
+        handle: NamespaceStore,
+        records: list[MemoryRecord],
+        vectors: np.ndarray,
+        compared: list[int],
+        *,
+        dedup: bool,
+    ) -> dict[int, list[tuple[MemoryRecord, float]]]:
+        """Stored active long-term memories close to, or in the slot of, each compared record (by position).
+
+        All of a batch's searches go to Chroma as one query and one read. The search is unfiltered
+        (a ``where`` makes Chroma scan metadata: ~9 ms a query at 5k memories, growing with the
+        store) and filtered here on the facts index; only when every hit was filtered away while
+        still close enough to matter is a filtered query made. Slot-mates come from the facts
+        index, caught up first with other writers.
+        """
+        floor = self._floor
+        searched = [n for n in compared if self._search_needed(records[n], dedup)]
+        hits: dict[int, list[tuple[str, float]]] = {}
+        for n, found in zip(searched, handle.query_many(vectors[searched], n=_SEARCHED)):
+            hits[n] = _long_term(handle, found, floor)
+            if len(hits[n]) < _NEIGHBOURS and len(found) == _SEARCHED and found[-1][1] >= floor:
+                hits[n] = [h for h in handle.query(vectors[n], n=_NEIGHBOURS, where=_LONG_TERM) if h[1] >= floor]
+        slotted = [n for n in compared if records[n].slot]
+        if slotted:
+            handle.sync_indexes(force=True)
+        facts = handle.facts
+        mates = {n: facts.slot_mates(str(records[n].slot), records[n].entities, limit=_NEIGHBOURS) for n in slotted}
+        wanted = {i for found in hits.values() for i, _ in found} | {i for ids in mates.values() for i in ids}
+        fetched = {r.id: r for r, _ in handle.get(list(wanted))}
+        out: dict[int, list[tuple[MemoryRecord, float]]] = {}
+        for n in compared:
+            similarity = dict(hits.get(n, []))
+            ids = dict.fromkeys([*similarity, *mates.get(n, [])])
+            out[n] = [(fetched[i], similarity.get(i, 0.0)) for i in ids if i in fetched]
+        return out
+
     def _neighbours(
-        self, handle: NamespaceStore, record: MemoryRecord, vector: np.ndarray, batch: _Batch, *, search: bool
+        self, n: int, record: MemoryRecord, stored: list[tuple[MemoryRecord, float]], batch: _Batch
     ) -> list[Neighbour]:
-        """Active long-term memories close to ``record`` or sharing its slot, as this batch has left them."""
-        floor = _RULES_FLOOR if self._parts.llm is None else _LLM_FLOOR
-        found: dict[str, MemoryRecord] = {}
-        similarity: dict[str, float] = {}
-        if search:
-            hits = [(i, s) for i, s in handle.query(vector, n=_NEIGHBOURS, where=_LONG_TERM) if s >= floor]
-            similarity.update(hits)
-            found.update((r.id, r) for r, _ in handle.get([i for i, _ in hits]))
-        if record.slot:
-            for same in handle.find({"$and": [{"slot": record.slot}, {"status": "active"}]}):
-                found.setdefault(same.id, same)
-        for earlier, cosine in batch.close_to(vector, floor, slot=record.slot):
-            found[earlier.id] = earlier
-            similarity[earlier.id] = cosine
+        """``stored`` and the batch's earlier records close to ``record`` (its ``n``-th), as left so far, if active."""
+        found = {memory.id: (memory, similarity) for memory, similarity in stored}
+        for earlier, cosine in batch.close_to(n, self._floor, slot=record.slot):
+            found[earlier.id] = (earlier, cosine)
         out = []
-        for memory_id, stored in found.items():
-            current = batch.current(stored)
+        for memory, similarity in found.values():
+            current = batch.current(memory)
             if current.status is Status.ACTIVE and current.tier is not Tier.WORKING:
-                out.append(Neighbour(current, similarity.get(memory_id, 0.0)))
+                out.append(Neighbour(current, similarity))
         return sorted(out, key=lambda n: -n.similarity)
 
     def _repeat_of(self, record: MemoryRecord, neighbours: Sequence[Neighbour]) -> MemoryRecord | None:
@@ -405,6 +456,13 @@ class Writer:
             handle.add([restored], vectors, context_vectors)
             handle.update([remaining])
             return restored
+
+
+def _long_term(handle: NamespaceStore, found: list[tuple[str, float]], floor: float) -> list[tuple[str, float]]:
+    """The first ``_NEIGHBOURS`` hits at ``floor`` or closer that are active long-term (or not known here yet)."""
+    facts = handle.facts.lookup([i for i, _ in found])
+    kept = [(i, s) for i, s in found if s >= floor and (i not in facts or facts[i].long_term_active)]
+    return kept[:_NEIGHBOURS]
 
 
 def _needs_assessment(item: MemoryInput, apply_filter: bool) -> bool:
