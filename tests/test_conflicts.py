@@ -26,6 +26,11 @@ from hindsight_integrations.core.conflicts import change_cue, detect_slot
         ("I went vegan", "I eat meat again", "user:diet"),
         ("我吃素", "我现在不吃素了", "user:diet"),
         ("The deadline is Friday", "The deadline moved to next Tuesday", "project:deadline"),
+        (
+            "Farah said the onboarding guide for project Cobalt is due on Tuesday.",
+            "Farah said the onboarding guide for project Cobalt is now due on Sunday.",
+            "project cobalt:deadline of onboarding guide",
+        ),
         ("The due date is May 3", "The due date was pushed back to May 10", "project:deadline"),
         ("截止日期是周五", "截止日期改到下周五", "project:deadline"),
         ("I live in Beijing near the university.", "I moved to Shanghai last month.", "user:location"),
@@ -164,3 +169,23 @@ def test_someone_elses_attribute_is_their_slot(text: str, slot: str) -> None:
 @pytest.mark.parametrize("text", ["The demo day in Cusco ran over budget by 20 percent.", "We came in under budget."])
 def test_how_an_event_went_against_its_budget_sets_no_budget(text: str) -> None:
     assert detect_slot(text) is None
+
+
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [
+        ("Yusuf said the launch checklist for project Ember is due on Friday.",
+         "Yusuf said the quarterly report for project Lumen is due on Sunday."),
+        ("Yusuf said the launch checklist for project Ember is due on Friday.",
+         "Yusuf said the design doc for project Ember is due on Sunday."),
+        ("We use MySQL for the Falcon project database.", "We switched the Ember project database to PostgreSQL."),
+    ],
+)  # fmt: skip
+def test_different_projects_or_deliverables_are_different_slots(a: str, b: str) -> None:
+    assert detect_slot(a) and detect_slot(b) and detect_slot(a) != detect_slot(b)
+
+
+def test_a_named_deliverable_keeps_its_own_deadline_slot() -> None:
+    assert detect_slot("The deadline for the report is Friday.") == "project:deadline of report"
+    assert detect_slot("The report deadline moved to next Tuesday.") == "project:deadline of report"
+    assert detect_slot("The deadline for project Ember moved to Tuesday.") == "project ember:deadline"

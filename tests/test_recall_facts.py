@@ -92,3 +92,31 @@ def test_user_metadata_filters_read_chroma_metadata(engine: MemoryEngine) -> Non
     )
     hits = engine.recall("invoice", namespace="inv", top_k=4, filters={"metadata": {"team": "billing"}}).hits
     assert {h.record.metadata["team"] for h in hits} == {"billing"} and len(hits) == 2
+
+
+@pytest.mark.parametrize(("forgotten", "filtered_queries"), [(150, 0), (450, 1)])
+def test_current_memories_behind_a_wall_of_history_are_found(
+    writer: MemoryEngine, monkeypatch, forgotten: int, filtered_queries: int
+) -> None:
+    """The nearest hits are all forgotten: recall looks deeper unfiltered, then lets Chroma filter.
+
+    A ``where`` query makes Chroma scan metadata, so it is the last resort: used only when even
+    ``8 × pool`` nearest hits hold too few current memories.
+    """
+    notes = [f"Standup note {n}: the team standup moved to room B at 9:{n % 60:02d}." for n in range(forgotten)]
+    current = ["Our daily team meeting takes place in the small room next to the kitchen.", "Standups are short."]
+    ids = writer.store_memories(notes + current, namespace="s", apply_filter=False, dedup=False, supersede=False).ids
+    for memory_id in ids[:forgotten]:
+        writer.forget(memory_id, namespace="s")
+    handle = writer.chroma.namespace("s")
+    wheres: list[object] = []
+    query = handle.query
+
+    def spied(vector, *, n, where):
+        wheres.append(where)
+        return query(vector, n=n, where=where)
+
+    monkeypatch.setattr(handle, "query", spied)
+    hits = writer.recall("the team standup moved to room B", namespace="s", top_k=10).hits
+    assert {h.record.content for h in hits} == set(current)
+    assert sum(w is not None for w in wheres) == filtered_queries

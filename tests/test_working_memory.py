@@ -158,3 +158,24 @@ def test_record_turn_embeds_the_turn_text_once(engine: MemoryEngine, monkeypatch
     bodies = [t for t in texts if "Postgres 15" in t and "\n" not in t]
     assert len(bodies) == 1  # one vector for the turn and its memory
     assert len(texts) == 2  # plus the memory's context vector, in the same batch
+
+
+def test_a_turn_and_the_memory_made_from_it_are_one_write(engine: MemoryEngine, monkeypatch) -> None:
+    """One Chroma ``add`` per turn: both land, or neither does; a dropped turn is still written."""
+    handle = engine.chroma.namespace("u1")
+    writes: list[list[str]] = []
+    add = handle.add
+
+    def counted(records, *args, **kwargs):
+        writes.append([r.tier.value for r in records])
+        return add(records, *args, **kwargs)
+
+    monkeypatch.setattr(handle, "add", counted)
+    kept = engine.record_turn("I moved to Lisbon last month.", session_id="s", namespace="u1", compress=False)
+    dropped = engine.record_turn("thanks!", session_id="s", namespace="u1", compress=False)
+    assert writes == [["working", kept.stored.stored[0].tier.value], ["working"]]
+    assert not dropped.stored.stored and dropped.stored.skipped
+    assert [t.content for t in engine.working_window(session_id="s", namespace="u1")] == [
+        "I moved to Lisbon last month.",
+        "thanks!",
+    ]

@@ -128,8 +128,14 @@ def test_an_older_fact_arriving_later_goes_straight_to_history(engine: MemoryEng
         ("I like red.", "I hate red clothes."),
         ("My sister lives in Paris.", "I live in Berlin."),
         ("I use vim keybindings.", "I use tabs, not spaces."),
+        ("Order LZ-56379 for Ximena was delayed by a dead battery.",
+         "Order ZW-68766 for Ximena was delayed by a dead battery."),
+        ("Ivan's cousin started salsa lessons in Osaka last month.",
+         "Ivan's daughter started salsa lessons in Quito last month."),
+        ("We use MySQL for the Falcon project database.", "We switched the Ember project database to PostgreSQL."),
+        ("Priya's phone number is 555-0300.", "Mateo has a new phone number: 555-0142."),
     ],
-)
+)  # fmt: skip
 def test_different_attributes_are_both_kept(engine: MemoryEngine, first: str, second: str) -> None:
     _store(engine, first)
     result = _store(engine, second, at=T0 + timedelta(days=1))

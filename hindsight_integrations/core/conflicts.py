@@ -16,10 +16,9 @@ and Chinese, checked in this order:
   boss → manager; wife, boyfriend → partner; city, home → location; favorite color →
   favourite_colour). Vague heads ("my guess is", a bare "my favourite is") get no slot.
 
-A "user" attribute said of someone else is that person's slot, not the user's: "Priya's
-phone number is…", "my sister's email is…", "Mateo changed his phone number", "Mateo has a
-new phone number" give ``priya:phone``, ``sister:email``, ``mateo:phone`` (a leading
-``Speaker:`` label is skipped), so a friend's number never makes the user's history.
+A "user" attribute said of someone else is that person's slot (``priya:phone``), a named
+project's attribute is that project's (``project ember:database``) and a deadline is narrowed
+to what is due when the text says (``project:deadline of report``): ``subjects.py``.
 
 Deliberately nothing fuzzy: likes and dislikes get no slot ("likes red" and "hates red
 clothes" are different attributes), and anything not matched here never supersedes anything.
@@ -34,6 +33,8 @@ time share a slot.
 from __future__ import annotations
 
 import re
+
+from .subjects import owner_of, project_slot
 
 _CATEGORIES: dict[str, tuple[str, ...]] = {
     "database": (
@@ -362,17 +363,6 @@ _X_IS_NOW = re.compile(
     re.I,
 )
 
-# Someone else's attribute: "Priya's new phone", "my sister's address", "Mateo changed his phone",
-# "Mateo has a new phone" (the text before the matched attribute words).
-_POSSESSIVE = re.compile(r"\b(?!I\b)([A-Z][\w-]+)['’]s\s+(?:[\w-]+\s+){0,2}$")
-_RELATIVE_POSSESSIVE = re.compile(r"\b(?:my|our)\s+([a-z]+)['’]s\s+(?:[\w-]+\s+){0,2}$", re.I)
-_SPEAKER_LABEL = re.compile(r"^\s*[A-Z][\w .'-]{0,40}:\s+")
-_THIRD_PERSON = re.compile(
-    r"\s*(?!(?:I|We|My|Our|The|A|An|New|Update|Please|Call|Text|Reach|This|That|Here|It|Its|Now|So|And|But)\b)"
-    r"([A-Z][\w-]+)\s+(?:(?:just|now|recently|finally|also|has|had|have)\s+)*"
-    r"(?:(?:changed|updated|switched|got|gets|has|had|gave\s+me)\s+)?(?:his|her|their|a|an)\s+(?:new\s+)?$"
-)
-
 _CHANGE_CUE = re.compile(
     r"\b(?:now|again|instead|any\s?more|no\s+longer|no\s+more|actually|used\s+to|called\s+off|pushed\s+back"
     r"|brought\s+forward|moved\s+up|switch(?:ed|ing)?|chang(?:ed|ing)|mov(?:ed|ing)|relocat(?:ed|ing)"
@@ -401,19 +391,9 @@ def _explicit_slot(content: str) -> str | None:
     for subject, attribute, patterns in _SLOT_RULES:
         for pattern in patterns:
             if match := pattern.search(content):
-                owner = _owner(content, match.start()) if subject == "user" else None
-                return f"{owner or subject}:{attribute}"
-    return None
-
-
-def _owner(content: str, start: int) -> str | None:
-    """Who a "user" attribute starting at ``start`` belongs to when the text says it is someone else's."""
-    before = content[:start]
-    if match := _POSSESSIVE.search(before) or _RELATIVE_POSSESSIVE.search(before):
-        return match.group(1).lower()
-    body = _SPEAKER_LABEL.sub("", before, count=1)
-    if match := _THIRD_PERSON.match(body):
-        return match.group(1).lower()
+                if subject == "project":
+                    return project_slot(content, attribute)
+                return f"{owner_of(content, match.start()) or subject}:{attribute}"
     return None
 
 
@@ -422,7 +402,7 @@ def _category_slot(content: str) -> str | None:
     named = {match.lastgroup for match in _CATEGORY_PATTERN.finditer(lowered)}
     for attribute in _CATEGORIES:
         if attribute in named and _about_project(lowered, attribute):
-            return f"project:{attribute}"
+            return project_slot(content, attribute)
     return None
 
 
@@ -436,8 +416,9 @@ def _generic_slot(content: str) -> str | None:
         attribute = _attribute(match.group(1)) if match else None
         if match and attribute:
             subject = _SUBJECT_OF.get(attribute, "user")
-            owner = _owner(content, match.start()) if subject == "user" else None
-            return f"{owner or subject}:{attribute}"
+            if subject == "project":
+                return project_slot(content, attribute)
+            return f"{owner_of(content, match.start()) or subject}:{attribute}"
     return None
 
 

@@ -36,6 +36,7 @@ from .ranking import Candidate, Ranked, RecallWeights, rank
 from .records import MemoryRecord, utcnow
 from .results import RecallHit, RecallResult
 
+_WIDER = 8  # how much deeper the unfiltered search looks when the nearest hits are mostly history
 _RECALL_WORKERS = ThreadPoolExecutor(max_workers=4, thread_name_prefix="hindsight-recall")
 
 
@@ -162,17 +163,29 @@ class Recaller:
         ]
 
     def _widen(self, handle: NamespaceStore, search: _Search, pool: int, admitted: list[Candidate]) -> list[Candidate]:
-        """Mostly working turns or history nearby: ask Chroma to filter after all."""
+        """Mostly working turns or history nearby: look further, and only then ask Chroma to filter.
+
+        A ``where`` makes Chroma scan metadata (~50 ms at 10k memories, growing with the store)
+        while an unfiltered search ``_WIDER`` times as deep costs a few ms, so that comes first;
+        the filtered query is left for a neighbourhood that is history even that far out.
+        """
         if search.prefiltered or len(search.dense) < 2 * pool:
             return []
         ids = {c.id for c in admitted}
         if sum(i in ids for i in search.dense) >= pool // 2:
             return []
+        wider = dict(handle.query(search.vector, n=_WIDER * pool, where=None))
+        farther = [i for i in wider if i not in search.dense and i not in ids]
+        search.dense.update(wider)
+        extra = self._admit(handle, search, farther)
+        if len(extra) >= pool // 2 or len(wider) < _WIDER * pool:
+            return extra
         request = search.request
         where = request.filters.where(include_history=request.include_history, now=search.now)
-        extra = dict(handle.query(search.vector, n=pool, where=where))
-        search.dense.update(extra)
-        return self._admit(handle, search, [i for i in extra if i not in ids], set(extra))
+        filtered = dict(handle.query(search.vector, n=pool, where=where))
+        search.dense.update(filtered)
+        ids |= {c.id for c in extra}
+        return extra + self._admit(handle, search, [i for i in filtered if i not in ids], set(filtered))
 
     @staticmethod
     def _fetch(handle: NamespaceStore, search: _Search, ranked: list[Ranked]) -> list[RecallHit]:

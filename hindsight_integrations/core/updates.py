@@ -6,7 +6,8 @@ phone, a project's database, a deadline...), or when the two are close in meanin
 one signals a change ("moved to", "no longer", "new", "again", 改成, 搬到, 不再...,
 ``conflicts.change_cue``) *and* says something else: a different value (``values.py``) or the
 opposite ("no longer", "again"). Memories about different entities (two speakers, two
-projects) never update each other. With an LLM configured, the
+projects) never update each other, and neither do close statements about different things
+(other identifiers, other people's relatives: ``subjects.different_subjects``). With an LLM configured, the
 candidates are judged by the model instead (``keep_old | keep_new | merge | keep_both``, one
 call), and the rules take over whenever the call fails.
 
@@ -31,6 +32,7 @@ from .dedup import can_repeat, polarity
 from .errors import LLMError
 from .llm import LLMClient
 from .records import MemoryRecord, Role, Status
+from .subjects import different_subjects
 from .values import differing_values
 
 log = logging.getLogger("hindsight.updates")
@@ -85,7 +87,7 @@ def rule_verdict(existing: MemoryRecord, new: MemoryRecord, similarity: float, t
         return Verdict.KEEP_BOTH  # about different people or projects
     if new.slot and existing.slot:
         return Verdict.KEEP_NEW if new.slot == existing.slot else Verdict.KEEP_BOTH
-    if similarity < threshold or not change_cue(new.content):
+    if similarity < threshold or not change_cue(new.content) or different_subjects(existing.content, new.content):
         return Verdict.KEEP_BOTH
     only_old, only_new = differing_values(existing.content, new.content)
     flipped = polarity(existing.content) ^ polarity(new.content)

@@ -13,6 +13,8 @@ import logging
 from datetime import datetime
 from typing import Any
 
+import numpy as np
+
 from .arguments import coerce_enum, whole_number
 from .compression import Compressor, transcript
 from .errors import InvalidInputError, LLMError
@@ -123,14 +125,15 @@ class WorkingMemory:
         indexed = turn.model_copy(update={"content": remembered_text(turn)})
         body = body_text(indexed.flat_fields(), time_aware=self._parts.settings.time_aware_text)
         vectors = self._parts.embed_texts_once([body, f"{context}\n{body}" if context else ""])
-        with handle.writing:
-            handle.add([turn], [vectors[body]])
         with self._parts.known_vectors(vectors):
-            stored = self._remember(handle, turn, context=context) if extract else StoreResult()
+            stored = self._remember(handle, turn, vectors[body], context=context) if extract else None
+        if stored is None:
+            with handle.writing:
+                handle.add([turn], [vectors[body]])
         compression = None
         if compress and self._due(earlier, turn):
             compression = self.compress(handle, session_id=session_id, threshold_tokens=None, force=False)
-        return TurnResult(turn=turn, stored=stored, compression=compression)
+        return TurnResult(turn=turn, stored=stored or StoreResult(), compression=compression)
 
     def _due(self, earlier: list[MemoryRecord], turn: MemoryRecord) -> bool:
         """Whether the window (as read before this turn, plus it) may be past the compression threshold.
@@ -141,19 +144,23 @@ class WorkingMemory:
         tokens = sum(t.token_count for t in earlier) + turn.token_count
         return tokens > self._parts.settings.compress_threshold_tokens * 0.8
 
-    def _remember(self, handle: NamespaceStore, turn: MemoryRecord, *, context: str | None = None) -> StoreResult:
+    def _remember(
+        self, handle: NamespaceStore, turn: MemoryRecord, vector: np.ndarray, *, context: str | None = None
+    ) -> StoreResult | None:
         """Long-term memories from a turn: the LLM's extraction, or the turn through the write filter.
 
-        What is remembered carries the turn's metadata, speaker (as an entity), session and
-        time, and its source names the turn; the rule path also gets the preceding turns as
-        ``context`` (indexed beside the memory, not returned as its text).
+        What is remembered carries the turn's metadata, speaker (as an entity), session and time,
+        and its source names the turn; the rule path also gets the preceding turns as ``context``
+        (indexed beside the memory, not returned as its text). The turn itself (with ``vector``)
+        is written in the same ``add`` as its memories; None means an extraction found nothing
+        and nothing was written, the turn included.
         """
         source = Source(session_id=turn.session_id, message_ids=[turn.id], origin="turn")
         llm = self._parts.llm
         if llm is not None and turn.role is Role.USER:
             try:
-                exchange = self.window(handle, session_id=turn.session_id or "")[-2:]
-                extracted = llm.extract_memories(transcript(exchange or [turn]))
+                exchange = [*self.window(handle, session_id=turn.session_id or "")[-1:], turn]  # not written yet
+                extracted = llm.extract_memories(transcript(exchange))
                 items = [
                     {
                         "content": m.content,
@@ -168,8 +175,8 @@ class WorkingMemory:
                     for m in extracted
                 ]
                 if not items:
-                    return StoreResult()
-                return self._store(handle, items, apply_filter=False, origin="extraction")
+                    return None
+                return self._store(handle, items, apply_filter=False, origin="extraction", turn=(turn, vector))
             except (LLMError, InvalidInputError) as exc:
                 log.warning("LLM extraction failed, falling back to rules: %s", exc)
         item = {
@@ -182,13 +189,26 @@ class WorkingMemory:
             "metadata": dict(turn.metadata),
             "source": source,
         }
-        return self._store(handle, [item], apply_filter=True, origin="turn")
+        return self._store(handle, [item], apply_filter=True, origin="turn", turn=(turn, vector))
 
     def _store(
-        self, handle: NamespaceStore, items: list[dict[str, Any]], *, apply_filter: bool, origin: str
+        self,
+        handle: NamespaceStore,
+        items: list[dict[str, Any]],
+        *,
+        apply_filter: bool,
+        origin: str,
+        turn: tuple[MemoryRecord, np.ndarray],
     ) -> StoreResult:
         return self._writer.store(
-            handle, items, apply_filter=apply_filter, dedup=True, supersede=True, request_id=None, origin=origin
+            handle,
+            items,
+            apply_filter=apply_filter,
+            dedup=True,
+            supersede=True,
+            request_id=None,
+            origin=origin,
+            companions=[turn],
         )
 
     @staticmethod

@@ -110,8 +110,14 @@ class Writer:
         supersede: bool,
         request_id: str | None,
         origin: str,
+        companions: Sequence[tuple[MemoryRecord, np.ndarray]] = (),
     ) -> StoreResult:
-        """See ``MemoryEngine.store_memories``."""
+        """See ``MemoryEngine.store_memories``.
+
+        ``companions`` are records (with their vectors) written in the same Chroma ``add`` as
+        the new memories, whatever the filter and settling decide: a conversation turn and the
+        memory made from it land together, in one write instead of two.
+        """
         items = parse_inputs(memories, max_bytes=self._parts.settings.max_content_bytes)
         if request_id is not None and (
             not isinstance(request_id, str) or not request_id.strip() or len(request_id) > 200
@@ -128,6 +134,7 @@ class Writer:
                             "request_id",
                             f"{request_id!r} was already used for different content; use a new request_id",
                         )
+                    handle.add([r for r, _ in companions], [v for _, v in companions])
                     return StoreResult(stored=previous, replayed=True)
             result = StoreResult()
             records: list[MemoryRecord] = []
@@ -142,8 +149,7 @@ class Writer:
                 record = self._record(handle.name, item, decision, now, request_id, request_hash, origin)
                 records.append(record)
                 trusted[record.id] = item.trusted
-            if records:
-                self._settle(handle, records, trusted, result, dedup=dedup, supersede=supersede, now=now)
+            self._settle(handle, records, trusted, result, companions, dedup=dedup, supersede=supersede, now=now)
         return result
 
     def _in_conversation(self, namespace: str, item: MemoryInput) -> MemoryInput:
@@ -163,12 +169,16 @@ class Writer:
         records: list[MemoryRecord],
         trusted: dict[str, bool],
         result: StoreResult,
+        companions: Sequence[tuple[MemoryRecord, np.ndarray]],
         *,
         dedup: bool,
         supersede: bool,
         now: datetime,
     ) -> None:
         """Repeat, update or new memory, one by one (later items see earlier ones); then one add, one update."""
+        if not records:
+            handle.add([r for r, _ in companions], [v for _, v in companions])
+            return
         vectors, context_vectors = self._parts.embed_records(records)
         judge = UpdateJudge(self._parts.llm, threshold=self._parts.settings.update_threshold)
         compared = [n for n, r in enumerate(records) if (dedup or supersede) and self._may_match(r, dedup)]
@@ -191,7 +201,8 @@ class Writer:
             result.stored.append(record)
         fresh_ids = {r.id for r, _ in batch.fresh}
         result.stored = [batch.current(r) if r.id in fresh_ids or r.id in batch.changed else r for r in result.stored]
-        handle.add([r for r, _ in batch.fresh], [v for _, v in batch.fresh], batch.context)
+        added = [*companions, *batch.fresh]
+        handle.add([r for r, _ in added], [v for _, v in added], batch.context)
         handle.update(list(batch.changed.values()))
 
     @property
