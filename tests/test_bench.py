@@ -243,7 +243,8 @@ def test_default_path_rows_write_as_users_do(locomo_dir: Path, store_path: Path,
 
 
 def test_distinct_facts_are_kept_and_repeats_merged(tmp_path: Path) -> None:
-    result = run_distinct(count=21, repeat_share=0.3, store=tmp_path / "store")
+    result = run_distinct(count=21, repeat_share=0.3, unrelated=300, store=tmp_path / "store")
     assert result["distinct_facts"] == 21 and result["repeats_written"] == 6
     assert result["distinct_kept"] == 1.0 and result["copies_per_repeated_fact"] == 1.0
+    assert result["unrelated_statements"] == 300 and 0 <= result["unrelated_made_history"] <= 6
     assert result["active_memories"] == 21

@@ -64,8 +64,16 @@ def facts(count: int, *, seed: int = 11) -> list[str]:
     return list(out)
 
 
-def run_distinct(*, count: int = 210, repeat_share: float = 0.3, store: Path | None = None) -> dict[str, Any]:
-    """Write the facts (and repeats) one call each with defaults; count what survived as its own memory."""
+def run_distinct(
+    *, count: int = 210, repeat_share: float = 0.3, unrelated: int = 2000, store: Path | None = None
+) -> dict[str, Any]:
+    """Write the facts (and repeats) one call each with defaults; count what survived as its own memory.
+
+    Then ``unrelated`` statements of the scale benchmark's generator (people, projects, orders,
+    events; meant as separate facts) are written with the defaults in batches: how many of
+    them became history shows how often the update rules fire on statements that merely
+    look alike.
+    """
     rng = random.Random(5)
     distinct = facts(count)
     repeated = rng.sample(distinct, int(count * repeat_share))
@@ -77,6 +85,7 @@ def run_distinct(*, count: int = 210, repeat_share: float = 0.3, store: Path | N
             engine.store_memories(text, namespace="distinct")
         elapsed = time.perf_counter() - started
         active = [r.content for r in engine.list(namespace="distinct", limit=10_000)]
+        made_history = _history_made(engine, unrelated)
         engine.chroma.flush_access()
     kept = sum(1 for text in distinct if text in active)
     copies = [sum(1 for a in active if _key(a) == _key(t)) for t in repeated]
@@ -89,7 +98,20 @@ def run_distinct(*, count: int = 210, repeat_share: float = 0.3, store: Path | N
         "copies_per_repeated_fact": round(sum(copies) / max(len(copies), 1), 4),
         "active_memories": len(active),
         "writes_per_second": round(len(writes) / elapsed, 1),
+        "unrelated_statements": unrelated,
+        "unrelated_made_history": made_history,
     }
+
+
+def _history_made(engine: MemoryEngine, count: int) -> int:
+    """Statements of the scale generator written with defaults, 500 a call: how many became history."""
+    from .synthetic import memories
+
+    items = memories(count)
+    for start in range(0, count, 500):
+        engine.store_memories(items[start : start + 500], namespace="unrelated")
+    stored = engine.list(namespace="unrelated", include_history=True, limit=count)
+    return sum(r.status.value != "active" for r in stored)
 
 
 def _key(text: str) -> str:

@@ -318,13 +318,21 @@ def default_path_table(result: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def _made_history(result: dict[str, Any]) -> str:
+    if "unrelated_made_history" not in result:  # results written before the measure existed
+        return "–"
+    return f"{result['unrelated_made_history']} of {result['unrelated_statements']}"
+
+
 def distinct_table(result: dict[str, Any]) -> str:
     """``hindsight bench distinct``: distinct facts kept and copies per repeated fact."""
     return "\n".join(
         [
-            "| distinct facts | kept | repeats written | copies per repeated fact | writes/s |",
-            "|---|---|---|---|---|",
+            "| distinct facts | kept | repeats written | copies per repeated fact | writes/s "
+            "| unrelated statements made history |",
+            "|---|---|---|---|---|---|",
             f"| {result['distinct_facts']} | {result['distinct_kept']:.1%} | {result['repeats_written']} "
-            f"| {result['copies_per_repeated_fact']} | {result['writes_per_second']} |",
+            f"| {result['copies_per_repeated_fact']} | {result['writes_per_second']} "
+            f"| {_made_history(result)} |",
         ]
     )
