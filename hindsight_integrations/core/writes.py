@@ -43,8 +43,8 @@ _LLM_FLOOR = 0.3
 class _Batch:
     """What settling one store call decided: new records (with vectors) and changed stored ones.
 
-    ``vectors`` are all the call's records' vectors, in order: their cosines to each other are
-    computed once, so comparing an item with the earlier ones costs a row lookup.
+    ``vectors`` are all the call's records' vectors, in order, normalised once, so comparing an
+    item with the earlier ones is one matrix-vector product (no n × n matrix: a batch may be large).
     """
 
     def __init__(self, vectors: np.ndarray) -> None:
@@ -52,7 +52,7 @@ class _Batch:
         self.context: dict[str, np.ndarray] = {}
         self.changed: dict[str, MemoryRecord] = {}
         self._vectors = vectors
-        self._cosines: np.ndarray | None = None
+        self._unit: np.ndarray | None = None
         self._position: dict[str, int] = {}  # record id -> index in fresh
         self._input_of: list[int] = []  # index in fresh -> index in vectors
 
@@ -73,11 +73,10 @@ class _Batch:
         """New records of this batch with cosine ≥ ``floor`` to the ``n``-th record, or the same ``slot``."""
         if not self.fresh:
             return []
-        if self._cosines is None:
+        if self._unit is None:
             norms = np.linalg.norm(self._vectors, axis=1)
-            unit = self._vectors / np.where(norms == 0, 1.0, norms)[:, None]
-            self._cosines = unit @ unit.T
-        cosines = self._cosines[n, self._input_of]
+            self._unit = self._vectors / np.where(norms == 0, 1.0, norms)[:, None]
+        cosines = (self._unit @ self._unit[n])[self._input_of]
         return [
             (record, float(cosine))
             for (record, _), cosine in zip(self.fresh, cosines)
