@@ -44,6 +44,12 @@ def speaker_of(text: str) -> str | None:
     return None if name.lower() in _NOT_SPEAKERS else name
 
 
+def without_speaker(text: str) -> str:
+    """``text`` after a leading "Name: " label, if it has one (what was said, not who said it)."""
+    match = _SPEAKER.match(text)
+    return text[match.end() - 1 :] if match else text
+
+
 class SessionNeighbours:
     """The last few texts written per (namespace, session), for the next memory's context; thread-safe."""
 
@@ -70,4 +76,4 @@ class SessionNeighbours:
                 self._recent.popitem(last=False)
 
 
-__all__ = ["NEIGHBOURS_BEFORE", "NEIGHBOUR_CHARS", "SessionNeighbours", "speaker_of"]
+__all__ = ["NEIGHBOURS_BEFORE", "NEIGHBOUR_CHARS", "SessionNeighbours", "speaker_of", "without_speaker"]

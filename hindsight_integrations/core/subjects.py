@@ -18,13 +18,13 @@ from __future__ import annotations
 
 import re
 
+from .session_context import without_speaker
 from .values import differing_values
 
 # Someone else's attribute: "Priya's new phone", "my sister's address", "Mateo changed his phone",
 # "Mateo has a new phone" (the text before the matched attribute words).
 _POSSESSIVE = re.compile(r"\b(?!I\b)([A-Z][\w-]+)['’]s\s+(?:[\w-]+\s+){0,2}$")
 _RELATIVE_POSSESSIVE = re.compile(r"\b(?:my|our)\s+([a-z]+)['’]s\s+(?:[\w-]+\s+){0,2}$", re.I)
-_SPEAKER_LABEL = re.compile(r"^\s*[A-Z][\w .'-]{0,40}:\s+")
 _THIRD_PERSON = re.compile(
     r"\s*(?!(?:I|We|My|Our|The|A|An|New|Update|Please|Call|Text|Reach|This|That|Here|It|Its|Now|So|And|But)\b)"
     r"([A-Z][\w-]+)\s+(?:(?:just|now|recently|finally|also|has|had|have)\s+)*"
@@ -78,8 +78,7 @@ def owner_of(content: str, start: int) -> str | None:
     before = content[:start]
     if match := _POSSESSIVE.search(before) or _RELATIVE_POSSESSIVE.search(before):
         return match.group(1).lower()
-    body = _SPEAKER_LABEL.sub("", before, count=1)
-    if match := _THIRD_PERSON.match(body):
+    if match := _THIRD_PERSON.match(without_speaker(before)):
         return match.group(1).lower()
     return None
 

@@ -133,7 +133,7 @@ class Writer:
                             "request_id",
                             f"{request_id!r} was already used for different content; use a new request_id",
                         )
-                    handle.add([r for r, _ in companions], [v for _, v in companions])
+                    _add(handle, companions)
                     return StoreResult(stored=previous, replayed=True)
             result = StoreResult()
             records: list[MemoryRecord] = []
@@ -176,12 +176,16 @@ class Writer:
     ) -> None:
         """Repeat, update or new memory, one by one (later items see earlier ones); then one add, one update."""
         if not records:
-            handle.add([r for r, _ in companions], [v for _, v in companions])
+            _add(handle, companions)
             return
         vectors, context_vectors = self._parts.embed_records(records)
         judge = UpdateJudge(self._parts.llm, threshold=self._parts.settings.update_threshold)
-        compared = [n for n, r in enumerate(records) if (dedup or supersede) and self._may_match(r, dedup)]
-        stored = self._stored_neighbours(handle, records, vectors, compared, dedup=dedup)
+        # Without dedup or an LLM, the rules only update by slot or by meaning with a change cue:
+        # anything else is added without comparing.
+        comparable = [n for n, r in enumerate(records) if (dedup or supersede) and can_repeat(r)]
+        searched = [n for n in comparable if self._search_needed(records[n], dedup)]
+        slotted = [n for n in comparable if records[n].slot]
+        stored = self._stored_neighbours(handle, records, vectors, searched, slotted)
         batch = _Batch(vectors)
         for n, record in enumerate(records):
             neighbours = self._neighbours(n, record, stored[n], batch) if n in stored else []
@@ -200,21 +204,13 @@ class Writer:
             result.stored.append(record)
         fresh_ids = {r.id for r, _ in batch.fresh}
         result.stored = [batch.current(r) if r.id in fresh_ids or r.id in batch.changed else r for r in result.stored]
-        added = [*companions, *batch.fresh]
-        handle.add([r for r, _ in added], [v for _, v in added], batch.context)
+        _add(handle, [*companions, *batch.fresh], batch.context)
         handle.update(list(batch.changed.values()))
 
     @property
     def _floor(self) -> float:
         """The cosine below which nothing is compared: the rules need close meaning, an LLM judge less."""
         return _RULES_FLOOR if self._parts.llm is None else _LLM_FLOOR
-
-    def _may_match(self, record: MemoryRecord, dedup: bool) -> bool:
-        """Whether ``record`` could repeat or update anything: else it is added without comparing.
-
-        Without dedup or an LLM, the rules only update by slot or by meaning with a change cue.
-        """
-        return can_repeat(record) and (bool(record.slot) or self._search_needed(record, dedup))
 
     def _search_needed(self, record: MemoryRecord, dedup: bool) -> bool:
         """Whether to search the store for ``record``'s neighbours by meaning.
@@ -230,11 +226,10 @@ class Writer:
         handle: NamespaceStore,
         records: list[MemoryRecord],
         vectors: np.ndarray,
-        compared: list[int],
-        *,
-        dedup: bool,
+        searched: list[int],
+        slotted: list[int],
     ) -> dict[int, list[tuple[MemoryRecord, float]]]:
-        """Stored active long-term memories close to, or in the slot of, each compared record (by position).
+        """Stored active long-term memories close to each ``searched`` record and in the slot of each ``slotted`` one.
 
         All of a batch's searches go to Chroma as one query and one read. The search is unfiltered
         (a ``where`` makes Chroma scan metadata: ~9 ms a query at 5k memories, growing with the
@@ -243,13 +238,11 @@ class Writer:
         index, caught up first with other writers.
         """
         floor = self._floor
-        searched = [n for n in compared if self._search_needed(records[n], dedup)]
         hits: dict[int, list[tuple[str, float]]] = {}
         for n, found in zip(searched, handle.query_many(vectors[searched], n=_SEARCHED)):
             hits[n] = _long_term(handle, found, floor)
             if len(hits[n]) < _NEIGHBOURS and len(found) == _SEARCHED and found[-1][1] >= floor:
                 hits[n] = [h for h in handle.query(vectors[n], n=_NEIGHBOURS, where=_LONG_TERM) if h[1] >= floor]
-        slotted = [n for n in compared if records[n].slot]
         if slotted:
             handle.sync_indexes(force=True)
         facts = handle.facts
@@ -257,7 +250,7 @@ class Writer:
         wanted = {i for found in hits.values() for i, _ in found} | {i for ids in mates.values() for i in ids}
         fetched = {r.id: r for r, _ in handle.get(list(wanted))}
         out: dict[int, list[tuple[MemoryRecord, float]]] = {}
-        for n in compared:
+        for n in sorted({*searched, *slotted}):
             similarity = dict(hits.get(n, []))
             ids = dict.fromkeys([*similarity, *mates.get(n, [])])
             out[n] = [(fetched[i], similarity.get(i, 0.0)) for i in ids if i in fetched]
@@ -466,6 +459,14 @@ class Writer:
             handle.add([restored], vectors, context_vectors)
             handle.update([remaining])
             return restored
+
+
+def _add(
+    handle: NamespaceStore,
+    pairs: Sequence[tuple[MemoryRecord, np.ndarray]],
+    context: dict[str, np.ndarray] | None = None,
+) -> None:
+    handle.add([r for r, _ in pairs], [v for _, v in pairs], context)
 
 
 def _long_term(handle: NamespaceStore, found: list[tuple[str, float]], floor: float) -> list[tuple[str, float]]:
