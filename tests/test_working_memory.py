@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import threading
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -142,12 +143,15 @@ def test_turn_memory_gets_neighbours_speaker_and_metadata(engine: MemoryEngine) 
 
 
 def test_record_turn_embeds_the_turn_text_once(engine: MemoryEngine, monkeypatch) -> None:
+    """One model run in the write; the memory's context vector follows in the background."""
     engine.record_turn("We moved the staging database to Postgres 16 last week.", session_id="s1", namespace="u1")
-    texts: list[str] = []
+    handle = engine.chroma.namespace("u1")
+    handle.wait_for_context()
+    calls: list[tuple[str, list[str]]] = []
     real = engine.embedder.embed_array
 
     def counting(batch: list[str]):
-        texts.extend(batch)
+        calls.append((threading.current_thread().name, list(batch)))
         return real(batch)
 
     monkeypatch.setattr(engine.embedder, "embed_array", counting)
@@ -155,9 +159,14 @@ def test_record_turn_embeds_the_turn_text_once(engine: MemoryEngine, monkeypatch
         "The production database runs Postgres 15 on three replicas.", session_id="s1", namespace="u1", speaker="Ana"
     )
     assert result.stored.stored  # remembered as a long-term memory
-    bodies = [t for t in texts if "Postgres 15" in t and "\n" not in t]
-    assert len(bodies) == 1  # one vector for the turn and its memory
-    assert len(texts) == 2  # plus the memory's context vector, in the same batch
+    assert handle.wait_for_context(timeout=30)
+    in_write = [texts for thread, texts in calls if thread == threading.current_thread().name]
+    behind = [t for thread, texts in calls if thread == "hindsight-context-vectors" for t in texts]
+    assert len(in_write) == 1 and len(in_write[0]) == 1  # one vector for the turn and its memory
+    assert "Postgres 15" in in_write[0][0] and "\n" not in in_write[0][0]
+    assert len(behind) == 1 and behind[0].startswith("We moved the staging database")  # the framed text
+    memory = result.stored.stored[0]
+    assert memory.id in handle.context_vectors([memory.id])
 
 
 def test_a_turn_and_the_memory_made_from_it_are_one_write(engine: MemoryEngine, monkeypatch) -> None:

@@ -21,7 +21,7 @@ from typing import Any
 from .arguments import coerce_model, whole_number
 from .backup import EXPORT_FORMAT, Backup
 from .config import Settings, check_setting_names, load_settings, validate_namespace
-from .embeddings import Embedder, build_embedder
+from .embeddings import Embedder, build_embedder, embed_matrix
 from .errors import InvalidInputError
 from .filters import RecallFilters
 from .lifecycle import Maintenance, MaintenanceReport
@@ -89,6 +89,7 @@ class MemoryEngine:
             access_flush_seconds=settings.access_flush_seconds,
             time_aware=settings.time_aware_text,
             copy_vectors=settings.copy_vectors,
+            embed_context=lambda texts: embed_matrix(self.embedder, texts),
         )
         self.tokens = counter_for(settings.tokenizer)
         parts = EngineParts(

@@ -99,6 +99,13 @@ class FactsIndex:
         """Whether any memory here has a context window (else there are no window vectors to search)."""
         return self._with_context > 0
 
+    def ids_with_context(self) -> list[str]:
+        """The memories that have a context window, and so should have a context vector."""
+        with self._lock:
+            if not self._with_context:
+                return []
+            return [memory_id for memory_id, facts in self._facts.items() if facts.has_context]
+
     def upsert(self, items: Iterable[tuple[str, dict[str, Any]]]) -> None:
         """Add or replace facts from ``(memory id, flat view)`` pairs."""
         prepared = [(memory_id, MemoryFacts.from_fields(fields)) for memory_id, fields in items]

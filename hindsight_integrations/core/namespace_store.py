@@ -26,8 +26,9 @@ from typing import Any
 import numpy as np
 
 from .access import AccessRecorder
+from .context_vectors import BackgroundContextVectors
 from .facts import FactsIndex
-from .indexing import body_text, context_text
+from .indexing import body_text, context_text, framed_text
 from .lexical import LexicalIndex
 from .records import MemoryRecord, pack, pack_for_update, unpack
 from .vector_copy import Vector, VectorCopy
@@ -63,6 +64,7 @@ class NamespaceStore:
         options: StoreOptions,
         access: AccessRecorder,
         run_in_background: Callable[[Callable[[], None]], None],
+        context_vectors: BackgroundContextVectors | None = None,
     ) -> None:
         self.name = name
         self.collection = collection
@@ -80,6 +82,7 @@ class NamespaceStore:
         self._watermark = 0.0
         self._synced_at = 0.0
         self._syncing = False
+        self._context_vectors = context_vectors
         self._load_indexes()
 
     # -- derived indexes ------------------------------------------------------------------
@@ -92,6 +95,22 @@ class NamespaceStore:
                 _copy_into(self.context_copy, got)
         self.lexical.rebuild()
         self._synced_at = time.monotonic()
+        self._queue_missing_context()
+
+    def _queue_missing_context(self) -> None:
+        """Queue the context vectors of records written just before a crash (see ``context_vectors.py``)."""
+        if self._context_vectors is None:
+            return
+        framed = self.facts.ids_with_context()
+        if len(framed) <= self.context_collection.count():
+            return
+        have: set[str] = set()
+        for got in _pages(self.context_collection, include=[]):
+            have.update(got["ids"])
+        missing = [i for i in framed if i not in have]
+        if missing:
+            log.info("namespace %r: %d records lack their context vector; embedding them", self.name, len(missing))
+            self._queue_context(self._read_flat(missing, with_content=True))
 
     def _index_fields(self) -> list[str]:
         return ["documents", "metadatas"] + (["embeddings"] if self.vector_copy is not None else [])
@@ -161,6 +180,26 @@ class NamespaceStore:
             self._index(ids, flats)
             if self.vector_copy is not None:
                 self.vector_copy.upsert(ids, embeddings)
+        given = context_embeddings or {}
+        self._queue_context({i: f for i, f in zip(ids, flats) if i not in given})
+
+    def _queue_context(self, flats: Mapping[str, dict[str, Any]]) -> None:
+        """Have the context vectors of these records (those with a context) embedded in the background."""
+        if self._context_vectors is None:
+            return
+        time_aware = self.options.time_aware
+        framed = {i: t for i, f in flats.items() if (t := framed_text(f, time_aware=time_aware))}
+        self._context_vectors.submit(self, framed)
+
+    def write_context(self, vectors: Mapping[str, Vector]) -> None:
+        """Store context vectors made in the background, for the records that still exist."""
+        with self._lock:
+            live = self.facts.lookup(list(vectors))
+            self._write_context({i: v for i, v in vectors.items() if i in live})
+
+    def wait_for_context(self, timeout: float | None = None) -> bool:
+        """Block until this namespace's context vectors queued so far in this process are written (False on timeout)."""
+        return self._context_vectors.wait(timeout, target=self) if self._context_vectors is not None else True
 
     def update(
         self,
@@ -290,6 +329,7 @@ class NamespaceStore:
         """Context vectors as plain lists, exactly as Chroma holds them: for exports and the cold archive."""
         if not ids:
             return {}
+        self.wait_for_context()
         got = self.context_collection.get(ids=list(ids), include=["embeddings"])
         return {i: list(map(float, v)) for i, v in zip(got["ids"], got["embeddings"])}
 

@@ -66,19 +66,19 @@ class EngineParts:
         finally:
             self._known.vectors = previous
 
-    def embed_texts_once(self, texts: Sequence[str]) -> dict[str, np.ndarray]:
-        """Distinct texts embedded one by one, as text → vector (for ``known_vectors``).
+    def embed_records(
+        self, records: Sequence[MemoryRecord], *, with_context: bool = True
+    ) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+        """Embed records in one batch: each one's own text, plus a context vector where it has a context.
 
-        One by one because a batch pads every text to the longest: a short turn embedded beside
-        its context-framed text cost as much as a second framed text (84 → 71 ms a turn apart).
+        ``with_context=False`` leaves the context vectors to the store, which embeds them in the
+        background (``context_vectors.py``): what a statement written on its own does.
         """
-        return {t: self.embed([t])[0] for t in dict.fromkeys(texts) if t}
-
-    def embed_records(self, records: Sequence[MemoryRecord]) -> tuple[np.ndarray, dict[str, np.ndarray]]:
-        """Embed records in one batch: each one's own text, plus a context vector where it has a context."""
         time_aware = self.settings.time_aware_text
         flats = [r.flat_fields() for r in records]
         texts = [body_text(f, time_aware=time_aware) for f in flats]
+        if not with_context:
+            return self.embed(texts), {}
         framed = {r.id: t for r, f in zip(records, flats) if (t := framed_text(f, time_aware=time_aware))}
         vectors = self.embed(texts + list(framed.values()))
         return vectors[: len(texts)], dict(zip(framed, vectors[len(texts) :]))

@@ -37,6 +37,7 @@ from .records import MemoryRecord, utcnow
 from .results import RecallHit, RecallResult
 
 _WIDER = 8  # how much deeper the unfiltered search looks when the nearest hits are mostly history
+_CONTEXT_WAIT_SECONDS = 5.0  # a stalled embedder must not stall recall: it ranks without those context vectors
 _RECALL_WORKERS = ThreadPoolExecutor(max_workers=4, thread_name_prefix="hindsight-recall")
 
 
@@ -106,6 +107,7 @@ class Recaller:
         """Run the stages (see the module docstring); ``candidates`` overrides the search pool size."""
         now = utcnow()
         handle.refresh_indexes()
+        handle.wait_for_context(_CONTEXT_WAIT_SECONDS)  # what this process just wrote ranks like the rest
         pool = candidates or max(50, request.top_k * 4)
         search = self._search(handle, request, pool, now)
         admitted = self._admit(handle, search, list(dict.fromkeys([*search.dense, *search.context, *search.lexical])))

@@ -12,15 +12,17 @@ import contextlib
 import logging
 import tempfile
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Literal, overload
 from urllib.parse import urlparse
 
+import numpy as np
 from tenacity import RetryError, retry, stop_after_attempt, wait_exponential
 
 from .access import AccessRecorder
+from .context_vectors import BackgroundContextVectors
 from .errors import EmbeddingModelMismatchError, StoreUnavailableError
 from .namespace_store import NamespaceStore, StoreOptions
 from .records import LAYOUT
@@ -105,7 +107,10 @@ class ChromaStore:
         access_flush_seconds: float = 10.0,
         time_aware: bool = True,
         copy_vectors: bool = True,
+        embed_context: Callable[[Sequence[str]], np.ndarray] | None = None,
     ) -> None:
+        """``embed_context`` embeds context vectors left to the background (``context_vectors.py``);
+        without it every writer must pass its records' context vectors."""
         self.client = client
         self.embedding_model = embedding_model
         self.embedding_dim = embedding_dim
@@ -119,6 +124,7 @@ class ChromaStore:
         self._lock = threading.Lock()
         self._access = AccessRecorder(access_flush_seconds)
         self._syncer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="hindsight-sync")  # threads start on use
+        self.context_vectors = BackgroundContextVectors(embed_context) if embed_context is not None else None
 
     @overload
     def namespace(self, name: str) -> NamespaceStore: ...
@@ -153,6 +159,7 @@ class ChromaStore:
                 options=self.options,
                 access=self._access,
                 run_in_background=self._run_in_background,
+                context_vectors=self.context_vectors,
             )
             self._namespaces[name] = handle
             return handle

@@ -121,15 +121,15 @@ class WorkingMemory:
         earlier = self.window(handle, session_id=session_id) if (extract or compress) else []
         context = neighbour_context(earlier[-NEIGHBOURS_BEFORE:]) if extract else None
         # The turn is indexed as what is remembered from it ("Speaker: text", see ``remembered_text``),
-        # so one vector serves both; the memory's context vector is embedded in the same batch.
+        # so one vector serves both; the memory's context vector is embedded in the background.
         indexed = turn.model_copy(update={"content": remembered_text(turn)})
         body = body_text(indexed.flat_fields(), time_aware=self._parts.settings.time_aware_text)
-        vectors = self._parts.embed_texts_once([body, f"{context}\n{body}" if context else ""])
-        with self._parts.known_vectors(vectors):
-            stored = self._remember(handle, turn, vectors[body], context=context) if extract else None
+        vector = self._parts.embed([body])[0]
+        with self._parts.known_vectors({body: vector}):
+            stored = self._remember(handle, turn, vector, context=context) if extract else None
         if stored is None:
             with handle.writing:
-                handle.add([turn], [vectors[body]])
+                handle.add([turn], [vector])
         compression = None
         if compress and self._due(earlier, turn):
             compression = self.compress(handle, session_id=session_id, threshold_tokens=None, force=False)

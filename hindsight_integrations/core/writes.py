@@ -148,7 +148,10 @@ class Writer:
                 record = self._record(handle.name, item, decision, now, request_id, request_hash, origin)
                 records.append(record)
                 trusted[record.id] = item.trusted
-            self._settle(handle, records, trusted, result, companions, dedup=dedup, supersede=supersede, now=now)
+            self._settle(
+                handle, records, trusted, result, companions, dedup=dedup, supersede=supersede, now=now,
+                with_context=len(items) > 1,  # a statement on its own leaves its context vector to the background
+            )  # fmt: skip
         return result
 
     def _in_conversation(self, namespace: str, item: MemoryInput) -> MemoryInput:
@@ -173,12 +176,13 @@ class Writer:
         dedup: bool,
         supersede: bool,
         now: datetime,
+        with_context: bool,
     ) -> None:
         """Repeat, update or new memory, one by one (later items see earlier ones); then one add, one update."""
         if not records:
             _add(handle, companions)
             return
-        vectors, context_vectors = self._parts.embed_records(records)
+        vectors, context_vectors = self._parts.embed_records(records, with_context=with_context)
         judge = UpdateJudge(self._parts.llm, threshold=self._parts.settings.update_threshold)
         # Without dedup or an LLM, the rules only update by slot or by meaning with a change cue:
         # anything else is added without comparing.

@@ -1,0 +1,136 @@
+"""Context vectors embedded in the background, in batches.
+
+A memory written in a conversation has a second vector besides its own: the memory framed by
+the turns before it (``indexing.framed_text``), which lets recall find "yes, that one" by what
+was being discussed. Embedding it is a second model run, about half of what writing a turn
+costs, and nothing in the write needs it: dedup and updates compare the memory's own vector.
+So a statement written on its own (a conversation turn, one ``store_memory``) is written and
+acknowledged with its own vector, and its context vector follows from here, embedded together
+with whatever else is waiting (one model run and one Chroma upsert for a batch).
+
+The context vector is an index derived from the record, like the lexical index: the record
+holds the context text, so nothing is lost if the process dies first. A namespace that finds
+records without their context vector when it is opened queues them again
+(``NamespaceStore``), and a recall first waits for the context vectors queued before it in
+this process, so it ranks what was just written exactly as it ranks the rest.
+"""
+
+from __future__ import annotations
+
+import atexit
+import logging
+import threading
+from collections import deque
+from collections.abc import Callable, Mapping, Sequence
+from typing import Protocol
+
+import numpy as np
+
+log = logging.getLogger(__name__)
+
+_BATCH = 32
+_EXIT_WAIT_SECONDS = 10.0
+
+
+class ContextTarget(Protocol):
+    """Where context vectors go: a namespace's store (``NamespaceStore.write_context``)."""
+
+    name: str
+
+    def write_context(self, vectors: Mapping[str, np.ndarray]) -> None:
+        """Store these context vectors (memory id → vector) for the memories that still exist."""
+
+
+class BackgroundContextVectors:
+    """One worker thread that embeds queued framed texts and writes them to their namespaces.
+
+    ``embed`` turns texts into a float32 matrix (the engine's embedder). Work is done in the
+    order it was queued; ``wait`` blocks until everything queued before the call is written.
+    """
+
+    def __init__(self, embed: Callable[[Sequence[str]], np.ndarray], *, batch_size: int = _BATCH) -> None:
+        self._embed = embed
+        self._batch_size = batch_size
+        self._queue: deque[tuple[int, ContextTarget, str, str]] = deque()
+        self._changed = threading.Condition()
+        self._queued = 0  # sequence number of the last item queued
+        self._done = 0  # every item up to this number has been written (or given up on)
+        self._last: dict[int, int] = {}  # id(target) → sequence number of its last item queued
+        self._worker: threading.Thread | None = None
+        self._exit_hook = False
+
+    def submit(self, target: ContextTarget, framed: Mapping[str, str]) -> None:
+        """Queue ``framed`` (memory id → framed text) for ``target``; returns at once."""
+        if not framed:
+            return
+        with self._changed:
+            for memory_id, text in framed.items():
+                self._queued += 1
+                self._queue.append((self._queued, target, memory_id, text))
+            self._last[id(target)] = self._queued
+            self._start()
+            self._changed.notify_all()
+
+    def pending(self) -> int:
+        """How many context vectors are queued and not yet written."""
+        with self._changed:
+            return self._queued - self._done
+
+    def wait(self, timeout: float | None = None, *, target: ContextTarget | None = None) -> bool:
+        """Block until everything queued before this call (for ``target``, if given) is written.
+
+        False if ``timeout`` ran out first. Work is done in order, so waiting for a target's
+        last item waits for whatever was queued before it, but not for what comes after.
+        """
+        with self._changed:
+            goal = self._queued if target is None else self._last.get(id(target), 0)
+            return self._changed.wait_for(lambda: self._done >= goal, timeout)
+
+    def _start(self) -> None:
+        if self._worker is None or not self._worker.is_alive():
+            self._worker = threading.Thread(target=self._run, name="hindsight-context-vectors", daemon=True)
+            self._worker.start()
+        if not self._exit_hook:
+            # A daemon thread dies with the interpreter; give queued work a moment to land first
+            # (what does not is repaired when the namespace is next opened).
+            atexit.register(self.wait, _EXIT_WAIT_SECONDS)
+            self._exit_hook = True
+
+    def _run(self) -> None:
+        while True:
+            with self._changed:
+                self._changed.wait_for(lambda: bool(self._queue))
+                batch = [self._queue.popleft() for _ in range(min(self._batch_size, len(self._queue)))]
+            self._write(batch)
+            with self._changed:
+                self._done = batch[-1][0]
+                self._changed.notify_all()
+
+    def _write(self, batch: list[tuple[int, ContextTarget, str, str]]) -> None:
+        """Embed a batch and write it; an embedder or store outage is logged, never fatal to the worker."""
+        try:
+            vectors = self._embed([text for _, _, _, text in batch])
+        except Exception as exc:  # noqa: BLE001
+            _given_up(len(batch), "this batch's namespaces", exc)
+            return
+        by_target: dict[int, tuple[ContextTarget, dict[str, np.ndarray]]] = {}
+        for (_, target, memory_id, _), vector in zip(batch, vectors):
+            by_target.setdefault(id(target), (target, {}))[1][memory_id] = vector
+        for target, written in by_target.values():
+            try:
+                target.write_context(written)
+            except Exception as exc:  # noqa: BLE001
+                _given_up(len(written), f"namespace {target.name!r}", exc)
+
+
+def _given_up(count: int, where: str, exc: Exception) -> None:
+    log.warning(
+        "%d context vectors of %s were not written (%s: %s); they are queued again when the namespace is next opened",
+        count,
+        where,
+        type(exc).__name__,
+        exc,
+    )
+
+
+__all__ = ["BackgroundContextVectors", "ContextTarget"]

@@ -1,0 +1,155 @@
+"""Context vectors embedded in the background: nothing lost on an outage or a crash, recall waits for them."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from hindsight_integrations import MemoryEngine
+from hindsight_integrations.core.context_vectors import BackgroundContextVectors
+from hindsight_integrations.core.embeddings import LocalEmbedder
+
+TALK = [
+    ("Maya", "My dog Biscuit loves the beach at Ocean Park."),
+    ("Tom", "My retriever Juno swims in the lake by our cabin every summer."),
+    ("Maya", "He runs along the water and never goes in."),
+]
+
+
+def _talk(engine: MemoryEngine, session: str = "s1") -> list[str]:
+    ids = []
+    for speaker, text in TALK:
+        result = engine.record_turn(text, session_id=session, namespace="u1", speaker=speaker)
+        ids.extend(r.id for r in result.stored.stored)
+    return ids
+
+
+def _framed_ids(engine: MemoryEngine) -> list[str]:
+    return engine.chroma.namespace("u1").facts.ids_with_context()
+
+
+def _context_ids(engine: MemoryEngine) -> set[str]:
+    return set(engine.chroma.namespace("u1").context_collection.get(include=[])["ids"])
+
+
+def test_each_memory_with_a_context_gets_its_context_vector(engine: MemoryEngine) -> None:
+    _talk(engine)
+    handle = engine.chroma.namespace("u1")
+    assert handle.wait_for_context(timeout=30)
+    framed = _framed_ids(engine)
+    assert len(framed) == 2  # the first turn has no turns before it
+    assert _context_ids(engine) == set(framed)
+    assert engine.chroma.context_vectors is not None and engine.chroma.context_vectors.pending() == 0
+
+
+def test_an_embedder_outage_loses_nothing_and_the_next_open_repairs_it(
+    store_path: Path, embedder: LocalEmbedder, caplog: pytest.LogCaptureFixture
+) -> None:
+    first = MemoryEngine(store=store_path, embedder=embedder, llm=False)
+    worker = first.chroma.context_vectors
+    assert worker is not None
+
+    def outage(texts: object) -> np.ndarray:
+        raise ConnectionError("embedding service unavailable")
+
+    worker._embed = outage  # what a remote embedder's outage looks like to the worker
+    with caplog.at_level(logging.WARNING, logger="hindsight_integrations.core.context_vectors"):
+        _talk(first)
+        assert first.chroma.namespace("u1").wait_for_context(timeout=30)
+    assert "were not written (ConnectionError: embedding service unavailable)" in caplog.text
+    framed = _framed_ids(first)
+    assert len(framed) == 2 and not _context_ids(first)  # the memories are there, their context vectors not
+    assert first.recall("Where does Biscuit run?", namespace="u1").records  # recall works without them
+
+    worker._embed = lambda texts: np.asarray(embedder.embed_array(list(texts)), dtype=np.float32)
+    engine = MemoryEngine(store=store_path, embedder=embedder, llm=False)  # as a restarted process would
+    handle = engine.chroma.namespace("u1")
+    assert handle.wait_for_context(timeout=30)
+    assert _context_ids(engine) == set(framed)
+    for text in ("Our cabin is on Lake Tahoe's north shore.", "We drive up there every July with both dogs."):
+        first.record_turn(text, session_id="s2", namespace="u1", speaker="Tom")
+    assert first.chroma.namespace("u1").wait_for_context(timeout=30)
+    assert len(_context_ids(first)) == 3  # the first engine's worker survived its outage
+
+
+def test_a_context_vector_of_a_memory_deleted_meanwhile_is_dropped(engine: MemoryEngine) -> None:
+    ids = _talk(engine)
+    handle = engine.chroma.namespace("u1")
+    assert handle.wait_for_context(timeout=30)
+    handle.delete([ids[-1]])
+    handle.write_context({ids[-1]: np.ones(engine.embedder.dimension, dtype=np.float32)})
+    assert ids[-1] not in _context_ids(engine)
+
+
+def test_recall_waits_for_the_context_vectors_written_before_it(engine: MemoryEngine) -> None:
+    worker = engine.chroma.context_vectors
+    assert worker is not None
+    release = threading.Event()
+    real = worker._embed
+
+    def held(texts: object) -> np.ndarray:
+        release.wait(30)
+        return real(texts)  # type: ignore[arg-type]
+
+    worker._embed = held
+    _talk(engine)  # returns although no context vector is written yet
+    assert worker.pending() == 2
+    answers: list[object] = []
+    asking = threading.Thread(target=lambda: answers.append(engine.recall("Biscuit at the beach", namespace="u1")))
+    asking.start()
+    asking.join(0.5)
+    assert asking.is_alive() and not answers  # still waiting for the held context vectors
+    release.set()
+    asking.join(30)
+    assert answers and worker.pending() == 0
+    assert _context_ids(engine) == set(_framed_ids(engine))
+
+
+def test_the_worker_writes_in_the_order_things_were_queued() -> None:
+    written: list[tuple[str, list[str]]] = []
+
+    class Target:
+        def __init__(self, name: str) -> None:
+            self.name = name
+
+        def write_context(self, vectors) -> None:  # type: ignore[no-untyped-def]
+            written.append((self.name, list(vectors)))
+
+    worker = BackgroundContextVectors(lambda texts: np.zeros((len(texts), 3), dtype=np.float32), batch_size=2)
+    a, b = Target("a"), Target("b")
+    worker.submit(a, {"a1": "x", "a2": "y"})
+    worker.submit(b, {"b1": "z"})
+    assert worker.wait(timeout=30)
+    assert [i for _, ids in written for i in ids] == ["a1", "a2", "b1"]
+    assert {name for name, _ in written} == {"a", "b"}
+    assert worker.pending() == 0
+
+
+def test_waiting_for_one_namespace_does_not_wait_for_work_queued_after_it() -> None:
+    release = threading.Event()
+
+    class Target:
+        def __init__(self, name: str) -> None:
+            self.name = name
+
+        def write_context(self, vectors) -> None:  # type: ignore[no-untyped-def]
+            pass
+
+    def embed(texts) -> np.ndarray:  # type: ignore[no-untyped-def]
+        if "held" in texts:
+            release.wait(30)
+        return np.zeros((len(texts), 3), dtype=np.float32)
+
+    worker = BackgroundContextVectors(embed, batch_size=2)
+    first, second = Target("first"), Target("second")
+    worker.submit(first, {"f1": "x", "f2": "y"})
+    assert worker.wait(timeout=30, target=first)
+    worker.submit(second, {"s1": "held"})
+    assert worker.wait(timeout=30, target=first)  # the second namespace's held work is not waited for
+    assert not worker.wait(timeout=0.2, target=second)
+    release.set()
+    assert worker.wait(timeout=30, target=second)
