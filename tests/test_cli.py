@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -53,6 +54,7 @@ def test_compress_command(tmp_path: Path, embedder) -> None:
             session_id="s1",
             namespace="cli",
             compress=False,
+            extract=False,  # no long-term memory holds these turns: the summary does
         )
     result = _run(store, "compress", "--session", "s1", "--force")
     assert result.exit_code == 0, result.output
@@ -98,6 +100,13 @@ def test_demo_runs_offline_as_a_console_script(tmp_path: Path) -> None:
     assert "Correction: the project actually uses PostgreSQL" in out
     assert "ORD-7731-KX" in out
     assert "fewer)" in out and "superseded" in out
+    # the story: real weekdays, the window compressed, the tiers named, an off-topic question gets nothing
+    assert re.search(r"Session 1: Monday \d+ \w+ \d{4}", out) and re.search(r"Session 2: Wednesday \d+", out)
+    assert "oldest turns" in out and "window now" in out  # the window was compressed
+    assert all(tier in out for tier in ("working", "episodic", "semantic"))
+    assert "no memory reaches the relevance floor" in out
+    history = re.search(r"history: (\d+) turns, ([\d,]+) tokens", out)
+    assert history and int(history.group(1)) >= 300 and int(history.group(2).replace(",", "")) > 5000
 
 
 @pytest.mark.parametrize(

@@ -208,3 +208,23 @@ def test_statuses_hidden_by_default(engine: MemoryEngine) -> None:
     ids = [h.record.id for h in engine.recall("VPN endpoint", namespace="u1", top_k=5).hits]
     assert ids == [kept.id]
     assert engine.get(gone.id, namespace="u1").status is Status.DELETED  # soft: still there
+
+
+def test_an_off_topic_question_gets_nothing_unless_filters_ask(store_path, embedder) -> None:
+    """The relevance floor: no memory reaches it, so nothing is injected; filters and floor 0 opt out."""
+    from hindsight_integrations import MemoryEngine
+
+    facts = [
+        "We're building an order-tracking service for a bike shop.",
+        "I prefer concise answers with Python code examples.",
+        "The test customer's order number is ORD-7731-KX.",
+    ]
+    engine = MemoryEngine(store=store_path, embedder=embedder, llm=False)
+    engine.store_memories([{"content": f, "session_id": "s1"} for f in facts], namespace="u1")
+    off_topic = "What is the capital of Peru?"
+    assert engine.recall(off_topic, namespace="u1").hits == []
+    assert engine.recall(off_topic, namespace="u1").context == ""
+    assert engine.recall("How should you format your answers?", namespace="u1").hits  # a fair question passes
+    assert engine.recall(off_topic, namespace="u1", filters={"session_id": "s1"}).hits  # asked for that session
+    unfloored = MemoryEngine(store=store_path, embedder=embedder, llm=False, relevance_floor=0)
+    assert len(unfloored.recall(off_topic, namespace="u1").hits) == 3

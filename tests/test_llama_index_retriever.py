@@ -72,7 +72,7 @@ async def test_async_retrieve_and_filters(seeded: Stores) -> None:
 
 
 def test_namespaces_are_isolated(seeded: Stores) -> None:
-    u2 = HindsightRetriever(namespace="u2", client=seeded.client("u2")).retrieve("PostgreSQL database")
+    u2 = HindsightRetriever(namespace="u2", client=seeded.client("u2")).retrieve("What is my cat called?")
     assert [n.node.get_content() for n in u2] == ["My cat is named Pixel and loves the PostgreSQL elephant mascot."]
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 from hindsight_integrations import Kind, MemoryEngine, Status, Tier
 
 
-def _talk(engine: MemoryEngine, session: str, n: int, start: datetime | None = None) -> None:
+def _talk(engine: MemoryEngine, session: str, n: int, start: datetime | None = None, *, extract: bool = True) -> None:
     start = start or datetime(2024, 3, 1, 9, 0, tzinfo=UTC)
     for i in range(n):
         role = "user" if i % 2 == 0 else "assistant"
@@ -28,6 +28,7 @@ def _talk(engine: MemoryEngine, session: str, n: int, start: datetime | None = N
             namespace="u1",
             occurred_at=start + timedelta(minutes=i),
             compress=False,
+            extract=extract,
         )
 
 
@@ -52,7 +53,7 @@ def test_window_is_ordered_and_persists_across_processes(engine: MemoryEngine, s
 
 
 def test_compression_happens_at_the_threshold(engine: MemoryEngine) -> None:
-    _talk(engine, "s1", 10)
+    _talk(engine, "s1", 10, extract=False)  # nothing remembered: the summary is the turns' only trace
     window = engine.working_window(session_id="s1", namespace="u1")
     total = sum(t.token_count for t in window)
     assert (
@@ -60,7 +61,9 @@ def test_compression_happens_at_the_threshold(engine: MemoryEngine) -> None:
     )  # at the threshold: nothing to do
     result = engine.compress(session_id="s1", namespace="u1", threshold_tokens=total - 1)
     assert result is not None and result.summaries
-    assert result.tokens_after <= total - 1 < result.tokens_before
+    assert result.tokens_before == total
+    # folded well under the threshold, not just under it: the next turn does not compress again
+    assert result.tokens_after <= (total - 1) * engine.settings.compress_target
     summary = result.summaries[0]
     assert summary.tier is Tier.EPISODIC and summary.kind is Kind.SUMMARY
     assert summary.source.message_ids == result.archived_ids[: len(summary.source.message_ids)]
@@ -69,6 +72,31 @@ def test_compression_happens_at_the_threshold(engine: MemoryEngine) -> None:
     assert len(live) == 10 - len(result.archived_ids)
     archived = engine.get(result.archived_ids[0], namespace="u1")
     assert archived.status is Status.ARCHIVED and archived.metadata["summary_id"] == summary.id
+    assert engine.recall("which queue does worker 0 read", namespace="u1", top_k=3).hits
+
+
+def test_a_summary_holds_only_what_no_memory_holds(engine: MemoryEngine) -> None:
+    """Remembered turns stay out of summaries: a copy there would keep a value its memory's correction replaced."""
+    _talk(engine, "s1", 6)  # each user turn is remembered on its own; the assistant's acknowledgements are not
+    engine.record_turn(
+        "We decided to shard the orders table by shop id.",
+        session_id="s1",
+        namespace="u1",
+        extract=False,
+        occurred_at=datetime(2024, 3, 1, 9, 30, tzinfo=UTC),
+    )
+    _talk(engine, "s1", 6, start=datetime(2024, 3, 1, 10, 0, tzinfo=UTC))
+    result = engine.compress(session_id="s1", namespace="u1", threshold_tokens=1)
+    assert result is not None and len(result.archived_ids) == 11  # all but the two newest turns
+    (summary,) = result.summaries  # only the group with the unremembered decision gets one
+    assert "shard the orders table" in summary.content
+    assert "orders-0" not in summary.content and "Step" not in summary.content
+    memories = engine.list(namespace="u1", filters={"tiers": ["episodic", "semantic"]}, limit=100)
+    remembered = {turn_id for m in memories for turn_id in m.source.message_ids if m.kind is not Kind.SUMMARY}
+    for turn_id in result.archived_ids:
+        turn = engine.get(turn_id, namespace="u1")
+        assert turn.status is Status.ARCHIVED
+        assert turn_id in remembered or turn.metadata.get("summary_id") == summary.id or turn.role.value == "assistant"
     assert engine.recall("which queue does worker 0 read", namespace="u1", top_k=3).hits
 
 

@@ -83,12 +83,21 @@ class Settings(BaseSettings):
     context_window_tokens: int = Field(8192, ge=256)
     compress_ratio: float = Field(0.4, gt=0, lt=1)
     compress_group_turns: int = Field(6, ge=2, le=50)
+    # A compression folds the oldest turns until the window is this share of the threshold.
+    compress_target: float = Field(0.5, gt=0, le=1)
 
     # Recall.
     default_top_k: int = Field(5, ge=1, le=200)
     # The recalled context's size when a call gives none: LoCoMo's evidence recall is the same
     # at 450 tokens as unbounded (~560), so the default path spends no more (README "Results").
     default_token_budget: int | None = Field(450, ge=1)
+    # A question none of whose candidates reaches this cosine similarity gets nothing: "what is
+    # the capital of Peru?" should not inject a coding project's memories. 0 turns it off. On
+    # LoCoMo's questions it gates none (evidence recall unchanged) and 55 of 60 off-topic ones
+    # (README "Results"); 0.25 gated 59 but also a fair question ("how should you format your
+    # answers for me?" against a stated preference: 0.22). Calls narrowed by filters are not
+    # gated: they asked for those memories.
+    relevance_floor: float = Field(0.2, ge=0, le=1)
     max_top_k: int = Field(200, ge=1, le=10_000)
     # How stale this process's lexical index and recall facts may be about other processes' writes.
     lexical_sync_seconds: float = Field(1.0, ge=0)

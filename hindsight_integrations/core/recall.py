@@ -70,6 +70,11 @@ class _Search:
     lexical_context_vectors: dict[str, Vector]
 
 
+def _reaches(ranked: Sequence[Ranked], floor: float) -> bool:
+    """Whether any candidate is at least ``floor`` similar to the query (the relevance floor)."""
+    return floor <= 0 or any(r.similarity >= floor for r in ranked)
+
+
 class Recaller:
     """Hybrid recall over any namespace of one engine."""
 
@@ -115,6 +120,8 @@ class Recaller:
         ranked = rank(admitted, query=request.query, query_vector=search.vector, weights=request.weights, now=now)
         if request.min_score is not None:
             ranked = [r for r in ranked if r.similarity >= request.min_score]
+        if not request.filters.narrows() and not _reaches(ranked, self._parts.settings.relevance_floor):
+            ranked = []  # nothing here is about the question
         hits = self._fetch(handle, search, ranked)
         return self._pack(handle, request, hits, now, touch=touch)
 
