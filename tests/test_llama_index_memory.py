@@ -273,13 +273,6 @@ def test_bad_recall_settings_fail_when_the_memory_is_built(stores: Stores) -> No
         HindsightChatMemory.from_defaults(namespace="u1", client=stores.client("u1"), top_k=0)
 
 
-def test_missing_configuration_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
-    for var in resolve.CONFIG_VARS:
-        monkeypatch.delenv(var, raising=False)
-    with pytest.raises(ConfigurationError, match="HINDSIGHT_STORE"):
-        HindsightChatMemory.from_defaults(namespace="u1", session_id="s1")
-
-
 def test_clients_from_the_environment_are_shared_per_namespace(monkeypatch: pytest.MonkeyPatch) -> None:
     from hindsight_integrations.mcp import MemoryServerUnavailableError
 
