@@ -326,18 +326,6 @@ def test_a_real_second_process_recalls_the_fact(stores: Stores, store_path: Path
     assert u2.startswith("u2") and "Biscuit" not in u2 and QUESTION in u2
 
 
-def test_the_example_runs_offline_across_two_processes(tmp_path: Path) -> None:
-    example = Path(__file__).resolve().parents[1] / "examples" / "llamaindex_chat_engine.py"
-    env = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")}
-    env.update(HINDSIGHT_STORE=str(tmp_path / "store"), HF_HUB_OFFLINE="1")
-    out = subprocess.run(
-        [sys.executable, str(example)], env=env, capture_output=True, text=True, timeout=240, cwd=tmp_path
-    )
-    assert out.returncode == 0, out.stderr[-2000:]
-    (answer,) = [line for line in out.stdout.splitlines() if line.startswith("[process 2] assistant:")]
-    assert "allergic to peanuts" in answer
-
-
 def test_put_passes_the_message_name_as_speaker(stores) -> None:
     memory = HindsightChatMemory.from_defaults(namespace="u1", session_id="s1", client=stores.client("u1"))
     memory.put(
