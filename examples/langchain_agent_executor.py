@@ -14,7 +14,9 @@ memories it was given. With ``OPENAI_API_KEY`` set (optionally ``OPENAI_BASE_URL
 ``pip install langchain-openai``.
 
 Where memories live: ``HINDSIGHT_STORE`` (default here: ./.hindsight-example), or
-``HINDSIGHT_CHROMA_URL`` / ``HINDSIGHT_MCP_URL`` for a shared deployment.
+``HINDSIGHT_CHROMA_URL`` / ``HINDSIGHT_MCP_URL`` for a shared deployment. The user is the
+namespace ``example-agent-executor`` (``--user`` to change it): each example has its own, so examples
+sharing a store never recall each other's facts.
 """
 
 from __future__ import annotations
@@ -34,6 +36,8 @@ from langchain_core.prompts import ChatPromptTemplate, MessagesPlaceholder
 
 from hindsight_integrations.core.context import CONTEXT_HEADER
 from hindsight_integrations.langchain import HindsightMemory, memory_tools
+
+NAMESPACE = "example-agent-executor"  # this example's own user: never another example's memories
 
 PROMPT = ChatPromptTemplate.from_messages(
     [
@@ -96,7 +100,7 @@ def chat(user: str, session: str, message: str) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--user", default="bob", help="namespace: whose memories")
+    parser.add_argument("--user", default=NAMESPACE, help="namespace: whose memories")
     parser.add_argument("--ask", help="(second process) ask this in a new session and print the answer")
     args = parser.parse_args()
     if not any(

@@ -15,7 +15,9 @@ set (optionally ``OPENAI_BASE_URL`` and ``HINDSIGHT_EXAMPLE_MODEL``) ChatOpenAI 
 instead; that needs ``pip install langchain-openai``.
 
 Where memories live: ``HINDSIGHT_STORE`` (default here: ./.hindsight-example), or
-``HINDSIGHT_CHROMA_URL`` / ``HINDSIGHT_MCP_URL`` for a shared deployment.
+``HINDSIGHT_CHROMA_URL`` / ``HINDSIGHT_MCP_URL`` for a shared deployment. The user is the
+namespace ``example-create-agent`` (``--user`` to change it): each example has its own, so examples
+sharing a store never recall each other's facts.
 """
 
 from __future__ import annotations
@@ -35,6 +37,8 @@ from langchain_core.outputs import ChatGeneration, ChatResult
 
 from hindsight_integrations.core.context import CONTEXT_HEADER
 from hindsight_integrations.langchain import HindsightMiddleware, memory_tools
+
+NAMESPACE = "example-create-agent"  # this example's own user: never another example's memories
 
 SYSTEM_PROMPT = "You are a helpful assistant. Use the remembered facts when they are relevant."
 
@@ -99,7 +103,7 @@ def chat(user: str, session: str, message: str) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--user", default="alice", help="namespace: whose memories")
+    parser.add_argument("--user", default=NAMESPACE, help="namespace: whose memories")
     parser.add_argument("--ask", help="(second process) ask this in a new session and print the answer")
     args = parser.parse_args()
     if not any(

@@ -1,7 +1,8 @@
 """Store and recall memories through the Hindsight MCP server with ``MemoryClient``.
 
 Run it as is to use an in-process server on ./.hindsight-example (no subprocess), or pick a
-transport:
+transport (it writes as the namespace ``example-mcp-client``, its own, so examples sharing a
+store never recall each other's facts; over HTTP the token decides):
 
     python examples/mcp_client.py --stdio                    # spawn `python -m hindsight_integrations.mcp`
     python -m hindsight_integrations.mcp --transport http &  # then:
@@ -16,16 +17,18 @@ import os
 
 from hindsight_integrations.mcp import MemoryClient, MemoryToolError
 
+NAMESPACE = "example-mcp-client"  # this example's own user: never another example's memories
+
 
 def make_client(args: argparse.Namespace) -> MemoryClient:
     if args.http:
         return MemoryClient.http(args.http, token=args.token)
     os.environ.setdefault("HINDSIGHT_STORE", ".hindsight-example")
     if args.stdio:
-        return MemoryClient.stdio(namespace="example-user")
+        return MemoryClient.stdio(namespace=NAMESPACE)
     from hindsight_integrations import MemoryEngine
 
-    return MemoryClient.in_process(MemoryEngine(llm=False), namespace="example-user")
+    return MemoryClient.in_process(MemoryEngine(llm=False), namespace=NAMESPACE)
 
 
 async def async_part(client: MemoryClient) -> None:

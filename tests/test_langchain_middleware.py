@@ -118,19 +118,42 @@ def test_memory_tools_and_malformed_arguments(engine: MemoryEngine) -> None:
     assert memory_id not in {h.record.id for h in engine.recall("cat name", namespace="u1").hits}
 
 
-def test_missing_user_or_session_fails_before_the_model_runs(
-    engine: MemoryEngine, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_missing_user_fails_before_the_model_runs(engine: MemoryEngine, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("HINDSIGHT_NAMESPACE", raising=False)
     model = PromptEcho()
     with pytest.raises(ConfigurationError, match="whose memories"):
         ask(create_agent(model, middleware=[HindsightMiddleware(engine=engine)]), "hello")
-    with pytest.raises(ConfigurationError, match="session"):
-        ask(create_agent(model, middleware=[HindsightMiddleware("u1", engine=engine)]), "hello")
     assert model.prompts == []
-    # Without recording, no session is needed.
-    ask(create_agent(model, middleware=[HindsightMiddleware("u1", engine=engine, record_turns=False)]), "hello")
+
+
+def test_a_plain_agent_run_needs_no_session(engine: MemoryEngine) -> None:
+    """No checkpointer, no thread, no session_id: the runs form the middleware's own conversation."""
+    model = PromptEcho()
+    middleware = HindsightMiddleware("u1", engine=engine)
+    agent = create_agent(model, middleware=[middleware])
+    ask(agent, "Our backend runs on PostgreSQL 16.")
+    ask(agent, "Which database do we run?")
+    assert "PostgreSQL 16" in model.prompts[-1].split("[human]")[0], "recalled into the system message"
+    session = middleware.default_session_id
+    turns = engine.working_window(session_id=session, namespace="u1")
+    assert [t.role.value for t in turns] == ["user", "assistant", "user", "assistant"]
+    assert HindsightMiddleware("u1", engine=engine).default_session_id != session, "one conversation per middleware"
+
+
+def test_the_thread_id_names_the_session_without_a_checkpointer(engine: MemoryEngine) -> None:
+    middleware = HindsightMiddleware("u1", engine=engine)
+    agent = create_agent(PromptEcho(), middleware=[middleware])
+    ask(agent, "Our backend runs on PostgreSQL 16.", config={"configurable": {"thread_id": "t-42"}})
+    assert len(engine.working_window(session_id="t-42", namespace="u1")) == 2
+    assert engine.working_window(session_id=middleware.default_session_id, namespace="u1") == []
+
+
+def test_without_recording_nothing_is_written_to_a_session(engine: MemoryEngine) -> None:
+    model = PromptEcho()
+    middleware = HindsightMiddleware("u1", engine=engine, record_turns=False)
+    ask(create_agent(model, middleware=[middleware]), "Our backend runs on PostgreSQL 16.")
     assert len(model.prompts) == 1
+    assert engine.working_window(session_id=middleware.default_session_id, namespace="u1") == []
 
 
 def test_recorded_turns_carry_the_message_names() -> None:

@@ -12,7 +12,6 @@ from llama_index.core.llms.mock import MockFunctionCallingLLMWithChatMemoryOfLas
 from llama_index.core.memory import Memory
 
 from hindsight_integrations.core.context import CONTEXT_HEADER
-from hindsight_integrations.core.errors import ConfigurationError
 from hindsight_integrations.llama_index import HindsightMemoryBlock
 
 from .llama_index_support import Stores, stores, texts  # noqa: F401
@@ -164,10 +163,3 @@ async def test_non_text_blocks_are_stored_as_text_or_skipped(stores: Stores, cap
     ]
     assert "image" in caplog.text and "not stored" in caplog.text
     assert "secret reasoning" not in block.client.dump()
-
-
-def test_missing_configuration_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
-    for var in ("HINDSIGHT_MCP_URL", "HINDSIGHT_MCP_COMMAND", "HINDSIGHT_STORE", "HINDSIGHT_CHROMA_URL"):
-        monkeypatch.delenv(var, raising=False)
-    with pytest.raises(ConfigurationError, match="HINDSIGHT_STORE"):
-        HindsightMemoryBlock(name="hindsight", namespace="u1")

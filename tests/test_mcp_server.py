@@ -105,6 +105,33 @@ def test_from_settings_picks_the_transport_from_the_environment(
         assert c.transport == "in-process" and c.stats().namespace == "default"
 
 
+def known_namespace(client: MemoryClient) -> str | None:
+    """The client's namespace before any call; the client is closed (it never connected)."""
+    with client:
+        return client.namespace
+
+
+def test_a_client_knows_its_namespace_before_the_first_call(
+    tmp_path: Path, engine: MemoryEngine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Known at construction wherever the client can know it; the spawned server then confirms it."""
+    monkeypatch.delenv("HINDSIGHT_NAMESPACE", raising=False)
+    assert known_namespace(MemoryClient.in_process(engine)) == "default"
+    assert known_namespace(MemoryClient.stdio()) == "default"  # our server's own default
+    assert known_namespace(MemoryClient.stdio(args=["--namespace", "dave"])) == "dave"
+    assert known_namespace(MemoryClient.stdio(env={"HINDSIGHT_NAMESPACE": "erin"})) == "erin"
+    monkeypatch.setenv("HINDSIGHT_NAMESPACE", "frank")
+    assert known_namespace(MemoryClient.stdio()) == "frank"
+    assert known_namespace(MemoryClient.stdio(args=["--namespace=gina"])) == "gina"
+    # Only the server can say: another command, or an HTTP token.
+    assert known_namespace(MemoryClient.stdio(["some-other-mcp-server"])) is None
+    assert known_namespace(MemoryClient.http("http://127.0.0.1:9/mcp", token="t" * 8)) is None
+
+    with MemoryClient.stdio(args=["--namespace", "dave"], env={"HINDSIGHT_STORE": str(tmp_path / "s")}) as client:
+        assert client.namespace == "dave"
+        assert client.stats().namespace == "dave"  # what the server really serves
+
+
 def test_a_stdio_command_that_cannot_start_is_a_clear_error() -> None:
     with (
         MemoryClient.stdio(["/nonexistent/hindsight-server"], retries=0, connect_timeout=20) as c,

@@ -66,6 +66,9 @@ def open_client(*, path: Path | None = None, url: str | None = None, attempts: i
             ) from None
     if path is None:
         raise StoreUnavailableError("no store given: pass a path (HINDSIGHT_STORE) or a Chroma server URL")
+    # Chroma keeps one client per path *string* in a process: an absolute path makes the relative
+    # default (./.hindsight) mean the current directory's store, not the one first opened under that name.
+    path = Path(path).resolve()
     _check_writable(path)
     try:
         return chromadb.PersistentClient(path=str(path), settings=_client_settings())

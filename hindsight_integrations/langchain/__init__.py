@@ -9,8 +9,9 @@ One module per surface, each a thin translation onto the MCP ``MemoryClient``:
 - ``memory_tools`` (tools.py): ``remember`` / ``recall`` / ``forget`` tools for the model.
 
 Every class takes ``namespace=`` (the user) and, for conversations, ``session_id=``; the
-store comes from the environment (``HINDSIGHT_STORE``, ``HINDSIGHT_CHROMA_URL``,
-``HINDSIGHT_MCP_URL``, ``HINDSIGHT_MCP_COMMAND``) unless ``client=`` or ``engine=`` is given.
+store comes from the environment (``HINDSIGHT_MCP_URL``, ``HINDSIGHT_MCP_COMMAND``,
+``HINDSIGHT_CHROMA_URL``, ``HINDSIGHT_STORE``; with none set, ``MemoryEngine()``'s embedded
+default ``./.hindsight``) unless ``client=`` or ``engine=`` is given.
 """
 
 # LangChain is the optional [langchain] extra; say how to get it rather than fail on a bare name.

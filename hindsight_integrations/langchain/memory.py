@@ -74,9 +74,10 @@ class HindsightMemory(BaseMemory):
 
     ``HindsightMemory(namespace="u1", session_id="s1")`` reads the store configured by the
     environment (``HINDSIGHT_STORE``, ``HINDSIGHT_CHROMA_URL`` or an MCP server via
-    ``HINDSIGHT_MCP_URL`` / ``HINDSIGHT_MCP_COMMAND``); pass ``client=`` or ``engine=`` to
-    choose explicitly. ``clear()`` ends the conversation's working memory only: what the
-    user taught stays in long-term memory, which is the point of having it.
+    ``HINDSIGHT_MCP_URL`` / ``HINDSIGHT_MCP_COMMAND``; with none, ``./.hindsight`` as for
+    ``MemoryEngine()``); pass ``client=`` or ``engine=`` to choose explicitly. ``clear()``
+    ends the conversation's working memory only: what the user taught stays in long-term
+    memory, which is the point of having it.
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True)

@@ -9,12 +9,16 @@ write filter and extraction decide what becomes long-term memory.
 
 The user and session come from the run — ``context=`` (``user_id``/``namespace``,
 ``session_id``/``thread_id``) or ``config["configurable"]`` — so one agent serves many
-users; the constructor's ``namespace``/``session_id`` are the fallback.
+users; the constructor's ``namespace``/``session_id`` are the fallback, then the run's
+thread id. A run that names no session at all (a plain ``agent.invoke`` without a
+checkpointer) is recorded into a session of the middleware's own, one per middleware, so
+the simplest ``create_agent`` works and its runs still form one conversation.
 """
 
 from __future__ import annotations
 
 import os
+import uuid
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
@@ -74,7 +78,8 @@ class HindsightMiddleware(AgentMiddleware[AgentState[Any], Any]):
     """Recall before the model call, record after the agent run.
 
     ``create_agent(model, tools, middleware=[HindsightMiddleware(namespace="u1")])``, then
-    ``agent.invoke({...}, config={"configurable": {"thread_id": "s1"}})``. Pass
+    ``agent.invoke({...})``: turns go to the run's thread (``config={"configurable":
+    {"thread_id": "s1"}}``) when it has one, else to ``default_session_id``. Pass
     ``client=`` (a MemoryClient) or ``engine=`` to choose the store explicitly; otherwise
     the environment decides (see ``HindsightMemory``).
     """
@@ -94,6 +99,8 @@ class HindsightMiddleware(AgentMiddleware[AgentState[Any], Any]):
         super().__init__()
         self.namespace = validate_namespace(namespace) if namespace is not None else None
         self.session_id = session_id
+        self.default_session_id = f"agent-{uuid.uuid4().hex[:16]}"
+        """Where runs that name no session are recorded: this middleware's own conversation."""
         self.top_k = top_k
         self.min_score = min_score
         self.token_budget = token_budget
@@ -102,8 +109,11 @@ class HindsightMiddleware(AgentMiddleware[AgentState[Any], Any]):
         self.tools = []
 
     # -- who is this run for ------------------------------------------------------------------
-    def scope(self, runtime: Runtime[Any] | None) -> tuple[str, str | None]:
-        """(namespace, session_id) of the current run: run context, then config, then constructor."""
+    def scope(self, runtime: Runtime[Any] | None) -> tuple[str, str]:
+        """(namespace, session_id) of the current run: run context, then config, then constructor.
+
+        The session falls back further to the run's thread id, then ``default_session_id``.
+        """
         context = getattr(runtime, "context", None)
         configurable = _configurable()
         namespace = _lookup(context, _USER_KEYS) or _lookup(configurable, _USER_KEYS) or self.namespace
@@ -119,26 +129,18 @@ class HindsightMiddleware(AgentMiddleware[AgentState[Any], Any]):
             _lookup(context, _SESSION_KEYS)
             or _lookup(configurable, _SESSION_KEYS)
             or self.session_id
-            or getattr(info, "thread_id", None)
+            or _lookup(info, ("thread_id",))
+            or self.default_session_id
         )
         return validate_namespace(namespace), session
 
-    def _require_session(self, session: str | None) -> str:
-        """The session to record into; refuses a missing one unless recording is off."""
-        if session is None and self.record_turns:
-            raise ConfigurationError(
-                "HindsightMiddleware records each turn into a session: pass session_id=... to it, run the agent "
-                "with config={'configurable': {'thread_id': ...}} (a checkpointer's thread), or set record_turns=False"
-            )
-        return session or ""
-
     def before_agent(self, state: AgentState, runtime: Runtime[Any]) -> dict[str, Any] | None:
-        """``AgentMiddleware.before_agent``: check the run names a user (and a session) up front.
+        """``AgentMiddleware.before_agent``: check the run names a user up front.
 
         Changes no state; it raises ``ConfigurationError`` so a misconfigured agent fails
         before any model tokens are spent rather than after the answer.
         """
-        self._require_session(self.scope(runtime)[1])
+        self.scope(runtime)
         return None
 
     async def abefore_agent(self, state: AgentState, runtime: Runtime[Any]) -> dict[str, Any] | None:
@@ -222,7 +224,6 @@ class HindsightMiddleware(AgentMiddleware[AgentState[Any], Any]):
         if not self.record_turns:
             return None
         namespace, session = self.scope(runtime)
-        session = self._require_session(session)
         client = self._pool.get(namespace)
         for text, role, name in self.named_turns(state["messages"]):
             client.record_turn(text, session_id=session, role=role, speaker=name)
@@ -233,7 +234,6 @@ class HindsightMiddleware(AgentMiddleware[AgentState[Any], Any]):
         if not self.record_turns:
             return None
         namespace, session = self.scope(runtime)
-        session = self._require_session(session)
         client = self._pool.get(namespace)
         for text, role, name in self.named_turns(state["messages"]):
             await client.arecord_turn(text, session_id=session, role=role, speaker=name)

@@ -6,7 +6,8 @@
 
 All three write through the Hindsight MCP client (``client=``), an embedded engine wrapped
 in an in-process MCP session (``engine=``), or whatever ``HINDSIGHT_MCP_URL``,
-``HINDSIGHT_MCP_COMMAND``, ``HINDSIGHT_STORE`` or ``HINDSIGHT_CHROMA_URL`` configure.
+``HINDSIGHT_MCP_COMMAND``, ``HINDSIGHT_STORE`` or ``HINDSIGHT_CHROMA_URL`` configure (with
+none set, ``MemoryEngine()``'s embedded default ``./.hindsight``).
 """
 
 # LlamaIndex is the optional [llama-index] extra; say how to get it rather than fail on a bare name.

@@ -131,7 +131,7 @@ class MemoryClient:
         """How many times a retryable transport failure is retried (0: never); read at each call."""
         self.backoff = backoff
         """First retry delay in seconds; it doubles each retry, up to 5 s."""
-        expected = validate_namespace(namespace) if namespace is not None else None
+        expected = validate_namespace(namespace) if namespace is not None else transport.namespace
         self._connection = Connection(transport, expected_namespace=expected, policy=self)
 
     # -- construction ---------------------------------------------------------------------------
@@ -180,9 +180,7 @@ class MemoryClient:
         cls, engine: MemoryEngine | None = None, namespace: str | None = None, **options: Any
     ) -> MemoryClient:
         """A real MCP session over memory streams to a server bound to ``engine`` (built from env if None)."""
-        transport = transports.in_process(engine, namespace)
-        assert transport.server is not None
-        return cls(transport, namespace=transport.server.namespace, **options)
+        return cls(transports.in_process(engine, namespace), **options)
 
     @classmethod
     def from_settings(
@@ -236,10 +234,13 @@ class MemoryClient:
 
     @property
     def namespace(self) -> str | None:
-        """The namespace this client serves, when known.
+        """The namespace this client serves, known from construction wherever it can be.
 
-        What the server announced at connect, else what the client was opened for; None for
-        an HTTP client opened without ``namespace`` before it connects (the token decides).
+        What the server announced at connect, else what the client was opened for: the
+        ``namespace`` given, the in-process server's, or the one a spawned
+        ``python -m hindsight_integrations.mcp`` will serve (its ``--namespace``,
+        ``HINDSIGHT_NAMESPACE`` or the default). None only until the first call for an HTTP
+        client opened without ``namespace`` (its token decides) or another stdio command.
         """
         return self._connection.announced_namespace or self._connection.expected_namespace
 

@@ -3,8 +3,10 @@
 Every adapter surface (LangChain, LlamaIndex) accepts ``client=`` (an open ``MemoryClient``),
 ``engine=`` (an embedded ``MemoryEngine``, wrapped in an in-process MCP session) or neither,
 in which case the environment decides through ``MemoryClient.from_env``:
-``HINDSIGHT_MCP_URL`` → streamable HTTP, ``HINDSIGHT_MCP_COMMAND`` → stdio,
-``HINDSIGHT_STORE`` / ``HINDSIGHT_CHROMA_URL`` → an in-process engine.
+``HINDSIGHT_MCP_URL`` → streamable HTTP, ``HINDSIGHT_MCP_COMMAND`` → stdio, otherwise an
+in-process engine built from the settings ``MemoryEngine()`` reads (``HINDSIGHT_STORE``,
+default ``./.hindsight``, or ``HINDSIGHT_CHROMA_URL``), so an adapter and an engine built
+without arguments share one store.
 
 A client serves exactly one namespace, so clients built from the environment are cached per
 (process, namespace, configuration): a memory, a retriever and a middleware for the same
@@ -16,22 +18,25 @@ engine per store, so serving many users loads the embedding model once.
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import threading
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from ..core.config import validate_namespace
+from ..core.config import Settings, load_settings, validate_namespace
 from ..core.errors import ConfigurationError
 
 if TYPE_CHECKING:
     from ..core.engine import MemoryEngine
     from .client import MemoryClient
 
-# Any one of these says where memories live. Without one we refuse rather than silently
-# creating ./.hindsight in whatever directory the application happens to run from.
+# The variables that say where memories live. With none set, memories live where
+# ``MemoryEngine()`` keeps them: the embedded store at ./.hindsight.
 CONFIG_VARS = ("HINDSIGHT_MCP_URL", "HINDSIGHT_MCP_COMMAND", "HINDSIGHT_STORE", "HINDSIGHT_CHROMA_URL")
-_CLIENT_KEY_VARS = (*CONFIG_VARS, "HINDSIGHT_MCP_TOKEN", "HINDSIGHT_EMBEDDING_MODEL")
-_ENGINE_KEY_VARS = ("HINDSIGHT_STORE", "HINDSIGHT_CHROMA_URL", "HINDSIGHT_EMBEDDING_MODEL")
+# A server reached over HTTP or stdio is told apart by these (a spawned stdio server reads the
+# store from the environment it inherits); an in-process engine by its settings.
+_SERVER_KEY_VARS = (*CONFIG_VARS, "HINDSIGHT_MCP_TOKEN", "HINDSIGHT_EMBEDDING_MODEL")
 
 _env_clients: dict[tuple[Any, ...], MemoryClient] = {}
 _env_engines: dict[tuple[Any, ...], MemoryEngine] = {}
@@ -82,9 +87,11 @@ def resolve_client(
 ) -> MemoryClient:
     """The client for ``namespace``: explicit ``client`` wins, then ``engine``, then the environment.
 
-    Raises ``ConfigurationError`` when both ``client`` and ``engine`` are given, when the
+    Raises ``ConfigurationError`` when both ``client`` and ``engine`` are given, or when the
     client serves another namespace (writing user B's turns through user A's client would
-    leak them into A's memory), or when nothing says where the memory store is.
+    leak them into A's memory). With neither, the environment decides; with nothing in it,
+    the embedded default store (as ``MemoryEngine()``), so the README's one-liners work on
+    a fresh machine.
     """
     if client is not None:
         if engine is not None:
@@ -102,33 +109,43 @@ def resolve_client(
         # Not cached here: the client keeps the engine alive, so a module-level cache would
         # pin every engine ever passed in. Adapters keep the client they resolved.
         return MemoryClient.in_process(engine, namespace=namespace)
-    if not any(os.environ.get(var) for var in CONFIG_VARS):
-        raise ConfigurationError(
-            "no memory store configured: set HINDSIGHT_STORE (an embedded Chroma directory), "
-            "HINDSIGHT_CHROMA_URL (a Chroma server), HINDSIGHT_MCP_URL (a Hindsight MCP server over HTTP) "
-            "or HINDSIGHT_MCP_COMMAND (one over stdio), or pass client= or engine= explicitly"
-        )
-    key = (os.getpid(), namespace, *(os.environ.get(var) for var in _CLIENT_KEY_VARS))
+    engine_factory: Callable[[], MemoryEngine] | None = None
+    if os.environ.get("HINDSIGHT_MCP_URL") or os.environ.get("HINDSIGHT_MCP_COMMAND"):  # as from_env decides
+        key: tuple[Any, ...] = (os.getpid(), namespace, *(os.environ.get(var) for var in _SERVER_KEY_VARS))
+    else:
+        settings = load_settings()  # what MemoryEngine() reads
+        key = (os.getpid(), namespace, _engine_key(settings))
+        engine_factory = functools.partial(_shared_engine, settings)
     with _lock:
         cached = _env_clients.get(key)
         if cached is None:
             # Over HTTP the token decides the namespace; ``namespace`` makes the client refuse
             # a token that the server says belongs to someone else.
-            cached = _env_clients[key] = MemoryClient.from_env(namespace=namespace, engine_factory=_shared_engine)
+            cached = _env_clients[key] = MemoryClient.from_env(namespace=namespace, engine_factory=engine_factory)
         return cached
 
 
-def _shared_engine() -> MemoryEngine:
+def _engine_key(settings: Settings) -> str:
+    """One engine per configuration: every setting but the namespace (one engine serves them all).
+
+    The default store is relative (``./.hindsight``), so the key holds the directory it names
+    now: an application that changes directory gets the store of its new directory, as
+    ``MemoryEngine()`` there would, not a client cached for the old one.
+    """
+    return settings.model_copy(update={"store": settings.store.resolve()}).model_dump_json(exclude={"namespace"})
+
+
+def _shared_engine(settings: Settings) -> MemoryEngine:
     """One engine per store configuration and process, for every namespace's in-process client.
 
     Called with ``_lock`` held (from ``resolve_client``).
     """
     from ..core.engine import MemoryEngine
 
-    key = (os.getpid(), *(os.environ.get(var) for var in _ENGINE_KEY_VARS))
+    key = (os.getpid(), _engine_key(settings))
     engine = _env_engines.get(key)
     if engine is None:
-        engine = _env_engines[key] = MemoryEngine()
+        engine = _env_engines[key] = MemoryEngine(settings)
     return engine
 
 

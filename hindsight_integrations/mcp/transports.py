@@ -8,6 +8,7 @@ loads Chroma or an embedding model.
 
 from __future__ import annotations
 
+import argparse
 import os
 import shlex
 import sys
@@ -19,7 +20,7 @@ from typing import TYPE_CHECKING, Literal, TextIO
 import httpx
 from mcp import ClientSession
 
-from ..core.config import validate_namespace
+from ..core.config import Settings, validate_namespace
 from ..core.errors import InvalidInputError
 
 if TYPE_CHECKING:
@@ -37,13 +38,17 @@ class Transport:
     """How to open a session to one server: ``kind`` and ``target`` name it in errors and logs.
 
     ``server`` is the in-process server (None otherwise); holding it here keeps it, and the
-    engine it serves, alive as long as the client.
+    engine it serves, alive as long as the client. ``namespace`` is the namespace the server
+    will serve when that is known before connecting (in-process, or a stdio server told
+    which one, or our own command with its defaults); None when only the server can say (an
+    HTTP token, another command).
     """
 
     kind: TransportKind
     target: str
     open: Opener
     server: HindsightMCP | None = None
+    namespace: str | None = None
 
 
 def stdio(
@@ -73,6 +78,7 @@ def stdio(
     child_env = {**os.environ, **(env or {})}
     if namespace is not None:
         child_env["HINDSIGHT_NAMESPACE"] = validate_namespace(namespace)
+    served = namespace if namespace is not None or command is not None else _default_server_namespace(args, child_env)
     params = StdioServerParameters(command=argv[0], args=argv[1:], env=child_env, cwd=cwd)
 
     async def open_stdio(stack: AsyncExitStack, read_timeout: float) -> ClientSession:
@@ -81,7 +87,24 @@ def stdio(
         await session.initialize()
         return session
 
-    return Transport("stdio", " ".join(argv), open_stdio)
+    return Transport("stdio", " ".join(argv), open_stdio, namespace=served)
+
+
+def _default_server_namespace(args: Sequence[str] | None, child_env: dict[str, str]) -> str | None:
+    """The namespace ``python -m hindsight_integrations.mcp [args]`` will serve with ``child_env``.
+
+    The server's own order (``__main__`` → ``Settings``): ``--namespace``, then
+    ``HINDSIGHT_NAMESPACE``, then the settings' default. None when that value is not a valid
+    namespace: the server refuses to start then, and says why.
+    """
+    option = argparse.ArgumentParser(add_help=False)
+    option.add_argument("--namespace")
+    given = option.parse_known_args(list(args or []))[0].namespace
+    value = given or child_env.get("HINDSIGHT_NAMESPACE") or Settings.model_fields["namespace"].default
+    try:
+        return validate_namespace(value)
+    except InvalidInputError:
+        return None
 
 
 def http(url: str, token: str | None = None, *, headers: dict[str, str] | None = None) -> Transport:
@@ -125,7 +148,9 @@ def in_process(engine: MemoryEngine | None = None, namespace: str | None = None)
     async def open_memory(stack: AsyncExitStack, read_timeout: float) -> ClientSession:
         return await stack.enter_async_context(create_connected_server_and_client_session(server))
 
-    return Transport("in-process", f"namespace {server.namespace}", open_memory, server=server)
+    return Transport(
+        "in-process", f"namespace {server.namespace}", open_memory, server=server, namespace=server.namespace
+    )
 
 
 __all__ = ["Opener", "Transport", "TransportKind", "http", "in_process", "stdio"]
