@@ -14,6 +14,7 @@ from hindsight_integrations.bench.grid import grid_search, parse_grid
 from hindsight_integrations.bench.locomo import evaluate, evidence_scores, reciprocal_rank
 from hindsight_integrations.bench.locomo_data import load_directory, parse_evidence
 from hindsight_integrations.bench.locomo_default import run_default_path
+from hindsight_integrations.bench.report import default_path_table
 from hindsight_integrations.bench.scale import PARALLEL_STAGE, run_scale
 from hindsight_integrations.core.engine import MemoryEngine
 
@@ -238,6 +239,11 @@ def test_default_path_rows_write_as_users_do(locomo_dir: Path, store_path: Path,
         assert row["questions"] == 4 and 0 < row["recall@10"] <= 1
         assert row["context_tokens@10_max"] <= engine.settings.default_token_budget
         assert row["ingest_turns_per_second"] > 0
+        # a tiny corpus about pets, music and a move: nearly every off-topic question recalls nothing
+        assert row["off_topic_asked"] == 20 * len(conversations)
+        assert row["off_topic_asked"] * 0.8 <= row["off_topic_empty"] <= row["off_topic_asked"]
+    table = default_path_table({"recall@10": 1, "all_found@10": 1, "context_tokens@10": 1, "default_path": rows[:1]})
+    assert f"| {rows[0]['off_topic_empty']} of 40 |" in table  # two conversations, 20 off-topic questions each
     with pytest.raises(ValueError, match="unknown default-path mode"):
         run_default_path(engine, conversations, modes=["typo"])
 

@@ -278,7 +278,12 @@ def test_turns_working_memory_compression_and_clear(client: MemoryClient) -> Non
     window = client.working_memory(session)
     assert window[0].id == first.turn.id and len(window) == 8
     compression = client.compress(session, threshold_tokens=30)
-    assert compression is not None and compression.summaries and set(compression.archived_ids) <= {t.id for t in window}
+    assert (
+        compression is not None and compression.archived_ids and set(compression.archived_ids) <= {t.id for t in window}
+    )
+    # The user's turns are long-term memories already and the assistant's say nothing worth
+    # keeping, so the archived groups need no summary (compression.py).
+    assert compression.summaries == []
     assert len(client.working_memory(session)) < 8
     assert client.compress(session, threshold_tokens=100_000) is None
     client.record_turn("One more thing: I prefer trains to buses", session_id=session)

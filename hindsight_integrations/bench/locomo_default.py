@@ -100,6 +100,38 @@ def ask(client: MemoryClient, conversation: Conversation, *, top_k: int) -> list
     return rows
 
 
+# Questions about nothing a LoCoMo conversation holds: with the relevance floor, each should
+# recall nothing (``off_topic_empty``). Written for this benchmark, never tuned on beyond
+# choosing the floor's default (docs/architecture.md, "Recall").
+OFF_TOPIC = (
+    "What is the boiling point of mercury?",
+    "Who won the 1998 football World Cup?",
+    "How do I configure TLS in nginx?",
+    "What is the capital of Peru?",
+    "Explain the difference between TCP and UDP.",
+    "How many moons does Jupiter have?",
+    "What's a good recipe for sourdough bread?",
+    "Which Python version added the walrus operator?",
+    "What is the GDP of Japan?",
+    "How do I reset my router password?",
+    "What is the half-life of carbon-14?",
+    "Translate 'good morning' into German.",
+    "Who wrote the Brothers Karamazov?",
+    "What is Kubernetes' default pod eviction timeout?",
+    "How far is the Moon from Earth?",
+    "What is the syntax of a SQL left join?",
+    "Which planet has the longest day?",
+    "How do I compile a Rust project in release mode?",
+    "What's the exchange rate between yen and euro?",
+    "What are the symptoms of scurvy?",
+)
+
+
+def off_topic_empty(client: MemoryClient) -> int:
+    """How many ``OFF_TOPIC`` questions recall nothing (with ``retrieve_memory``'s defaults)."""
+    return sum(not client.recall(q, top_k=10).records for q in OFF_TOPIC)
+
+
 def _stdio_client(store: Path, namespace: str) -> MemoryClient:
     env = {
         "HINDSIGHT_STORE": str(store),
@@ -121,7 +153,7 @@ def run_mode(
     """Write every conversation into its own namespace through ``mode``, ask its questions, score."""
     rows: list[dict[str, Any]] = []
     ingest_seconds = 0.0
-    turns = 0
+    turns = empty = asked = 0
     with tempfile.TemporaryDirectory(prefix="hindsight-default-") as tmp:
         for n, conv in enumerate(conversations):
             namespace = f"default-{mode.replace('_', '-')}-{n:03d}"
@@ -142,6 +174,8 @@ def run_mode(
                 if client.engine is not None:
                     client.engine.chroma.namespace(namespace).lexical.wait_for_rebuild()
                 conv_rows = ask(client, conv, top_k=top_k)
+                empty += off_topic_empty(client)
+                asked += len(OFF_TOPIC)
             rows.extend(conv_rows)
             if progress:
                 progress(f"{ROW_NAMES[mode]}: {conv.name} scored ({len(conv.turns)} turns)")
@@ -150,6 +184,8 @@ def run_mode(
         out.pop(key, None)
     out["ingest_turns_per_second"] = round(turns / ingest_seconds, 1) if ingest_seconds else 0.0
     out["ingest_seconds"] = round(ingest_seconds, 2)
+    out["off_topic_empty"] = empty
+    out["off_topic_asked"] = asked
     return out
 
 

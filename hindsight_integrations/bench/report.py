@@ -300,22 +300,28 @@ def plot_grid(result: dict[str, Any], path: Path) -> None:
 
 
 def default_path_table(result: dict[str, Any]) -> str:
-    """The tuned row next to the default-path rows: recall@10, all-found@10, tokens, ingest turns/s."""
+    """The tuned row next to the default-path rows: recall@10, all-found@10, tokens, ingest turns/s, off-topic."""
     turns = result.get("timing", {}).get("turns", 0)
     seconds = result.get("timing", {}).get("ingest_seconds", 0)
     lines = [
-        "| path | R@10 | all@10 | tokens@10 | ingest turns/s |",
-        "|---|---|---|---|---|",
+        "| path | R@10 | all@10 | tokens@10 | ingest turns/s | off-topic questions recalling nothing |",
+        "|---|---|---|---|---|---|",
         f"| tuned (bench weights, neighbours before+after, budget {result.get('config', {}).get('token_budget')}) "
         f"| {result['recall@10']:.3f} | {result['all_found@10']:.3f} | {result['context_tokens@10']:.0f} "
-        f"| {turns / seconds if seconds else 0:.1f} (batched) |",
+        f"| {turns / seconds if seconds else 0:.1f} (batched) | – |",
     ]
     for row in result.get("default_path", []):
         lines.append(
             f"| {row['name']} | {row['recall@10']:.3f} | {row['all_found@10']:.3f} | {row['context_tokens@10']:.0f} "
-            f"| {row['ingest_turns_per_second']:.1f} |"
+            f"| {row['ingest_turns_per_second']:.1f} | {_off_topic(row)} |"
         )
     return "\n".join(lines)
+
+
+def _off_topic(row: dict[str, Any]) -> str:
+    if "off_topic_asked" not in row:  # results written before the measure existed
+        return "–"
+    return f"{row['off_topic_empty']} of {row['off_topic_asked']}"
 
 
 def _made_history(result: dict[str, Any]) -> str:
