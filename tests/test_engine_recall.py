@@ -144,8 +144,8 @@ def test_context_is_dated_chronological_and_fenced(engine: MemoryEngine) -> None
     context = engine.recall("project deadline and kickoff", namespace="u1").context
     lines = context.splitlines()
     assert lines[0] == CONTEXT_HEADER and lines[-1] == CONTEXT_FOOTER
-    assert lines[1] == "- (2023-12-01) The project kickoff was held in the Berlin office."
-    assert lines[2] == "- (2024-01-15) The project deadline is Friday the 15th."
+    assert lines[1] == '- (2023-12-01) "The project kickoff was held in the Berlin office."'
+    assert lines[2] == '- (2024-01-15) "The project deadline is Friday the 15th."'
 
 
 def test_cjk_text_ranks_lexically(engine: MemoryEngine) -> None:

@@ -18,6 +18,7 @@ from hindsight_integrations.mcp import (
     MemoryServerUnavailableError,
     MemoryToolNotFoundError,
 )
+from hindsight_integrations.mcp.errors import MemoryToolError
 
 from .mcp_support import REPO, free_port, http_server
 
@@ -132,10 +133,25 @@ def test_metrics_count_tool_calls_by_outcome(base: str, alice: MemoryClient) -> 
     alice.recall("anything at all")
     with pytest.raises(MemoryToolNotFoundError):
         alice.forget("missing-id")
-    text = httpx.get(f"{base}/metrics").text
+    assert httpx.get(f"{base}/metrics").status_code == 401  # per-tenant usage is not public
+    assert httpx.get(f"{base}/metrics", headers={"Authorization": "Bearer wrong-token"}).status_code == 401
+    text = httpx.get(f"{base}/metrics", headers={"Authorization": f"Bearer {BOB}"}).text
     assert 'hindsight_mcp_tool_calls_total{outcome="ok",tool="retrieve_memory"}' in text
     assert 'hindsight_mcp_tool_calls_total{outcome="not_found",tool="forget_memory"}' in text
     assert "hindsight_recall_latency_seconds_bucket" in text
+
+
+def test_metrics_labels_and_logs_never_carry_caller_text(base: str, alice: MemoryClient) -> None:
+    """An unknown tool named by the caller is counted as ``unknown``; 1 MB names do not grow the page."""
+    auth = {"Authorization": f"Bearer {ALICE}"}
+    before = len(httpx.get(f"{base}/metrics", headers=auth).text)
+    for n in range(5):
+        with pytest.raises(MemoryToolError):
+            alice.call_tool(f"leak-alice-secret-{n}-" + "x" * 200_000, {})
+    text = httpx.get(f"{base}/metrics", headers=auth).text
+    assert "leak-alice-secret" not in text
+    assert 'tool="unknown"' in text
+    assert len(text) < before + 5_000
 
 
 def test_a_client_killed_mid_call_loses_nothing_acknowledged(base: str, alice: MemoryClient) -> None:

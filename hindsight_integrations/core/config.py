@@ -19,7 +19,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from .errors import ConfigurationError
 
-NAMESPACE_PATTERN = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9_.-]{0,46}[A-Za-z0-9])?$")
+NAMESPACE_PATTERN = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9_.-]{0,46}[A-Za-z0-9])?")  # whole value: fullmatch
 DEFAULT_LOCAL_MODEL = "all-MiniLM-L6-v2"
 
 
@@ -29,7 +29,7 @@ def validate_namespace(value: object, field: str = "namespace") -> str:
 
     if not isinstance(value, str):
         raise InvalidInputError(field, f"must be a string, got {type(value).__name__}")
-    if not NAMESPACE_PATTERN.match(value):
+    if not NAMESPACE_PATTERN.fullmatch(value):
         raise InvalidInputError(
             field,
             f"{value!r} is not a valid namespace: use 1-48 letters, digits, '_', '-' or '.', "
@@ -74,6 +74,11 @@ class Settings(BaseSettings):
 
     # Writing.
     max_content_bytes: int = Field(32 * 1024, ge=64)
+    # Bounds on the rest of a memory and on filters (core/limits.py).
+    max_metadata_bytes: int = Field(8192, ge=64)
+    max_id_chars: int = Field(200, ge=1)
+    max_entities: int = Field(50, ge=1)
+    max_filter_bytes: int = Field(8192, ge=64)
     dedup_threshold: float = Field(0.92, gt=0, le=1)  # and the same values: see core/dedup.py
     update_threshold: float = Field(0.85, gt=0, le=1)  # similarity at which a change cue makes an update
     time_aware_text: bool = True  # index "On 8 May 2023, <content>" (see core/indexing.py)

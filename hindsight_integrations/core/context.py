@@ -10,6 +10,7 @@ relevant lines beat five long ones.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Sequence
 
@@ -17,14 +18,27 @@ from .records import MemoryRecord, Status
 from .text import query_terms
 from .tokens import TokenCounter, estimate_tokens
 
-CONTEXT_HEADER = "### Relevant memories from earlier conversations (oldest first)"
+CONTEXT_HEADER = "### Quoted memories from earlier conversations (oldest first)"  # quoted: see ``quoted``
 CONTEXT_FOOTER = "### End of memories. The current conversation follows."
 _SENTENCE = re.compile(r"(?<=[.!?。！？])\s+")
+_LINE_BREAKS = ("\u0085", "\u2028", "\u2029")  # str.splitlines breaks on these; json.dumps keeps them
+
+
+def quoted(text: str) -> str:
+    """``text`` as one double-quoted line (JSON string escapes), whatever it holds.
+
+    Memory text comes from users, tools and web pages. Quoted, it can never start a line of its
+    own: no fake end marker, no column-0 "System:" line, no fake dated memory.
+    """
+    out = json.dumps(text.strip(), ensure_ascii=False)
+    for separator in _LINE_BREAKS:  # breaks JSON leaves as they are
+        out = out.replace(separator, f"\\u{ord(separator):04x}")
+    return out
 
 
 def memory_line(record: MemoryRecord, content: str | None = None) -> str:
     """One dated line of the context block (``content`` replaces the record's, e.g. trimmed)."""
-    line = f"- ({record.occurred_at.date().isoformat()}) {(content if content is not None else record.content).strip()}"
+    line = f"- ({record.occurred_at.date().isoformat()}) {quoted(content if content is not None else record.content)}"
     if record.status is Status.SUPERSEDED:
         until = record.valid_until.date().isoformat() if record.valid_until else "later"
         line += f" [superseded on {until}]"

@@ -16,14 +16,14 @@ import builtins
 from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, overload
 
-from .arguments import coerce_model, whole_number
+from .arguments import whole_number
 from .backup import EXPORT_FORMAT, Backup
 from .config import Settings, check_setting_names, load_settings, validate_namespace
 from .embeddings import Embedder, build_embedder, embed_matrix
 from .errors import InvalidInputError
-from .filters import RecallFilters
+from .filters import RecallFilters, bounded_filters
 from .lifecycle import Maintenance, MaintenanceReport
 from .llm import LLMClient
 from .namespace_store import NamespaceStore
@@ -102,10 +102,18 @@ class MemoryEngine:
         self._backup = Backup(parts)
         self._maintenance = Maintenance(settings.resolved_cold_store, self._backup.import_data)
 
-    def _namespace(self, namespace: str | None) -> NamespaceStore:
-        """The handle of ``namespace`` (default: the configured one), checked first."""
+    @overload
+    def _namespace(self, namespace: str | None) -> NamespaceStore: ...
+    @overload
+    def _namespace(self, namespace: str | None, *, create: bool) -> NamespaceStore | None: ...
+
+    def _namespace(self, namespace: str | None, *, create: bool = True) -> NamespaceStore | None:
+        """The handle of ``namespace`` (default: the configured one), checked first.
+
+        ``create=False`` gives None for a namespace never written: reads do not create one.
+        """
         return self.chroma.namespace(
-            validate_namespace(namespace if namespace is not None else self.settings.namespace)
+            validate_namespace(namespace if namespace is not None else self.settings.namespace), create=create
         )
 
     def warm(self) -> None:
@@ -236,7 +244,6 @@ class MemoryEngine:
         ``weights`` tune the ranking; ``include_history`` also returns superseded memories;
         ``touch=False`` leaves the access counts alone (benchmarks, previews).
         """
-        handle = self._namespace(namespace)
         request = self._recaller.request(
             query,
             top_k=top_k,
@@ -246,6 +253,9 @@ class MemoryEngine:
             weights=weights,
             include_history=include_history,
         )
+        handle = self._namespace(namespace, create=False)
+        if handle is None:  # nothing was ever written there: a read does not create it
+            return RecallResult(query=request.query, hits=[], context="", tokens=0)
         return self._recaller.recall(handle, request, candidates=candidates, touch=touch)
 
     def list(
@@ -258,10 +268,12 @@ class MemoryEngine:
         offset: int = 0,
     ) -> builtins.list[MemoryRecord]:
         """Memories matching ``filters``, newest first (paged), without ranking."""
-        handle = self._namespace(namespace)
         whole_number(limit, "limit", low=1, high=10_000)
         whole_number(offset, "offset", low=0)
-        chosen = coerce_model(RecallFilters, filters, "filters")
+        chosen = bounded_filters(filters, self._parts.limits)
+        handle = self._namespace(namespace, create=False)
+        if handle is None:
+            return []
         if include_history and not chosen.statuses:  # quarantined memories wait for review: list them too
             chosen = chosen.model_copy(update={"statuses": [Status.ACTIVE, Status.SUPERSEDED, Status.QUARANTINED]})
         where = chosen.where(include_history=include_history, now=utcnow())

@@ -15,6 +15,8 @@ from typing import Any, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from .arguments import coerce_model
+from .limits import InputLimits, check_filters
 from .records import Kind, Status, Tier, to_epoch
 
 
@@ -136,3 +138,9 @@ def _compile(clause: dict[str, Any]) -> tuple[str, Callable[[Any], bool]]:
         raise ValueError(f"unsupported filter operator {op}")
     compare = _OPERATORS[op]
     return key, lambda value: compare(value, operand)
+
+
+def bounded_filters(value: RecallFilters | dict[str, Any] | None, limits: InputLimits) -> RecallFilters:
+    """``value`` as ``RecallFilters``, after checking a caller's dict against ``limits`` (size, keys, ids)."""
+    check_filters(value, limits)
+    return coerce_model(RecallFilters, value, "filters")

@@ -19,6 +19,7 @@ from typing import Annotated, Any
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from .errors import InvalidInputError
+from .limits import InputLimits, check_entities, check_id, check_metadata
 from .records import Kind, Role, Source, Tier
 from .text import clean_text
 
@@ -47,6 +48,11 @@ def _json_object(value: Any) -> Any:
 
 JsonObject = BeforeValidator(_json_object)
 """An object argument that models sometimes send as a JSON string: parsed before validation."""
+
+
+_EARLIEST = datetime(1900, 1, 1, tzinfo=UTC)
+_LATEST = datetime(2999, 12, 31, 23, 59, 59, tzinfo=UTC)
+MAX_TTL_SECONDS = 100 * 365 * 24 * 3600
 
 
 class MemoryItem(BaseModel):
@@ -118,7 +124,17 @@ class MemoryItem(BaseModel):
     @classmethod
     def _aware(cls, value: datetime | None) -> datetime | None:
         if value is not None and value.tzinfo is None:
-            return value.replace(tzinfo=UTC)
+            value = value.replace(tzinfo=UTC)
+        if value is not None and not _EARLIEST <= value <= _LATEST:
+            # Stored as epoch seconds; far dates overflowed or read back as "now".
+            raise ValueError("must be between the years 1900 and 2999")
+        return value
+
+    @field_validator("ttl_seconds")
+    @classmethod
+    def _bounded_ttl(cls, value: int | None) -> int | None:
+        if value is not None and value > MAX_TTL_SECONDS:
+            raise ValueError(f"must be at most {MAX_TTL_SECONDS} seconds (100 years)")
         return value
 
 
@@ -148,8 +164,14 @@ def validate_content(content: str, *, max_bytes: int, field: str = "content") ->
     return cleaned
 
 
-def parse_inputs(items: Any, *, max_bytes: int, field: str = "memories") -> list[MemoryInput]:
-    """Validate a batch. Any bad item raises InvalidInputError naming ``memories[i].field``."""
+def parse_inputs(
+    items: Any, *, max_bytes: int, field: str = "memories", limits: InputLimits | None = None
+) -> list[MemoryInput]:
+    """Validate a batch. Any bad item raises InvalidInputError naming ``memories[i].field``.
+
+    ``limits`` bounds ids, metadata and entities (the defaults when not given).
+    """
+    limits = limits or InputLimits()
     if isinstance(items, (str, dict, MemoryItem)):
         items = [items]
     if not isinstance(items, (list, tuple)):
@@ -172,5 +194,9 @@ def parse_inputs(items: Any, *, max_bytes: int, field: str = "memories") -> list
         parsed.content = validate_content(parsed.content, max_bytes=max_bytes, field=f"{prefix}content")
         if parsed.context is not None:
             parsed.context = validate_content(parsed.context, max_bytes=max_bytes, field=f"{prefix}context")
+        check_id(parsed.session_id, f"{prefix}session_id", limits)
+        check_id(parsed.agent_id, f"{prefix}agent_id", limits)
+        check_metadata(parsed.metadata, f"{prefix}metadata", limits)
+        check_entities(parsed.entities, f"{prefix}entities", limits)
         out.append(parsed)
     return out

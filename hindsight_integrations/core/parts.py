@@ -20,6 +20,7 @@ import numpy as np
 from .config import Settings
 from .embeddings import Embedder, _QueryCache, embed_matrix
 from .indexing import body_text, framed_text
+from .limits import InputLimits
 from .llm import LLMClient
 from .records import Kind, MemoryRecord, Role, Tier
 from .store import ChromaStore
@@ -37,6 +38,11 @@ class EngineParts:
     llm: LLMClient | None
     query_cache: _QueryCache = field(default_factory=_QueryCache)
     _known: threading.local = field(default_factory=threading.local, repr=False)
+
+    @property
+    def limits(self) -> InputLimits:
+        """The configured bounds on ids, metadata, entities and filters (``limits.py``)."""
+        return InputLimits.from_settings(self.settings)
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """Vectors for a batch of texts as one float32 array (the form Chroma stores).

@@ -28,7 +28,7 @@ from .context import format_context, pack_within_budget
 from .embeddings import embed_query
 from .errors import InvalidInputError
 from .facts import MemoryFacts
-from .filters import RecallFilters
+from .filters import RecallFilters, bounded_filters
 from .inputs import validate_content
 from .namespace_store import NamespaceStore, Vector
 from .parts import EngineParts
@@ -100,7 +100,7 @@ class Recaller:
             if top_k is None
             else whole_number(top_k, "top_k", low=1, high=settings.max_top_k),
             min_score=None if min_score is None else fraction(min_score, "min_score"),
-            filters=coerce_model(RecallFilters, filters, "filters"),
+            filters=bounded_filters(filters, self._parts.limits),
             token_budget=settings.default_token_budget if token_budget is None else _budget(token_budget),
             weights=coerce_model(RecallWeights, weights, "weights"),
             include_history=include_history,

@@ -102,6 +102,7 @@ class WorkingMemory:
                 }
             ],
             max_bytes=self._parts.settings.max_content_bytes,
+            limits=self._parts.limits,
         )[0]
         turn = self._parts.new_record(
             handle.name,

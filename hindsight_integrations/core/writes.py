@@ -117,7 +117,7 @@ class Writer:
         the new memories, whatever the filter and settling decide: a conversation turn and the
         memory made from it land together, in one write instead of two.
         """
-        items = parse_inputs(memories, max_bytes=self._parts.settings.max_content_bytes)
+        items = parse_inputs(memories, max_bytes=self._parts.settings.max_content_bytes, limits=self._parts.limits)
         if request_id is not None and (
             not isinstance(request_id, str) or not request_id.strip() or len(request_id) > 200
         ):

@@ -27,7 +27,10 @@ current_namespace: ContextVar[str | None] = ContextVar("hindsight_namespace", de
 """The namespace of the tool call being served (set by the server around every call)."""
 
 SCOPE_KEY = "hindsight_namespace"
-PUBLIC_PATHS = frozenset({"/health", "/metrics"})  # probes and scrapers carry no token; neither exposes memories
+# Load-balancer probes carry no token and learn nothing but "up". /metrics is not public: its
+# counts describe every tenant's use, so a scraper sends one of the tokens (Prometheus:
+# ``authorization: {credentials: ...}``).
+PUBLIC_PATHS = frozenset({"/health"})
 
 
 def parse_token_env(value: str) -> dict[str, str]:
@@ -83,7 +86,7 @@ def validate_token_map(tokens: Mapping[str, str]) -> dict[str, str]:
 
 
 class BearerNamespaceMiddleware:
-    """ASGI middleware: authenticate every HTTP request except ``/health``/``/metrics`` and bind its namespace."""
+    """ASGI middleware: authenticate every HTTP request except ``/health`` and bind its namespace."""
 
     def __init__(self, app: ASGIApp, token_map: Mapping[str, str]) -> None:
         self.app = app

@@ -27,6 +27,7 @@ from collections.abc import Callable, Coroutine, Sequence
 from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TextIO, TypeVar, cast
 
 from pydantic import BaseModel
+from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_exponential
 
 from ..core.config import Settings, load_settings, validate_namespace
 from ..core.errors import InvalidInputError
@@ -35,7 +36,7 @@ from ..core.inputs import MemoryItem
 from ..core.records import MemoryRecord, Role
 from ..core.results import CompressionResult, NamespaceStats, RecallResult, StoreResult, TurnResult
 from . import transports
-from .errors import MemoryTimeoutError
+from .errors import MemoryStoreUnavailableError, MemoryTimeoutError
 from .protocol import parse_result, prepare_arguments
 from .session import Connection
 from .transports import Transport
@@ -269,7 +270,18 @@ class MemoryClient:
         """
         args = prepare_arguments(arguments)
         connection = self._connection
-        return parse_result(tool, await connection.run(connection.call(tool, args, idempotent=idempotent)))
+        # The server answered but its store did not: retried like a transport failure, only for
+        # calls a second attempt cannot duplicate.
+        retrying = AsyncRetrying(
+            stop=stop_after_attempt(self.retries + 1),
+            wait=wait_exponential(multiplier=self.backoff, max=5),
+            retry=retry_if_exception(lambda exc: idempotent and isinstance(exc, MemoryStoreUnavailableError)),
+            reraise=True,
+        )
+        async for attempt in retrying:
+            with attempt:
+                return parse_result(tool, await connection.run(connection.call(tool, args, idempotent=idempotent)))
+        raise AssertionError("unreachable: tenacity re-raises the last failure")
 
     async def alist_tools(self) -> list[str]:
         """Names of the tools the server offers."""

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..core.errors import HindsightError, InvalidInputError, MemoryNotFoundError
+from ..core.errors import HindsightError, InvalidInputError, MemoryNotFoundError, StoreUnavailableError
 
 
 class MemoryServerUnavailableError(HindsightError):
@@ -116,6 +116,24 @@ class MemoryToolNotFoundError(MemoryToolError, MemoryNotFoundError):
         return MemoryToolError.__str__(self)
 
 
+class MemoryStoreUnavailableError(MemoryToolError, StoreUnavailableError):
+    """The server is up but its memory store (Chroma) did not answer: worth retrying a little later.
+
+    ``MemoryClient`` retries it itself for reads and for writes a retry cannot duplicate.
+    """
+
+    def __init__(
+        self,
+        tool: str,
+        message: str,
+        *,
+        error_type: str | None = None,
+        field: str | None = None,
+        details: dict[str, Any] | None = None,
+    ) -> None:
+        MemoryToolError.__init__(self, tool, message, error_type=error_type, field=field, details=details)
+
+
 def tool_error(tool: str, payload: dict[str, Any] | None, text: str) -> MemoryToolError:
     """Build the most specific client exception from a tool's structured error payload."""
     payload = payload or {}
@@ -128,6 +146,8 @@ def tool_error(tool: str, payload: dict[str, Any] | None, text: str) -> MemoryTo
         cls = MemoryToolInputError
     elif error_type == "not_found":
         cls = MemoryToolNotFoundError
+    elif error_type == "store_unavailable":
+        cls = MemoryStoreUnavailableError
     return cls(tool, message, error_type=error_type, field=field, details=details)
 
 
@@ -135,6 +155,7 @@ __all__ = [
     "MemoryAuthError",
     "MemoryNamespaceError",
     "MemoryServerUnavailableError",
+    "MemoryStoreUnavailableError",
     "MemoryTimeoutError",
     "MemoryToolError",
     "MemoryToolInputError",

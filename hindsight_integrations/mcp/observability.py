@@ -51,18 +51,27 @@ def configure_logging(level: str = "INFO") -> None:
     root.propagate = False
 
 
+def quote_briefly(text: str, limit: int = 60) -> str:
+    """``text`` cut to ``limit`` characters with its length: logs never quote a caller's megabytes."""
+    return text if len(text) <= limit else f"{text[: limit - 3]}... ({len(text)} chars)"
+
+
 def summarize_arguments(arguments: dict[str, Any]) -> dict[str, Any]:
-    """A loggable view: strings cut to 60 chars with their length, lists as their size."""
+    """A loggable view: strings cut to 60 chars with their length, lists and objects as their size."""
     out: dict[str, Any] = {}
-    for key, value in arguments.items():
+    for key, value in list(arguments.items())[:20]:
+        key = quote_briefly(str(key), 40)
         if isinstance(value, str):
-            out[key] = value if len(value) <= 60 else f"{value[:57]}... ({len(value)} chars)"
+            out[key] = quote_briefly(value)
         elif isinstance(value, list):
             out[key] = f"[{len(value)} items]"
         elif isinstance(value, dict):
-            out[key] = f"{{{len(value)} keys}}" if key != "filters" else value
+            shown = json.dumps(value, ensure_ascii=False, default=str) if key == "filters" else ""
+            out[key] = value if key == "filters" and len(shown) <= 300 else f"{{{len(value)} keys}}"
         else:
             out[key] = value
+    if len(arguments) > 20:
+        out["..."] = f"{len(arguments) - 20} more arguments"
     return out
 
 

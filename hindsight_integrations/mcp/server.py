@@ -15,6 +15,7 @@ import os
 import time
 from typing import TYPE_CHECKING, Any
 
+import httpx
 from mcp.server.fastmcp import FastMCP
 from mcp.server.fastmcp.exceptions import ToolError
 from mcp.types import CallToolResult, TextContent
@@ -23,9 +24,9 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 
 from ..core.config import validate_namespace
-from ..core.errors import HindsightError, InvalidInputError, MemoryNotFoundError
+from ..core.errors import HindsightError, InvalidInputError, MemoryNotFoundError, StoreUnavailableError
 from .auth import SCOPE_KEY, BearerNamespaceMiddleware, current_namespace, validate_token_map
-from .observability import RateLimiter, ServerMetrics, log, summarize_arguments
+from .observability import RateLimiter, ServerMetrics, log, quote_briefly, summarize_arguments
 from .protocol import capability, validation_message
 from .routes import register_routes
 from .startup import run
@@ -178,16 +179,18 @@ class HindsightMCP(FastMCP):
             log.exception("tool dispatch failed", extra={"fields": {"tool": name}})
             outcome, error = "internal_error", {"type": "internal_error", "message": f"{type(exc).__name__}: {exc}"}
         seconds = time.perf_counter() - started
-        self.metrics.observe_call(name, "ok" if error is None else outcome, seconds)
+        # Label values come from a fixed set: a caller-chosen tool name must not become a series.
+        known = self._tool_manager.get_tool(name) is not None
+        self.metrics.observe_call(name if known else "unknown", "ok" if error is None else outcome, seconds)
         fields = {
-            "tool": name,
+            "tool": name if known else quote_briefly(name),
             "namespace": namespace,
             "arguments": summarize_arguments(arguments),
             "latency_ms": round(seconds * 1000, 2),
             "outcome": "ok" if error is None else outcome,
         }
         if error is not None:
-            fields["error"] = error["message"]
+            fields["error"] = quote_briefly(error["message"], 300)
             log.info("tool_call", extra={"fields": fields})
             return CallToolResult(
                 content=[TextContent(type="text", text=f"Error: {error['message']}")],
@@ -221,6 +224,15 @@ def _describe_failure(tool: str, exc: ToolError) -> tuple[str, dict[str, Any]]:
             "memory_id": cause.memory_id,
             "namespace": cause.namespace,
         }
+    if _store_outage(cause):
+        log.warning(
+            "the memory store did not answer", extra={"fields": {"tool": tool, "error": quote_briefly(str(cause), 300)}}
+        )
+        return "store_unavailable", {
+            "type": "store_unavailable",
+            "message": f"the memory store did not answer ({type(cause).__name__}); retry shortly",
+            "retryable": True,
+        }
     if isinstance(cause, HindsightError):
         return "error", {"type": type(cause).__name__, "message": str(cause)}
     if cause is None:
@@ -230,6 +242,19 @@ def _describe_failure(tool: str, exc: ToolError) -> tuple[str, dict[str, Any]]:
         "type": "internal_error",
         "message": f"internal error in {tool}: {type(cause).__name__}: {cause}",
     }
+
+
+def _store_outage(exc: BaseException | None) -> bool:
+    """Whether ``exc`` (or what caused it) means Chroma could not be reached, rather than a bug."""
+    seen = 0
+    while exc is not None and seen < 10:
+        if isinstance(exc, (StoreUnavailableError, ConnectionError, httpx.TransportError)):
+            return True
+        text = str(exc).lower()
+        if type(exc).__module__.startswith("chromadb") and ("connect" in text or "unavailable" in text):
+            return True
+        exc, seen = exc.__cause__ or exc.__context__, seen + 1
+    return False
 
 
 def build_server(

@@ -12,6 +12,7 @@ and over the network. Records travel as ``MemoryRecord.public_dict()``.
 
 from __future__ import annotations
 
+import math
 from datetime import datetime
 from typing import Annotated, Any, ClassVar
 
@@ -62,6 +63,9 @@ class ToolArgs(BaseModel):
                 continue
             if not field.is_required() and field.default_factory is None and value == field.default:
                 continue
+            if isinstance(value, float) and not math.isfinite(value):
+                # JSON has no NaN or infinity: the transport would send null, i.e. "not given".
+                raise InvalidInputError(name, f"must be a finite number, got {value}")
             out[name] = value
         return out
 

@@ -1,0 +1,88 @@
+"""Every field has a bound (#15): a clear error naming the field and the limit, nothing written, the engine alive."""
+
+from __future__ import annotations
+
+import math
+from datetime import UTC, datetime
+
+import pytest
+
+from hindsight_integrations import MemoryEngine
+from hindsight_integrations.core.errors import ConfigurationError, InvalidInputError
+
+BIG = "x" * 20_000
+
+
+@pytest.mark.parametrize(
+    ("item", "field", "needle"),
+    [
+        ({"content": "fact", "metadata": {"blob": BIG}}, "metadata", "HINDSIGHT_MAX_METADATA_BYTES"),
+        ({"content": "fact", "metadata": {f"k{i}": i for i in range(200)}}, "metadata", "keys"),
+        (
+            {"content": "fact", "metadata": {"a": {"b": {"c": {"d": {"e": {"f": {"g": {"h": {"i": 1}}}}}}}}}},
+            "metadata",
+            "deep",
+        ),
+        ({"content": "fact", "session_id": "s" * 1000}, "session_id", "HINDSIGHT_MAX_ID_CHARS"),
+        ({"content": "fact", "agent_id": "a" * 1000}, "agent_id", "HINDSIGHT_MAX_ID_CHARS"),
+        ({"content": "fact", "entities": [f"e{i}" for i in range(500)]}, "entities", "HINDSIGHT_MAX_ENTITIES"),
+        ({"content": "fact", "entities": ["e" * 5000]}, "entities", "characters"),
+        ({"content": "fact", "session_id": "bad\ud800id"}, "session_id", "UTF-8"),
+        ({"content": "fact", "importance": math.nan}, "importance", ""),
+        ({"content": "fact", "importance": math.inf}, "importance", ""),
+        ({"content": "fact", "occurred_at": "3000-01-01T00:00:00Z"}, "occurred_at", "between"),
+        ({"content": "fact", "occurred_at": datetime(1, 1, 1, tzinfo=UTC)}, "occurred_at", "between"),
+        ({"content": "fact", "ttl_seconds": 10**12}, "ttl_seconds", "at most"),
+    ],
+)
+def test_every_field_of_a_memory_is_bounded(engine: MemoryEngine, item: dict, field: str, needle: str) -> None:
+    with pytest.raises(InvalidInputError) as caught:
+        engine.store_memories([{"content": "a good fact about the garden"}, item], namespace="u1")
+    assert caught.value.field.startswith("memories[1]." + field), caught.value.field
+    assert needle in str(caught.value)
+    assert engine.list(namespace="u1") == []  # the whole batch was refused
+    assert engine.store_memories([{"content": "still alive and writing"}], namespace="u1").stored
+
+
+@pytest.mark.parametrize(
+    ("filters", "field", "needle"),
+    [
+        ({"metadata": {f"k{i}": i for i in range(200)}}, "filters.metadata", "keys"),
+        ({"metadata": {"k": "v" * 20_000}}, "filters", "HINDSIGHT_MAX_FILTER_BYTES"),
+        ({"session_id": "s" * 1000}, "filters.session_id", "HINDSIGHT_MAX_ID_CHARS"),
+        ({"min_importance": math.nan}, "filters.min_importance", ""),
+    ],
+)
+def test_filters_are_bounded(engine: MemoryEngine, filters: dict, field: str, needle: str) -> None:
+    engine.store_memories([{"content": "The garden gets sun in the morning."}], namespace="u1")
+    for call in (
+        lambda: engine.recall("garden", namespace="u1", filters=filters),
+        lambda: engine.list(namespace="u1", filters=filters),
+    ):
+        with pytest.raises(InvalidInputError) as caught:
+            call()
+        assert caught.value.field == field and needle in str(caught.value)
+
+
+def test_min_score_must_be_a_real_number(engine: MemoryEngine) -> None:
+    for bad in (math.nan, math.inf, -math.inf):
+        with pytest.raises(InvalidInputError, match="min_score"):
+            engine.recall("garden", namespace="u1", min_score=bad)
+
+
+def test_a_namespace_with_a_trailing_newline_is_refused(engine: MemoryEngine) -> None:
+    with pytest.raises(InvalidInputError, match="namespace"):
+        engine.store_memories([{"content": "fact"}], namespace="u1\n")
+
+
+def test_recall_on_an_unknown_namespace_does_not_create_it(engine: MemoryEngine) -> None:
+    assert engine.recall("anything at all", namespace="never-written").hits == []
+    assert engine.list(namespace="never-written") == []
+    assert "never-written" not in engine.namespaces()
+
+
+def test_limits_are_configurable(store_path, embedder) -> None:
+    engine = MemoryEngine(store=store_path, embedder=embedder, llm=False, max_metadata_bytes=100_000)
+    assert engine.store_memories([{"content": "fact", "metadata": {"blob": BIG}}], namespace="u1").stored
+    with pytest.raises(ConfigurationError, match="HINDSIGHT_MAX_ID_CHARS"):
+        MemoryEngine(store=store_path, embedder=embedder, llm=False, max_id_chars=0)
