@@ -179,7 +179,7 @@ def bench_peers(
         Path | None,
         typer.Option(
             help="mem0's own virtual environment, created there on first use and reused "
-            "[default: $HINDSIGHT_MEM0_VENV, else mem0-venv in hindsight's cache directory]",
+            "(default: $HINDSIGHT_MEM0_VENV, else mem0-venv in hindsight's cache directory).",
             file_okay=False,
         ),
     ] = None,
