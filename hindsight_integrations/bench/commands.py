@@ -175,10 +175,22 @@ def bench_peers(
         str | None,
         typer.Option(help="Comma-separated subset: hindsight,hindsight-defaults,langchain,llamaindex,mem0"),
     ] = None,
+    mem0_venv: Annotated[
+        Path | None,
+        typer.Option(
+            help="mem0's own virtual environment, created there on first use and reused "
+            "(default: $HINDSIGHT_MEM0_VENV, else mem0-venv in hindsight's cache directory).",
+            file_okay=False,
+        ),
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json")] = False,
     out: Annotated[Path | None, typer.Option(help="JSON results file (PNG beside it).")] = RESULTS / "peers.json",
 ) -> None:
-    """Hindsight next to LangChain, LlamaIndex and mem0 memories: same data, same model, one run."""
+    """Hindsight next to LangChain, LlamaIndex and mem0 memories: same data, same model, one run.
+
+    mem0 runs in a virtual environment of its own (its protobuf pin clashes with chromadb's),
+    which the first run creates with pip; if it cannot be, the mem0 row says why.
+    """
     _bench_env()
     from .peers import run_peers
     from .report import peers_table, plot_peers
@@ -188,6 +200,7 @@ def bench_peers(
             data,
             only=[s.strip() for s in only.split(",")] if only else None,
             progress=lambda m: err_console.print(f"[dim]{m}[/dim]"),
+            mem0_venv=mem0_venv,
         )
     except (FileNotFoundError, ValueError) as exc:
         fail(HindsightError(str(exc)))

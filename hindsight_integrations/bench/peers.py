@@ -1,8 +1,9 @@
 """Peers side by side (`hindsight bench peers`): same LoCoMo data, same MiniLM model, one run.
 
-Each system stores every turn of a conversation as one memory in its own Chroma
-collection (turn granularity, so evidence ids can be scored the same way for everyone),
-then answers every question with its own memory API, asking for 10 items:
+Each system stores every turn of a conversation as one memory in a collection of its own
+(Chroma for all but mem0, which keeps its default local Qdrant), turn granularity so that
+evidence ids can be scored the same way for everyone, then answers every question with its
+own memory API, asking for 10 items:
 
 * **hindsight**: ``MemoryEngine.recall(top_k=10, token_budget=450)`` with the LoCoMo
   weights, and once more with the default weights and budget (recall's defaults; it reuses
@@ -14,18 +15,32 @@ then answers every question with its own memory API, asking for 10 items:
   call ``Memory`` makes when it flushes; left to ``Memory`` the flush would pack many turns
   into one node and turn-level evidence could not be scored), ``aget`` per question (the
   call ``Memory.aget`` makes for each block);
-* **mem0** OSS, run only when the package is importable in this environment.
+* **mem0** OSS (``mem0_peer.MEM0_SPEC``), which cannot be installed here (its protobuf<7
+  pin clashes with chromadb's OpenTelemetry exporter), so the benchmark builds it a virtual
+  environment of its own on first use (``--mem0-venv``, ``$HINDSIGHT_MEM0_VENV``, or
+  ``mem0-venv`` in hindsight's cache directory; reused afterwards) and drives it through
+  ``mem0_runner.py`` over JSON lines: one ``Memory`` per conversation, ``add(text,
+  metadata={"dia_id": ...}, infer=False)`` per turn (one memory per turn, no LLM), and
+  ``search(question, top_k=10)`` per question with mem0's defaults (local Qdrant, 0.1
+  similarity threshold). A plain ``pip install mem0ai`` has neither spaCy nor fastembed, so
+  mem0's entity boost and BM25 are off and it ranks by cosine alone (both extras would load
+  models from the network at run time). Its embedder is mem0's ``openai`` provider pointed at
+  ``embedding_server``: this process's MiniLM behind ``/v1/embeddings`` on 127.0.0.1. When the
+  environment cannot be built (no package index), the mem0 row says why and the others run;
+  a peer that fails mid-run (``PeerFailed``) is dropped with its reason.
 
 Peers get the text a user would hand them: "(session date) Speaker: text". Latency is the
 wall time of the retrieval call (query embedding included), with the systems asked in
-turn for each question so they share the machine's load; tokens are those of the text
-the call returns, counted with the engine's counter.
+turn for each question so they share the machine's load; mem0's is measured inside the
+runner around ``Memory.search``, so the hop between processes is not counted, while its
+query's embedding request over loopback HTTP is (the row's ``query_embedding_p50_ms``).
+Tokens are those of the text the call returns, counted with the engine's counter.
 """
 
 from __future__ import annotations
 
 import asyncio
-import importlib.util
+import contextlib
 import tempfile
 import time
 from collections.abc import Callable, Sequence
@@ -35,15 +50,17 @@ from typing import Any, Protocol
 from ..core.embeddings import LocalEmbedder
 from ..core.engine import MemoryEngine
 from ..core.ranking import RecallWeights
+from .embedding_server import EmbeddingServer
 from .locomo import CONTEXT_BUDGET, LOCOMO_WEIGHTS, evidence_scores, ingest, reciprocal_rank
 from .locomo_data import Conversation, Turn, load_directory
+from .mem0_peer import Mem0Runner, Mem0Unavailable, RunnerError, ensure_venv
 from .scale import percentile
 
 TOP_K = 10
-MEM0_REASON = (
-    "mem0ai is not installed here: mem0ai 2.2.1 requires protobuf<7, so installing it would downgrade "
-    "protobuf 7.36.2 (used by chromadb's OpenTelemetry exporter) to 6.33.6"
-)
+
+
+class PeerFailed(Exception):
+    """A peer broke during the run; its row says why and the other systems go on."""
 
 
 def peer_text(turn: Turn) -> str:
@@ -200,6 +217,94 @@ class LlamaIndexSystem:
         return [self.lookup.get(text, "") for text in self.recorder.seen], str(context)
 
 
+class Mem0System:
+    """mem0 OSS in its own virtual environment, through ``mem0_runner.py`` (see ``mem0_peer``).
+
+    One ``Memory`` per conversation (its own local Qdrant collection and history database,
+    as the other peers get their own Chroma collection); ``add(text, user_id=...,
+    metadata={"dia_id": ...}, infer=False)`` per turn, so each turn is one memory and no LLM
+    runs; ``search(question, top_k=10, filters={"user_id": ...})`` per question, with mem0's
+    default threshold. Embeddings come from ``server`` (this process's MiniLM behind
+    ``/v1/embeddings``) through mem0's ``openai`` embedder. The latency is the wall time of
+    ``Memory.search`` measured inside the runner (``ask_timed``), so the JSON round trip to the
+    runner is not counted; the query's embedding request to ``server`` is, as it is part of
+    the search call (``query_embedding_p50_ms`` in the row says how much of it).
+    """
+
+    name = "mem0 OSS"
+
+    def __init__(self, runner: Mem0Runner, server: EmbeddingServer, workdir: Path, hello: dict[str, Any]) -> None:
+        self.runner, self.server, self.workdir = runner, server, workdir
+        self.user_id = ""
+        self.hello = hello
+        self.embed_ms: list[float] = []
+        self.returned: list[int] = []
+
+    @property
+    def details(self) -> dict[str, Any]:
+        """Extra fields for mem0's row: versions, store, and how much of the latency is the query embedding."""
+        return {
+            "mem0ai": self.hello.get("mem0"),
+            "qdrant-client": (self.hello.get("packages") or {}).get("qdrant-client"),
+            "vector_store": "qdrant, local (mem0's default store)",
+            "latency": "wall time of Memory.search, measured inside the runner",
+            "query_embedding_p50_ms": round(percentile(self.embed_ms, 50), 2) if self.embed_ms else None,
+            # mem0's default threshold (0.1 cosine) can return fewer than the 10 items asked for
+            "items_returned_mean": round(sum(self.returned) / len(self.returned), 2) if self.returned else None,
+        }
+
+    def config(self, index: int) -> dict[str, Any]:
+        """The mem0 config for conversation ``index``: local Qdrant, MiniLM over loopback, no LLM use."""
+        dims = self.server.embedder.dimension
+        loopback = {"api_key": self.server.api_key, "openai_base_url": self.server.base_url}
+        return {
+            "vector_store": {
+                "provider": "qdrant",
+                "config": {
+                    "collection_name": f"mem0-{index:03d}",
+                    "path": str(self.workdir / f"qdrant-{index:03d}"),
+                    "embedding_model_dims": dims,
+                },
+            },
+            "embedder": {
+                "provider": "openai",
+                "config": {"model": self.server.embedder.name, "embedding_dims": dims, **loopback},
+            },
+            # Built by Memory() but never called (infer=False); pointed at the loopback server
+            # anyway, so a call could not leave the machine.
+            "llm": {"provider": "openai", "config": loopback},
+            "history_db_path": str(self.workdir / f"history-{index:03d}.db"),
+        }
+
+    def load(self, conversation: Conversation, index: int) -> None:
+        """A fresh Memory for the conversation, one ``add(..., infer=False)`` per turn."""
+        self.user_id = f"conv-{index:03d}"
+        turns = [{"text": peer_text(t), "metadata": {"dia_id": t.dia_id}} for t in conversation.turns]
+        try:
+            reply = self.runner.request("load", config=self.config(index), user_id=self.user_id, turns=turns)
+        except RunnerError as exc:
+            raise PeerFailed(str(exc)) from exc
+        if reply.get("stored") != len(turns):
+            raise PeerFailed(f"mem0 stored {reply.get('stored')} of the {len(turns)} turns of conversation {index}")
+
+    def ask_timed(self, question: str) -> tuple[list[str], str, float]:
+        """``Memory.search``: the hits' turn ids in mem0's order, their joined text, and the call's ms."""
+        try:
+            reply = self.runner.request("search", query=question, top_k=TOP_K)
+        except RunnerError as exc:
+            raise PeerFailed(str(exc)) from exc
+        hits = reply["results"]
+        self.embed_ms.append(float(reply.get("embed_seconds", 0.0)) * 1000)
+        self.returned.append(len(hits))
+        ranked = [str((hit.get("metadata") or {}).get("dia_id", "")) for hit in hits]
+        return ranked, "\n".join(str(hit.get("memory", "")) for hit in hits), float(reply["seconds"]) * 1000
+
+    def ask(self, question: str) -> tuple[list[str], str]:
+        """``ask_timed`` without the time."""
+        ranked, context, _ms = self.ask_timed(question)
+        return ranked, context
+
+
 class _Tally:
     """Per-system scores and latencies, filled question by question."""
 
@@ -252,24 +357,55 @@ def evaluate_systems(
     """Load every system, then ask each question of every system in turn.
 
     Interleaving (with the order rotated per question) means every system's latency is
-    measured under the same machine load, which matters on a shared CI runner.
+    measured under the same machine load, which matters on a shared CI runner. A system
+    that measures its own retrieval call (``ask_timed``: mem0, whose call runs in another
+    process) reports that time; the others are timed around ``ask``. A system that raises
+    ``PeerFailed`` is dropped from then on and its row says why.
     """
+    if not systems:
+        return []
     tallies = [_Tally() for _ in systems]
+    failed: dict[int, str] = {}
     asked = 0
     for index, conv in enumerate(conversations):
-        for system, tally in zip(systems, tallies):
+        for n, (system, tally) in enumerate(zip(systems, tallies)):
+            if n in failed:
+                continue
             started = time.perf_counter()
-            system.load(conv, index)
+            try:
+                system.load(conv, index)
+            except PeerFailed as exc:
+                failed[n] = f"failed loading conversation {index}: {exc}"
             tally.ingest_seconds += time.perf_counter() - started
         for q in conv.questions:
-            order = list(range(len(systems)))
-            shift = asked % len(order)
-            for n in order[shift:] + order[:shift]:
-                started = time.perf_counter()
-                ranked, context = systems[n].ask(q.question)
-                tallies[n].add(ranked, context, q.evidence, (time.perf_counter() - started) * 1000, count)
+            order = [n for n in range(len(systems)) if n not in failed]
+            shift = asked % len(systems)
+            for n in [n for n in order if n >= shift] + [n for n in order if n < shift]:
+                try:
+                    ranked, context, ms = _timed_ask(systems[n], q.question)
+                except PeerFailed as exc:
+                    failed[n] = f"failed after {len(tallies[n].r10)} questions: {exc}"
+                    continue
+                tallies[n].add(ranked, context, q.evidence, ms, count)
             asked += 1
-    return [tally.summary(system.name) for system, tally in zip(systems, tallies)]
+    rows = []
+    for n, (system, tally) in enumerate(zip(systems, tallies)):
+        if n in failed:
+            rows.append({"name": system.name, "status": "failed", "reason": failed[n]})
+        else:
+            rows.append({**tally.summary(system.name), **getattr(system, "details", {})})
+    return rows
+
+
+def _timed_ask(system: _System, question: str) -> tuple[list[str], str, float]:
+    """The system's answer and its retrieval time in ms (its own measurement when it has one)."""
+    own = getattr(system, "ask_timed", None)
+    if own is not None:
+        ranked, context, ms = own(question)
+        return ranked, context, ms
+    started = time.perf_counter()
+    ranked, context = system.ask(question)
+    return ranked, context, (time.perf_counter() - started) * 1000
 
 
 def run_peers(
@@ -278,8 +414,13 @@ def run_peers(
     embedder: LocalEmbedder | None = None,
     progress: Callable[[str], None] | None = None,
     only: Sequence[str] | None = None,
+    mem0_venv: Path | None = None,
 ) -> dict[str, Any]:
-    """Every system on the same conversations with one shared MiniLM; unavailable peers say why."""
+    """Every system on the same conversations with one shared MiniLM; unavailable peers say why.
+
+    ``mem0_venv`` is mem0's virtual environment (``mem0_peer.default_venv()`` when None),
+    created on first use; when it cannot be, the mem0 row says why and the rest still run.
+    """
     import chromadb
 
     conversations, _ = load_directory(data)
@@ -287,12 +428,23 @@ def run_peers(
     embedder.embed(["warm up the model"])
     say = progress or (lambda _msg: None)
     peers: list[dict[str, Any]] = []
-    with tempfile.TemporaryDirectory(prefix="hindsight-peers-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="hindsight-peers-") as tmp, contextlib.ExitStack() as stack:
         engine = MemoryEngine(store=Path(tmp) / "hindsight", embedder=embedder, llm=False)
         count = engine.tokens.count
         client = chromadb.PersistentClient(
             path=str(Path(tmp) / "peers"), settings=chromadb.Settings(anonymized_telemetry=False)
         )
+
+        def mem0() -> _System:
+            python = ensure_venv(mem0_venv, progress=say)
+            server = stack.enter_context(EmbeddingServer(embedder))
+            runner = stack.enter_context(Mem0Runner(python, workdir=Path(tmp) / "mem0"))
+            try:
+                hello = runner.request("hello", timeout=300)
+            except RunnerError as exc:
+                raise Mem0Unavailable(f"mem0 does not start in {python.parent.parent}: {exc}") from exc
+            return Mem0System(runner, server, Path(tmp) / "mem0", hello)
+
         factories: list[tuple[str, Callable[[], _System]]] = [
             (
                 "hindsight",
@@ -318,6 +470,7 @@ def run_peers(
             ),
             ("langchain", lambda: LangChainSystem(client, embedder)),
             ("llamaindex", lambda: LlamaIndexSystem(client, embedder)),
+            ("mem0", mem0),
         ]
         systems: list[_System] = []
         for key, factory in factories:
@@ -327,6 +480,8 @@ def run_peers(
                 systems.append(factory())
             except ImportError as exc:
                 peers.append({"name": key, "status": "not run", "reason": f"not installed: {exc}"})
+            except Mem0Unavailable as exc:
+                peers.append({"name": Mem0System.name, "status": "not run", "reason": str(exc)})
         say("running " + ", ".join(s.name for s in systems) + " side by side…")
         peers[:0] = evaluate_systems(systems, conversations, count)
         for p in peers:
@@ -335,8 +490,6 @@ def run_peers(
                     f"  {p['name']}: recall@10 {p['recall@10']:.3f}, "
                     f"{p['context_tokens_mean']:.0f} tokens, p50 {p['latency_p50_ms']} ms"
                 )
-        if not only or "mem0" in only:
-            peers.append(_mem0_status())
         engine.chroma.flush_access()
     return {
         "benchmark": "peers",
@@ -345,16 +498,4 @@ def run_peers(
         "top_k": TOP_K,
         "embedding_model": embedder.name,
         "peers": peers,
-    }
-
-
-def _mem0_status() -> dict[str, Any]:
-    """mem0 runs only where it installs without changing core packages; otherwise say why."""
-    if importlib.util.find_spec("mem0") is None:
-        return {"name": "mem0 OSS", "status": "not run", "reason": MEM0_REASON}
-    return {
-        "name": "mem0 OSS",
-        "status": "not run",
-        "reason": "mem0 is importable here, but this benchmark has no mem0 runner: it could not be installed "
-        "next to the core packages when the benchmark was written, so none could be tested",
     }

@@ -183,7 +183,7 @@ def plot_scale(results: dict[str, Any], path: Path) -> None:
 
 # -- peers ------------------------------------------------------------------------------------
 def peers_table(result: dict[str, Any]) -> str:
-    """One row per peer system; systems that did not run are listed below the table with the reason."""
+    """One row per peer system; systems that did not run (or failed) are listed below the table with the reason."""
     headers = [
         "system",
         "R@5",
@@ -218,7 +218,7 @@ def peers_table(result: dict[str, Any]) -> str:
     table = markdown_table(headers, rows)
     skipped = [p for p in result["peers"] if p.get("status") != "ok"]
     if skipped:
-        table += "\n\n" + "\n".join(f"- **{p['name']}** not run: {p['reason']}" for p in skipped)
+        table += "\n\n" + "\n".join(f"- **{p['name']}** {p.get('status', 'not run')}: {p['reason']}" for p in skipped)
     return table
 
 

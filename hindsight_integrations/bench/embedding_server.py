@@ -1,0 +1,145 @@
+"""An OpenAI-compatible ``/v1/embeddings`` endpoint on 127.0.0.1 in front of a local embedder.
+
+``hindsight bench peers`` runs mem0 in a virtual environment of its own (see
+``mem0_peer``); mem0's ``openai`` embedder pointed at this endpoint embeds with the same
+MiniLM instance as every other peer, and nothing is downloaded. The server takes a random
+bearer key, so another process on the machine cannot use it, and it answers the request
+shape the ``openai`` client sends: ``input`` as a string or a list of strings,
+``encoding_format`` ``float`` or ``base64`` (little-endian float32, as the API encodes it),
+``model`` and ``dimensions`` only when they name this model and its size, so a client
+configured for another model fails instead of silently getting MiniLM vectors.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import secrets
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from types import TracebackType
+from typing import Any
+
+import numpy as np
+
+from ..core.embeddings import Embedder
+
+
+class _Refused(Exception):
+    """A request the endpoint answers with an OpenAI-style error body instead of vectors."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+class EmbeddingServer:
+    """Serve ``embedder`` at ``base_url`` (``http://127.0.0.1:PORT/v1``) until ``close``; also a context manager."""
+
+    def __init__(self, embedder: Embedder, *, host: str = "127.0.0.1", port: int = 0) -> None:
+        self.embedder = embedder
+        self.api_key = secrets.token_urlsafe(24)
+        self.requests = 0
+        self.texts = 0
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"  # keep-alive: the openai client reuses its connection
+            # Headers and body go out in separate writes; with Nagle's algorithm on, the body
+            # waits for the client's delayed ACK (~40 ms on Linux) on a kept-alive connection.
+            disable_nagle_algorithm = True
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+            def do_POST(self) -> None:
+                try:
+                    body = self.rfile.read(int(self.headers.get("content-length") or 0))
+                    if self.path.rstrip("/") != "/v1/embeddings":
+                        raise _Refused(404, f"no such endpoint: POST {self.path} (only /v1/embeddings)")
+                    if self.headers.get("authorization") != f"Bearer {server.api_key}":
+                        raise _Refused(401, "missing or wrong API key")
+                    self._send(200, server.answer(body))
+                except _Refused as exc:
+                    self._send(exc.status, {"error": {"message": str(exc), "type": "invalid_request_error"}})
+
+            def do_GET(self) -> None:
+                self._send(404, {"error": {"message": "only POST /v1/embeddings", "type": "invalid_request_error"}})
+
+            def _send(self, status: int, payload: dict[str, Any]) -> None:
+                data = json.dumps(payload).encode()
+                try:
+                    self.send_response(status)
+                    self.send_header("content-type", "application/json")
+                    self.send_header("content-length", str(len(data)))
+                    self.end_headers()
+                    self.wfile.write(data)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass
+
+        self._server = ThreadingHTTPServer((host, port), Handler)
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(target=self._server.serve_forever, name="embedding-server", daemon=True)
+        self._thread.start()
+
+    @property
+    def base_url(self) -> str:
+        """What an OpenAI client takes as ``base_url``."""
+        host, port = self._server.server_address[:2]
+        return f"http://{host!s}:{port}/v1"
+
+    def answer(self, raw: bytes) -> dict[str, Any]:
+        """The response body for one request body, as the OpenAI embeddings API shapes it."""
+        try:
+            body = json.loads(raw or b"{}")
+        except ValueError as exc:
+            raise _Refused(400, f"the body is not JSON: {exc}") from None
+        if not isinstance(body, dict):
+            raise _Refused(400, "the body must be a JSON object")
+        texts = body.get("input")
+        if isinstance(texts, str):
+            texts = [texts]
+        if not isinstance(texts, list) or not texts or not all(isinstance(t, str) for t in texts):
+            raise _Refused(400, "'input' must be a string or a non-empty list of strings (token ids are not supported)")
+        model = body.get("model")
+        if model not in (None, self.embedder.name):
+            raise _Refused(400, f"this endpoint serves {self.embedder.name!r}, not {model!r}")
+        wanted = body.get("dimensions")
+        if wanted is not None and wanted != self.embedder.dimension:
+            raise _Refused(400, f"this model has {self.embedder.dimension} dimensions, not {wanted}")
+        encoding = body.get("encoding_format") or "float"
+        if encoding not in ("float", "base64"):
+            raise _Refused(400, f"encoding_format must be 'float' or 'base64', not {encoding!r}")
+        vectors = self.embedder.embed(texts)
+        self.requests += 1
+        self.texts += len(texts)
+        data = [
+            {
+                "object": "embedding",
+                "index": i,
+                "embedding": vector
+                if encoding == "float"
+                else base64.b64encode(np.asarray(vector, dtype="<f4").tobytes()).decode("ascii"),
+            }
+            for i, vector in enumerate(vectors)
+        ]
+        return {
+            "object": "list",
+            "data": data,
+            "model": self.embedder.name,
+            "usage": {"prompt_tokens": 0, "total_tokens": 0},
+        }
+
+    def close(self) -> None:
+        """Stop serving and release the port."""
+        self._server.shutdown()
+        self._server.server_close()
+        self._thread.join()
+
+    def __enter__(self) -> EmbeddingServer:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
