@@ -82,3 +82,27 @@ def test_server_mode_rewrites_layout_1_records_on_update(server_url: str, embedd
     meta = collection.get(ids=[legacy.id], include=["metadatas"])["metadatas"][0]
     assert PACKED_KEY in meta and "source_json" not in meta and "slot" not in meta
     assert engine.get(legacy.id, namespace="legacy").content == "I usually work from the Lisbon office."
+
+
+def test_a_chroma_outage_is_a_typed_retried_error(tmp_path: Path, embedder) -> None:
+    """Chroma gone: a readable, retryable ``store_unavailable`` error, retried by the client; the server lives on."""
+    from prometheus_client import generate_latest
+
+    from hindsight_integrations.mcp import MemoryClient, MemoryStoreUnavailableError
+
+    with chroma_server(tmp_path / "chroma") as server:
+        engine = MemoryEngine(chroma_url=server.url, embedder=embedder, llm=False, chroma_connect_attempts=1)
+        client = MemoryClient.in_process(engine, namespace="u1", retries=1, backoff=0.01)
+        with client:
+            client.store("The garden gets sun in the morning.")
+            assert client.recall("garden").records
+            server.process.terminate()
+            server.process.wait(30)
+            with pytest.raises(MemoryStoreUnavailableError, match="retry shortly") as caught:
+                client.recall("garden sun")
+            assert caught.value.error_type == "store_unavailable"
+            with pytest.raises(MemoryStoreUnavailableError):
+                client.stats()
+            metrics = generate_latest(client.server.metrics.registry).decode()  # type: ignore[union-attr]
+            line = 'hindsight_mcp_tool_calls_total{outcome="store_unavailable",tool="retrieve_memory"}'
+            assert f"{line} 2.0" in metrics  # the first try and one retry
