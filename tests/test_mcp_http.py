@@ -18,7 +18,7 @@ from hindsight_integrations.mcp import (
     MemoryServerUnavailableError,
     MemoryToolNotFoundError,
 )
-from hindsight_integrations.mcp.errors import MemoryToolError
+from hindsight_integrations.mcp.errors import MemoryToolError, MemoryToolInputError
 
 from .mcp_support import REPO, free_port, http_server
 
@@ -190,3 +190,18 @@ def test_unreachable_server_is_a_clear_error_naming_transport_and_target() -> No
     ):
         client.stats()
     assert err.value.transport == "http" and err.value.target == url and url in str(err.value)
+
+
+def test_unreadable_bodies_get_400_and_oversized_ones_413_at_once(base: str, alice: MemoryClient) -> None:
+    auth = {**HEADERS, "Authorization": f"Bearer {ALICE}"}
+    deep = b'{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": ' + b"[" * 100_000 + b"]" * 100_000 + b"}"
+    for body, needle in ((deep, "nested"), (b'{"a": "\xff\xfe"}', "UTF-8")):
+        response = httpx.post(f"{base}/mcp", content=body, headers=auth)
+        assert response.status_code == 400 and needle in response.json()["error"]["message"]
+    huge = httpx.post(f"{base}/mcp", content=b"x" * (5 * 1024 * 1024), headers=auth, timeout=30)
+    assert huge.status_code == 413
+    # The client refuses such a call itself instead of waiting for its timeout.
+    batch = [{"content": f"fact {n}: " + "y" * 30_000} for n in range(200)]
+    with pytest.raises(MemoryToolInputError, match="send fewer memories per call"):
+        alice.store(batch)
+    assert alice.stats().namespace == "alice"  # still serving

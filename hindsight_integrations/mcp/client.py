@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import functools
+import json
 import os
 import uuid
 from collections.abc import Callable, Coroutine, Sequence
@@ -36,7 +37,8 @@ from ..core.inputs import MemoryItem
 from ..core.records import MemoryRecord, Role
 from ..core.results import CompressionResult, NamespaceStats, RecallResult, StoreResult, TurnResult
 from . import transports
-from .errors import MemoryStoreUnavailableError, MemoryTimeoutError
+from .body_guard import MAX_BODY_BYTES
+from .errors import MemoryStoreUnavailableError, MemoryTimeoutError, MemoryToolInputError
 from .protocol import parse_result, prepare_arguments
 from .session import Connection
 from .transports import Transport
@@ -73,6 +75,7 @@ if TYPE_CHECKING:
     from ..core.engine import MemoryEngine
     from .server import HindsightMCP
 
+_ENVELOPE_BYTES = 4096  # the JSON-RPC request around the arguments
 P = ParamSpec("P")
 R = TypeVar("R")
 M = TypeVar("M", bound=BaseModel)
@@ -102,6 +105,19 @@ def _sync(method: Callable[Concatenate[C, P], Coroutine[Any, Any, R]]) -> Callab
     blocking.__qualname__ = f"MemoryClient.{name}"
     blocking.__doc__ = f"Blocking form of ``{method.__name__}``.\n\n{method.__doc__ or ''}"
     return blocking
+
+
+def _check_size(tool: str, arguments: dict[str, Any]) -> None:
+    """Refuse a call the server would refuse for its size (HTTP 413), before sending it."""
+    size = len(json.dumps(arguments, ensure_ascii=False, default=str).encode("utf-8", "replace"))
+    if size > MAX_BODY_BYTES - _ENVELOPE_BYTES:
+        raise MemoryToolInputError(
+            tool,
+            f"the arguments are {size} bytes as JSON; a call may carry at most about {MAX_BODY_BYTES} "
+            "(send fewer memories per call)",
+            error_type="invalid_input",
+            field="arguments",
+        )
 
 
 class MemoryClient:
@@ -269,6 +285,7 @@ class MemoryClient:
         the server (it is retried only when it failed before sending).
         """
         args = prepare_arguments(arguments)
+        _check_size(tool, args)
         connection = self._connection
         # The server answered but its store did not: retried like a transport failure, only for
         # calls a second attempt cannot duplicate.

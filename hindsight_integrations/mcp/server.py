@@ -26,6 +26,7 @@ from starlette.requests import Request
 from ..core.config import validate_namespace
 from ..core.errors import HindsightError, InvalidInputError, MemoryNotFoundError, StoreUnavailableError
 from .auth import SCOPE_KEY, BearerNamespaceMiddleware, current_namespace, validate_token_map
+from .body_guard import BodyGuard
 from .observability import RateLimiter, ServerMetrics, log, quote_briefly, summarize_arguments
 from .protocol import capability, validation_message
 from .routes import register_routes
@@ -204,6 +205,7 @@ class HindsightMCP(FastMCP):
     def streamable_http_app(self) -> Starlette:
         """The streamable-HTTP app, behind the bearer-token middleware when tokens are configured."""
         app = super().streamable_http_app()
+        app.add_middleware(BodyGuard)  # added first, so it runs after authentication
         if self.token_map is not None:
             app.add_middleware(BearerNamespaceMiddleware, token_map=self.token_map)
         return app
