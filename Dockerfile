@@ -8,7 +8,7 @@ WORKDIR /app
 RUN pip install --no-cache-dir "$TORCH_SPEC"
 COPY pyproject.toml README.md ./
 COPY hindsight_integrations ./hindsight_integrations
-RUN pip install --no-cache-dir ".[local,server]"
+RUN pip install --no-cache-dir ".[local,server,replicas]"
 # Export the embedding model to ONNX at build time, so replicas do not each export on start.
 RUN python -c "from hindsight_integrations.core.embeddings import LocalEmbedder; e = LocalEmbedder(backend='onnx'); e.warm(); print(e.backend_in_use)"
 EXPOSE 8765

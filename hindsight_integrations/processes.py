@@ -95,3 +95,65 @@ def chroma_server(path: Path, *, startup_seconds: float = 90.0, log: IO[bytes] |
         command, health_url=f"{url}/api/v2/heartbeat", env=env, log=log, startup_seconds=startup_seconds
     ) as process:
         yield LocalServer(url, process)
+
+
+def postgres_binaries() -> Path | None:
+    """The directory holding ``initdb`` and ``postgres`` (Debian's versioned one, else PATH); None if absent."""
+    for candidate in sorted(Path("/usr/lib/postgresql").glob("*/bin"), reverse=True):
+        if (candidate / "initdb").exists():
+            return candidate
+    found = shutil.which("initdb")
+    return Path(found).parent if found else None
+
+
+@contextmanager
+def postgres_server(startup_seconds: float = 60.0) -> Iterator[str]:
+    """A throw-away PostgreSQL on a free loopback port (trust auth); yields its ``postgresql://`` URL.
+
+    Used as the lock service of several replicas (``core/coordination.py``). PostgreSQL refuses
+    to run as root, so as root the cluster belongs to the ``postgres`` user.
+    """
+    import tempfile
+
+    binaries = postgres_binaries()
+    if binaries is None:
+        raise RuntimeError("PostgreSQL is not installed (Debian: apt-get install postgresql)")
+    as_user: list[str] = ["runuser", "-u", "postgres", "--"] if os.geteuid() == 0 else []
+    home = Path(tempfile.mkdtemp(prefix="hindsight-pg-"))
+    if as_user:
+        shutil.chown(home, "postgres")
+    data, port = home / "data", free_port()
+    try:
+        subprocess.run(
+            [*as_user, str(binaries / "initdb"), "-D", str(data), "-U", "postgres", "--auth=trust", "--no-sync"],
+            check=True,
+            capture_output=True,
+        )
+        command = [*as_user, str(binaries / "postgres"), "-D", str(data), "-p", str(port)]
+        command += ["-c", "listen_addresses=127.0.0.1", "-c", f"unix_socket_directories={home}", "-c", "fsync=off"]
+        process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            _wait_until_accepting(binaries / "pg_isready", port, process, startup_seconds)
+            yield f"postgresql://postgres@127.0.0.1:{port}/postgres"
+        finally:
+            process.terminate()
+            try:
+                process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
+
+
+def _wait_until_accepting(pg_isready: Path, port: int, process: subprocess.Popen[bytes], seconds: float) -> None:
+    deadline = time.monotonic() + seconds
+    while True:
+        if process.poll() is not None:
+            raise RuntimeError(f"postgres exited with {process.returncode} before accepting connections")
+        probe = [str(pg_isready), "-q", "-h", "127.0.0.1", "-p", str(port)]
+        if subprocess.run(probe, check=False).returncode == 0:
+            return
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"postgres did not accept connections on port {port} within {seconds:.0f} s")
+        time.sleep(0.1)

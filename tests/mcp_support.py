@@ -38,11 +38,17 @@ def server_env(store: Path, **extra: str) -> dict[str, str]:
 
 @contextmanager
 def http_server(
-    store: Path, *, tokens: dict[str, str] | None = None, namespace: str | None = None, log_path: Path | None = None
+    store: Path,
+    *,
+    tokens: dict[str, str] | None = None,
+    namespace: str | None = None,
+    log_path: Path | None = None,
+    env: dict[str, str] | None = None,
 ) -> Iterator[str]:
     """A ``--transport http`` server subprocess; yields its base URL (``http://127.0.0.1:PORT``)."""
     port = free_port()
     extra = {"HINDSIGHT_TOKENS": ",".join(f"{t}={ns}" for t, ns in tokens.items())} if tokens else {}
+    extra.update(env or {})
     if namespace:
         extra["HINDSIGHT_NAMESPACE"] = namespace
     base = f"http://127.0.0.1:{port}"

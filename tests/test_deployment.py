@@ -28,7 +28,7 @@ REPO = Path(__file__).resolve().parent.parent
 def test_compose_file_describes_the_topology() -> None:
     compose = yaml.safe_load((REPO / "docker-compose.yml").read_text())
     services = compose["services"]
-    assert {"chroma", "memory-a", "memory-b"} <= set(services)
+    assert {"chroma", "locks", "memory-a", "memory-b"} <= set(services)
     assert "chroma-data" in compose["volumes"] and "chroma-data:/data" in services["chroma"]["volumes"]
     for name in ("chroma", "memory-a", "memory-b"):
         assert services[name]["healthcheck"]["test"], name
@@ -37,6 +37,9 @@ def test_compose_file_describes_the_topology() -> None:
         assert service["depends_on"]["chroma"]["condition"] == "service_healthy"
         assert service["environment"]["HINDSIGHT_CHROMA_URL"] == "http://chroma:8000"
         assert int(service["environment"]["HINDSIGHT_CHROMA_CONNECT_ATTEMPTS"]) > 1  # start-up retry
+        # replicas serialise each namespace's writes through the lock database (core/coordination.py)
+        assert service["environment"]["HINDSIGHT_LOCK_URL"].startswith("postgresql://postgres@locks:")
+        assert service["depends_on"]["locks"]["condition"] == "service_healthy"
     tokens = json.loads((REPO / compose["secrets"]["hindsight_tokens"]["file"]).read_text())
     assert set(tokens["tokens"].values()) == {"alice", "bob"}
     assert "hindsight" in (REPO / "Dockerfile").read_text() and (REPO / "Dockerfile").exists()

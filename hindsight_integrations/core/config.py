@@ -48,6 +48,9 @@ class Settings(BaseSettings):
     chroma_url: str | None = None
     chroma_connect_attempts: int = Field(5, ge=1, le=50)
     chroma_connect_timeout: float = Field(10.0, gt=0)
+    # postgresql:// URL of a database whose advisory locks serialise writes across processes
+    # sharing one Chroma server (HTTP replicas); unset: writers serialise within a process only.
+    lock_url: str | None = None
     namespace: str = "default"
 
     # Embeddings: "local" = sentence-transformers, offline; "openai" = any OpenAI-compatible API.

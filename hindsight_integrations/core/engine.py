@@ -21,6 +21,7 @@ from typing import Any, overload
 from .arguments import whole_number
 from .backup import EXPORT_FORMAT, Backup
 from .config import Settings, check_setting_names, load_settings, validate_namespace
+from .coordination import cross_process_locks
 from .embeddings import Embedder, build_embedder, embed_matrix
 from .errors import InvalidInputError
 from .filters import RecallFilters, bounded_filters
@@ -90,6 +91,7 @@ class MemoryEngine:
             time_aware=settings.time_aware_text,
             copy_vectors=settings.copy_vectors,
             embed_context=lambda texts: embed_matrix(self.embedder, texts),
+            shared_locks=cross_process_locks(settings.lock_url),
         )
         self.tokens = counter_for(settings.tokenizer)
         parts = EngineParts(

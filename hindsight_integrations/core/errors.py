@@ -49,10 +49,11 @@ class EmbeddingModelMismatchError(HindsightError):
 class MemoryNotFoundError(HindsightError, KeyError):
     """No memory with that id exists in the namespace."""
 
-    def __init__(self, memory_id: str, namespace: str) -> None:
+    def __init__(self, memory_id: str, namespace: str, *, reason: str | None = None) -> None:
         self.memory_id = memory_id
         self.namespace = namespace
-        super().__init__(f"no memory {memory_id!r} in namespace {namespace!r}")
+        detail = f" ({reason})" if reason else ""
+        super().__init__(f"no memory {memory_id!r} in namespace {namespace!r}{detail}")
 
     def __str__(self) -> str:  # KeyError would repr() the message
         return self.args[0]

@@ -27,6 +27,7 @@ import numpy as np
 
 from .access import AccessRecorder
 from .context_vectors import BackgroundContextVectors
+from .coordination import CrossProcessLocks, NamespaceLock
 from .facts import FactsIndex
 from .indexing import body_text, context_text, framed_text
 from .lexical import LexicalIndex
@@ -52,7 +53,8 @@ class NamespaceStore:
 
     Every write goes through ``add``/``update``/``delete`` so the derived indexes stay in step
     with Chroma. ``writing`` is the lock the engine holds across a read-decide-write sequence
-    (dedup, supersede, compression) so two writers of this process never interleave one.
+    (dedup, supersede, compression, updates) so two writers never interleave one: those of
+    this process, and with ``HINDSIGHT_LOCK_URL`` those of every replica (``coordination.py``).
     """
 
     def __init__(
@@ -65,6 +67,7 @@ class NamespaceStore:
         access: AccessRecorder,
         run_in_background: Callable[[Callable[[], None]], None],
         context_vectors: BackgroundContextVectors | None = None,
+        shared_locks: CrossProcessLocks | None = None,
     ) -> None:
         self.name = name
         self.collection = collection
@@ -74,7 +77,7 @@ class NamespaceStore:
         self.facts = FactsIndex()
         self.vector_copy: VectorCopy | None = VectorCopy() if options.copy_vectors else None
         self.context_copy: VectorCopy | None = VectorCopy() if options.copy_vectors else None
-        self.writing = threading.Lock()
+        self.writing = NamespaceLock(name, shared_locks)
         self._lock = threading.RLock()  # Chroma write + index update, as one step
         self._sync_flag = threading.Lock()  # never held across I/O: recall checks it on every call
         self._access = access

@@ -23,6 +23,7 @@ from tenacity import RetryError, retry, stop_after_attempt, wait_exponential
 
 from .access import AccessRecorder
 from .context_vectors import BackgroundContextVectors
+from .coordination import CrossProcessLocks
 from .errors import EmbeddingModelMismatchError, StoreUnavailableError
 from .namespace_store import NamespaceStore, StoreOptions
 from .records import LAYOUT
@@ -111,9 +112,11 @@ class ChromaStore:
         time_aware: bool = True,
         copy_vectors: bool = True,
         embed_context: Callable[[Sequence[str]], np.ndarray] | None = None,
+        shared_locks: CrossProcessLocks | None = None,
     ) -> None:
         """``embed_context`` embeds context vectors left to the background (``context_vectors.py``);
-        without it every writer must pass its records' context vectors."""
+        without it every writer must pass its records' context vectors. ``shared_locks`` serialise
+        each namespace's writes across processes (``coordination.py``)."""
         self.client = client
         self.embedding_model = embedding_model
         self.embedding_dim = embedding_dim
@@ -128,6 +131,7 @@ class ChromaStore:
         self._access = AccessRecorder(access_flush_seconds)
         self._syncer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="hindsight-sync")  # threads start on use
         self.context_vectors = BackgroundContextVectors(embed_context) if embed_context is not None else None
+        self._shared_locks = shared_locks
 
     @overload
     def namespace(self, name: str) -> NamespaceStore: ...
@@ -163,6 +167,7 @@ class ChromaStore:
                 access=self._access,
                 run_in_background=self._run_in_background,
                 context_vectors=self.context_vectors,
+                shared_locks=self._shared_locks,
             )
             self._namespaces[name] = handle
             return handle

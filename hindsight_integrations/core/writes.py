@@ -22,7 +22,8 @@ from .arguments import coerce_enum, fraction, whole_number
 from .conflicts import change_cue, detect_slot
 from .dedup import can_repeat, is_repeat, reinforce
 from .errors import InvalidInputError, MemoryNotFoundError
-from .inputs import MemoryInput, parse_inputs, validate_content
+from .inputs import MAX_TTL_SECONDS, MemoryInput, parse_inputs, validate_content
+from .limits import check_metadata
 from .namespace_store import NamespaceStore
 from .parts import EngineParts
 from .records import Kind, MemoryRecord, Source, Status, Tier, utcnow
@@ -376,9 +377,12 @@ class Writer:
         metadata: dict[str, Any] | None,
         ttl_seconds: int | None,
     ) -> MemoryRecord:
-        """See ``MemoryEngine.update``."""
-        record = self.get(handle, memory_id)
-        changes: dict[str, Any] = {"updated_at": utcnow()}
+        """See ``MemoryEngine.update``.
+
+        The record is read inside the namespace's write lock, so concurrent updates compose
+        (each applies its fields to what the other wrote) and a forgotten memory stays forgotten.
+        """
+        changes: dict[str, Any] = {}
         if content is not None:
             changes["content"] = validate_content(content, max_bytes=self._parts.settings.max_content_bytes)
             changes["token_count"] = self._parts.tokens.count(changes["content"])
@@ -390,22 +394,34 @@ class Writer:
         if metadata is not None:
             if not isinstance(metadata, dict):
                 raise InvalidInputError("metadata", "must be an object")
-            changes["metadata"] = {**record.metadata, **metadata}
-        if ttl_seconds is not None:
-            seconds = whole_number(ttl_seconds, "ttl_seconds", low=1)
-            changes["expires_at"] = changes["updated_at"] + timedelta(seconds=seconds)
-        updated = record.model_copy(update=changes)
+            check_metadata(metadata, "metadata", self._parts.limits)
+        seconds = None if ttl_seconds is None else whole_number(ttl_seconds, "ttl_seconds", low=1, high=MAX_TTL_SECONDS)
         with handle.writing:
+            record = self._live(handle, memory_id)
+            changes["updated_at"] = utcnow()
+            if metadata is not None:
+                changes["metadata"] = {**record.metadata, **metadata}
+            if seconds is not None:
+                changes["expires_at"] = changes["updated_at"] + timedelta(seconds=seconds)
+            updated = record.model_copy(update=changes)
             vectors, context_vectors = self._parts.embed_records([updated]) if content is not None else (None, None)
             handle.update([updated], vectors, context_vectors)
         return updated
 
     def forget(self, handle: NamespaceStore, memory_id: str) -> MemoryRecord:
-        """See ``MemoryEngine.forget``."""
-        record = self.get(handle, memory_id)
-        updated = record.model_copy(update={"status": Status.DELETED, "updated_at": utcnow()})
-        handle.update([updated])
+        """See ``MemoryEngine.forget``; under the write lock, so no concurrent update brings it back."""
+        with handle.writing:
+            record = self.get(handle, memory_id)
+            updated = record.model_copy(update={"status": Status.DELETED, "updated_at": utcnow()})
+            handle.update([updated])
         return updated
+
+    def _live(self, handle: NamespaceStore, memory_id: str) -> MemoryRecord:
+        """The record, unless it was forgotten: an update must not bring a memory back."""
+        record = self.get(handle, memory_id)
+        if record.status is Status.DELETED:
+            raise MemoryNotFoundError(memory_id, handle.name, reason="it was forgotten")
+        return record
 
     def review(self, handle: NamespaceStore, memory_id: str, *, accept: bool) -> list[MemoryRecord]:
         """See ``MemoryEngine.review``: the quarantined memory and, when accepted, what it made history."""
