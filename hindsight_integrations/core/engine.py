@@ -99,6 +99,7 @@ class MemoryEngine:
         )
         self._parts = parts
         self._writer = Writer(parts)
+        self.chroma.on_open = self._writer.finish_supersedes
         self._recaller = Recaller(parts)
         self._working = WorkingMemory(parts, self._writer)
         self._backup = Backup(parts)

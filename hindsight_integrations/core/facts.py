@@ -30,6 +30,9 @@ _FILTER_KEYS = frozenset(
 )
 
 
+SUPERSEDES_KEY = "_supersedes"  # metadata of a new memory: the ids it made history, comma-separated
+
+
 @dataclass(frozen=True, slots=True)
 class MemoryFacts:
     """What ``RecallFilters`` checks (except user metadata) and what ``rank`` scores on."""
@@ -48,6 +51,7 @@ class MemoryFacts:
     has_context: bool
     superseded_by: str | None = None
     slot: str | None = None
+    supersedes: tuple[str, ...] = ()  # stored memories this one made history (``SUPERSEDES_KEY``)
 
     @property
     def long_term_active(self) -> bool:
@@ -72,6 +76,7 @@ class MemoryFacts:
             has_context=bool(fields.get("context")),
             superseded_by=fields.get("superseded_by"),
             slot=fields.get("slot") or None,
+            supersedes=tuple(filter(None, str(fields.get(f"m.{SUPERSEDES_KEY}") or "").split(","))),
         )
 
     def get(self, key: str, default: Any = None) -> Any:
@@ -98,6 +103,24 @@ class FactsIndex:
     def any_context(self) -> bool:
         """Whether any memory here has a context window (else there are no window vectors to search)."""
         return self._with_context > 0
+
+    def unfinished_supersedes(self) -> dict[str, list[str]]:
+        """Active memories whose recorded supersedes did not all land: new id → old ids still active.
+
+        A memory and the update that makes the older one history are two Chroma writes; a crash
+        between them leaves both active, and this finds them (``Writer.finish_supersedes``).
+        """
+        with self._lock:
+            facts = self._facts
+            out = {}
+            for memory_id, found in facts.items():
+                if found.supersedes and found.status == "active":
+                    pending = [
+                        o for o in found.supersedes if (old := facts.get(o)) is not None and old.status == "active"
+                    ]
+                    if pending:
+                        out[memory_id] = pending
+            return out
 
     def ids_with_context(self) -> list[str]:
         """The memories that have a context window, and so should have a context vector."""

@@ -132,6 +132,8 @@ class ChromaStore:
         self._syncer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="hindsight-sync")  # threads start on use
         self.context_vectors = BackgroundContextVectors(embed_context) if embed_context is not None else None
         self._shared_locks = shared_locks
+        self.on_open: Callable[[NamespaceStore], object] | None = None
+        """Called once with each namespace this process opens (the engine finishes interrupted writes)."""
 
     @overload
     def namespace(self, name: str) -> NamespaceStore: ...
@@ -170,6 +172,11 @@ class ChromaStore:
                 shared_locks=self._shared_locks,
             )
             self._namespaces[name] = handle
+            if self.on_open is not None:
+                try:
+                    self.on_open(handle)
+                except Exception as exc:  # noqa: BLE001 - the namespace must open; the next open retries
+                    log.warning("namespace %r: finishing interrupted writes failed: %s", name, exc)
             return handle
 
     def _run_in_background(self, job: Callable[[], None]) -> None:

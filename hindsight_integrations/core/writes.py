@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any
@@ -22,6 +23,7 @@ from .arguments import coerce_enum, fraction, whole_number
 from .conflicts import change_cue, detect_slot
 from .dedup import can_repeat, is_repeat, reinforce
 from .errors import InvalidInputError, MemoryNotFoundError
+from .facts import SUPERSEDES_KEY
 from .inputs import MAX_TTL_SECONDS, MemoryInput, parse_inputs, validate_content
 from .limits import check_metadata
 from .namespace_store import NamespaceStore
@@ -39,6 +41,9 @@ _SEARCHED = 16  # nearest of any status searched for them, before keeping the ac
 # the LLM judge is shown looser neighbours ("I work at Acme" / "these days I'm at Initech": 0.31).
 _RULES_FLOOR = 0.5
 _LLM_FLOOR = 0.3
+
+
+log = logging.getLogger(__name__)
 
 
 class _Batch:
@@ -62,6 +67,21 @@ class _Batch:
         self._position[record.id] = len(self.fresh)
         self.fresh.append((record, self._vectors[n]))
         self._input_of.append(n)
+
+    def record_supersedes(self) -> None:
+        """Note on each new record the stored ones it made history, so a crash between writes can be finished."""
+        fresh_ids = set(self._position)
+        made: dict[str, list[str]] = {}
+        for old in self.changed.values():
+            if old.superseded_by in fresh_ids and old.id not in fresh_ids:
+                made.setdefault(old.superseded_by, []).append(old.id)
+        for new_id, olds in made.items():
+            n = self._position[new_id]
+            record, vector = self.fresh[n]
+            self.fresh[n] = (
+                record.model_copy(update={"metadata": {**record.metadata, SUPERSEDES_KEY: ",".join(olds)}}),
+                vector,
+            )
 
     def current(self, record: MemoryRecord) -> MemoryRecord:
         """``record`` as this batch has left it so far."""
@@ -135,6 +155,7 @@ class Writer:
                             f"{request_id!r} was already used for different content; use a new request_id",
                         )
                     _add(handle, companions)
+                    self._finish_supersedes(handle, {r.id for r in previous})
                     return StoreResult(stored=previous, replayed=True)
             result = StoreResult()
             records: list[MemoryRecord] = []
@@ -207,10 +228,11 @@ class Writer:
             if record.id in context_vectors:
                 batch.context[record.id] = context_vectors[record.id]
             result.stored.append(record)
+        batch.record_supersedes()
         fresh_ids = {r.id for r, _ in batch.fresh}
         result.stored = [batch.current(r) if r.id in fresh_ids or r.id in batch.changed else r for r in result.stored]
         _add(handle, [*companions, *batch.fresh], batch.context)
-        handle.update(list(batch.changed.values()))
+        handle.update(list(batch.changed.values()))  # a crash before this is finished at open (finish_supersedes)
 
     @property
     def _floor(self) -> float:
@@ -415,6 +437,36 @@ class Writer:
             updated = record.model_copy(update={"status": Status.DELETED, "updated_at": utcnow()})
             handle.update([updated])
         return updated
+
+    def finish_supersedes(self, handle: NamespaceStore) -> int:
+        """Make history of what a memory superseded when the process died before writing it; how many.
+
+        Run when a namespace is opened: a memory and the update of what it supersedes are two
+        Chroma writes, and the new memory records the ids (``facts.SUPERSEDES_KEY``) first.
+        """
+        if not handle.facts.unfinished_supersedes():
+            return 0
+        with handle.writing:
+            return self._finish_supersedes(handle, None)
+
+    def _finish_supersedes(self, handle: NamespaceStore, among: set[str] | None) -> int:
+        """``finish_supersedes`` for the memories ``among`` (all when None); the caller holds the write lock."""
+        pending = {n: o for n, o in handle.facts.unfinished_supersedes().items() if among is None or n in among}
+        if not pending:
+            return 0
+        found = {r.id: r for r, _ in handle.get([*pending, *(o for olds in pending.values() for o in olds)])}
+        now = utcnow()
+        made = [
+            history_of(found[old], found[new], now)
+            for new, olds in pending.items()
+            if new in found
+            for old in olds
+            if old in found and found[old].status is Status.ACTIVE
+        ]
+        handle.update(made)
+        if made:
+            log.warning("namespace %r: finished %d supersedes a crash had interrupted", handle.name, len(made))
+        return len(made)
 
     def _live(self, handle: NamespaceStore, memory_id: str) -> MemoryRecord:
         """The record, unless it was forgotten: an update must not bring a memory back."""
