@@ -13,6 +13,7 @@ import pytest
 from typer.testing import CliRunner
 
 from hindsight_integrations.cli import app
+from hindsight_integrations.core.context import CONTEXT_HEADER
 
 runner = CliRunner()
 
@@ -31,7 +32,7 @@ def test_add_recall_stats_dump_export_import(tmp_path: Path, embedder) -> None:
     recalled = _run(store, "recall", "when is the release branch cut", "--top-k", "1", "--json")
     data = json.loads(recalled.output)
     assert [h["record"]["id"] for h in data["hits"]] == [memory_id]
-    assert data["context"].startswith("### Relevant memories")
+    assert data["context"].startswith(CONTEXT_HEADER)
     assert "release branch" in _run(store, "dump").output
     stats = json.loads(_run(store, "stats", "--json").output)
     assert stats["total"] == 1 and sum(stats["by_tier"].values()) == 1
