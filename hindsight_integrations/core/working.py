@@ -20,6 +20,7 @@ from .compression import Compressor, transcript
 from .errors import InvalidInputError, LLMError
 from .indexing import body_text
 from .inputs import parse_inputs
+from .limits import check_id
 from .namespace_store import NamespaceStore
 from .parts import EngineParts
 from .records import Kind, MemoryRecord, Role, Source, Status, Tier, utcnow
@@ -87,8 +88,7 @@ class WorkingMemory:
         speaker: str | None = None,
     ) -> TurnResult:
         """See ``MemoryEngine.record_turn``."""
-        if not isinstance(session_id, str) or not session_id.strip():
-            raise InvalidInputError("session_id", "is required to record a turn")
+        session_id = self._session_id(session_id)
         role = coerce_enum(Role, role, "role")
         speaker = _speaker(speaker)
         turn_input = parse_inputs(
@@ -212,9 +212,16 @@ class WorkingMemory:
             companions=[turn],
         )
 
-    @staticmethod
-    def window(handle: NamespaceStore, *, session_id: str) -> list[MemoryRecord]:
+    def _session_id(self, value: object) -> str:
+        """A session id as a where clause may hold it: a non-empty string within the id limit."""
+        if not isinstance(value, str) or not value.strip():
+            raise InvalidInputError("session_id", "is required: a non-empty string naming the conversation")
+        check_id(value, "session_id", self._parts.limits)
+        return value
+
+    def window(self, handle: NamespaceStore, *, session_id: str) -> list[MemoryRecord]:
         """The session's live turns, oldest first."""
+        session_id = self._session_id(session_id)
         where = {"$and": [{"tier": "working"}, {"session_id": session_id}, {"status": "active"}]}
         return sorted(handle.find(where), key=lambda r: (r.occurred_at, r.created_at))
 
