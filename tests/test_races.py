@@ -118,3 +118,14 @@ def test_a_bad_lock_url_fails_at_start_with_what_to_do(store_path: Path, embedde
         MemoryEngine(
             store=store_path, embedder=embedder, llm=False, lock_url=f"postgresql://postgres@127.0.0.1:{free_port()}/x"
         )
+
+
+@pytest.mark.server
+def test_the_load_benchmark_runs_two_replicas_and_loses_nothing() -> None:
+    from hindsight_integrations.bench.load import load_table, run_load
+
+    result = run_load(clients=3, operations=8)
+    assert result["calls"] == 24 and result["errors"] == {}
+    assert result["acknowledged_writes"] > 0 and result["lost_writes"] == 0
+    assert result["lock_database"] is (postgres_binaries() is not None)
+    assert "lost" in load_table(result) and result["latency_ms"]["recall"]["p50"] > 0

@@ -285,3 +285,18 @@ def bench_distinct(
 
     table = distinct_table(result)
     _emit(result, as_json=as_json, out=out, table=table)
+
+
+@bench_app.command("load")
+def bench_load(
+    clients: Annotated[int, typer.Option(min=1, max=64, help="Concurrent clients (threads).")] = 8,
+    operations: Annotated[int, typer.Option(min=1, help="Calls per client.")] = 50,
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object on stdout.")] = False,
+    out: Annotated[Path | None, typer.Option(help="Also write the JSON here.")] = None,
+) -> None:
+    """N clients × M mixed calls on two replicas over one Chroma server: rate, latency, errors, lost writes."""
+    _bench_env()
+    from .load import load_table, run_load
+
+    result = run_load(clients=clients, operations=operations, progress=lambda m: err_console.print(f"[dim]{m}[/dim]"))
+    _emit(result, as_json=as_json, out=out, table=load_table(result))
