@@ -71,7 +71,7 @@ def test_control_characters_are_stripped(engine: MemoryEngine) -> None:
     assert record.content == "The build server is named atlas-7."
 
 
-@pytest.mark.parametrize("namespace", ["", "has space", "x" * 60, "-leading", "a/b", "ünï"])
+@pytest.mark.parametrize("namespace", ["", "has space", "x" * 60, "-leading", "a/b", "ünï", "a..b"])
 def test_invalid_namespace(engine: MemoryEngine, namespace: str) -> None:
     with pytest.raises(InvalidInputError) as err:
         engine.store("Some valid content for the memory.", namespace=namespace)
@@ -195,3 +195,13 @@ def test_bad_import_documents(engine: MemoryEngine) -> None:
             {"format": "hindsight-export", "records": [{"content": "no namespace or fields"}]}, namespace="u1"
         )
     assert err.value.field == "records[0]"
+
+
+def test_a_bad_setting_given_as_an_argument_is_not_blamed_on_the_environment() -> None:
+    with pytest.raises(ConfigurationError) as err:
+        load_settings(namespace="bad name")
+    assert "namespace (argument): 'bad name' is not a valid namespace" in str(err.value)
+    assert "HINDSIGHT_NAMESPACE" not in str(err.value) and "Value error" not in str(err.value)
+    with pytest.raises(ConfigurationError) as err:
+        load_settings(namespace="bad name", sources={"namespace": "--namespace"})
+    assert str(err.value).startswith("invalid configuration: --namespace: 'bad name'")
