@@ -1,14 +1,29 @@
-"""Progress of long operations: what the engine reports through a ``ProgressCallback`` (``core/progress.py``)."""
+"""Progress of long operations: what the engine reports, and what the `hindsight` command shows of it.
+
+The engine reports through a ``ProgressCallback`` (``core/progress.py``) and never draws;
+the command draws rich bars and spinners on stderr only when stderr is a terminal. The
+command tests run it for real with stderr on a pseudo-terminal and stdout on a pipe, as
+``hindsight export > file`` at a shell does, and check that stdout is exactly what it is
+without a terminal.
+"""
 
 from __future__ import annotations
 
+import json
+import os
+import pty
+import subprocess
+import sys
+import threading
 from collections import defaultdict
 from itertools import pairwise
 from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner
 
 from hindsight_integrations import MemoryEngine
+from hindsight_integrations.cli import app
 from hindsight_integrations.core.embeddings import LocalEmbedder
 
 MEMORIES = 520  # past one report interval (500), two embedding chunks (256) and one write chunk (500)
@@ -89,3 +104,84 @@ def test_import_reports_checking_embedding_and_writing(filled: tuple[Path, Memor
     reused = Recorder()
     engine.import_data(engine.export(namespace="big"), namespace="again", progress=reused)
     assert reused.stages() == ["checking memories", "writing memories"]  # same model: the vectors are reused
+
+
+def _terminal_env(**extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("FORCE_TERMINAL", "NO_COLOR", "TTY_COMPATIBLE")}
+    return {**env, "TERM": "xterm-256color", "COLUMNS": "120", **extra}
+
+
+def run_with_terminal_stderr(args: list[str], env: dict[str, str]) -> tuple[int, str, str]:
+    """Run the command with stderr on a pseudo-terminal (a person watching) and stdout on a pipe (redirected)."""
+    parent, child = pty.openpty()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "hindsight_integrations.cli", *args], stdout=subprocess.PIPE, stderr=child, env=env
+    )
+    os.close(child)
+    seen: list[bytes] = []
+
+    def read_terminal() -> None:
+        while True:
+            try:
+                chunk = os.read(parent, 65536)
+            except OSError:  # the child closed the terminal
+                return
+            if not chunk:
+                return
+            seen.append(chunk)
+
+    reader = threading.Thread(target=read_terminal, daemon=True)
+    reader.start()
+    assert process.stdout is not None
+    out = process.stdout.read()
+    code = process.wait(timeout=300)
+    reader.join(timeout=30)
+    os.close(parent)
+    return code, out.decode(), b"".join(seen).decode(errors="replace")
+
+
+def test_export_and_import_draw_bars_on_a_terminal_and_leave_stdout_alone(
+    filled: tuple[Path, MemoryEngine], tmp_path: Path
+) -> None:
+    store, _ = filled
+    code, out, terminal = run_with_terminal_stderr(["--store", str(store), "-n", "big", "export"], _terminal_env())
+    assert code == 0, terminal
+    assert "reading memories" in terminal and f"{MEMORIES}/{MEMORIES}" in terminal
+    exported = json.loads(out)  # nothing but the export on stdout
+    assert len(exported["records"]) == MEMORIES
+    plain = CliRunner().invoke(app, ["--store", str(store), "-n", "big", "export"])
+    assert plain.exit_code == 0 and plain.stderr == ""  # not a terminal: no progress at all
+    assert {**json.loads(plain.stdout), "exported_at": None} == {**exported, "exported_at": None}
+
+    file = tmp_path / "big.json"
+    file.write_text(out, encoding="utf-8")
+    code, out, terminal = run_with_terminal_stderr(
+        ["--store", str(tmp_path / "other"), "import", str(file)], _terminal_env()
+    )
+    assert code == 0, terminal
+    assert "writing memories" in terminal
+    assert out == f"imported {MEMORIES} memories into namespace big\n"
+    stats = CliRunner().invoke(app, ["--store", str(tmp_path / "other"), "-n", "big", "stats", "--json"])
+    assert json.loads(stats.stdout)["total"] == MEMORIES and stats.stderr == ""
+
+
+def test_the_first_model_export_shows_a_spinner_and_leaves_json_alone(tmp_path: Path, embedder: LocalEmbedder) -> None:
+    """First use on a machine: ~10-30 s of loading and exporting the model, said on the terminal, once."""
+    from hindsight_integrations.core.config import load_settings
+    from hindsight_integrations.core.embeddings import slow_model_start
+
+    cache = tmp_path / "cold-cache"
+    store = tmp_path / "store"
+    engine = MemoryEngine(store=store, embedder=embedder, llm=False)
+    engine.store("The release branch is cut every Monday at 9am.", namespace="cli")
+    engine.chroma.flush_access()
+    settings = load_settings(cache_dir=cache)
+    assert slow_model_start(settings) is not None and "exporting it to ONNX" in str(slow_model_start(settings))
+    env = _terminal_env(HINDSIGHT_CACHE_DIR=str(cache))
+    code, out, terminal = run_with_terminal_stderr(["--store", str(store), "-n", "cli", "stats", "--json"], env)
+    assert code == 0, terminal
+    assert "preparing the embedding model all-MiniLM-L6-v2" in terminal
+    assert json.loads(out)["total"] == 1
+    assert slow_model_start(settings) is None  # the export is cached: the next command starts quietly
+    code, out, terminal = run_with_terminal_stderr(["--store", str(store), "-n", "cli", "stats", "--json"], env)
+    assert code == 0 and "preparing" not in terminal and json.loads(out)["total"] == 1
