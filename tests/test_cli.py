@@ -355,6 +355,19 @@ def test_debug_shows_the_traceback_of_an_error(tmp_path: Path) -> None:
     assert done.returncode == 1 and "Traceback" in done.stderr and "InvalidInputError: query" in done.stderr
 
 
+def test_bench_options_are_checked_before_a_long_run(tmp_path: Path) -> None:
+    a_file = tmp_path / "notes.txt"
+    a_file.write_text("x", encoding="utf-8")
+    for args, needle in (
+        (["bench", "scale", "--sizes", "1000,abc", "--out", str(tmp_path / "s.json")], "--sizes: 'abc' is not"),
+        (["bench", "scale", "--out", str(a_file / "scale.json")], "is not a directory"),
+        (["bench", "tokens", "--data", str(tmp_path), "--out", str(a_file / "t.json")], "is not a directory"),
+    ):
+        result = runner.invoke(app, args)
+        assert result.exit_code == 2 and needle in result.stderr, result.output
+        assert len(result.stderr.strip().splitlines()) == 1
+
+
 def test_a_reader_that_stops_early_gets_no_traceback(tmp_path: Path, embedder) -> None:
     """`hindsight export | head`: the export is larger than a pipe's buffer and the reader leaves after 100 bytes."""
     from hindsight_integrations import MemoryEngine

@@ -23,6 +23,8 @@ import pytest
 from typer.testing import CliRunner
 
 from hindsight_integrations import MemoryEngine
+from hindsight_integrations.bench.locomo import evaluate, ingest
+from hindsight_integrations.bench.locomo_data import load_directory
 from hindsight_integrations.cli import app
 from hindsight_integrations.core.embeddings import LocalEmbedder
 
@@ -104,6 +106,31 @@ def test_import_reports_checking_embedding_and_writing(filled: tuple[Path, Memor
     reused = Recorder()
     engine.import_data(engine.export(namespace="big"), namespace="again", progress=reused)
     assert reused.stages() == ["checking memories", "writing memories"]  # same model: the vectors are reused
+
+
+def test_benchmark_ingest_reports_turns_and_questions(tmp_path: Path, embedder: LocalEmbedder) -> None:
+    from tests.test_bench import FLAT_LIST, NESTED
+
+    data = tmp_path / "locomo"
+    data.mkdir()
+    (data / "a.json").write_text(json.dumps(NESTED), encoding="utf-8")
+    (data / "b.json").write_text(json.dumps(FLAT_LIST), encoding="utf-8")
+    conversations, _ = load_directory(data)
+    engine = MemoryEngine(store=tmp_path / "store", embedder=embedder, llm=False)
+    stored = Recorder()
+    assert ingest(engine, conversations[0], "one", stored) == 5
+    assert stored.calls == [("storing turns", 0, 5), ("storing turns", 5, 5)]
+    steps = Recorder()
+    evaluate(engine, conversations, steps=steps)
+    assert steps.stages() == [
+        "tiny-a: storing turns",
+        "tiny-a: asking questions",
+        "tiny-b: storing turns",
+        "tiny-b: asking questions",
+    ]
+    assert steps.counts()["tiny-a: asking questions"][-1] == (3, 3)
+    steps.assert_well_formed()
+    engine.chroma.flush_access()
 
 
 def _terminal_env(**extra: str) -> dict[str, str]:
