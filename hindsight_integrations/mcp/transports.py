@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import shlex
 import sys
+import threading
 from collections.abc import Awaitable, Callable, Sequence
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
@@ -37,13 +38,49 @@ class Transport:
     """How to open a session to one server: ``kind`` and ``target`` name it in errors and logs.
 
     ``server`` is the in-process server (None otherwise); holding it here keeps it, and the
-    engine it serves, alive as long as the client.
+    engine it serves, alive as long as the client. ``last_words`` (stdio) returns the last
+    line a spawned server wrote to stderr once it has exited, else None: why it stopped.
     """
 
     kind: TransportKind
     target: str
     open: Opener
     server: HindsightMCP | None = None
+    last_words: Callable[[], str | None] | None = None
+
+
+class StderrTail:
+    """Pass a spawned server's stderr on to ``errlog`` line by line, keeping the last line.
+
+    A server that refuses its configuration (a bad namespace, an unknown setting) prints why
+    on stderr and exits; the client only sees the connection close. Keeping that line lets
+    the client's error say what the server said instead of only "connection closed".
+    """
+
+    def __init__(self, errlog: TextIO) -> None:
+        self._errlog = errlog
+        self._last: str | None = None
+        read_end, write_end = os.pipe()
+        self.child_end = os.fdopen(write_end, "w")
+        """What the child writes to; close it once the child is started (the child keeps its copy)."""
+        self._thread = threading.Thread(target=self._pump, args=(read_end,), name="hindsight-stderr", daemon=True)
+        self._thread.start()
+
+    def _pump(self, read_end: int) -> None:
+        with os.fdopen(read_end, encoding="utf-8", errors="replace") as lines:
+            for line in lines:
+                if line.strip():
+                    self._last = line.strip()
+                try:
+                    self._errlog.write(line)
+                    self._errlog.flush()
+                except (OSError, ValueError):  # errlog closed or gone: keep reading, or the child blocks
+                    pass
+
+    def last_words(self, wait: float = 1.0) -> str | None:
+        """The last line the child wrote, once its stderr is closed (it exited) within ``wait`` s; else None."""
+        self._thread.join(wait)
+        return None if self._thread.is_alive() else self._last
 
 
 def stdio(
@@ -73,15 +110,26 @@ def stdio(
     child_env = {**os.environ, **(env or {})}
     if namespace is not None:
         child_env["HINDSIGHT_NAMESPACE"] = validate_namespace(namespace)
+    elif child_env.get("HINDSIGHT_NAMESPACE"):  # the server would refuse it and exit: say so here, and why
+        validate_namespace(child_env["HINDSIGHT_NAMESPACE"], "HINDSIGHT_NAMESPACE")
     params = StdioServerParameters(command=argv[0], args=argv[1:], env=child_env, cwd=cwd)
+    tails: list[StderrTail] = []
 
     async def open_stdio(stack: AsyncExitStack, read_timeout: float) -> ClientSession:
-        read, write = await stack.enter_async_context(stdio_client(params, errlog=errlog or sys.stderr))
+        tail = StderrTail(errlog or sys.stderr)
+        tails[:] = [tail]
+        try:
+            read, write = await stack.enter_async_context(stdio_client(params, errlog=tail.child_end))
+        finally:
+            tail.child_end.close()
         session = await stack.enter_async_context(ClientSession(read, write))
         await session.initialize()
         return session
 
-    return Transport("stdio", " ".join(argv), open_stdio)
+    def last_words() -> str | None:
+        return tails[0].last_words() if tails else None
+
+    return Transport("stdio", " ".join(argv), open_stdio, last_words=last_words)
 
 
 def http(url: str, token: str | None = None, *, headers: dict[str, str] | None = None) -> Transport:
