@@ -412,8 +412,10 @@ def slow_model_start(settings: Any) -> str | None:
 
     The first use of a local model on a machine loads it with torch and exports it to ONNX
     (10-30 s), and the torch backend loads it on every start (~6 s); with a cached export an
-    engine starts in well under a second. The CLI shows this text beside a spinner meanwhile,
-    so a first command does not look hung. Reads only settings and the cache: loads nothing.
+    engine starts in well under a second, and so does one whose model this process loaded
+    already (exporting it then takes a second or two). The CLI shows this text beside a
+    spinner meanwhile, so a first command does not look hung. Reads only settings, the cache
+    and this process's loaded models: loads nothing.
     """
     if settings.embedding_provider != "local":
         return None
