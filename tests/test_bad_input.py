@@ -11,6 +11,7 @@ import pytest
 from hindsight_integrations import (
     ConfigurationError,
     InvalidInputError,
+    InvalidRecordsError,
     MemoryEngine,
     MemoryNotFoundError,
     StoreUnavailableError,
@@ -71,7 +72,7 @@ def test_control_characters_are_stripped(engine: MemoryEngine) -> None:
     assert record.content == "The build server is named atlas-7."
 
 
-@pytest.mark.parametrize("namespace", ["", "has space", "x" * 60, "-leading", "a/b", "ünï"])
+@pytest.mark.parametrize("namespace", ["", "has space", "x" * 60, "-leading", "a/b", "ünï", "a..b"])
 def test_invalid_namespace(engine: MemoryEngine, namespace: str) -> None:
     with pytest.raises(InvalidInputError) as err:
         engine.store("Some valid content for the memory.", namespace=namespace)
@@ -190,8 +191,39 @@ def test_bad_update_arguments(engine: MemoryEngine) -> None:
 def test_bad_import_documents(engine: MemoryEngine) -> None:
     with pytest.raises(InvalidInputError, match="hindsight-export"):
         engine.import_data({"records": []}, namespace="u1")
-    with pytest.raises(InvalidInputError) as err:
-        engine.import_data(
-            {"format": "hindsight-export", "records": [{"content": "no namespace or fields"}]}, namespace="u1"
-        )
-    assert err.value.field == "records[0]"
+    with pytest.raises(InvalidInputError, match="must be a list of records, got dict"):
+        engine.import_data({"format": "hindsight-export", "records": {"a": 1}}, namespace="u1")
+    with pytest.raises(InvalidInputError, match="the export's \"namespace\": 'bad name' is not a valid namespace"):
+        engine.import_data({"format": "hindsight-export", "namespace": "bad name", "records": []})
+
+
+def test_every_bad_record_of_an_import_is_named_and_nothing_is_written(engine: MemoryEngine) -> None:
+    records = [
+        {"content": "A record without a namespace takes the import's."},
+        {"content": ""},
+        {"content": "ok", "occurred_at": "last tuesday", "importance": "high"},
+        {"content": "vectors of the wrong size are recomputed", "embedding": [0.1, 0.2]},
+    ]
+    document = {"format": "hindsight-export", "embedding_model": engine.embedder.name, "records": records}
+    with pytest.raises(InvalidRecordsError) as err:
+        engine.import_data(document, namespace="u1")
+    assert err.value.field == "records" and (err.value.bad, err.value.total) == (2, 4)
+    assert err.value.problems == [
+        "records[1].content: is empty; every memory needs its text",
+        "records[2].importance: input should be a valid number, unable to parse string as a number (got 'high')",
+        "records[2].occurred_at: input should be a valid datetime or date, invalid character in year (got "
+        "'last tuesday')",
+    ]
+    assert _count(engine) == 0
+    assert engine.import_data({**document, "records": [records[0], records[3]]}, namespace="u1") == 2
+    assert engine.recall("wrong size vectors", namespace="u1", top_k=1).hits[0].record.content == records[3]["content"]
+
+
+def test_a_bad_setting_given_as_an_argument_is_not_blamed_on_the_environment() -> None:
+    with pytest.raises(ConfigurationError) as err:
+        load_settings(namespace="bad name")
+    assert "namespace (argument): 'bad name' is not a valid namespace" in str(err.value)
+    assert "HINDSIGHT_NAMESPACE" not in str(err.value) and "Value error" not in str(err.value)
+    with pytest.raises(ConfigurationError) as err:
+        load_settings(namespace="bad name", sources={"namespace": "--namespace"})
+    assert str(err.value).startswith("invalid configuration: --namespace: 'bad name'")

@@ -60,15 +60,14 @@ def test_compress_command(tmp_path: Path, embedder) -> None:
     result = _run(store, "compress", "--session", "s1", "--force")
     assert result.exit_code == 0, result.output
     assert "archived into 1 summaries" in result.output
-    assert "nothing to compress" in _run(store, "compress", "--session", "empty").output
 
 
 @pytest.mark.parametrize(
     ("args", "needle"),
     [
-        (["recall", "x", "--top-k", "0"], "top_k"),
+        (["recall", "x", "--top-k", "0"], "--top-k"),
         (["add", "   "], "content"),
-        (["--namespace", "bad name", "stats"], "namespace"),
+        (["--namespace", "bad name", "stats"], "--namespace"),
     ],
 )
 def test_errors_are_one_clear_line(tmp_path: Path, args, needle: str, embedder) -> None:
@@ -86,7 +85,9 @@ def test_unreachable_chroma_url(tmp_path: Path) -> None:
         env={"HINDSIGHT_CHROMA_CONNECT_ATTEMPTS": "2"},
     )
     assert result.exit_code == 2
-    assert "did not answer after 2 attempts" in result.output
+    assert "did not answer after 2 attempts" in result.stderr
+    assert "--chroma-url or HINDSIGHT_CHROMA_URL" in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
 
 
 def test_demo_runs_offline_as_a_console_script(tmp_path: Path) -> None:
@@ -113,19 +114,21 @@ def test_demo_runs_offline_as_a_console_script(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("args", "needle"),
     [
-        (["recall", "x", "--top-k", "0"], "top_k"),
-        (["recall", "x", "--top-k", "201"], "top_k"),
-        (["recall", "x", "--budget", "0"], "token_budget"),
+        (["recall", "x", "--top-k", "0"], "--top-k: must be between 1 and 200"),
+        (["recall", "x", "--top-k", "201"], "HINDSIGHT_MAX_TOP_K"),
+        (["recall", "x", "--budget", "0"], "--budget"),
         (["recall", "  "], "query"),
         (["add", "   "], "content"),
-        (["add", "a fact", "--kind", "gossip"], "kind"),
-        (["add", "a fact", "--ttl", "0"], "ttl_seconds"),
-        (["--namespace", "bad name", "stats"], "namespace"),
-        (["--chroma-url", "not a url", "stats"], "chroma_url"),
-        (["demo", "--namespace", "bad name"], "namespace"),
-        (["compress", "--session", "s1", "--threshold", "0"], "threshold_tokens"),
-        (["serve", "--transport", "ftp"], "transport"),
-        (["serve", "--port", "0"], "port"),
+        (["add", "a fact", "--kind", "gossip"], "--kind"),
+        (["add", "a fact", "--ttl", "0"], "--ttl"),
+        (["--namespace", "bad name", "stats"], "--namespace"),
+        (["--chroma-url", "not a url", "stats"], "--chroma-url"),
+        (["demo", "--namespace", "bad name"], "--namespace"),
+        (["compress", "--session", "s1", "--threshold", "0"], "--threshold"),
+        (["compress", "--session", " "], "--session: is empty"),
+        (["export", "--out", "/nonexistent-dir/x.json"], "the directory /nonexistent-dir does not exist"),
+        (["serve", "--transport", "ftp"], "--transport"),
+        (["serve", "--port", "0"], "--port"),
     ],
 )
 def test_arguments_are_checked_before_the_engine_is_built(
@@ -153,12 +156,241 @@ def test_settings_from_the_environment_are_checked_first(tmp_path: Path, monkeyp
     assert result.exit_code == 2 and "HINDSIGHT_EMBEDDING_BACKEND" in result.output
 
 
-def test_import_refuses_a_file_that_is_not_an_export(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize(
+    ("content", "needle"),
+    [
+        (b"[1, 2]", "is not a `hindsight export` document (it holds a JSON array, not an object)"),
+        (b'{"format": "csv"}', "its \"format\" is 'csv', not 'hindsight-export'"),
+        (b"{oops", "is not valid JSON (Expecting property name enclosed in double quotes at line 1, column 2)"),
+        (b"\xff\xfe\x00binary", "is not UTF-8 text"),
+        (
+            b'{"format": "hindsight-export", "namespace": "bad name", "records": []}',
+            "bad.json: \"namespace\": 'bad name' is not a valid namespace",
+        ),
+    ],
+)
+def test_import_refuses_a_file_that_is_not_an_export(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, content: bytes, needle: str
+) -> None:
     from hindsight_integrations import cli
 
     monkeypatch.setattr(cli, "_engine", lambda settings: pytest.fail("the engine was built"))
-    for text, needle in (("[1, 2]", "not a `hindsight export` document"), ("{oops", "could not read")):
-        bad = tmp_path / "bad.json"
-        bad.write_text(text, encoding="utf-8")
-        result = runner.invoke(app, ["--store", str(tmp_path / "s"), "import", str(bad)])
-        assert result.exit_code == 2 and needle in " ".join(result.output.split())  # rich wraps long lines
+    bad = tmp_path / "bad.json"
+    bad.write_bytes(content)
+    result = runner.invoke(app, ["--store", str(tmp_path / "s"), "import", str(bad)])
+    assert result.exit_code == 2 and needle in result.stderr, result.stderr
+    assert "Traceback" not in result.output and len(result.stderr.strip().splitlines()) == 1
+
+
+# -- every command, bad inputs: one line on stderr naming the fix, a non-zero exit, no traceback --------------------
+
+NAMESPACE_COMMANDS = [
+    ["add", "a fact"],
+    ["recall", "x"],
+    ["dump"],
+    ["export"],
+    ["import", "FILE"],
+    ["stats"],
+    ["compress", "--session", "s1"],
+    ["maintain"],
+    ["review"],
+    ["restore"],
+    ["serve"],
+]
+
+
+def _with_file(args: list[str], tmp_path: Path) -> list[str]:
+    export = tmp_path / "export.json"
+    export.write_text('{"format": "hindsight-export", "records": []}', encoding="utf-8")
+    return [str(export) if a == "FILE" else a for a in args]
+
+
+@pytest.mark.parametrize("command", NAMESPACE_COMMANDS, ids=lambda c: c[0])
+def test_every_namespace_command_takes_namespace_and_blames_the_option(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, command: list[str]
+) -> None:
+    """A bad --namespace is named as --namespace, whether given before or after the command, not as the variable."""
+    from hindsight_integrations import cli
+
+    monkeypatch.setattr(cli, "_engine", lambda settings: pytest.fail("the engine was built"))
+    args = _with_file(command, tmp_path)
+    for placed in (["--namespace", "bad name", *args], [*args, "--namespace", "bad name"], [*args, "-n", "a..b"]):
+        result = runner.invoke(app, ["--store", str(tmp_path / "s"), *placed])
+        assert result.exit_code == 2, (placed, result.output)
+        assert "--namespace: '" in result.stderr and "HINDSIGHT_NAMESPACE" not in result.stderr, result.stderr
+        assert len(result.stderr.strip().splitlines()) == 1
+        assert result.exception is None or isinstance(result.exception, SystemExit)
+    from_env = runner.invoke(app, ["--store", str(tmp_path / "s"), *args], env={"HINDSIGHT_NAMESPACE": "bad name"})
+    if command[0] != "import":  # import's default is the export's own namespace, not the variable
+        assert from_env.exit_code == 2 and "namespace (env HINDSIGHT_NAMESPACE)" in from_env.stderr
+
+
+def test_a_command_level_namespace_wins_over_the_global_one(tmp_path: Path, embedder) -> None:
+    store = tmp_path / "store"
+    assert _run(store, "add", "The staging database is called kestrel.", namespace="alice").exit_code == 0
+    stats = runner.invoke(app, ["--store", str(store), "--namespace", "bob", "stats", "-n", "alice", "--json"])
+    assert stats.exit_code == 0, stats.output
+    assert json.loads(stats.stdout)["namespace"] == "alice" and json.loads(stats.stdout)["total"] == 1
+    dumped = runner.invoke(app, ["--store", str(store), "dump", "--namespace", "alice"])
+    assert "kestrel" in dumped.stdout
+
+
+def test_export_to_a_path_under_a_file_is_refused_before_the_engine(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from hindsight_integrations import cli
+
+    monkeypatch.setattr(cli, "_engine", lambda settings: pytest.fail("the engine was built"))
+    a_file = tmp_path / "notes.txt"
+    a_file.write_text("x", encoding="utf-8")
+    for out, needle in ((a_file / "x.json", "is not a directory"), (tmp_path, "is a directory; give a file name")):
+        result = runner.invoke(app, ["--store", str(tmp_path / "s"), "export", "-o", str(out)])
+        assert result.exit_code == 2 and needle in result.stderr and result.stdout == ""
+
+
+def test_restore_of_unknown_or_live_ids_restores_nothing_and_fails(tmp_path: Path, embedder) -> None:
+    store = tmp_path / "store"
+    added = _run(store, "add", "The VPN gateway is vpn2.example.org.", "--json")
+    memory_id = json.loads(added.stdout)["stored"][0]["id"]
+    unknown = _run(store, "restore", "deadbeef")
+    assert unknown.exit_code == 2 and unknown.stdout == ""
+    assert "nothing restored: no memory deadbeef" in unknown.stderr and "namespace 'cli'" in unknown.stderr
+    live = _run(store, "restore", memory_id, "deadbeef")
+    assert live.exit_code == 2 and f"{memory_id} is active, not in cold storage" in live.stderr
+    nothing_archived = _run(store, "restore")
+    assert nothing_archived.exit_code == 0 and "nothing to restore" in nothing_archived.stdout
+
+
+def test_restore_brings_back_an_archived_memory(tmp_path: Path, embedder) -> None:
+    from hindsight_integrations import MemoryEngine
+
+    store = tmp_path / "store"
+    engine = MemoryEngine(store=store, embedder=embedder, llm=False, namespace="cli")
+    stale = engine.store("The old build server was called zeus-1.", importance=0.1).stored[0]
+    report = engine.maintain(now=stale.occurred_at.replace(year=stale.occurred_at.year + 3))
+    assert stale.id in report.archived
+    restored = _run(store, "restore", stale.id)
+    assert restored.exit_code == 0 and "restored 1 memories" in restored.stdout, restored.output
+
+
+def test_compress_says_why_it_did_nothing(tmp_path: Path, embedder) -> None:
+    from hindsight_integrations import MemoryEngine
+
+    store = tmp_path / "store"
+    engine = MemoryEngine(store=store, embedder=embedder, llm=False)
+    engine.record_turn("The deploy freeze starts on Thursday.", session_id="s1", namespace="cli", compress=False)
+    engine.store("The office wifi password rotates monthly.", session_id="notes", namespace="cli")
+    under = _run(store, "compress", "--session", "s1")
+    assert under.exit_code == 0, under.output
+    text = " ".join(under.stdout.split())
+    assert "nothing to compress: session 's1' holds 1 live turns" in text
+    assert "within the threshold of 3276 tokens (40% of the 8192-token context window" in text
+    assert "--force summarises its oldest turns anyway" in text
+    own = " ".join(_run(store, "compress", "--session", "s1", "--threshold", "5000").stdout.split())
+    assert "within the threshold of 5000 tokens (--threshold)" in own
+    long_term_only = _run(store, "compress", "--session", "notes")
+    assert long_term_only.exit_code == 0 and "has no live turns in working memory" in long_term_only.stdout
+    missing = _run(store, "compress", "--session", "s2")
+    assert missing.exit_code == 2 and "no session 's2' in namespace 'cli'" in missing.stderr
+
+
+def test_import_names_every_bad_record_in_one_line_each(tmp_path: Path, embedder) -> None:
+    records = [
+        {"id": "a", "content": "The backup bucket is s3://acme-backups."},
+        {"id": "b", "content": "   "},
+        {"id": "c", "content": "Deploys need two approvals.", "kind": "gossip", "importance": 3},
+        {"id": "a", "content": "A second record with the first one's id."},
+        "not an object",
+    ]
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"format": "hindsight-export", "records": records}), encoding="utf-8")
+    result = _run(tmp_path / "store", "import", str(bad))
+    assert result.exit_code == 2 and result.stdout == ""
+    lines = result.stderr.strip().splitlines()
+    assert lines[0].startswith(f"error: {bad}: 4 of 5 records cannot be imported, so nothing was imported.")
+    assert lines[1:] == [
+        "  records[1].content: is empty; every memory needs its text",
+        "  records[2].kind: input should be 'preference', 'context', 'fact', 'correction', 'event', 'summary' or "
+        "'turn' (got 'gossip')",
+        "  records[2].importance: input should be less than or equal to 1 (got 3)",
+        "  records[3].id: 'a' is also the id of records[0]; ids must be unique",
+        "  records[4]: must be an object (one record of `hindsight export`), got str",
+    ]
+    assert "pydantic" not in result.stderr and "http" not in result.stderr
+    assert json.loads(_run(tmp_path / "store", "stats", "--json").stdout)["total"] == 0
+
+
+def test_a_store_path_that_is_a_file(tmp_path: Path) -> None:
+    a_file = tmp_path / "store"
+    a_file.write_text("x", encoding="utf-8")
+    result = runner.invoke(app, ["--store", str(a_file), "stats"])
+    assert result.exit_code == 2 and "is a file, not a directory" in result.stderr
+
+
+def test_a_damaged_cold_storage_file_is_named_with_its_line(tmp_path: Path, embedder) -> None:
+    store = tmp_path / "store"
+    (store / "cold").mkdir(parents=True)
+    (store / "cold" / "cli.jsonl").write_text('{"id": "x"}\n{"id": \n', encoding="utf-8")
+    result = _run(store, "restore")
+    assert result.exit_code == 2 and "cli.jsonl is damaged at line 2" in result.stderr
+
+
+def test_an_unforeseen_error_is_one_line_and_exit_1(capsys: pytest.CaptureFixture[str]) -> None:
+    """What no check foresaw is still one line, saying it is a bug and how to see more; --debug shows the traceback."""
+    import typer
+
+    from hindsight_integrations.terminal import debug, reported
+
+    with pytest.raises(typer.Exit) as exit_info, reported():
+        {}["missing"]  # a real KeyError, as a bug would raise
+    assert exit_info.value.exit_code == 1
+    err = capsys.readouterr().err
+    assert err.startswith("error: unexpected KeyError: 'missing'. This is a bug") and "--debug" in err
+    assert len(err.strip().splitlines()) == 1
+    debug.tracebacks = True
+    try:
+        with pytest.raises(KeyError), reported():
+            {}["missing"]
+    finally:
+        debug.tracebacks = False
+
+
+def test_debug_shows_the_traceback_of_an_error(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "hindsight_integrations.cli", "--debug", "--store", str(tmp_path / "s"), "recall", " "],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 1 and "Traceback" in done.stderr and "InvalidInputError: query" in done.stderr
+
+
+def test_bench_options_are_checked_before_a_long_run(tmp_path: Path) -> None:
+    a_file = tmp_path / "notes.txt"
+    a_file.write_text("x", encoding="utf-8")
+    for args, needle in (
+        (["bench", "scale", "--sizes", "1000,abc", "--out", str(tmp_path / "s.json")], "--sizes: 'abc' is not"),
+        (["bench", "scale", "--out", str(a_file / "scale.json")], "is not a directory"),
+        (["bench", "tokens", "--data", str(tmp_path), "--out", str(a_file / "t.json")], "is not a directory"),
+    ):
+        result = runner.invoke(app, args)
+        assert result.exit_code == 2 and needle in result.stderr, result.output
+        assert len(result.stderr.strip().splitlines()) == 1
+
+
+def test_a_reader_that_stops_early_gets_no_traceback(tmp_path: Path, embedder) -> None:
+    """`hindsight export | head`: the export is larger than a pipe's buffer and the reader leaves after 100 bytes."""
+    from hindsight_integrations import MemoryEngine
+
+    store = tmp_path / "store"
+    engine = MemoryEngine(store=store, embedder=embedder, llm=False, namespace="cli")
+    engine.store_memories([f"Service {i} listens on port {8000 + i}." for i in range(40)], apply_filter=False)
+    engine.chroma.flush_access()
+    command = [sys.executable, "-m", "hindsight_integrations.cli", "--store", str(store), "-n", "cli", "export"]
+    with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE) as process:
+        assert process.stdout is not None and process.stderr is not None
+        assert process.stdout.read(100).startswith(b'{"format": "hindsight-export"')
+        process.stdout.close()
+        err = process.stderr.read().decode()
+        process.wait(timeout=120)
+    assert "Traceback" not in err and "Exception ignored" not in err and "error" not in err, err

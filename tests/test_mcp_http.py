@@ -72,6 +72,7 @@ def test_client_with_a_wrong_token_gets_a_clear_auth_error(base: str) -> None:
     ):
         client.recall("anything")
     assert "401" in str(err.value) and base in str(err.value)
+    assert str(err.value).startswith("memory server refused the connection")  # it answered: not "unavailable"
 
 
 def test_each_token_announces_its_namespace_and_a_client_for_another_user_is_refused(base: str) -> None:
@@ -85,6 +86,7 @@ def test_each_token_announces_its_namespace_and_a_client_for_another_user_is_ref
     ):
         wrong.store(content)
     assert "'bob'" in str(err.value) and "'alice'" in str(err.value)
+    assert str(err.value).startswith("memory server refused the namespace")
     with MemoryClient.http(f"{base}/mcp", token=BOB, namespace="bob") as bob:
         assert not [r for r in bob.list(limit=1000) if r.content == content]  # refused before anything was sent
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from hindsight_integrations import MemoryEngine
-from hindsight_integrations.core.errors import ConfigurationError
+from hindsight_integrations.core.errors import ConfigurationError, InvalidInputError
 from hindsight_integrations.mcp import MemoryClient, MemoryServerUnavailableError, MemoryToolError
 from hindsight_integrations.mcp.auth import load_token_map, parse_token_env
 from hindsight_integrations.mcp.observability import JsonFormatter, RateLimiter
@@ -139,6 +139,28 @@ def test_a_stdio_command_that_cannot_start_is_a_clear_error() -> None:
     ):
         c.stats()
     assert err.value.transport == "stdio" and "/nonexistent/hindsight-server" in str(err.value)
+
+
+def test_a_stdio_server_that_refuses_its_settings_is_quoted_in_the_error(tmp_path: Path) -> None:
+    """The server prints why it will not start and exits; the client's error says it, not only "connection closed"."""
+    env = {"HINDSIGHT_STORE": str(tmp_path / "store"), "HINDSIGHT_EMBEDDING_BACKEND": "tensorrt"}
+    log = tmp_path / "server.log"
+    with (
+        log.open("w") as errlog,
+        MemoryClient.stdio(env=env, errlog=errlog, retries=0, connect_timeout=60) as c,
+        pytest.raises(MemoryServerUnavailableError) as err,
+    ):
+        c.stats()
+    assert "the server exited saying: hindsight mcp: invalid configuration" in str(err.value)
+    assert "HINDSIGHT_EMBEDDING_BACKEND" in str(err.value)
+    assert "HINDSIGHT_EMBEDDING_BACKEND" in log.read_text(encoding="utf-8")  # still passed on to errlog
+
+
+def test_a_bad_namespace_in_the_environment_is_refused_before_spawning(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HINDSIGHT_NAMESPACE", "bad name")
+    with pytest.raises(InvalidInputError) as err:
+        MemoryClient.stdio(["/nonexistent/hindsight-server"])  # never started: the check comes first
+    assert err.value.field == "HINDSIGHT_NAMESPACE"
 
 
 def _rpc(n: int, method: str, params: dict) -> str:

@@ -136,8 +136,8 @@ def test_cli_commands_import_no_torch(warm_cache: Path, filled_store: Path, comm
 @pytest.mark.parametrize(
     ("args", "needle"),
     [
-        (["recall", "x", "--top-k", "0"], "top_k"),
-        (["recall", "x", "--top-k", "100000"], "top_k"),
+        (["recall", "x", "--top-k", "0"], "--top-k"),
+        (["recall", "x", "--top-k", "100000"], "--top-k"),
         (["add", "   "], "content"),
         (["--namespace", "bad name", "stats"], "namespace"),
     ],

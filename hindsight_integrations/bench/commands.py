@@ -8,13 +8,15 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
-from ..core.errors import HindsightError
-from ..terminal import err_console, fail, reported
+from ..core.errors import HindsightError, InvalidInputError
+from ..terminal import check_output_file, err_console, fail, progress_bar, reported
 
 bench_app = typer.Typer(help="Benchmarks: recall quality, speed at scale, peers, start-up.", no_args_is_help=True)
 
@@ -25,15 +27,37 @@ RESULTS = Path("benchmarks/results")
 def _emit(result: dict[str, Any], *, as_json: bool, out: Path | None, table: str, plot: Any = None) -> None:
     """One JSON object on stdout with --json (nothing else), else a Markdown table; optional file + PNG."""
     if out is not None:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(json.dumps(result, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-        if plot is not None:
-            plot(result, out.with_suffix(".png"))
+        with reported():
+            out.parent.mkdir(parents=True, exist_ok=True)
+            out.write_text(json.dumps(result, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+            if plot is not None:
+                plot(result, out.with_suffix(".png"))
         err_console.print(f"[dim]wrote {out}{' and ' + str(out.with_suffix('.png')) if plot else ''}[/dim]")
     if as_json:
         sys.stdout.write(json.dumps(result, ensure_ascii=False) + "\n")
     else:
         sys.stdout.write(table + "\n")  # raw, so Markdown rows are never wrapped
+
+
+def _check_out(out: Path | None) -> None:
+    """Refuse an unwritable ``--out`` before a benchmark runs for minutes, not after."""
+    if out is not None:
+        with reported():
+            check_output_file(out, "--out", make_parents=True)
+
+
+def _say(message: str) -> None:
+    """A benchmark's line of news (a conversation done), dim on stderr, above any progress bar."""
+    err_console.print(f"[dim]{message}[/dim]")
+
+
+@contextmanager
+def _user_errors() -> Iterator[None]:
+    """A benchmark's ``ValueError``/``FileNotFoundError`` (bad data, a bad option): the user's to fix, not a bug."""
+    try:
+        yield
+    except (FileNotFoundError, ValueError) as exc:
+        raise HindsightError(str(exc)) from None
 
 
 def _bench_env() -> None:
@@ -76,18 +100,11 @@ def bench_locomo(
     if unknown := sorted(set(modes) - set(MODES)):
         fail(HindsightError(f"unknown --default-path mode {', '.join(unknown)}; choose from {', '.join(MODES)}"))
         return
-    try:
+    _check_out(out)
+    with reported(), _user_errors(), progress_bar() as steps:
         result = run_locomo(
-            data,
-            store=store,
-            top_k=top_k,
-            budget=budget,
-            default_modes=modes,
-            progress=lambda m: err_console.print(f"[dim]{m}[/dim]"),
+            data, store=store, top_k=top_k, budget=budget, default_modes=modes, progress=_say, steps=steps
         )
-    except (FileNotFoundError, ValueError) as exc:
-        fail(HindsightError(str(exc)))
-        return
     if not rows:
         result.pop("rows", None)
     table = locomo_table(result) + "\n\n" + default_path_table(result) + "\n\n" + tokens_table(result)
@@ -108,11 +125,9 @@ def bench_tokens(
     from .locomo import run_locomo
     from .report import tokens_table
 
-    try:
-        result = run_locomo(data, budget=budget, progress=lambda m: err_console.print(f"[dim]{m}[/dim]"))
-    except (FileNotFoundError, ValueError) as exc:
-        fail(HindsightError(str(exc)))
-        return
+    _check_out(out)
+    with reported(), _user_errors(), progress_bar() as steps:
+        result = run_locomo(data, budget=budget, progress=_say, steps=steps)
     summary = {
         "benchmark": "tokens",
         "questions": result["questions"],
@@ -150,13 +165,9 @@ def bench_grid(
     from .grid import parse_grid, run_grid
     from .report import grid_table, plot_grid
 
-    try:
-        result = run_grid(
-            data, grid=parse_grid(grid), max_tokens=max_tokens, progress=lambda m: err_console.print(f"[dim]{m}[/dim]")
-        )
-    except (FileNotFoundError, ValueError) as exc:
-        fail(HindsightError(str(exc)))
-        return
+    _check_out(out)
+    with reported(), _user_errors(), progress_bar() as steps:
+        result = run_grid(data, grid=parse_grid(grid), max_tokens=max_tokens, progress=_say, steps=steps)
     best = result["best"]
     table = grid_table(result) + (
         f"\n\nbest within {max_tokens} tokens: dense={best['dense']} lexical={best['lexical']} window={best['window']} "
@@ -195,16 +206,11 @@ def bench_peers(
     from .peers import run_peers
     from .report import peers_table, plot_peers
 
-    try:
+    _check_out(out)
+    with reported(), _user_errors():
         result = run_peers(
-            data,
-            only=[s.strip() for s in only.split(",")] if only else None,
-            progress=lambda m: err_console.print(f"[dim]{m}[/dim]"),
-            mem0_venv=mem0_venv,
+            data, only=[s.strip() for s in only.split(",")] if only else None, progress=_say, mem0_venv=mem0_venv
         )
-    except (FileNotFoundError, ValueError) as exc:
-        fail(HindsightError(str(exc)))
-        return
     _emit(result, as_json=as_json, out=out, table=peers_table(result), plot=plot_peers)
 
 
@@ -223,19 +229,20 @@ def bench_scale(
     from .report import scale_table
     from .scale import run_scale
 
-    try:
+    _check_out(out)
+    with reported(), _user_errors():
+        counts = [_whole(s.strip(), "--sizes") for s in sizes.split(",") if s.strip()]
         results = run_scale(
-            sizes=[int(s) for s in sizes.split(",") if s.strip()],
-            queries=queries,
-            mode=mode,
-            out=out,
-            console=err_console,
-            torch_threads=torch_threads,
+            sizes=counts, queries=queries, mode=mode, out=out, console=err_console, torch_threads=torch_threads
         )
-    except ValueError as exc:
-        fail(HindsightError(str(exc)))
-        return
     sys.stdout.write(scale_table(results) + "\n")
+
+
+def _whole(text: str, option: str) -> int:
+    """``text`` as a positive whole number, or an error naming ``option``."""
+    if not text.isdigit() or int(text) <= 0:
+        raise InvalidInputError(option, f"{text!r} is not a positive whole number")
+    return int(text)
 
 
 @bench_app.command("startup")
@@ -253,13 +260,12 @@ def bench_startup(
         whole_number(runs, "runs", low=1, high=1000)
         whole_number(warmup, "warmup", low=0, high=100)
         whole_number(memories, "memories", low=1, high=10_000)
+    _check_out(out)
     _bench_env()
     from .startup import run_startup, startup_table
 
     with reported():
-        result = run_startup(
-            runs=runs, warmup=warmup, memories=memories, progress=lambda m: err_console.print(f"[dim]{m}[/dim]")
-        )
+        result = run_startup(runs=runs, warmup=warmup, memories=memories, progress=_say)
     _emit(result, as_json=as_json, out=out, table=startup_table(result))
 
 
@@ -276,6 +282,7 @@ def bench_distinct(
     with reported():
         whole_number(count, "count", low=2, high=100_000)
         fraction(repeat_share, "repeat_share")
+    _check_out(out)
     _bench_env()
     from .distinct import run_distinct
 
@@ -298,5 +305,7 @@ def bench_load(
     _bench_env()
     from .load import load_table, run_load
 
-    result = run_load(clients=clients, operations=operations, progress=lambda m: err_console.print(f"[dim]{m}[/dim]"))
+    _check_out(out)
+    with reported(), _user_errors():
+        result = run_load(clients=clients, operations=operations, progress=_say)
     _emit(result, as_json=as_json, out=out, table=load_table(result))

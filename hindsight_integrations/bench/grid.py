@@ -24,6 +24,7 @@ from typing import Any
 
 from ..core.context import format_context, pack_within_budget
 from ..core.engine import MemoryEngine
+from ..core.progress import ProgressCallback, prefixed, report
 from ..core.ranking import RecallWeights
 from .locomo import CONTEXT_BUDGET, LOCOMO_WEIGHTS, ingest, namespace_for, reciprocal_rank
 from .locomo_data import Conversation, load_directory
@@ -75,8 +76,12 @@ def grid_search(
     *,
     max_tokens: int = CONTEXT_BUDGET,
     progress: Callable[[str], None] | None = None,
+    steps: ProgressCallback | None = None,
 ) -> dict[str, Any]:
-    """Ingest once, re-rank per weight setting, score every (weights, top_k, budget) cell."""
+    """Ingest once, re-rank per weight setting, score every (weights, top_k, budget) cell.
+
+    ``progress`` gets a line per conversation; ``steps`` counts turns stored and questions scored.
+    """
     settings = weight_settings(grid)
     max_k = max(grid["top_k"])
     cells = list(itertools.product(range(len(settings)), grid["top_k"], grid["budget"]))
@@ -86,12 +91,15 @@ def grid_search(
     for n, conv in enumerate(conversations):
         namespace = namespace_for(n)
         engine.drop_namespace(namespace)
-        ingest(engine, conv, namespace)
+        conv_steps = prefixed(steps, conv.name)
+        ingest(engine, conv, namespace, conv_steps)
         if progress:
             progress(
                 f"{conv.name}: {len(conv.turns)} turns, "
                 f"{len(conv.questions)} questions × {len(settings)} weight settings"
             )
+        scored, to_score = 0, len(settings) * len(conv.questions)
+        report(conv_steps, "scoring questions × weight settings", 0, to_score)
         for w, weights in enumerate(settings):
             for q in conv.questions:
                 ranked = engine.recall(
@@ -102,6 +110,8 @@ def grid_search(
                         cell = sums[(w, k, budget)]
                         for key, value in _score_cell(engine, q.question, q.evidence, ranked, k, budget).items():
                             cell[key] = cell.get(key, 0.0) + value
+                scored += 1
+                report(conv_steps, "scoring questions × weight settings", scored, to_score)
         questions += len(conv.questions)
     rows: list[dict[str, Any]] = []
     for (w, k, budget), total in sums.items():
@@ -168,6 +178,7 @@ def run_grid(
     max_tokens: int = CONTEXT_BUDGET,
     embedder: Any = None,
     progress: Callable[[str], None] | None = None,
+    steps: ProgressCallback | None = None,
 ) -> dict[str, Any]:
     """``hindsight bench grid``: the grid search over ``data`` in a throwaway embedded store.
 
@@ -176,6 +187,6 @@ def run_grid(
     conversations, _ = load_directory(data)
     with tempfile.TemporaryDirectory(prefix="hindsight-grid-") as tmp:
         engine = MemoryEngine(store=Path(tmp) / "store", embedder=embedder, llm=False)
-        result = grid_search(engine, conversations, grid, max_tokens=max_tokens, progress=progress)
+        result = grid_search(engine, conversations, grid, max_tokens=max_tokens, progress=progress, steps=steps)
     result["data"] = str(data)
     return result

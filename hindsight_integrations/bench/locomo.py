@@ -27,6 +27,7 @@ from typing import Any
 
 from ..core.context import format_context
 from ..core.engine import MemoryEngine
+from ..core.progress import ProgressCallback, prefixed, report
 from ..core.ranking import RecallWeights
 from ..core.records import MemoryRecord
 from .locomo_data import (
@@ -70,11 +71,15 @@ def turn_items(conversation: Conversation) -> list[dict[str, Any]]:
     return items
 
 
-def ingest(engine: MemoryEngine, conversation: Conversation, namespace: str) -> int:
-    """Store every turn as a memory (batched), with its neighbours as context."""
+def ingest(
+    engine: MemoryEngine, conversation: Conversation, namespace: str, steps: ProgressCallback | None = None
+) -> int:
+    """Store every turn as a memory (batched), with its neighbours as context; ``steps`` counts the turns stored."""
     items = turn_items(conversation)
+    report(steps, "storing turns", 0, len(items))
     for start in range(0, len(items), 256):
         engine.store_memories(items[start : start + 256], namespace=namespace, apply_filter=False, dedup=False)
+        report(steps, "storing turns", min(start + 256, len(items)), len(items))
     engine.chroma.namespace(namespace).lexical.wait_for_rebuild()
     return len(items)
 
@@ -154,8 +159,11 @@ def evaluate(
     deep_k: int = 20,
     weights: RecallWeights = LOCOMO_WEIGHTS,
     progress: Callable[[str], None] | None = None,
+    steps: ProgressCallback | None = None,
 ) -> dict[str, Any]:
     """Ingest each conversation into its own namespace, recall every question, score.
+
+    ``progress`` gets a line per conversation done; ``steps`` counts turns stored and questions asked.
 
     recall@10, all_found@10 and the context tokens come from one call, exactly what an
     agent would inject: ``recall(top_k=10, token_budget=budget)`` (all ten kept, trimmed).
@@ -171,7 +179,8 @@ def evaluate(
         namespace = namespace_for(n)
         engine.drop_namespace(namespace)
         started = time.perf_counter()
-        stored = ingest(engine, conv, namespace)
+        conv_steps = prefixed(steps, conv.name)
+        stored = ingest(engine, conv, namespace, conv_steps)
         ingest_seconds += time.perf_counter() - started
         if progress:
             progress(f"{conv.name}: {stored} turns stored, {len(conv.questions)} questions")
@@ -182,7 +191,8 @@ def evaluate(
         window_ids = {t.dia_id for t in window}
         window_tokens = _rendered_tokens(engine, window)
         conv_rows = []
-        for q in conv.questions:
+        report(conv_steps, "asking questions", 0, len(conv.questions))
+        for asked, q in enumerate(conv.questions, start=1):
             started = time.perf_counter()
             budgeted = engine.recall(
                 q.question, namespace=namespace, top_k=top_k, token_budget=budget, weights=weights, touch=False
@@ -209,6 +219,7 @@ def evaluate(
                 "last_n_recall": sum(e in window_ids for e in q.evidence) / len(q.evidence),
             }
             conv_rows.append(row)
+            report(conv_steps, "asking questions", asked, len(conv.questions))
         rows.extend(conv_rows)
         tokens_section["full_history"].append(full_tokens)
         tokens_section["last_n_turns"].append(len(window))
@@ -268,10 +279,12 @@ def run_locomo(
     embedder: Any = None,
     default_modes: Sequence[str] = (),
     progress: Callable[[str], None] | None = None,
+    steps: ProgressCallback | None = None,
 ) -> dict[str, Any]:
     """Load ``data``, evaluate in a temporary embedded store (or ``store``), return the results.
 
-    ``default_modes`` adds the default-path rows (``locomo_default.py``) under ``default_path``.
+    ``default_modes`` adds the default-path rows (``locomo_default.py``) under ``default_path``;
+    ``progress`` and ``steps`` are ``evaluate``'s.
     """
     import tempfile
 
@@ -280,10 +293,10 @@ def run_locomo(
     conversations, unreadable = load_directory(data)
     with tempfile.TemporaryDirectory(prefix="hindsight-locomo-") as tmp:
         engine = MemoryEngine(store=store or Path(tmp) / "store", embedder=embedder, llm=False)
-        result = evaluate(engine, conversations, top_k=top_k, budget=budget, progress=progress)
+        result = evaluate(engine, conversations, top_k=top_k, budget=budget, progress=progress, steps=steps)
         if default_modes:
             result["default_path"] = run_default_path(
-                engine, conversations, modes=default_modes, top_k=top_k, progress=progress
+                engine, conversations, modes=default_modes, top_k=top_k, progress=progress, steps=steps
             )
         engine.chroma.flush_access()
     result["config"]["data"] = str(data)

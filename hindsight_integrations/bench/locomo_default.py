@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.engine import MemoryEngine
+from ..core.progress import ProgressCallback, prefixed, report
 from ..mcp.client import MemoryClient
 from .locomo import evidence_scores, reciprocal_rank, summarise
 from .locomo_data import Conversation, Turn
@@ -47,9 +48,10 @@ def session_id(conversation: Conversation, turn: Turn) -> str:
     return f"{conversation.name}-session-{turn.session}"
 
 
-def write_turns(client: MemoryClient, conversation: Conversation) -> None:
-    """One ``record_turn`` per turn, as the adapters call it (see the module docstring)."""
-    for turn in conversation.turns:
+def write_turns(client: MemoryClient, conversation: Conversation, steps: ProgressCallback | None = None) -> None:
+    """One ``record_turn`` per turn, as the adapters call it (see the module docstring); ``steps`` counts them."""
+    for written, turn in enumerate(conversation.turns):
+        report(steps, "writing turns", written, len(conversation.turns))
         client.record_turn(
             turn.text,
             session_id=session_id(conversation, turn),
@@ -58,30 +60,36 @@ def write_turns(client: MemoryClient, conversation: Conversation) -> None:
             metadata={"dia_id": turn.dia_id},
             speaker=turn.speaker,
         )
+    report(steps, "writing turns", len(conversation.turns), len(conversation.turns))
 
 
-def store_turns(client: MemoryClient, conversation: Conversation) -> None:
-    """One ``store_memory`` per turn with the tool's defaults."""
-    for turn in conversation.turns:
+def store_turns(client: MemoryClient, conversation: Conversation, steps: ProgressCallback | None = None) -> None:
+    """One ``store_memory`` per turn with the tool's defaults; ``steps`` counts them."""
+    for written, turn in enumerate(conversation.turns):
+        report(steps, "writing turns", written, len(conversation.turns))
         client.store(
             turn.content,
             occurred_at=turn.when,
             session_id=session_id(conversation, turn),
             metadata={"dia_id": turn.dia_id},
         )
+    report(steps, "writing turns", len(conversation.turns), len(conversation.turns))
 
 
-WRITERS: dict[str, Callable[[MemoryClient, Conversation], None]] = {
+WRITERS: dict[str, Callable[[MemoryClient, Conversation, ProgressCallback | None], None]] = {
     "record_turn": write_turns,
     "store_memory": store_turns,
     "record_turn_stdio": write_turns,
 }
 
 
-def ask(client: MemoryClient, conversation: Conversation, *, top_k: int) -> list[dict[str, Any]]:
+def ask(
+    client: MemoryClient, conversation: Conversation, *, top_k: int, steps: ProgressCallback | None = None
+) -> list[dict[str, Any]]:
     """Every question through ``retrieve_memory`` with its defaults (``top_k`` aside); one row each."""
     rows = []
-    for q in conversation.questions:
+    for asked, q in enumerate(conversation.questions):
+        report(steps, "asking questions", asked, len(conversation.questions))
         result = client.recall(q.question, top_k=top_k)
         ranked = [str(r.metadata.get("dia_id", "")) for r in result.records]
         r10, all10 = evidence_scores(ranked, q.evidence, top_k)
@@ -97,6 +105,7 @@ def ask(client: MemoryClient, conversation: Conversation, *, top_k: int) -> list
                 "tokens@10": result.tokens,
             }
         )
+    report(steps, "asking questions", len(conversation.questions), len(conversation.questions))
     return rows
 
 
@@ -149,13 +158,18 @@ def run_mode(
     *,
     top_k: int = 10,
     progress: Callable[[str], None] | None = None,
+    steps: ProgressCallback | None = None,
 ) -> dict[str, Any]:
-    """Write every conversation into its own namespace through ``mode``, ask its questions, score."""
+    """Write every conversation into its own namespace through ``mode``, ask its questions, score.
+
+    ``progress`` gets a line per conversation scored; ``steps`` counts turns written and questions asked.
+    """
     rows: list[dict[str, Any]] = []
     ingest_seconds = 0.0
     turns = empty = asked = 0
     with tempfile.TemporaryDirectory(prefix="hindsight-default-") as tmp:
         for n, conv in enumerate(conversations):
+            conv_steps = prefixed(steps, f"{mode}: {conv.name}")
             namespace = f"default-{mode.replace('_', '-')}-{n:03d}"
             if mode == "record_turn_stdio":
                 client = _stdio_client(Path(tmp) / "store", namespace)
@@ -165,7 +179,7 @@ def run_mode(
             with client:
                 client.stats()  # connect (and, over stdio, load the model) before the clock starts
                 started = time.perf_counter()
-                WRITERS[mode](client, conv)
+                WRITERS[mode](client, conv, conv_steps)
                 # Context vectors are embedded behind the writes and a recall waits for them, so the
                 # clock stops when a recall returns; it returns (and so touches) nothing.
                 client.recall("ingest done", top_k=1, min_score=1.0)
@@ -173,7 +187,7 @@ def run_mode(
                 turns += len(conv.turns)
                 if client.engine is not None:
                     client.engine.chroma.namespace(namespace).lexical.wait_for_rebuild()
-                conv_rows = ask(client, conv, top_k=top_k)
+                conv_rows = ask(client, conv, top_k=top_k, steps=conv_steps)
                 empty += off_topic_empty(client)
                 asked += len(OFF_TOPIC)
             rows.extend(conv_rows)
@@ -196,12 +210,13 @@ def run_default_path(
     modes: Sequence[str] = MODES,
     top_k: int = 10,
     progress: Callable[[str], None] | None = None,
+    steps: ProgressCallback | None = None,
 ) -> list[dict[str, Any]]:
-    """The default-path rows, one per mode (see the module docstring)."""
+    """The default-path rows, one per mode (see the module docstring); ``progress`` and ``steps`` as ``run_mode``'s."""
     unknown = sorted(set(modes) - set(MODES))
     if unknown:
         raise ValueError(f"unknown default-path mode(s) {', '.join(unknown)}; choose from {', '.join(MODES)}")
-    return [run_mode(mode, engine, conversations, top_k=top_k, progress=progress) for mode in modes]
+    return [run_mode(mode, engine, conversations, top_k=top_k, progress=progress, steps=steps) for mode in modes]
 
 
 __all__ = ["MODES", "ROW_NAMES", "run_default_path", "run_mode", "session_id", "store_turns", "write_turns"]

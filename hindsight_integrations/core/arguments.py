@@ -32,6 +32,25 @@ def coerce_model(model: type[M], value: M | dict[str, Any] | None, field: str) -
         raise InvalidInputError(f"{field}.{'.'.join(str(p) for p in err['loc'])}", err["msg"]) from None
 
 
+def validation_problems(exc: ValidationError, prefix: str) -> list[str]:
+    """One readable line per error of ``exc``: ``prefix.field: what is wrong (got ...)``.
+
+    pydantic's own text spreads one error over three lines and adds a documentation URL,
+    which tells a person at a terminal nothing they can act on.
+    """
+    problems = []
+    for err in exc.errors():
+        where = ".".join([prefix, *(str(p) for p in err["loc"])]) if prefix else ".".join(str(p) for p in err["loc"])
+        if err["type"] == "missing":
+            problems.append(f"{where}: is missing")
+            continue
+        got = repr(err.get("input"))
+        got = got if len(got) <= 60 else got[:57] + "..."
+        message = err["msg"].removeprefix("Value error, ")
+        problems.append(f"{where}: {message[0].lower() + message[1:] if message else 'is invalid'} (got {got})")
+    return problems
+
+
 def coerce_enum(enum: type[E], value: Any, field: str, default: E | None = None) -> E:
     """``value`` as a member of ``enum`` (case-insensitive); ``default`` instead of an error if given."""
     if isinstance(value, enum):
@@ -62,4 +81,4 @@ def fraction(value: Any, field: str) -> float:
     return float(value)
 
 
-__all__ = ["coerce_enum", "coerce_model", "fraction", "whole_number"]
+__all__ = ["coerce_enum", "coerce_model", "fraction", "validation_problems", "whole_number"]

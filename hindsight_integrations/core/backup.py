@@ -10,14 +10,35 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+from pydantic import ValidationError
+
+from .arguments import validation_problems
 from .context import memory_line
-from .errors import InvalidInputError
+from .errors import InvalidInputError, InvalidRecordsError
 from .namespace_store import NamespaceStore, Vector
 from .parts import EngineParts
+from .progress import ProgressCallback, report
 from .records import MemoryRecord, Status, Tier, utcnow
 from .results import NamespaceStats
 
 EXPORT_FORMAT = "hindsight-export"
+# Progress stages (see ``progress.ProgressCallback``) and how often each is reported.
+_READING, _CHECKING = "reading memories", "checking memories"
+_EMBEDDING, _WRITING = "embedding memories", "writing memories"
+_REPORT_EVERY = 500
+_EMBED_CHUNK = 256  # records embedded between two reports (a few model batches)
+_WRITE_CHUNK = 500  # records written to Chroma between two reports
+
+
+def _fits(vector: Any, dimension: int | None) -> bool:
+    """Whether an exported vector can be stored as it is: a list of ``dimension`` finite numbers."""
+    if not isinstance(vector, list) or not vector or (dimension and len(vector) != dimension):
+        return False
+    try:
+        return bool(np.isfinite(np.asarray(vector, dtype=np.float32)).all())
+    except (TypeError, ValueError):
+        return False
 
 
 class Backup:
@@ -26,14 +47,21 @@ class Backup:
     def __init__(self, parts: EngineParts) -> None:
         self._parts = parts
 
-    def export(self, handle: NamespaceStore, *, include_embeddings: bool) -> dict[str, Any]:
-        """See ``MemoryEngine.export``."""
+    def export(
+        self, handle: NamespaceStore, *, include_embeddings: bool, progress: ProgressCallback | None = None
+    ) -> dict[str, Any]:
+        """See ``MemoryEngine.export``; ``progress`` is told of the records read (stage ``"reading memories"``)."""
+        total = handle.count()
+        report(progress, _READING, 0, total)
         records = []
         for record, vector in handle.iterate(include_embeddings=include_embeddings):
             item = record.public_dict()
             if vector is not None:
                 item["embedding"] = vector
             records.append(item)
+            if len(records) % _REPORT_EVERY == 0:
+                report(progress, _READING, min(len(records), total), max(total, len(records)))
+        report(progress, _READING, len(records), len(records))
         if include_embeddings:
             context_vectors = handle.context_vectors([r["id"] for r in records if r.get("context")])
             for item in records:
@@ -49,50 +77,104 @@ class Backup:
             "records": records,
         }
 
-    def import_data(self, handle: NamespaceStore, data: dict[str, Any]) -> int:
-        """See ``MemoryEngine.import_data``; ``data`` was checked to be an export."""
+    def import_data(
+        self, handle: NamespaceStore, data: dict[str, Any], *, progress: ProgressCallback | None = None
+    ) -> int:
+        """See ``MemoryEngine.import_data``; ``data`` was checked to be an export.
+
+        Every record is checked before anything is written, and every problem is reported at
+        once (``InvalidRecordsError``). A record's vectors are reused only when the export was
+        made with this store's model and they have its dimension; otherwise (another model, no
+        vectors, a damaged vector) the record is embedded again, since vectors are derived from
+        the content. ``progress`` is told of the records checked, embedded and written.
+        """
+        items = data.get("records", [])
+        if not isinstance(items, list):
+            raise InvalidInputError("records", f"must be a list of records, got {type(items).__name__}")
+        records = self._checked_records(handle.name, items, progress)
         same_model = data.get("embedding_model") == self._parts.embedder.name
-        records: list[MemoryRecord] = []
+        dimension = self._parts.store.embedding_dim
         vectors: list[Vector] = []
         context_vectors: dict[str, Vector] = {}
         reembed: list[MemoryRecord] = []
-        for n, item in enumerate(data.get("records", [])):
-            record = self._imported_record(handle.name, n, item)
-            records.append(record)
-            if same_model and item.get("embedding") and (item.get("window_embedding") or not record.context):
-                vectors.append(item["embedding"])
-                if item.get("window_embedding"):
-                    context_vectors[record.id] = item["window_embedding"]
+        for record, item in zip(records, items):
+            own, framed = item.get("embedding"), item.get("window_embedding")
+            if same_model and _fits(own, dimension) and (_fits(framed, dimension) or not record.context):
+                vectors.append(own)
+                if record.context:
+                    context_vectors[record.id] = framed
             else:
                 vectors.append([])
                 reembed.append(record)
         if reembed:
-            fresh_vectors, fresh_context = self._parts.embed_records(reembed)
-            by_id = dict(zip((r.id for r in reembed), fresh_vectors))
-            vectors = [by_id.get(r.id, v) for r, v in zip(records, vectors)]
-            context_vectors.update(fresh_context)
+            fresh: dict[str, Vector] = {}
+            report(progress, _EMBEDDING, 0, len(reembed))
+            for start in range(0, len(reembed), _EMBED_CHUNK):
+                chunk = reembed[start : start + _EMBED_CHUNK]
+                fresh_vectors, fresh_context = self._parts.embed_records(chunk)
+                fresh.update(zip((r.id for r in chunk), fresh_vectors))
+                context_vectors.update(fresh_context)
+                report(progress, _EMBEDDING, start + len(chunk), len(reembed))
+            vectors = [fresh.get(r.id, v) for r, v in zip(records, vectors)]
+        report(progress, _WRITING, 0, len(records))
         with handle.writing:
             existing = {r.id for r, _ in handle.get([r.id for r in records])}
-            new = [(r, v) for r, v in zip(records, vectors) if r.id not in existing]
-            old = [(r, v) for r, v in zip(records, vectors) if r.id in existing]
-            handle.add([r for r, _ in new], [v for _, v in new], context_vectors)
-            if old:
-                handle.update([r for r, _ in old], [v for _, v in old], None)
+            every = list(zip(records, vectors))
+            for start in range(0, len(every), _WRITE_CHUNK):
+                pairs = every[start : start + _WRITE_CHUNK]
+                new = [(r, v) for r, v in pairs if r.id not in existing]
+                old = [(r, v) for r, v in pairs if r.id in existing]
+                for group, write in ((new, handle.add), (old, handle.update)):
+                    if group:
+                        framed = {r.id: context_vectors[r.id] for r, _ in group if r.id in context_vectors}
+                        write([r for r, _ in group], [v for _, v in group], framed)
+                report(progress, _WRITING, start + len(pairs), len(records))
         return len(records)
 
-    def _imported_record(self, namespace: str, n: int, item: dict[str, Any]) -> MemoryRecord:
+    def _checked_records(
+        self, namespace: str, items: list[Any], progress: ProgressCallback | None
+    ) -> list[MemoryRecord]:
+        """The records of an export's ``items``, or ``InvalidRecordsError`` naming every problem found."""
+        records: list[MemoryRecord] = []
+        problems: list[str] = []
+        bad = 0
+        first_seen: dict[str, int] = {}
+        report(progress, _CHECKING, 0, len(items))
+        for n, item in enumerate(items):
+            found = self._record_problems(namespace, n, item)
+            if isinstance(found, MemoryRecord):
+                if (earlier := first_seen.setdefault(found.id, n)) != n:
+                    found = [f"records[{n}].id: {found.id!r} is also the id of records[{earlier}]; ids must be unique"]
+                else:
+                    records.append(found)
+            if isinstance(found, list):
+                problems.extend(found)
+                bad += 1
+            if (n + 1) % _REPORT_EVERY == 0:
+                report(progress, _CHECKING, n + 1, len(items))
+        report(progress, _CHECKING, len(items), len(items))
+        if problems:
+            raise InvalidRecordsError(problems, bad=bad, total=len(items))
+        return records
+
+    def _record_problems(self, namespace: str, n: int, item: Any) -> MemoryRecord | list[str]:
+        """Item ``n`` as a record of ``namespace``, or what is wrong with it, one line per problem.
+
+        The item's own ``namespace`` is replaced, not checked: a record is imported into the
+        namespace the import was given, so a hand-written record may leave it out.
+        """
+        if not isinstance(item, dict):
+            return [f"records[{n}]: must be an object (one record of `hindsight export`), got {type(item).__name__}"]
+        fields = {k: v for k, v in item.items() if k not in ("embedding", "window_embedding")}
+        fields.update(namespace=namespace, embedding_model=self._parts.embedder.name)
+        fields["embedding_dim"] = self._parts.store.embedding_dim
         try:
-            record = MemoryRecord.model_validate(
-                {k: v for k, v in item.items() if k not in ("embedding", "window_embedding")}
-            )
-        except Exception as exc:  # noqa: BLE001 - any malformed record is the caller's input error
-            raise InvalidInputError(f"records[{n}]", str(exc)) from None
-        update = {
-            "namespace": namespace,
-            "embedding_model": self._parts.embedder.name,
-            "embedding_dim": self._parts.store.embedding_dim,
-        }
-        return record.model_copy(update=update)
+            record = MemoryRecord.model_validate(fields)
+        except ValidationError as exc:
+            return validation_problems(exc, f"records[{n}]")
+        if not record.content.strip():
+            return [f"records[{n}].content: is empty; every memory needs its text"]
+        return record
 
     def stats(self, handle: NamespaceStore) -> NamespaceStats:
         """See ``MemoryEngine.stats``."""

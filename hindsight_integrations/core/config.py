@@ -9,7 +9,7 @@ start-up with a message saying which variable to change, not deep inside a reque
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from difflib import get_close_matches
 from pathlib import Path
 from typing import Any, Literal
@@ -19,7 +19,9 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from .errors import ConfigurationError
 
-NAMESPACE_PATTERN = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9_.-]{0,46}[A-Za-z0-9])?")  # whole value: fullmatch
+# Chroma's collection-name rules, which a namespace (prefixed) must meet: no ".." either.
+# Checked with fullmatch: "$" would accept a trailing newline.
+NAMESPACE_PATTERN = re.compile(r"(?!.*\.\.)[A-Za-z0-9](?:[A-Za-z0-9_.-]{0,46}[A-Za-z0-9])?")
 DEFAULT_LOCAL_MODEL = "all-MiniLM-L6-v2"
 
 
@@ -33,7 +35,7 @@ def validate_namespace(value: object, field: str = "namespace") -> str:
         raise InvalidInputError(
             field,
             f"{value!r} is not a valid namespace: use 1-48 letters, digits, '_', '-' or '.', "
-            "starting and ending with a letter or digit",
+            "starting and ending with a letter or digit, with no '..'",
         )
     return value
 
@@ -121,10 +123,12 @@ class Settings(BaseSettings):
     @field_validator("namespace")
     @classmethod
     def _namespace(cls, value: str) -> str:
+        from .errors import InvalidInputError
+
         try:
             return validate_namespace(value)
-        except ValueError as exc:
-            raise ValueError(str(exc)) from None
+        except InvalidInputError as exc:
+            raise ValueError(exc.message) from None  # load_settings names the field, and where it was set
 
     @field_validator("cache_dir", mode="before")
     @classmethod
@@ -183,8 +187,14 @@ def check_setting_names(names: Iterable[str]) -> None:
         )
 
 
-def load_settings(**overrides: object) -> Settings:
-    """Build settings from overrides + environment; turn validation errors into one clear message."""
+def load_settings(*, sources: Mapping[str, str] | None = None, **overrides: object) -> Settings:
+    """Build settings from overrides + environment; turn validation errors into one clear message.
+
+    The message names where each bad value came from, so the user fixes the right thing: an
+    override by ``sources[name]`` when given (the CLI passes its option names, e.g.
+    ``{"namespace": "--namespace"}``), else as the keyword argument it was; any other value by
+    its ``HINDSIGHT_*`` environment variable.
+    """
     check_setting_names(overrides)
     clean: dict[str, Any] = {k: v for k, v in overrides.items() if v is not None}
     try:
@@ -192,7 +202,12 @@ def load_settings(**overrides: object) -> Settings:
     except ValidationError as exc:
         problems = []
         for err in exc.errors():
-            name = ".".join(str(p) for p in err["loc"]) or "settings"
-            env = f"HINDSIGHT_{name.upper()}" if name != "settings" else "settings"
-            problems.append(f"{name} (env {env}): {err['msg']}")
+            name = ".".join(str(p) for p in err["loc"])
+            message = err["msg"].removeprefix("Value error, ")
+            if not name:  # a check across fields
+                problems.append(message)
+            elif name in clean:
+                problems.append(f"{(sources or {}).get(name, f'{name} (argument)')}: {message}")
+            else:
+                problems.append(f"{name} (env HINDSIGHT_{name.upper()}): {message}")
         raise ConfigurationError("invalid configuration: " + "; ".join(problems)) from None

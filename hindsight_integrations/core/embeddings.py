@@ -405,3 +405,31 @@ def build_embedder(settings: Any, embedding_function: Any = None) -> Embedder:
         backend=settings.embedding_backend,
         cache_dir=settings.cache_dir,
     )
+
+
+def slow_model_start(settings: Any) -> str | None:
+    """What building an engine with ``settings`` will spend many seconds on first, or None.
+
+    The first use of a local model on a machine loads it with torch and exports it to ONNX
+    (10-30 s), and the torch backend loads it on every start (~6 s); with a cached export an
+    engine starts in well under a second, and so does one whose model this process loaded
+    already (exporting it then takes a second or two). The CLI shows this text beside a
+    spinner meanwhile, so a first command does not look hung. Reads only settings, the cache
+    and this process's loaded models: loads nothing.
+    """
+    if settings.embedding_provider != "local":
+        return None
+    try:
+        path, name = resolve_local_model(settings.embedding_model)
+    except ConfigurationError:
+        return None  # building the engine will say what is missing
+    if (path, settings.embedding_device) in _LOADED:
+        return None
+    backend, device = settings.embedding_backend, settings.embedding_device
+    if backend == "onnx" or (backend == "auto" and device == "cpu"):
+        from .onnx_export import cached_export
+
+        if cached_export(path, settings.cache_dir) is not None:
+            return None
+        return f"preparing the embedding model {name}: loading it and exporting it to ONNX (once per machine)"
+    return f"loading the embedding model {name}"

@@ -29,6 +29,7 @@ from .lifecycle import Maintenance, MaintenanceReport
 from .llm import LLMClient
 from .namespace_store import NamespaceStore
 from .parts import EngineParts
+from .progress import ProgressCallback
 from .ranking import RecallWeights
 from .recall import Recaller
 from .records import Kind, MemoryRecord, Role, Status, Tier, utcnow
@@ -351,15 +352,36 @@ class MemoryEngine:
         """A human-readable listing for debugging: tiers, status, dates, provenance."""
         return self._backup.dump(self._namespace(namespace), include_history=include_history)
 
-    def export(self, *, namespace: str | None = None, include_embeddings: bool = True) -> dict[str, Any]:
-        """Everything in a namespace, every status included, as JSON-ready data."""
-        return self._backup.export(self._namespace(namespace), include_embeddings=include_embeddings)
+    def export(
+        self,
+        *,
+        namespace: str | None = None,
+        include_embeddings: bool = True,
+        progress: ProgressCallback | None = None,
+    ) -> dict[str, Any]:
+        """Everything in a namespace, every status included, as JSON-ready data.
 
-    def import_data(self, data: dict[str, Any], *, namespace: str | None = None) -> int:
-        """Load an export. Vectors are reused when the model matches, otherwise re-embedded."""
+        ``progress`` is called as records are read (thousands take seconds; see ``progress.py``).
+        """
+        return self._backup.export(self._namespace(namespace), include_embeddings=include_embeddings, progress=progress)
+
+    def import_data(
+        self, data: dict[str, Any], *, namespace: str | None = None, progress: ProgressCallback | None = None
+    ) -> int:
+        """Load an export into ``namespace`` (default: the one it was exported from, else the configured one).
+
+        Vectors are reused when the model matches, otherwise re-embedded. Every record is checked
+        before anything is written (``InvalidRecordsError`` lists every problem); ``progress`` is
+        called as records are checked, embedded and written.
+        """
         if not isinstance(data, dict) or data.get("format") != EXPORT_FORMAT:
-            raise InvalidInputError("data", f"is not a {EXPORT_FORMAT} document")
-        return self._backup.import_data(self._namespace(namespace or data.get("namespace")), data)
+            found = f'its "format" is {data.get("format")!r}' if isinstance(data, dict) else type(data).__name__
+            raise InvalidInputError(
+                "data", f"is not a {EXPORT_FORMAT} document ({found}); `hindsight export` writes one"
+            )
+        if namespace is None and data.get("namespace") is not None:
+            namespace = validate_namespace(data["namespace"], 'the export\'s "namespace"')
+        return self._backup.import_data(self._namespace(namespace), data, progress=progress)
 
     # -- upkeep -----------------------------------------------------------------------------
     def maintain(
@@ -369,8 +391,15 @@ class MemoryEngine:
         return self._maintenance.maintain(self._namespace(namespace), now=now, caps=caps)
 
     def restore(self, *, namespace: str | None = None, ids: Sequence[str] | None = None) -> int:
-        """Bring archived memories back from cold storage (all, or the given ids) as active."""
+        """Bring archived memories back from cold storage (all, or the given ids) as active.
+
+        Returns how many came back; ids not in cold storage are skipped (see ``archived_ids``).
+        """
         return self._maintenance.restore(self._namespace(namespace), ids)
+
+    def archived_ids(self, *, namespace: str | None = None) -> builtins.list[str]:
+        """The ids in the namespace's cold storage: what ``restore`` can bring back, oldest archive first."""
+        return self._maintenance.archived_ids(self._namespace(namespace))
 
     def drop_namespace(self, namespace: str) -> None:
         """Delete a namespace and everything in it, for good."""

@@ -20,6 +20,21 @@ class InvalidInputError(HindsightError, ValueError):
         super().__init__(f"{field}: {message}")
 
 
+class InvalidRecordsError(InvalidInputError):
+    """Records of an import are malformed. ``problems`` holds one line per problem, every record checked.
+
+    A hand-edited or damaged export usually has more than one bad record; naming them all at
+    once (``records[3].kind: ...``) lets the file be fixed in one go instead of one error per run.
+    """
+
+    def __init__(self, problems: list[str], *, bad: int, total: int) -> None:
+        self.problems = problems
+        self.bad = bad
+        self.total = total
+        shown = "; ".join(problems[:5]) + (f"; and {len(problems) - 5} more" if len(problems) > 5 else "")
+        super().__init__("records", f"{bad} of {total} records cannot be imported: {shown}")
+
+
 class ConfigurationError(HindsightError):
     """Settings are missing or inconsistent; the message says which and how to fix it."""
 

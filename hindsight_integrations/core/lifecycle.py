@@ -17,6 +17,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from .backup import EXPORT_FORMAT
+from .errors import StoreUnavailableError
 from .namespace_store import NamespaceStore
 from .records import MemoryRecord, Status, Tier, utcnow
 
@@ -93,10 +94,24 @@ def write_cold(path: Path, items: list[tuple[MemoryRecord, list[float] | None, l
 
 
 def read_cold(path: Path) -> list[dict[str, Any]]:
-    """Every row of a cold file (an export-shaped record with its vectors)."""
+    """Every row of a cold file (an export-shaped record with its vectors).
+
+    A damaged line (a disk filled up mid-write, a hand edit) is named with its line number,
+    so the user can repair or drop that one line instead of losing the file.
+    """
     if not path.exists():
         return []
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    rows = []
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            rows.append(json.loads(line))
+        except json.JSONDecodeError as exc:
+            raise StoreUnavailableError(
+                f"the cold storage file {path} is damaged at line {number} ({exc.msg}); repair or delete that line"
+            ) from None
+    return rows
 
 
 class Maintenance:
@@ -136,6 +151,10 @@ class Maintenance:
             evicted=[r.id for r in evict],
             cold_store=str(path),
         )
+
+    def archived_ids(self, handle: NamespaceStore) -> list[str]:
+        """See ``MemoryEngine.archived_ids``."""
+        return [r["id"] for r in read_cold(self.cold_path(handle.name))]
 
     def restore(self, handle: NamespaceStore, ids: Sequence[str] | None) -> int:
         """See ``MemoryEngine.restore``."""

@@ -63,7 +63,7 @@ def open_client(*, path: Path | None = None, url: str | None = None, attempts: i
             cause = exc.last_attempt.exception()
             raise StoreUnavailableError(
                 f"Chroma server at {url} did not answer after {attempts} attempts ({cause}). "
-                "Start it (`chroma run --path DIR --port 8000`) or fix HINDSIGHT_CHROMA_URL."
+                "Start it (`chroma run --path DIR --port 8000`) or fix the URL (--chroma-url or HINDSIGHT_CHROMA_URL)."
             ) from None
     if path is None:
         raise StoreUnavailableError("no store given: pass a path (HINDSIGHT_STORE) or a Chroma server URL")
@@ -87,6 +87,11 @@ def _client_settings(timeout: float | None = None) -> Any:
 
 
 def _check_writable(path: Path) -> None:
+    if path.exists() and not path.is_dir():
+        raise StoreUnavailableError(
+            f"the store path {str(path)!r} is a file, not a directory; "
+            "choose a directory with --store or HINDSIGHT_STORE"
+        )
     try:
         path.mkdir(parents=True, exist_ok=True)
         with tempfile.NamedTemporaryFile(dir=path, prefix=".write-test-"):

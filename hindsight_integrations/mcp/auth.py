@@ -57,8 +57,12 @@ def load_token_map(
     if path:
         try:
             data = json.loads(Path(path).read_text(encoding="utf-8"))
-        except (OSError, json.JSONDecodeError) as exc:
-            raise ConfigurationError(f"cannot read tokens file {path}: {exc}") from None
+        except OSError as exc:
+            raise ConfigurationError(
+                f"cannot read tokens file {path}: {exc.strerror or exc} (--tokens-file or HINDSIGHT_TOKENS_FILE)"
+            ) from None
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            raise ConfigurationError(f"tokens file {path} is not valid JSON: {exc}") from None
         mapping = data.get("tokens") if isinstance(data, dict) else None
         if not isinstance(mapping, dict):
             raise ConfigurationError(f'tokens file {path} must be JSON like {{"tokens": {{"<token>": "<namespace>"}}}}')

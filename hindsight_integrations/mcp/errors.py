@@ -24,12 +24,15 @@ class MemoryServerUnavailableError(HindsightError):
     a non-idempotent call is retried. False means "possibly sent", the safe assumption.
     """
 
+    headline = "memory server unavailable"
+    """How the message starts: what happened, in words a person reads first."""
+
     def __init__(self, transport: str, target: str, reason: str, *, before_send: bool = False) -> None:
         self.transport = transport
         self.target = target
         self.reason = reason
         self.before_send = before_send
-        super().__init__(f"memory server unavailable ({transport} {target}): {reason}")
+        super().__init__(f"{self.headline} ({transport} {target}): {reason}")
 
 
 class MemoryTimeoutError(MemoryServerUnavailableError):
@@ -37,7 +40,14 @@ class MemoryTimeoutError(MemoryServerUnavailableError):
 
 
 class MemoryAuthError(MemoryServerUnavailableError):
-    """The HTTP server rejected the bearer token (401/403). Retrying will not help."""
+    """The HTTP server rejected the bearer token (401/403). Retrying will not help.
+
+    A subclass of ``MemoryServerUnavailableError`` so callers that catch "cannot use the
+    server" catch it too, but its message says the server answered and refused, not that it
+    is down: the fix is the token, not the server.
+    """
+
+    headline = "memory server refused the connection"
 
 
 class MemoryNamespaceError(MemoryAuthError):
@@ -47,6 +57,8 @@ class MemoryNamespaceError(MemoryAuthError):
     spawned command ignored the namespace it was given. Either way no call is sent, because
     it would read or write someone else's memories.
     """
+
+    headline = "memory server refused the namespace"
 
 
 class MemoryToolError(HindsightError):

@@ -106,6 +106,8 @@ def unavailable(transport: Transport, exc: BaseException, *, before_send: bool) 
         reason = leaf.error.message
     else:
         reason = f"{type(leaf).__name__}: {leaf}" if str(leaf) else type(leaf).__name__
+    if transport.last_words is not None and (words := transport.last_words()):
+        reason += f"; the server exited saying: {words}"
     return MemoryServerUnavailableError(transport.kind, transport.target, reason, before_send=before_send)
 
 

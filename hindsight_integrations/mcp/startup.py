@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 import anyio
 
-from ..core.errors import InvalidInputError
+from ..core.errors import ConfigurationError, InvalidInputError
 from .observability import configure_logging, log
 
 if TYPE_CHECKING:
@@ -40,8 +40,11 @@ def run(
         raise InvalidInputError("transport", f"{transport!r} is not 'stdio' or 'http'")
     protocol_out = _protect_stdout() if transport == "stdio" else None
     configure_logging(os.environ.get("HINDSIGHT_LOG_LEVEL", "INFO"))
-    if rate_limit_per_minute is None and os.environ.get("HINDSIGHT_RATE_LIMIT"):
-        rate_limit_per_minute = float(os.environ["HINDSIGHT_RATE_LIMIT"])
+    if rate_limit_per_minute is None and (limit := os.environ.get("HINDSIGHT_RATE_LIMIT")):
+        try:
+            rate_limit_per_minute = float(limit)
+        except ValueError:
+            raise ConfigurationError(f"HINDSIGHT_RATE_LIMIT={limit!r} is not a number of calls a minute") from None
 
     from ..core.engine import MemoryEngine
     from .auth import load_token_map

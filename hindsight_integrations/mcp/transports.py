@@ -12,6 +12,7 @@ import argparse
 import os
 import shlex
 import sys
+import threading
 from collections.abc import Awaitable, Callable, Sequence
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
@@ -41,7 +42,8 @@ class Transport:
     engine it serves, alive as long as the client. ``namespace`` is the namespace the server
     will serve when that is known before connecting (in-process, or a stdio server told
     which one, or our own command with its defaults); None when only the server can say (an
-    HTTP token, another command).
+    HTTP token, another command). ``last_words`` (stdio) returns the last line a spawned
+    server wrote to stderr once it has exited, else None: why it stopped.
     """
 
     kind: TransportKind
@@ -49,6 +51,41 @@ class Transport:
     open: Opener
     server: HindsightMCP | None = None
     namespace: str | None = None
+    last_words: Callable[[], str | None] | None = None
+
+
+class StderrTail:
+    """Pass a spawned server's stderr on to ``errlog`` line by line, keeping the last line.
+
+    A server that refuses its configuration (a bad namespace, an unknown setting) prints why
+    on stderr and exits; the client only sees the connection close. Keeping that line lets
+    the client's error say what the server said instead of only "connection closed".
+    """
+
+    def __init__(self, errlog: TextIO) -> None:
+        self._errlog = errlog
+        self._last: str | None = None
+        read_end, write_end = os.pipe()
+        self.child_end = os.fdopen(write_end, "w")
+        """What the child writes to; close it once the child is started (the child keeps its copy)."""
+        self._thread = threading.Thread(target=self._pump, args=(read_end,), name="hindsight-stderr", daemon=True)
+        self._thread.start()
+
+    def _pump(self, read_end: int) -> None:
+        with os.fdopen(read_end, encoding="utf-8", errors="replace") as lines:
+            for line in lines:
+                if line.strip():
+                    self._last = line.strip()
+                try:
+                    self._errlog.write(line)
+                    self._errlog.flush()
+                except (OSError, ValueError):  # errlog closed or gone: keep reading, or the child blocks
+                    pass
+
+    def last_words(self, wait: float = 1.0) -> str | None:
+        """The last line the child wrote, once its stderr is closed (it exited) within ``wait`` s; else None."""
+        self._thread.join(wait)
+        return None if self._thread.is_alive() else self._last
 
 
 def stdio(
@@ -78,16 +115,27 @@ def stdio(
     child_env = {**os.environ, **(env or {})}
     if namespace is not None:
         child_env["HINDSIGHT_NAMESPACE"] = validate_namespace(namespace)
+    elif child_env.get("HINDSIGHT_NAMESPACE"):  # the server would refuse it and exit: say so here, and why
+        validate_namespace(child_env["HINDSIGHT_NAMESPACE"], "HINDSIGHT_NAMESPACE")
     served = namespace if namespace is not None or command is not None else _default_server_namespace(args, child_env)
     params = StdioServerParameters(command=argv[0], args=argv[1:], env=child_env, cwd=cwd)
+    tails: list[StderrTail] = []
 
     async def open_stdio(stack: AsyncExitStack, read_timeout: float) -> ClientSession:
-        read, write = await stack.enter_async_context(stdio_client(params, errlog=errlog or sys.stderr))
+        tail = StderrTail(errlog or sys.stderr)
+        tails[:] = [tail]
+        try:
+            read, write = await stack.enter_async_context(stdio_client(params, errlog=tail.child_end))
+        finally:
+            tail.child_end.close()
         session = await stack.enter_async_context(ClientSession(read, write))
         await session.initialize()
         return session
 
-    return Transport("stdio", " ".join(argv), open_stdio, namespace=served)
+    def last_words() -> str | None:
+        return tails[0].last_words() if tails else None
+
+    return Transport("stdio", " ".join(argv), open_stdio, namespace=served, last_words=last_words)
 
 
 def _default_server_namespace(args: Sequence[str] | None, child_env: dict[str, str]) -> str | None:
