@@ -396,13 +396,17 @@ def _why_nothing_to_compress(engine: MemoryEngine, session: str, threshold: int 
 
 
 @app.command()
-def maintain(namespace: NamespaceOption = None) -> None:
+def maintain(
+    namespace: NamespaceOption = None,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Say what would happen; change nothing.")] = False,
+) -> None:
     """Upkeep: decay idle memories, move stale or over-cap ones to cold storage (see docs/architecture.md)."""
     with reported():
-        report = _engine(_settings(namespace)).maintain()
+        report = _engine(_settings(namespace)).maintain(dry_run=dry_run)
+    verb = "would decay" if dry_run else "decayed"
     console.print(
-        f"decayed {len(report.decayed)}, archived {len(report.archived)}, evicted {len(report.evicted)} "
-        f"(cold storage: {report.cold_store})"
+        f"{verb} {len(report.decayed)}, {'would archive' if dry_run else 'archived'} {len(report.archived)}, "
+        f"{'would evict' if dry_run else 'evicted'} {len(report.evicted)} (cold storage: {report.cold_store})"
     )
 
 

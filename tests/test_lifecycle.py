@@ -18,7 +18,7 @@ def test_decay_archive_and_restore(engine: MemoryEngine) -> None:
     report = engine.maintain(namespace="u1", now=later)
     assert set(report.archived) == {stale.id, fresh.id}  # idle 100 days and unimportant
     assert report.decayed == [idle.id]
-    assert engine.get(idle.id, namespace="u1").importance == 0.72
+    assert engine.get(idle.id, namespace="u1").importance == 0.784  # an important fact is semantic: 0.8 × 0.98
     recalled = {h.record.id for h in engine.recall("staging host", namespace="u1", top_k=5).hits}
     assert recalled.isdisjoint({stale.id, fresh.id})  # out of the index
     again = engine.maintain(namespace="u1", now=later + timedelta(days=1))
@@ -46,3 +46,36 @@ def test_capacity_caps_evict_lowest_retention(engine: MemoryEngine) -> None:
     assert len(report.evicted) == 2
     left = engine.list(namespace="u1")
     assert len(left) == 3 and min(r.importance for r in left) >= 0.3
+
+
+def test_what_lasts_decays_slowly_and_preferences_are_never_archived(engine: MemoryEngine) -> None:
+    """Tier-aware retention: a year of upkeep keeps a never-recalled preference; a dry run changes nothing."""
+    episode = engine.store("We had pizza at the offsite.", namespace="u1", kind="event", importance=0.9).stored[0]
+    preference = engine.store("I prefer window seats on trains.", namespace="u1", kind="preference").stored[0]
+    low = engine.store("I like green tea a little.", namespace="u1", kind="preference", importance=0.2).stored[0]
+    assert preference.tier is Tier.SEMANTIC and episode.tier is Tier.EPISODIC
+    start = datetime.now(UTC)
+    preview = engine.maintain(namespace="u1", now=start + timedelta(days=100), dry_run=True)
+    assert preview.dry_run and preview.decayed and engine.get(episode.id, namespace="u1").importance == 0.9
+    for month in range(1, 13):
+        engine.maintain(namespace="u1", now=start + timedelta(days=31 * month))
+    after = {r.id: r for r in engine.list(namespace="u1")}
+    assert after[preference.id].importance > 0.7  # semantic: 0.98 a month
+    assert episode.id not in after  # the episode faded (0.9 a month) and went to cold storage
+    assert low.id in after  # a preference is never archived silently, however unimportant
+    assert (
+        engine.recall("Which seats do I like on the train?", namespace="u1", top_k=1).hits[0].record.id == preference.id
+    )
+
+
+def test_maintain_dry_run_on_the_command_line(tmp_path, embedder) -> None:
+    from typer.testing import CliRunner
+
+    from hindsight_integrations.cli import app
+
+    store = tmp_path / "store"
+    engine = MemoryEngine(store=store, embedder=embedder, llm=False)
+    engine.store("The old staging host was called zeus-1.", namespace="cli", importance=0.2)
+    result = CliRunner().invoke(app, ["--store", str(store), "maintain", "-n", "cli", "--dry-run"])
+    assert result.exit_code == 0, result.output
+    assert "would decay 0, would archive 0, would evict 0" in result.output

@@ -385,10 +385,19 @@ class MemoryEngine:
 
     # -- upkeep -----------------------------------------------------------------------------
     def maintain(
-        self, *, namespace: str | None = None, now: datetime | None = None, caps: dict[Tier, int] | None = None
+        self,
+        *,
+        namespace: str | None = None,
+        now: datetime | None = None,
+        caps: dict[Tier, int] | None = None,
+        dry_run: bool = False,
     ) -> MaintenanceReport:
-        """Decay idle memories, archive stale unimportant ones and enforce tier caps (``lifecycle.py``)."""
-        return self._maintenance.maintain(self._namespace(namespace), now=now, caps=caps)
+        """Decay idle memories, archive stale unimportant ones and enforce tier caps (``lifecycle.py``).
+
+        Semantic memories decay slowly, and preferences and corrections are never archived or
+        evicted. ``dry_run`` reports what would happen and changes nothing.
+        """
+        return self._maintenance.maintain(self._namespace(namespace), now=now, caps=caps, dry_run=dry_run)
 
     def restore(self, *, namespace: str | None = None, ids: Sequence[str] | None = None) -> int:
         """Bring archived memories back from cold storage (all, or the given ids) as active.

@@ -19,10 +19,15 @@ from pydantic import BaseModel, Field
 from .backup import EXPORT_FORMAT
 from .errors import StoreUnavailableError
 from .namespace_store import NamespaceStore
-from .records import MemoryRecord, Status, Tier, utcnow
+from .records import Kind, MemoryRecord, Status, Tier, utcnow
 
 DECAY_AFTER = timedelta(days=30)
 DECAY_FACTOR = 0.9
+# What lasts decays slowly: a preference never recalled keeps most of its weight for years
+# (0.98 a month: 0.9 → 0.71 after a year) where an episode's fades (0.9 → 0.25).
+SEMANTIC_DECAY_FACTOR = 0.98
+# Never archived or evicted by upkeep: what the user asked to be remembered and corrected.
+KEPT_KINDS = frozenset({Kind.PREFERENCE, Kind.CORRECTION})
 ARCHIVE_AFTER = timedelta(days=90)
 ARCHIVE_BELOW_IMPORTANCE = 0.3
 PROTECT_RECENT = timedelta(days=7)
@@ -30,13 +35,33 @@ DEFAULT_CAPS = {Tier.EPISODIC: 10_000, Tier.SEMANTIC: 1_000}
 
 
 class MaintenanceReport(BaseModel):
-    """What one ``maintain`` run did: decayed, archived and evicted ids, and where the archive is."""
+    """What one ``maintain`` run did (or, with ``dry_run``, would do): decayed, archived, evicted ids."""
 
     namespace: str
+    dry_run: bool = False
     decayed: list[str] = Field(default_factory=list)
     archived: list[str] = Field(default_factory=list, description="moved to cold storage (stale and unimportant)")
     evicted: list[str] = Field(default_factory=list, description="moved to cold storage (over a tier's cap)")
     cold_store: str
+
+
+def _report(
+    namespace: str,
+    decayed: list[MemoryRecord],
+    archive: list[MemoryRecord],
+    evict: list[MemoryRecord],
+    path: Path,
+    *,
+    dry_run: bool,
+) -> MaintenanceReport:
+    return MaintenanceReport(
+        namespace=namespace,
+        dry_run=dry_run,
+        decayed=[r.id for r in decayed],
+        archived=[r.id for r in archive],
+        evicted=[r.id for r in evict],
+        cold_store=str(path),
+    )
 
 
 def retention(record: MemoryRecord, now: datetime) -> float:
@@ -57,7 +82,12 @@ def plan(
     for record in active:
         idle_since = record.last_accessed_at or record.created_at
         last_decay = record.metadata.get("_decayed_at")
-        if now - idle_since >= ARCHIVE_AFTER and record.importance < ARCHIVE_BELOW_IMPORTANCE:
+        factor = SEMANTIC_DECAY_FACTOR if record.tier is Tier.SEMANTIC else DECAY_FACTOR
+        if (
+            now - idle_since >= ARCHIVE_AFTER
+            and record.importance < ARCHIVE_BELOW_IMPORTANCE
+            and record.kind not in KEPT_KINDS
+        ):
             archive.append(record)
         elif now - idle_since >= DECAY_AFTER and (
             last_decay is None or now.timestamp() - float(last_decay) >= DECAY_AFTER.total_seconds()
@@ -65,7 +95,7 @@ def plan(
             decayed.append(
                 record.model_copy(
                     update={
-                        "importance": round(record.importance * DECAY_FACTOR, 4),
+                        "importance": round(record.importance * factor, 4),
                         "metadata": {**record.metadata, "_decayed_at": now.timestamp()},
                     }
                 )
@@ -77,7 +107,8 @@ def plan(
         if len(members) <= cap:
             continue
         candidates = sorted(
-            (r for r in members if now - r.created_at > PROTECT_RECENT), key=lambda r: retention(r, now)
+            (r for r in members if now - r.created_at > PROTECT_RECENT and r.kind not in KEPT_KINDS),
+            key=lambda r: retention(r, now),
         )
         evict.extend(candidates[: len(members) - cap])
     return decayed, archive, evict
@@ -130,13 +161,15 @@ class Maintenance:
         return self._cold_store / f"{namespace}.jsonl"
 
     def maintain(
-        self, handle: NamespaceStore, *, now: datetime | None, caps: dict[Tier, int] | None
+        self, handle: NamespaceStore, *, now: datetime | None, caps: dict[Tier, int] | None, dry_run: bool = False
     ) -> MaintenanceReport:
         """See ``MemoryEngine.maintain``."""
         now = now or utcnow()
         path = self.cold_path(handle.name)
         with handle.writing:
             decayed, archive, evict = plan([r for r, _ in handle.iterate()], now, caps)
+            if dry_run:
+                return _report(handle.name, decayed, archive, evict, path, dry_run=True)
             handle.update(decayed)
             moving = [r.id for r in archive + evict]
             if moving:
@@ -144,13 +177,7 @@ class Maintenance:
                 rows = handle.get(moving, include_embeddings=True)
                 write_cold(path, [(r, v, context_vectors.get(r.id)) for r, v in rows])
                 handle.delete(moving)
-        return MaintenanceReport(
-            namespace=handle.name,
-            decayed=[r.id for r in decayed],
-            archived=[r.id for r in archive],
-            evicted=[r.id for r in evict],
-            cold_store=str(path),
-        )
+        return _report(handle.name, decayed, archive, evict, path, dry_run=False)
 
     def archived_ids(self, handle: NamespaceStore) -> list[str]:
         """See ``MemoryEngine.archived_ids``."""
