@@ -59,12 +59,17 @@ def running(
             time.sleep(0.25)
         yield process
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        _stop(process)
+
+
+def _stop(process: subprocess.Popen[bytes]) -> None:
+    """SIGTERM, then SIGKILL if it has not exited after 20 s."""
+    process.terminate()
+    try:
+        process.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
 
 
 def chroma_executable() -> str:
@@ -136,12 +141,7 @@ def postgres_server(startup_seconds: float = 60.0) -> Iterator[str]:
             _wait_until_accepting(binaries / "pg_isready", port, process, startup_seconds)
             yield f"postgresql://postgres@127.0.0.1:{port}/postgres"
         finally:
-            process.terminate()
-            try:
-                process.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+            _stop(process)
     finally:
         shutil.rmtree(home, ignore_errors=True)
 

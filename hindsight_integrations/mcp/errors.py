@@ -134,17 +134,6 @@ class MemoryStoreUnavailableError(MemoryToolError, StoreUnavailableError):
     ``MemoryClient`` retries it itself for reads and for writes a retry cannot duplicate.
     """
 
-    def __init__(
-        self,
-        tool: str,
-        message: str,
-        *,
-        error_type: str | None = None,
-        field: str | None = None,
-        details: dict[str, Any] | None = None,
-    ) -> None:
-        MemoryToolError.__init__(self, tool, message, error_type=error_type, field=field, details=details)
-
 
 def tool_error(tool: str, payload: dict[str, Any] | None, text: str) -> MemoryToolError:
     """Build the most specific client exception from a tool's structured error payload."""
