@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -122,6 +123,10 @@ def _as_option(exc: InvalidInputError, options: dict[str, str]) -> InvalidInputE
 @app.command()
 def demo(
     namespace: Annotated[str, typer.Option(help="Namespace the demo writes into (reset first).")] = "demo",
+    today: Annotated[
+        datetime | None,
+        typer.Option(formats=["%Y-%m-%d"], help="Play the demo as if today were this date (default: today)."),
+    ] = None,
 ) -> None:
     """Run the offline demo: two sessions teach, a new session recalls."""
     from .core.config import validate_namespace
@@ -131,7 +136,8 @@ def demo(
         validate_namespace(namespace, "--namespace")
         from .demo import run_demo
 
-        run_demo(_engine(settings), namespace=namespace, console=console)
+        when = today.replace(hour=12, tzinfo=UTC) if today is not None else None
+        run_demo(_engine(settings), namespace=namespace, console=console, today=when)
 
 
 _ADD_OPTIONS = {"kind": "--kind", "importance": "--importance", "session_id": "--session", "ttl_seconds": "--ttl"}

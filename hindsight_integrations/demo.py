@@ -135,7 +135,8 @@ def _turn_line(turn: Turn, result: TurnResult) -> str:
         if result.stored.superseded:
             note += f" [yellow](supersedes {len(result.stored.superseded)} older memory, kept as history)[/yellow]"
         if memory.expires_at is not None:
-            note += f" [dim](expires {memory.expires_at:%A %H:%M})[/dim]"
+            ends = memory.expires_at
+            note += f" [dim](time-bound: expires {ends:%A} {ends.day} {ends:%B})[/dim]"
     elif skipped:
         note = f"[dim]kept in the working window only: {skipped[0].reason}[/dim]"
     else:

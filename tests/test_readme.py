@@ -137,7 +137,7 @@ def fail_with(what: str, out: subprocess.CompletedProcess[str]) -> str:
 
 def test_every_block_is_of_a_known_kind() -> None:
     assert len(BLOCKS) >= 8, "README.md has lost its code blocks, or the fence parser is broken"
-    unknown = [b.name for b in BLOCKS if b.language not in ("python", "json", *SHELL_LANGUAGES)]
+    unknown = [b.name for b in BLOCKS if b.language not in ("python", "json", "text", *SHELL_LANGUAGES)]
     assert not unknown, f"teach tests/test_readme.py to run these blocks: {unknown}"
 
 
@@ -163,6 +163,20 @@ def test_python_block_runs(block: Block, tmp_path: Path) -> None:
     for expected in PRINTS.get(block.section, []):
         assert expected in out.stdout, f"{block.name} did not print {expected!r}:\n{out.stdout[-3000:]}"
     assert (workdir / ".hindsight").is_dir(), f"{block.name} did not use the embedded default ./.hindsight"
+
+
+DEMO_COMMAND = ["hindsight", "demo", "--today", "2026-12-01"]
+
+
+def test_the_demo_output_shown_is_what_the_demo_prints(tmp_path: Path) -> None:
+    """The README's ``text`` block is the demo's output, word for word (the run it names, COLUMNS=100)."""
+    (shown,) = [b for b in BLOCKS if b.language == "text"]
+    assert "hindsight demo --today 2026-12-01" in README.read_text(encoding="utf-8")
+    env = {**block_env(), "COLUMNS": "100"}
+    out = subprocess.run(DEMO_COMMAND, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, fail_with("hindsight demo", out)
+    printed = [line.rstrip() for line in out.stdout.rstrip("\n").splitlines()]
+    assert printed == shown.text.rstrip("\n").splitlines()
 
 
 @pytest.mark.parametrize("block", [b for b in BLOCKS if b.language in SHELL_LANGUAGES], ids=lambda b: b.name)
