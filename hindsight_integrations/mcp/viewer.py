@@ -15,11 +15,15 @@ from __future__ import annotations
 
 import hmac
 import secrets
+import threading
+import time
+import webbrowser
 from collections import Counter
 from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
+import httpx
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, PlainTextResponse, RedirectResponse, Response
 
@@ -360,6 +364,29 @@ def register_viewer(server: HindsightMCP, engine: MemoryEngine) -> None:
         )
 
 
+def open_when_ready(url: str, *, health_url: str, wait_seconds: float = 120.0) -> threading.Thread:
+    """Open ``url`` in the user's web browser once ``health_url`` answers (the server starts after this).
+
+    Runs in a daemon thread because the server blocks the calling one; the embedding model
+    takes a few seconds to load, and a page opened before the server listens would fail.
+    """
+
+    def wait_then_open() -> None:
+        deadline = time.monotonic() + wait_seconds
+        while time.monotonic() < deadline:
+            try:
+                if httpx.get(health_url, timeout=1.0).status_code == 200:
+                    webbrowser.open(url)
+                    return
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.2)
+
+    thread = threading.Thread(target=wait_then_open, name="hindsight-open-viewer", daemon=True)
+    thread.start()
+    return thread
+
+
 def _get_or_none(engine: MemoryEngine, memory_id: str | None, namespace: str) -> MemoryRecord | None:
     """The memory ``memory_id`` of ``namespace``, or None when there is no id or no such memory."""
     if not memory_id:
@@ -370,4 +397,4 @@ def _get_or_none(engine: MemoryEngine, memory_id: str | None, namespace: str) ->
         return None
 
 
-__all__ = ["COOKIE", "ViewerSessions", "list_filters", "register_viewer"]
+__all__ = ["COOKIE", "ViewerSessions", "list_filters", "open_when_ready", "register_viewer"]
