@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
+from pathlib import Path
 
 import httpx
 import pytest
@@ -19,6 +20,7 @@ from mcp.shared.exceptions import McpError
 
 from hindsight_integrations.mcp.viewer import COOKIE
 
+from .mcp_support import http_server
 from .viewer_support import ALICE, BOB, SCRIPT_TEXT, SESSION, Seeded, seeded_server
 
 pytestmark = pytest.mark.server
@@ -150,6 +152,24 @@ def test_sign_out_ends_the_session(seeded: Seeded) -> None:
         client.post("/ui/signout")
         again = httpx.get(f"{seeded.base}/ui", cookies={COOKIE: cookie})
     assert again.status_code == 303 and again.headers["location"] == "/ui/signin"
+
+
+def test_a_session_is_honoured_by_another_replica_with_the_same_tokens(seeded: Seeded, tmp_path: Path) -> None:
+    with signed_in(seeded, BOB) as client:
+        cookie = client.cookies[COOKIE]
+    with http_server(tmp_path / "replica", tokens={ALICE: "alice", BOB: "bob"}) as replica:
+        page = httpx.get(f"{replica}/ui", cookies={COOKIE: cookie})
+    assert page.status_code == 200 and 'id="namespace">bob<' in page.text
+
+
+def test_a_tampered_or_foreign_cookie_is_refused(seeded: Seeded, tmp_path: Path) -> None:
+    with signed_in(seeded, BOB) as client:
+        cookie = client.cookies[COOKIE]
+    fingerprint, expires, nonce, signature = cookie.split(".")
+    forged = f"{fingerprint}.{int(expires) + 10**6}.{nonce}.{signature}"
+    assert httpx.get(f"{seeded.base}/ui", cookies={COOKIE: forged}).status_code == 303
+    with http_server(tmp_path / "other", tokens={"carol-viewer-token": "carol"}) as other:
+        assert httpx.get(f"{other}/ui", cookies={COOKIE: cookie}).status_code == 303
 
 
 def test_debug_endpoints_need_the_bearer_token_and_keep_to_its_namespace(seeded: Seeded) -> None:

@@ -1,9 +1,9 @@
 """The memory viewer at ``/ui`` and the debug endpoints at ``/debug/*`` of the HTTP server.
 
 A person signs in with the same bearer token an agent uses; the token is posted once, checked
-like the tools' ``Authorization`` header, and exchanged for a random session id kept in an
-HttpOnly, SameSite=Strict cookie (the token itself never appears in a URL or a cookie). The
-session maps to the token's namespace, so every page shows that namespace only. Without a
+like the tools' ``Authorization`` header, and exchanged for a signed session cookie
+(``ViewerSessions``: HttpOnly, SameSite=Strict; the token itself never appears in a URL or a
+cookie). The session names the token's namespace, so every page shows that namespace only. Without a
 token map (``hindsight ui`` on a laptop) the server's own namespace is shown without sign-in.
 
 ``BearerNamespaceMiddleware`` lets ``/ui`` through because the viewer authenticates by its
@@ -13,6 +13,7 @@ Page HTML lives in ``viewer_pages``.
 
 from __future__ import annotations
 
+import hashlib
 import hmac
 import secrets
 import threading
@@ -39,7 +40,7 @@ if TYPE_CHECKING:
 
 COOKIE = "hindsight_ui"
 PAGE_SIZE = 50
-MAX_SESSIONS = 10_000  # signed-in browsers kept in memory; the oldest is dropped beyond this
+SESSION_LIFETIME = timedelta(hours=12)  # a sign-in lasts this long
 FILTER_KEYS = ("q", "tier", "kind", "status", "since", "until", "min_importance")
 EVERY_TIER = [t.value for t in Tier]
 NOTICES = {
@@ -51,34 +52,61 @@ NOTICES = {
 
 
 class ViewerSessions:
-    """Signed-in browsers: random session id → namespace, created by posting a valid token."""
+    """Signed-in browsers as signed cookies, so every replica with the same token map accepts them.
 
-    def __init__(self, token_map: Mapping[str, str] | None) -> None:
-        self._tokens = [(t.encode(), ns) for t, ns in (token_map or {}).items()]
-        self._sessions: dict[str, str] = {}
+    A cookie is ``<token fingerprint>.<expiry>.<nonce>.<signature>``: the fingerprint and the
+    signature are HMACs under a key derived from the whole token map, which only the servers
+    know. Nothing is kept per session, so two stateless replicas behind a load balancer (see
+    docker-compose.yml) both honour a sign-in; the namespace is looked up again on every
+    request, so removing a token from the map ends its sessions. Signing out forgets the
+    cookie in the browser and refuses it in this process until it expires.
+    """
+
+    def __init__(self, token_map: Mapping[str, str] | None, *, lifetime: timedelta = SESSION_LIFETIME) -> None:
+        tokens = dict(token_map or {})
+        self.lifetime = lifetime
+        self._key = hashlib.sha256(b"hindsight-ui\0" + b"\0".join(sorted(t.encode() for t in tokens))).digest()
+        self._tokens = [(t.encode(), self._fingerprint(t)) for t in tokens]
+        self._by_fingerprint = {self._fingerprint(t): ns for t, ns in tokens.items()}
+        self._signed_out: dict[str, float] = {}
+
+    def _fingerprint(self, token: str) -> str:
+        return hmac.new(self._key, b"token\0" + token.encode(), hashlib.sha256).hexdigest()[:24]
+
+    def _sign(self, payload: str) -> str:
+        return hmac.new(self._key, b"cookie\0" + payload.encode(), hashlib.sha256).hexdigest()
 
     def sign_in(self, presented: str) -> str | None:
-        """A new session id for a valid token (compared in constant time against every token), else None."""
+        """A new session cookie for a valid token (compared in constant time against every token), else None."""
         found = None
-        for token, namespace in self._tokens:
+        for token, fingerprint in self._tokens:
             if hmac.compare_digest(token, presented.strip().encode()):
-                found = namespace
+                found = fingerprint
         if found is None:
             return None
-        if len(self._sessions) >= MAX_SESSIONS:
-            self._sessions.pop(next(iter(self._sessions)))
-        session_id = secrets.token_urlsafe(32)
-        self._sessions[session_id] = found
-        return session_id
+        expires = int(time.time() + self.lifetime.total_seconds())
+        payload = f"{found}.{expires}.{secrets.token_urlsafe(12)}"
+        return f"{payload}.{self._sign(payload)}"
 
-    def namespace(self, session_id: str | None) -> str | None:
-        """The namespace a session was signed in to, or None."""
-        return self._sessions.get(session_id) if session_id else None
+    def namespace(self, cookie: str | None) -> str | None:
+        """The namespace of a valid, unexpired, signed-in cookie, or None."""
+        if not cookie or cookie in self._signed_out:
+            return None
+        payload, _, signature = cookie.rpartition(".")
+        if not hmac.compare_digest(signature.encode(), self._sign(payload).encode()):
+            return None
+        fingerprint, _, rest = payload.partition(".")
+        expires = rest.partition(".")[0]
+        if not expires.isdigit() or int(expires) < time.time():
+            return None
+        return self._by_fingerprint.get(fingerprint)
 
-    def sign_out(self, session_id: str | None) -> None:
-        """Forget the session (its cookie stops working at once)."""
-        if session_id:
-            self._sessions.pop(session_id, None)
+    def sign_out(self, cookie: str | None) -> None:
+        """Refuse ``cookie`` from now on in this process (other replicas refuse it once it expires)."""
+        if cookie and self.namespace(cookie) is not None:
+            now = time.time()
+            self._signed_out = {c: t for c, t in self._signed_out.items() if t > now}
+            self._signed_out[cookie] = now + self.lifetime.total_seconds()
 
 
 def _parse_day(value: str | None, field: str, *, end: bool = False) -> datetime | None:
@@ -144,11 +172,12 @@ def register_viewer(server: HindsightMCP, engine: MemoryEngine) -> None:
         """Exchange a posted token for a session cookie; a wrong token gets the form again (401)."""
         form = await request.form()
         token = form.get("token")
-        session_id = sessions.sign_in(token) if isinstance(token, str) else None
-        if session_id is None:
+        cookie = sessions.sign_in(token) if isinstance(token, str) else None
+        if cookie is None:
             return HTMLResponse(pages.sign_in("That token is not valid here."), status_code=401)
         response = RedirectResponse("/ui", status_code=303)
-        response.set_cookie(COOKIE, session_id, httponly=True, samesite="strict", path="/ui")
+        max_age = int(sessions.lifetime.total_seconds())
+        response.set_cookie(COOKIE, cookie, max_age=max_age, httponly=True, samesite="strict", path="/ui")
         return response
 
     @server.custom_route("/ui/signout", methods=["POST"])
