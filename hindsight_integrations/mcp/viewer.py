@@ -58,7 +58,7 @@ class ViewerSessions:
     signature are HMACs under a key derived from the whole token map, which only the servers
     know. Nothing is kept per session, so two stateless replicas behind a load balancer (see
     docker-compose.yml) both honour a sign-in; the namespace is looked up again on every
-    request, so removing a token from the map ends its sessions. Signing out forgets the
+    request, and any change to the token map changes the key and so ends every session. Signing out forgets the
     cookie in the browser and refuses it in this process until it expires.
     """
 
