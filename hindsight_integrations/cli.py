@@ -1,4 +1,4 @@
-"""The `hindsight` command: demo, add, recall, dump, export, import, stats, compress, review, serve, bench.
+"""The `hindsight` command: demo, add, recall, dump, export, import, stats, compress, review, serve, ui, bench.
 
 Global options pick the store (``--store PATH`` or ``--chroma-url URL``) and namespace;
 they default to ``HINDSIGHT_*`` environment variables, then ``./.hindsight`` and
@@ -507,6 +507,33 @@ def serve(
             port=port,
             namespace=_namespace(namespace),
             tokens_file=tokens_file,
+            store=str(_opts.store) if _opts.store else None,
+            chroma_url=_opts.chroma_url,
+        )
+
+
+@app.command()
+def ui(
+    port: Annotated[int, typer.Option(help="Port on 127.0.0.1.")] = 8765,
+    browser: Annotated[bool, typer.Option("--browser/--no-browser", help="Open the page in a web browser.")] = True,
+) -> None:
+    """See the memory: serve the viewer on 127.0.0.1 over this store and open it in your browser."""
+    with reported():
+        _settings()
+        if not 0 < port < 65536:
+            raise InvalidInputError("port", f"must be between 1 and 65535, got {port}")
+        from .mcp.server import run
+        from .mcp.viewer import open_when_ready
+
+        base = f"http://127.0.0.1:{port}"
+        console.print(f"Memory viewer: {base}/ui  (Ctrl+C stops it)")
+        if browser:
+            open_when_ready(f"{base}/ui", health_url=f"{base}/health")
+        run(
+            transport="http",
+            host="127.0.0.1",
+            port=port,
+            namespace=_opts.namespace,
             store=str(_opts.store) if _opts.store else None,
             chroma_url=_opts.chroma_url,
         )

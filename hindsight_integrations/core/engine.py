@@ -214,6 +214,10 @@ class MemoryEngine:
         """Soft delete: the memory stops being recalled but stays in the store and exports."""
         return self._writer.forget(self._namespace(namespace), memory_id)
 
+    def unforget(self, memory_id: str, *, namespace: str | None = None) -> MemoryRecord:
+        """Undo ``forget`` (or a rejected review): the memory is active and recalled again."""
+        return self._writer.unforget(self._namespace(namespace), memory_id)
+
     def review(self, memory_id: str, *, accept: bool, namespace: str | None = None) -> builtins.list[MemoryRecord]:
         """Accept or reject a quarantined memory (a low-trust contradiction of an important one).
 

@@ -475,6 +475,16 @@ class Writer:
             raise MemoryNotFoundError(memory_id, handle.name, reason="it was forgotten")
         return record
 
+    def unforget(self, handle: NamespaceStore, memory_id: str) -> MemoryRecord:
+        """See ``MemoryEngine.unforget``."""
+        with handle.writing:
+            record = self.get(handle, memory_id)
+            if record.status is not Status.DELETED:
+                raise InvalidInputError("id", f"memory {memory_id} is {record.status.value}, not forgotten")
+            restored = record.model_copy(update={"status": Status.ACTIVE, "updated_at": utcnow()})
+            handle.update([restored])
+            return restored
+
     def review(self, handle: NamespaceStore, memory_id: str, *, accept: bool) -> list[MemoryRecord]:
         """See ``MemoryEngine.review``: the quarantined memory and, when accepted, what it made history."""
         with handle.writing:

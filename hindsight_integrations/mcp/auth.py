@@ -31,6 +31,7 @@ SCOPE_KEY = "hindsight_namespace"
 # counts describe every tenant's use, so a scraper sends one of the tokens (Prometheus:
 # ``authorization: {credentials: ...}``).
 PUBLIC_PATHS = frozenset({"/health"})
+VIEWER_PREFIX = "/ui"  # the viewer signs browsers in itself (token form → session cookie, ``viewer.py``)
 
 
 def parse_token_env(value: str) -> dict[str, str]:
@@ -90,7 +91,11 @@ def validate_token_map(tokens: Mapping[str, str]) -> dict[str, str]:
 
 
 class BearerNamespaceMiddleware:
-    """ASGI middleware: authenticate every HTTP request except ``/health`` and bind its namespace."""
+    """ASGI middleware: authenticate every HTTP request and bind its namespace.
+
+    Not ``/health`` (public: up or not) nor the viewer under ``/ui``, which checks the same
+    tokens through its sign-in form and answers with a sign-in page, not a 401.
+    """
 
     def __init__(self, app: ASGIApp, token_map: Mapping[str, str]) -> None:
         self.app = app
@@ -105,7 +110,9 @@ class BearerNamespaceMiddleware:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         """Pass public paths through; otherwise answer 401 or serve the request bound to the token's namespace."""
-        if scope["type"] != "http" or scope.get("path") in PUBLIC_PATHS:
+        path = scope.get("path") or ""
+        viewer = path == VIEWER_PREFIX or path.startswith(VIEWER_PREFIX + "/")
+        if scope["type"] != "http" or path in PUBLIC_PATHS or viewer:
             await self.app(scope, receive, send)
             return
         header = dict(scope.get("headers") or []).get(b"authorization", b"")

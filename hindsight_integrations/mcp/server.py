@@ -29,9 +29,11 @@ from .auth import SCOPE_KEY, BearerNamespaceMiddleware, current_namespace, valid
 from .body_guard import BodyGuard
 from .observability import RateLimiter, ServerMetrics, log, quote_briefly, summarize_arguments
 from .protocol import capability, validation_message
+from .resources import register_resources
 from .routes import register_routes
 from .startup import run
 from .tools import register_tools
+from .viewer import register_viewer
 
 if TYPE_CHECKING:
     from ..core.engine import MemoryEngine
@@ -285,6 +287,8 @@ def build_server(
     )
     register_tools(server, engine)
     register_routes(server, engine)
+    register_viewer(server, engine)
+    register_resources(server, engine)
     return server
 
 
