@@ -1,6 +1,7 @@
 """The server's plain HTTP routes: ``/health`` for load balancers, ``/metrics`` for Prometheus.
 
-``/health`` answers without a bearer token (``auth.PUBLIC_PATHS``) and exposes no memory; ``/metrics`` needs one when tokens are configured.
+``/health`` answers without a bearer token (``auth.PUBLIC_PATHS``) and exposes no memory;
+``/metrics`` needs one when tokens are configured.
 """
 
 from __future__ import annotations
