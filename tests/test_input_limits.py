@@ -84,5 +84,5 @@ def test_recall_on_an_unknown_namespace_does_not_create_it(engine: MemoryEngine)
 def test_limits_are_configurable(store_path, embedder) -> None:
     engine = MemoryEngine(store=store_path, embedder=embedder, llm=False, max_metadata_bytes=100_000)
     assert engine.store_memories([{"content": "fact", "metadata": {"blob": BIG}}], namespace="u1").stored
-    with pytest.raises(ConfigurationError, match="HINDSIGHT_MAX_ID_CHARS"):
+    with pytest.raises(ConfigurationError, match=r"max_id_chars \(argument\)"):
         MemoryEngine(store=store_path, embedder=embedder, llm=False, max_id_chars=0)
