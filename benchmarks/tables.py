@@ -11,6 +11,7 @@ import json
 import sys
 from pathlib import Path
 
+from hindsight_integrations.bench.load import load_table
 from hindsight_integrations.bench.report import (
     default_path_table,
     distinct_table,
@@ -34,6 +35,7 @@ def main() -> int:
         ("peers.json", "Peers", lambda r: peers_table(r)),
         ("grid.json", "Grid (top 10 settings)", lambda r: grid_table(r)),
         ("scale.json", "Scale", lambda r: scale_table(r)),
+        ("load.json", "Load on two replicas", lambda r: load_table(r)),
     ]
     for filename, title, render in sections:
         path = RESULTS / filename
