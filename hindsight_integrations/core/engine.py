@@ -20,6 +20,7 @@ from typing import Any, overload
 
 from .arguments import whole_number
 from .backup import EXPORT_FORMAT, Backup
+from .clock import Clock, SystemClock
 from .config import Settings, check_setting_names, load_settings, validate_namespace
 from .coordination import cross_process_locks
 from .embeddings import Embedder, build_embedder, embed_matrix
@@ -52,7 +53,8 @@ class MemoryEngine:
     ``settings`` (or keyword overrides of its fields, e.g. ``store=``, ``chroma_url=``,
     ``namespace=``) say where memories live; ``embedder``/``embedding_function`` replace the
     configured embedding model, ``llm`` the configured LLM (``False`` for none), and
-    ``chroma_client`` an already-open Chroma client.
+    ``chroma_client`` an already-open Chroma client, and ``clock`` the time every time-dependent
+    path reads (``clock.ManualClock`` moves it by hand, for tests and replayed histories).
     """
 
     def __init__(
@@ -66,6 +68,7 @@ class MemoryEngine:
         embedding_function: Any = None,
         llm: LLMClient | bool | None = None,
         chroma_client: Any = None,
+        clock: Clock | None = None,
         **overrides: Any,
     ) -> None:
         if settings is None:
@@ -75,6 +78,7 @@ class MemoryEngine:
             changes = {"store": Path(store) if store else None, "chroma_url": chroma_url, "namespace": namespace}
             settings = settings.model_copy(update={k: v for k, v in {**changes, **overrides}.items() if v is not None})
         self.settings = settings
+        self.clock: Clock = clock or SystemClock()
         self.embedder = embedder or build_embedder(settings, embedding_function)
         self.llm = LLMClient.from_settings(settings) if llm is True or llm is None else (llm or None)
         client = chroma_client or open_client(
@@ -96,7 +100,12 @@ class MemoryEngine:
         )
         self.tokens = counter_for(settings.tokenizer)
         parts = EngineParts(
-            settings=settings, embedder=self.embedder, store=self.chroma, tokens=self.tokens, llm=self.llm
+            settings=settings,
+            embedder=self.embedder,
+            store=self.chroma,
+            tokens=self.tokens,
+            llm=self.llm,
+            clock=self.clock,
         )
         self._parts = parts
         self._writer = Writer(parts)

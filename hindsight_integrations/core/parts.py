@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from .clock import Clock, SystemClock
 from .config import Settings
 from .embeddings import Embedder, _QueryCache, embed_matrix
 from .indexing import body_text, framed_text
@@ -36,6 +37,7 @@ class EngineParts:
     store: ChromaStore
     tokens: TokenCounter
     llm: LLMClient | None
+    clock: Clock = field(default_factory=SystemClock)
     query_cache: _QueryCache = field(default_factory=_QueryCache)
     _known: threading.local = field(default_factory=threading.local, repr=False)
 
