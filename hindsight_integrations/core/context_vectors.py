@@ -6,7 +6,7 @@ was being discussed. Embedding it is a second model run, about half of what writ
 costs, and nothing in the write needs it: dedup and updates compare the memory's own vector.
 So a statement written on its own (a conversation turn, one ``store_memory``) is written and
 acknowledged with its own vector, and its context vector follows from here, embedded together
-with whatever else is waiting (one model run and one Chroma upsert for a batch).
+with whatever else is waiting, and written to Chroma a batch at a time.
 
 The context vector is an index derived from the record, like the lexical index: the record
 holds the context text, so nothing is lost if the process dies first. A namespace that finds
@@ -20,6 +20,7 @@ from __future__ import annotations
 import atexit
 import logging
 import threading
+import time
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from typing import Protocol
@@ -29,6 +30,7 @@ import numpy as np
 log = logging.getLogger(__name__)
 
 _BATCH = 32
+_LINGER_SECONDS = 1.0  # at most this long between a vector's embedding and its write, when idle
 _EXIT_WAIT_SECONDS = 10.0
 
 
@@ -44,18 +46,34 @@ class ContextTarget(Protocol):
 class BackgroundContextVectors:
     """One worker thread that embeds queued framed texts and writes them to their namespaces.
 
-    ``embed`` turns texts into a float32 matrix (the engine's embedder). Work is done in the
-    order it was queued; ``wait`` blocks until everything queued before the call is written.
+    ``embed`` turns texts into a float32 matrix (the engine's ``embed_context_matrix``). Work is
+    done in the order it was queued; ``wait`` blocks until everything queued before the call is
+    written. Vectors are written to Chroma a batch at a time (``batch_size`` of them, or whatever
+    is held once nothing new arrived for ``linger_seconds``, or at once when someone waits): a
+    Chroma write costs ~5 ms however few records it holds, as much as embedding the framed text,
+    and a conversation queues one vector per turn.
     """
 
-    def __init__(self, embed: Callable[[Sequence[str]], np.ndarray], *, batch_size: int = _BATCH) -> None:
+    def __init__(
+        self,
+        embed: Callable[[Sequence[str]], np.ndarray],
+        *,
+        batch_size: int = _BATCH,
+        linger_seconds: float = _LINGER_SECONDS,
+    ) -> None:
         self._embed = embed
         self._batch_size = batch_size
+        self._linger = linger_seconds
         self._queue: deque[tuple[int, ContextTarget, str, str]] = deque()
         self._changed = threading.Condition()
         self._queued = 0  # sequence number of the last item queued
         self._done = 0  # every item up to this number has been written (or given up on)
         self._last: dict[int, int] = {}  # id(target) → sequence number of its last item queued
+        self._held: dict[int, tuple[ContextTarget, dict[str, np.ndarray]]] = {}  # embedded, not yet written
+        self._held_count = 0
+        self._held_upto = 0  # every item up to this number is embedded (held) or given up on
+        self._held_since = 0.0
+        self._waiting = 0  # callers blocked in ``wait``: what is held is written at once
         self._worker: threading.Thread | None = None
         self._exit_hook = False
 
@@ -84,7 +102,14 @@ class BackgroundContextVectors:
         """
         with self._changed:
             goal = self._queued if target is None else self._last.get(id(target), 0)
-            return self._changed.wait_for(lambda: self._done >= goal, timeout)
+            if self._done >= goal:
+                return True
+            self._waiting += 1
+            self._changed.notify_all()
+            try:
+                return self._changed.wait_for(lambda: self._done >= goal, timeout)
+            finally:
+                self._waiting -= 1
 
     def _start(self) -> None:
         if self._worker is None or not self._worker.is_alive():
@@ -99,28 +124,62 @@ class BackgroundContextVectors:
     def _run(self) -> None:
         while True:
             with self._changed:
-                self._changed.wait_for(lambda: bool(self._queue))
+                self._changed.wait_for(lambda: bool(self._queue) or self._flush_due(), self._linger_left())
                 batch = [self._queue.popleft() for _ in range(min(self._batch_size, len(self._queue)))]
-            self._write(batch)
+            if batch:
+                self._hold(batch)
             with self._changed:
-                self._done = batch[-1][0]
-                self._changed.notify_all()
+                due = self._flush_due()
+            if due:
+                self._flush()
 
-    def _write(self, batch: list[tuple[int, ContextTarget, str, str]]) -> None:
-        """Embed a batch and write it; an embedder or store outage is logged, never fatal to the worker."""
+    def _flush_due(self) -> bool:
+        """Whether what is held should be written now; the caller holds ``_changed``."""
+        if self._held_upto <= self._done:
+            return False
+        if not self._held_count:
+            return True  # only given-up items: nothing to write, they are done
+        return (
+            self._held_count >= self._batch_size
+            or self._waiting > 0
+            or time.monotonic() - self._held_since >= self._linger
+        )
+
+    def _linger_left(self) -> float | None:
+        """Seconds until what is held must be written (None: nothing held); the caller holds ``_changed``."""
+        if not self._held_count:
+            return None
+        return max(0.0, self._held_since + self._linger - time.monotonic())
+
+    def _hold(self, batch: list[tuple[int, ContextTarget, str, str]]) -> None:
+        """Embed a batch and hold its vectors for the next write; an embedder outage is logged, never fatal."""
         try:
             vectors = self._embed([text for _, _, _, text in batch])
         except Exception as exc:  # noqa: BLE001
             _given_up(len(batch), "this batch's namespaces", exc)
-            return
-        by_target: dict[int, tuple[ContextTarget, dict[str, np.ndarray]]] = {}
-        for (_, target, memory_id, _), vector in zip(batch, vectors):
-            by_target.setdefault(id(target), (target, {}))[1][memory_id] = vector
-        for target, written in by_target.values():
+            vectors = None
+        with self._changed:
+            if vectors is not None:
+                if not self._held_count:
+                    self._held_since = time.monotonic()
+                for (_, target, memory_id, _), vector in zip(batch, vectors):
+                    self._held.setdefault(id(target), (target, {}))[1][memory_id] = vector
+                    self._held_count += 1
+            self._held_upto = batch[-1][0]
+
+    def _flush(self) -> None:
+        """Write what is held, one Chroma write per namespace; a store outage is logged, never fatal."""
+        with self._changed:
+            held, upto = self._held, self._held_upto
+            self._held, self._held_count = {}, 0
+        for target, written in held.values():
             try:
                 target.write_context(written)
             except Exception as exc:  # noqa: BLE001
                 _given_up(len(written), f"namespace {target.name!r}", exc)
+        with self._changed:
+            self._done = max(self._done, upto)
+            self._changed.notify_all()
 
 
 def _given_up(count: int, where: str, exc: Exception) -> None:

@@ -24,6 +24,7 @@ from .errors import ConfigurationError
 logger = logging.getLogger(__name__)
 
 EmbeddingBackend = Literal["auto", "onnx", "torch"]
+ContextPrecision = Literal["int8", "float32"]
 
 
 @runtime_checkable
@@ -31,7 +32,9 @@ class Embedder(Protocol):
     """Turns texts into vectors. ``dimension`` may load the model to find out.
 
     An embedder may also offer ``embed_array(texts) -> numpy float32 array``; batch writes
-    then skip the round trip through Python lists (see ``embed_matrix``).
+    then skip the round trip through Python lists (see ``embed_matrix``). It may offer
+    ``embed_context_array`` too, a faster approximation for context vectors only
+    (``embed_context_matrix``).
     """
 
     name: str
@@ -89,6 +92,21 @@ def embed_matrix(embedder: Embedder, texts: Sequence[str]) -> np.ndarray:
     as_array = getattr(embedder, "embed_array", None)
     vectors = as_array(list(texts)) if as_array is not None else embedder.embed(list(texts))
     return np.asarray(vectors, dtype=np.float32).reshape(len(texts), -1)
+
+
+def embed_context_matrix(embedder: Embedder, texts: Sequence[str]) -> np.ndarray:
+    """Context vectors (memories framed by their context) for ``texts`` as one float32 array.
+
+    ``LocalEmbedder`` embeds them with an int8 copy of its model (``onnx_quantize``: ~2x faster,
+    cosine 0.993 with the float32 vectors): they are half of a conversation turn's model time, and
+    they only nudge the ranking of the memories they frame. Other embedders use their one model.
+    """
+    if not texts:
+        return np.empty((0, 0), dtype=np.float32)
+    approximate = getattr(embedder, "embed_context_array", None)
+    if approximate is None:
+        return embed_matrix(embedder, texts)
+    return np.asarray(approximate(list(texts)), dtype=np.float32).reshape(len(texts), -1)
 
 
 def resolve_local_model(model: str) -> tuple[str, str]:
@@ -152,6 +170,8 @@ class LocalEmbedder:
     ``"torch"`` runs it through sentence-transformers, and ``"auto"`` tries ONNX and falls
     back to torch with a warning. Both give the same vectors, so ``name`` does not change.
     ``cache_dir`` is where ONNX exports are kept (see ``onnx_export.cache_root``).
+    ``context_precision`` is what embeds context vectors on the ONNX backend: ``"int8"``, a
+    quantised copy of the model (``embed_context_array``), or ``"float32"``, the model itself.
 
     Once a model's export is cached, the ONNX path needs neither torch nor
     sentence-transformers (~6 s to import, most of a CLI command's time): the encoder and
@@ -167,9 +187,14 @@ class LocalEmbedder:
         device: str = "cpu",
         backend: EmbeddingBackend = "auto",
         cache_dir: str | os.PathLike[str] | None = None,
+        context_precision: ContextPrecision = "int8",
     ) -> None:
         if backend not in ("auto", "onnx", "torch"):
             raise ConfigurationError(f"embedding backend must be 'auto', 'onnx' or 'torch', not {backend!r}")
+        if context_precision not in ("int8", "float32"):
+            raise ConfigurationError(f"context vector precision must be 'int8' or 'float32', not {context_precision!r}")
+        self._context_precision = context_precision
+        self._context_fallback_logged = False
         self._path, self.name = resolve_local_model(model)
         self._batch_size = batch_size
         self._device = device
@@ -258,8 +283,9 @@ class LocalEmbedder:
         return self._resolve()
 
     def warm(self) -> None:
-        """Load the model and run it once so the first real request is not slow."""
+        """Load the model (and the int8 copy for context vectors) and run it once, so the first request is not slow."""
         self.embed(["warm up"])
+        self.embed_context_array(["warm up"])
 
     @property
     def dimension(self) -> int:
@@ -303,6 +329,23 @@ class LocalEmbedder:
                 list(texts), batch_size=self._batch_size, normalize_embeddings=True, show_progress_bar=False
             )
         return np.asarray(vectors, dtype=np.float32)
+
+    def embed_context_array(self, texts: Sequence[str]) -> np.ndarray:
+        """Context vectors of ``texts``: the int8 copy of the model on ONNX when so configured, else ``embed_array``.
+
+        A copy that cannot be made (no ``onnx`` package, an unwritable cache) is reported once
+        and the float32 model is used.
+        """
+        if self._context_precision == "int8" and texts and self._resolve() == "onnx":
+            from .onnx_export import OnnxUnavailable
+
+            try:
+                return self._onnx.int8().encode_array(texts, self._batch_size)
+            except OnnxUnavailable as exc:
+                if not self._context_fallback_logged:
+                    logger.warning("context vectors use the float32 model: %s", exc)
+                    self._context_fallback_logged = True
+        return self.embed_array(texts)
 
 
 def _offline_environment() -> None:
@@ -404,6 +447,7 @@ def build_embedder(settings: Any, embedding_function: Any = None) -> Embedder:
         device=settings.embedding_device,
         backend=settings.embedding_backend,
         cache_dir=settings.cache_dir,
+        context_precision=settings.context_vector_precision,
     )
 
 

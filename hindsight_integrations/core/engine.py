@@ -23,7 +23,7 @@ from .backup import EXPORT_FORMAT, Backup
 from .clock import Clock, SystemClock
 from .config import Settings, check_setting_names, load_settings, validate_namespace
 from .coordination import cross_process_locks
-from .embeddings import Embedder, build_embedder, embed_matrix
+from .embeddings import Embedder, build_embedder, embed_context_matrix
 from .errors import InvalidInputError
 from .filters import RecallFilters, bounded_filters
 from .lifecycle import Maintenance, MaintenanceReport
@@ -95,7 +95,7 @@ class MemoryEngine:
             access_flush_seconds=settings.access_flush_seconds,
             time_aware=settings.time_aware_text,
             copy_vectors=settings.copy_vectors,
-            embed_context=lambda texts: embed_matrix(self.embedder, texts),
+            embed_context=lambda texts: embed_context_matrix(self.embedder, texts),
             shared_locks=cross_process_locks(settings.lock_url),
         )
         self.tokens = counter_for(settings.tokenizer)

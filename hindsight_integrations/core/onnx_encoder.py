@@ -79,6 +79,8 @@ class OnnxEncoder:
     search running beside the query, and recall got slower (measured in recall at 100k:
     p50 13.1 → 11.7 ms through a server, 10.4 → 9.5 ms embedded; no change when another
     process holds a core). Batches use every core. Sessions allow concurrent ``run`` calls.
+    ``sequential`` encoders (the int8 copy, ``int8``) have the one-text session only and run
+    a batch one text at a time; ``query_threads`` sets that session's threads.
 
     ``tokenizer`` is a ``tokenizers.Tokenizer`` set up by ``load_tokenizer`` (what
     ``from_export`` builds: no transformers needed), or a Hugging Face tokenizer, which is
@@ -87,7 +89,15 @@ class OnnxEncoder:
     """
 
     def __init__(
-        self, file: Path, tokenizer: Any, max_length: int, *, lower_case: bool = False, dimension: int | None = None
+        self,
+        file: Path,
+        tokenizer: Any,
+        max_length: int,
+        *,
+        lower_case: bool = False,
+        dimension: int | None = None,
+        query_threads: int = 2,
+        sequential: bool = False,
     ) -> None:
         try:
             import onnxruntime
@@ -98,10 +108,13 @@ class OnnxEncoder:
         self._hf_tokenizer = callable(tokenizer)  # a tokenizers.Tokenizer is not callable, an HF one is
         self._max_length = max_length
         self._lower_case = lower_case
-        self._query = self._session(onnxruntime, file, min(2, _cpu_count()), spin=False)
-        self._batch = self._session(onnxruntime, file, _cpu_count())
+        self._query = self._session(onnxruntime, file, min(query_threads, _cpu_count()), spin=False)
+        self._batch = None if sequential else self._session(onnxruntime, file, _cpu_count())
         self._inputs = [i.name for i in self._query.get_inputs()]
         self._dimension = dimension
+        self._int8: OnnxEncoder | None = None
+        self._int8_failed: str | None = None
+        self._int8_lock = threading.Lock()
 
     @classmethod
     def from_export(cls, info: ExportInfo) -> OnnxEncoder:
@@ -144,6 +157,39 @@ class OnnxEncoder:
             raise OnnxUnavailable(f"the sidecar of {file} could not be read back")
         return cls.from_export(info)
 
+    def int8(self) -> OnnxEncoder:
+        """The int8 copy of this model (``onnx_quantize``), made once and cached; raises ``OnnxUnavailable``.
+
+        It shares this encoder's tokenizer. It runs one text at a time on one thread: it serves
+        context vectors embedded in the background, beside a write path that needs the other
+        core, and batches gain nothing at these lengths (padding to the longest text).
+        """
+        if self._int8 is not None:
+            return self._int8
+        with self._int8_lock:
+            if self._int8 is None:
+                if self._int8_failed is not None:
+                    raise OnnxUnavailable(self._int8_failed)
+                from .onnx_quantize import int8_copy
+
+                try:
+                    self._int8 = OnnxEncoder(
+                        int8_copy(self.file),
+                        self._tokenizer,
+                        self._max_length,
+                        lower_case=self._lower_case,
+                        dimension=self._dimension,
+                        query_threads=1,
+                        sequential=True,
+                    )
+                except OnnxUnavailable as exc:
+                    self._int8_failed = str(exc)
+                    raise
+                except Exception as exc:  # onnxruntime cannot load it
+                    self._int8_failed = f"loading the int8 copy of {self.file.name} failed: {type(exc).__name__}: {exc}"
+                    raise OnnxUnavailable(self._int8_failed) from exc
+        return self._int8
+
     @staticmethod
     def _session(onnxruntime: Any, file: Path, threads: int, *, spin: bool = True) -> Any:
         options = onnxruntime.SessionOptions()
@@ -174,8 +220,8 @@ class OnnxEncoder:
             return np.empty((0, 0), dtype=np.float32)
         if self._lower_case:  # older sentence-transformers lowercase before tokenizing
             texts = [t.lower() for t in texts]
-        if len(texts) == 1:
-            return self._run(self._query, list(texts))
+        if len(texts) == 1 or self._batch is None:
+            return np.vstack([self._run(self._query, [text]) for text in texts])
         # Longest first, as sentence-transformers does, so each batch pads to similar lengths.
         order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
         out: Any = None

@@ -19,7 +19,7 @@ import numpy as np
 
 from .clock import Clock, SystemClock
 from .config import Settings
-from .embeddings import Embedder, _QueryCache, embed_matrix
+from .embeddings import Embedder, _QueryCache, embed_context_matrix, embed_matrix
 from .indexing import body_text, framed_text
 from .limits import InputLimits
 from .llm import LLMClient
@@ -88,8 +88,8 @@ class EngineParts:
         if not with_context:
             return self.embed(texts), {}
         framed = {r.id: t for r, f in zip(records, flats) if (t := framed_text(f, time_aware=time_aware))}
-        vectors = self.embed(texts + list(framed.values()))
-        return vectors[: len(texts)], dict(zip(framed, vectors[len(texts) :]))
+        context = embed_context_matrix(self.embedder, list(framed.values())) if framed else []
+        return self.embed(texts), dict(zip(framed, context))
 
     def new_record(
         self,
