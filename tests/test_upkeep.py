@@ -139,3 +139,16 @@ def test_bad_arguments_are_refused_by_name(engine: MemoryEngine, call, field: st
         call(engine)
     assert err.value.field == field
     assert engine.upkeep("u1").ok  # nothing broke
+
+
+def test_a_restored_memory_is_not_archived_again_by_the_next_round(store_path: Path, embedder) -> None:
+    clock = ManualClock()
+    engine = _engine(store_path, embedder, clock)
+    stale = engine.store("The old staging host was called zeus-1.", namespace=NS, importance=0.2).stored[0]
+    clock.advance(days=100)
+    assert stale.id in engine.upkeep(NS).steps[1].ids["archived"]
+    assert engine.restore(namespace=NS, ids=[stale.id]) == 1
+    assert engine.upkeep(NS).count("archived") == 0  # restoring it was a use: idle again from now
+    assert engine.get(stale.id, namespace=NS).status is Status.ACTIVE
+    clock.advance(days=91)
+    assert stale.id in engine.upkeep(NS).steps[1].ids["archived"]  # unused for another 90 days: archived again

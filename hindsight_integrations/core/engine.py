@@ -455,8 +455,9 @@ class MemoryEngine:
         """Bring archived memories back from cold storage (all, or the given ids) as active.
 
         Returns how many came back; ids not in cold storage are skipped (see ``archived_ids``).
+        A restored memory counts as recalled now, so upkeep does not archive it again at once.
         """
-        return self._maintenance.restore(self._namespace(namespace), ids)
+        return self._maintenance.restore(self._namespace(namespace), ids, now=self.clock.now())
 
     def archived_ids(self, *, namespace: str | None = None) -> builtins.list[str]:
         """The ids in the namespace's cold storage: what ``restore`` can bring back, oldest archive first."""
