@@ -208,3 +208,12 @@ def test_settings_are_validated_with_what_to_do(store_path: Path, embedder) -> N
     off = MemoryEngine(store=store_path, embedder=embedder, llm=False, upkeep_interval_seconds=0)
     with pytest.raises(ConfigurationError, match="HINDSIGHT_UPKEEP_INTERVAL_SECONDS"):
         UpkeepSchedule(off)
+
+
+def test_a_stopping_replica_gives_its_round_up_at_once(embedded: Replicas) -> None:
+    a, b = embedded.a, embedded.b
+    a.on_report(lambda report, number: a.stop())  # the server stops after the first namespace
+    ran = a.run_due()
+    assert ran is not None and not ran.completed and [r.namespace for r in ran.reports] == ["n1"]
+    over = b.run_due()  # no need to wait for the lease to expire
+    assert over is not None and (over.round, over.taken_over_from, over.completed) == (ran.round, "a", True)

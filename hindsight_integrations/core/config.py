@@ -121,7 +121,7 @@ class Settings(BaseSettings):
     cold_store: Path | None = None
     # The HTTP server's scheduled upkeep (core/upkeep_schedule.py): seconds between rounds over the
     # namespaces it serves, 0 = off. Hourly: decay and archive count idle days, so an hour keeps
-    # nothing waiting, and a round reads each namespace once (a few seconds at 100k memories).
+    # nothing waiting long, while a round reads every record of each namespace once.
     upkeep_interval_seconds: float = Field(3600.0, ge=0)
     # How long a replica's hold on a round lasts without renewal (it renews before each namespace):
     # after a replica dies mid-round, another takes the round over this long after its last renewal.
