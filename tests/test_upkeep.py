@@ -152,3 +152,29 @@ def test_a_restored_memory_is_not_archived_again_by_the_next_round(store_path: P
     assert engine.get(stale.id, namespace=NS).status is Status.ACTIVE
     clock.advance(days=91)
     assert stale.id in engine.upkeep(NS).steps[1].ids["archived"]  # unused for another 90 days: archived again
+
+
+def test_a_scheduled_compression_racing_a_turns_compression_folds_the_window_once(store_path: Path, embedder) -> None:
+    """Upkeep compresses a session while a new turn compresses it too: one of them folds it, links intact."""
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
+    engine = _engine(store_path, embedder, ManualClock())
+    for trial in range(5):
+        session = f"race-{trial}"
+        for turn in TURNS:
+            engine.record_turn(turn, session_id=session, namespace=NS, compress=False, extract=False)
+        start = threading.Barrier(2)
+
+        def compress(session: str = session, start: threading.Barrier = start) -> Any:
+            start.wait()
+            return engine.compress(session_id=session, namespace=NS)
+
+        with ThreadPoolExecutor(2) as pool:
+            results = [r for r in pool.map(lambda _: compress(), range(2)) if r is not None]
+        assert len(results) == 1, trial  # the second found the window already folded
+        summaries = {s.id for s in results[0].summaries}
+        archived = {"tiers": ["working"], "session_id": session, "statuses": ["archived"]}
+        folded = engine.list(namespace=NS, filters=archived, limit=100)
+        assert {t.id for t in folded} == set(results[0].archived_ids)
+        assert all(t.metadata.get("summary_id") in summaries for t in folded)  # each turn still names its summary
