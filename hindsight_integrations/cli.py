@@ -44,8 +44,11 @@ from .terminal import (
 )
 
 if TYPE_CHECKING:
+    from rich.table import Table
+
     from .core.config import Settings
     from .core.engine import MemoryEngine
+    from .core.upkeep import UpkeepReport
 
 app = typer.Typer(
     help="Hindsight: long-term memory for LLM agents.", no_args_is_help=True, pretty_exceptions_enable=False
@@ -404,16 +407,67 @@ def _why_nothing_to_compress(engine: MemoryEngine, session: str, threshold: int 
 @app.command()
 def maintain(
     namespace: NamespaceOption = None,
+    every: Annotated[bool, typer.Option("--all", help="Every namespace of the store, one report each.")] = False,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Say what would happen; change nothing.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the reports as a JSON list.")] = False,
 ) -> None:
-    """Upkeep: decay idle memories, move stale or over-cap ones to cold storage (see docs/architecture.md)."""
+    """Upkeep: compress sessions past their threshold, decay idle memories, move stale or over-cap ones to cold storage.
+
+    One namespace (--namespace), or every namespace of the store (--all). A step that fails is
+    reported and the next still runs; the command then exits with 2 (see docs/architecture.md, "Upkeep").
+    """
     with reported():
-        report = _engine(_settings(namespace)).maintain(dry_run=dry_run)
-    verb = "would decay" if dry_run else "decayed"
-    console.print(
-        f"{verb} {len(report.decayed)}, {'would archive' if dry_run else 'archived'} {len(report.archived)}, "
-        f"{'would evict' if dry_run else 'evicted'} {len(report.evicted)} (cold storage: {report.cold_store})"
-    )
+        settings = _settings(namespace)
+        if every and _namespace(namespace) is not None:
+            raise InvalidInputError("--all", "runs every namespace of the store; leave out --namespace")
+        engine = _engine(settings)
+        names = engine.namespaces() if every else [settings.namespace]
+        reports = [engine.upkeep(name, dry_run=dry_run) for name in names]
+    if as_json:
+        console.print_json(json.dumps([r.model_dump(mode="json") for r in reports]))
+    elif not reports:
+        console.print("nothing to maintain: the store holds no namespaces")
+    else:
+        console.print(_upkeep_table(reports, dry_run=dry_run))
+        for report in reports:
+            if not report.steps:
+                console.print(f"namespace {report.namespace!r} holds nothing yet: nothing to maintain", markup=False)
+        console.print(f"[dim]cold storage: {settings.resolved_cold_store}[/dim]")
+    failed = [f"{r.namespace}: {step} failed: {error}" for r in reports for step, error in r.errors.items()]
+    if failed:
+        fail(
+            f"upkeep failed in {len(failed)} step{'s' if len(failed) > 1 else ''} (the other steps ran):",
+            *failed,
+        )
+
+
+def _upkeep_table(reports: list[UpkeepReport], *, dry_run: bool) -> Table:
+    """One row per namespace, a column per thing a step counts (sessions, compressed, decayed, ...).
+
+    A failed step's cells say "failed" (its error goes to stderr), a namespace holding nothing
+    has dashes; times are in ``--json``, so the table fits 80 columns (a pipe's width).
+    """
+    from rich import box
+    from rich.table import Table
+
+    columns: dict[tuple[str, str], None] = {}
+    for report in reports:
+        for done in report.steps:
+            columns.update(dict.fromkeys((done.step, key) for key in done.counts))
+    names = [key for _, key in columns]
+    title = "Upkeep, dry run: what would happen (nothing was changed)" if dry_run else "Upkeep"
+    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, show_edge=False, collapse_padding=True)
+    table.add_column("namespace", overflow="fold")
+    for step, key in columns:
+        table.add_column(key if names.count(key) == 1 else f"{step} {key}", justify="right")
+    for report in reports:
+        steps = {step.step: step for step in report.steps}
+        cells = [
+            "–" if step not in steps else str(steps[step].counts.get(key, 0)) if steps[step].ok else "failed"
+            for step, key in columns
+        ]
+        table.add_row(report.namespace, *cells)
+    return table
 
 
 @app.command()
@@ -536,6 +590,7 @@ def ui(
             namespace=_opts.namespace,
             store=str(_opts.store) if _opts.store else None,
             chroma_url=_opts.chroma_url,
+            upkeep=False,  # a viewer shows the memory as it is; `hindsight serve` keeps it
         )
 
 

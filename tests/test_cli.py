@@ -273,6 +273,111 @@ def test_restore_brings_back_an_archived_memory(tmp_path: Path, embedder) -> Non
     assert restored.exit_code == 0 and "restored 1 memories" in restored.stdout, restored.output
 
 
+def _maintain_store(tmp_path: Path, embedder) -> tuple[Path, str, int]:
+    """Namespace "talk" with a session left past its threshold, "old" with a memory idle for 400 days."""
+    from datetime import UTC, datetime, timedelta
+
+    from hindsight_integrations import MemoryEngine
+
+    store = tmp_path / "store"
+    engine = MemoryEngine(store=store, embedder=embedder, llm=False, context_window_tokens=256)
+    for i in range(10):
+        engine.record_turn(
+            f"Point {i}: the cache TTL for region {i} must be {i * 10} seconds in production.",
+            session_id="long",
+            namespace="talk",
+            compress=False,
+            extract=False,
+        )
+    long_ago = (datetime.now(UTC) - timedelta(days=400)).isoformat()
+    old = {"id": "old-build-server", "content": "The old build server was called zeus-1.", "importance": 0.1}
+    old |= {"created_at": long_ago, "updated_at": long_ago, "occurred_at": long_ago}
+    engine.import_data({"format": "hindsight-export", "records": [old]}, namespace="old")
+    return store, old["id"], len(engine.working_window(session_id="long", namespace="talk"))
+
+
+MAINTAIN_ENV = {"HINDSIGHT_CONTEXT_WINDOW_TOKENS": "256"}  # the window the store was written with
+
+
+def test_maintain_all_reports_every_namespace_and_a_dry_run_changes_nothing(tmp_path: Path, embedder) -> None:
+    from hindsight_integrations import MemoryEngine
+
+    store, old_id, turns = _maintain_store(tmp_path, embedder)
+    base = ["--store", str(store), "maintain"]
+    preview = runner.invoke(app, [*base, "--all", "--dry-run", "--json"], env=MAINTAIN_ENV)
+    assert preview.exit_code == 0, preview.output
+    reports = {r["namespace"]: r for r in json.loads(preview.stdout)}
+    assert sorted(reports) == ["old", "talk"] and all(r["dry_run"] for r in reports.values())
+    talk, old = reports["talk"]["steps"], reports["old"]["steps"]
+    assert talk[0]["step"] == "compress" and talk[0]["ids"]["sessions"] == ["long"]
+    assert old[1]["step"] == "maintain" and old[1]["ids"]["archived"] == [old_id]
+    engine = MemoryEngine(store=store, embedder=embedder, llm=False)
+    assert len(engine.working_window(session_id="long", namespace="talk")) == turns  # nothing changed
+    assert engine.archived_ids(namespace="old") == []
+
+    table = runner.invoke(app, [*base, "--all"], env=MAINTAIN_ENV)
+    assert table.exit_code == 0, table.output
+    rows = [line.split() for line in table.stdout.splitlines()]
+    header = next(row for row in rows if row and row[0] == "namespace")
+    assert header == ["namespace", "sessions", "compressed", "summaries", "decayed", "archived", "evicted"]
+    by_namespace = {row[0]: dict(zip(header[1:], map(int, row[1:]))) for row in rows if row and row[0] in reports}
+    assert by_namespace["talk"]["sessions"] == 1 and by_namespace["talk"]["compressed"] == len(
+        talk[0]["ids"]["compressed"]
+    )
+    assert by_namespace["old"]["archived"] == 1 and by_namespace["old"]["compressed"] == 0
+    assert len(engine.working_window(session_id="long", namespace="talk")) < turns
+    assert engine.archived_ids(namespace="old") == [old_id]
+
+    restored = _run(store, "restore", old_id, namespace="old")
+    assert restored.exit_code == 0 and "restored 1 memories" in restored.stdout
+    again = runner.invoke(app, [*base, "-n", "old", "--json"], env=MAINTAIN_ENV)  # one namespace, as before
+    assert again.exit_code == 0 and json.loads(again.stdout)[0]["steps"][1]["ids"]["archived"] == []
+
+
+def test_maintain_of_a_namespace_never_written_says_so_and_creates_nothing(tmp_path: Path, embedder) -> None:
+    store = tmp_path / "store"
+    assert _run(store, "add", "The VPN gateway is vpn2.example.org.").exit_code == 0
+    nothing = _run(store, "maintain", namespace="nobody")
+    assert nothing.exit_code == 0 and "holds nothing" in nothing.stdout
+    listed = runner.invoke(app, ["--store", str(store), "maintain", "--all", "--json"])
+    assert [r["namespace"] for r in json.loads(listed.stdout)] == ["cli"]  # "nobody" was not created
+    empty = runner.invoke(app, ["--store", str(tmp_path / "empty"), "maintain", "--all"])
+    assert empty.exit_code == 0 and "the store holds no namespaces" in empty.stdout
+
+
+def test_maintain_all_with_a_namespace_is_refused_before_the_engine(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from hindsight_integrations import cli
+
+    monkeypatch.setattr(cli, "_engine", lambda settings: pytest.fail("the engine was built"))
+    for args in (["maintain", "--all", "-n", "alice"], ["--namespace", "alice", "maintain", "--all"]):
+        result = runner.invoke(app, ["--store", str(tmp_path / "s"), *args])
+        assert result.exit_code == 2 and "--all: runs every namespace of the store" in result.stderr
+        assert len(result.stderr.strip().splitlines()) == 1
+
+
+def test_maintain_reports_a_failed_step_and_exits_2(tmp_path: Path, embedder) -> None:
+    store, old_id, _turns = _maintain_store(tmp_path, embedder)
+    cold = tmp_path / "cold"
+    cold.write_text("a file where the cold storage directory should be", encoding="utf-8")
+    env = {**MAINTAIN_ENV, "HINDSIGHT_COLD_STORE": str(cold)}
+    result = runner.invoke(app, ["--store", str(store), "maintain", "--all"], env=env)
+    assert result.exit_code == 2 and "Traceback" not in result.output
+    assert "upkeep failed in 1 step (the other steps ran):" in result.stderr
+    assert "old: maintain failed: FileExistsError" in result.stderr
+    rows = {
+        line.split()[0]: line.split()[1:]
+        for line in result.stdout.splitlines()
+        if line.split()[:1] in (["old"], ["talk"])
+    }
+    assert rows["old"][-3:] == ["failed"] * 3 and rows["talk"][0] == "1"  # the table still shows every namespace
+    from hindsight_integrations import MemoryEngine
+
+    engine = MemoryEngine(store=store, embedder=embedder, llm=False)
+    assert engine.get(old_id, namespace="old").status.value == "active"  # not archived, not lost
+
+
 def test_compress_says_why_it_did_nothing(tmp_path: Path, embedder) -> None:
     from hindsight_integrations import MemoryEngine
 

@@ -104,6 +104,7 @@ def test_update_forget_and_turns_fuzzed(
     _call(engine.forget, memory_id, namespace="fz")
     _call(engine.record_turn, content, session_id=memory_id, role=role, namespace="fz", metadata=metadata)
     _call(engine.compress, session_id=memory_id, namespace="fz", threshold_tokens=ttl)
+    _call(engine.upkeep, memory_id, dry_run=ttl)
     _survives(engine)
 
 
@@ -125,6 +126,7 @@ TOOLS = {
     "list_memories": ["filters", "limit", "offset", "include_history"],
     "get_working_memory": ["session_id"],
     "compress_memory": ["session_id", "threshold_tokens", "force"],
+    "maintain_memory": ["dry_run"],
 }
 
 

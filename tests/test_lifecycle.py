@@ -78,4 +78,6 @@ def test_maintain_dry_run_on_the_command_line(tmp_path, embedder) -> None:
     engine.store("The old staging host was called zeus-1.", namespace="cli", importance=0.2)
     result = CliRunner().invoke(app, ["--store", str(store), "maintain", "-n", "cli", "--dry-run"])
     assert result.exit_code == 0, result.output
-    assert "would decay 0, would archive 0, would evict 0" in result.output
+    assert "dry run: what would happen (nothing was changed)" in result.output
+    row = next(line.split() for line in result.stdout.splitlines() if line.split()[:1] == ["cli"])
+    assert row[1:] == ["0"] * 6  # sessions, compressed, summaries, decayed, archived, evicted

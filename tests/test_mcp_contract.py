@@ -36,6 +36,7 @@ TOOLS = {
     "list_memories",
     "memory_stats",
     "dump_memory",
+    "maintain_memory",
     "record_turn",
     "get_working_memory",
     "clear_working_memory",
@@ -218,6 +219,11 @@ BAD_CALLS = [
         "store_memory", {"memories": [{"content": "ok"}, {"text": "wrong key"}]}, "memories[1]", "", id="bad-batch-item"
     ),
     pytest.param("update_memory", {"id": "no-such-id", "importance": 0.5}, None, "no memory", id="update-unknown-id"),
+    pytest.param("maintain_memory", {"dry_run": "perhaps"}, "dry_run", "valid boolean", id="maintain-bad-flag"),
+    pytest.param("maintain_memory", {"dry_run": [True]}, "dry_run", "valid boolean", id="maintain-list-flag"),
+    pytest.param(
+        "maintain_memory", {"namespace": "someone-else"}, "namespace", "unknown argument", id="maintain-other-namespace"
+    ),
 ]
 
 
@@ -290,6 +296,18 @@ def test_turns_working_memory_compression_and_clear(client: MemoryClient) -> Non
     live = len(client.working_memory(session))
     assert live >= 1 and client.clear_working(session) == live
     assert client.working_memory(session) == []
+
+
+def test_maintain_memory_runs_the_upkeep_of_the_callers_namespace(client: MemoryClient) -> None:
+    client.store(unique("The staging database is called kestrel"))
+    preview = client.maintain(dry_run=True)
+    assert preview.namespace == "contract" and preview.dry_run and preview.ok
+    assert [step.step for step in preview.steps] == ["compress", "maintain"]
+    done = client.maintain()
+    assert done.namespace == "contract" and not done.dry_run and done.ok
+    assert done.count("archived") == done.count("evicted") == 0  # nothing is stale yet: nothing moved
+    coerced = client.call_tool("maintain_memory", {"dry_run": "TRUE "})  # as a model may write it
+    assert coerced["dry_run"] is True and coerced["namespace"] == "contract"
 
 
 async def test_async_api_and_sync_api_inside_a_running_loop(client: MemoryClient) -> None:

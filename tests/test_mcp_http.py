@@ -105,6 +105,17 @@ def test_a_token_never_reads_or_writes_another_namespace(alice: MemoryClient, bo
     assert alice.recall("locker code", top_k=3).hits[0].record.content == secret
 
 
+def test_maintain_memory_keeps_only_the_tokens_namespace(alice: MemoryClient, bob: MemoryClient) -> None:
+    (alice_id,) = alice.store(f"Alice's old locker was number {uuid.uuid4().hex[:4]}", importance=0.1).ids
+    seen = bob.maintain(dry_run=True)
+    assert seen.namespace == "bob"
+    assert all(alice_id not in ids for step in seen.steps for ids in step.ids.values())
+    with pytest.raises(MemoryToolInputError) as err:
+        bob.call_tool("maintain_memory", {"namespace": "alice"})  # a caller cannot name another namespace
+    assert err.value.field == "namespace" and "unknown argument" in str(err.value)
+    assert alice.maintain().namespace == "alice" and alice.stats().total >= 1
+
+
 def test_stateless_http_serves_requests_without_a_session(base: str) -> None:
     """Any replica can answer any request: no initialize handshake or session id is needed."""
     response = httpx.post(

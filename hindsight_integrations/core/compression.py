@@ -89,18 +89,14 @@ class Compressor:
         Runs under the namespace's write lock; the caller read ``window`` under it too.
         """
         before = sum(t.token_count for t in window)
-        if not window or (before <= threshold and not force):
+        groups = self.groups(window, threshold=threshold, force=force)
+        if not groups:
             return None
-        group_size = self._parts.settings.compress_group_turns
         remembered = _remembered_turns(handle, session_id)
         summaries: list[MemoryRecord] = []
         archived: list[str] = []
         total = before
-        target = threshold * self._parts.settings.compress_target
-        while window and ((len(window) > 2 and total > target) or (force and not archived)):
-            keep_live = 2 if len(window) > 2 else 0
-            group = window[: max(1, min(group_size, len(window) - keep_live))]
-            window = window[len(group) :]
+        for group in groups:
             now = utcnow()
             summary = self._summary_record(handle.name, session_id, group, remembered, now)
             if summary is not None:
@@ -117,9 +113,28 @@ class Compressor:
             )
             archived.extend(t.id for t in group)
             total -= sum(t.token_count for t in group)
+        return CompressionResult(summaries=summaries, archived_ids=archived, tokens_before=before, tokens_after=total)
+
+    def groups(self, window: list[MemoryRecord], *, threshold: int, force: bool) -> list[list[MemoryRecord]]:
+        """The turn groups ``compress`` folds, oldest first; empty when the window fits (and not ``force``).
+
+        Apart from the writes, so a dry run of upkeep reports exactly the turns a real one would fold.
+        """
+        total = sum(t.token_count for t in window)
+        if not window or (total <= threshold and not force):
+            return []
+        group_size = self._parts.settings.compress_group_turns
+        target = threshold * self._parts.settings.compress_target
+        groups: list[list[MemoryRecord]] = []
+        while window and ((len(window) > 2 and total > target) or (force and not groups)):
+            keep_live = 2 if len(window) > 2 else 0
+            group = window[: max(1, min(group_size, len(window) - keep_live))]
+            window = window[len(group) :]
+            groups.append(group)
+            total -= sum(t.token_count for t in group)
             if keep_live == 0:
                 break
-        return CompressionResult(summaries=summaries, archived_ids=archived, tokens_before=before, tokens_after=total)
+        return groups
 
     def _summary_record(
         self, namespace: str, session_id: str, group: list[MemoryRecord], remembered: set[str], now: datetime

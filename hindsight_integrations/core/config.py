@@ -122,6 +122,13 @@ class Settings(BaseSettings):
 
     # Upkeep.
     cold_store: Path | None = None
+    # The HTTP server's scheduled upkeep (core/upkeep_schedule.py): seconds between rounds over the
+    # namespaces it serves, 0 = off. Hourly: decay and archive count idle days, so an hour keeps
+    # nothing waiting long, while a round reads every record of each namespace once.
+    upkeep_interval_seconds: float = Field(3600.0, ge=0)
+    # How long a replica's hold on a round lasts without renewal (it renews before each namespace):
+    # after a replica dies mid-round, another takes the round over this long after its last renewal.
+    upkeep_lease_seconds: float = Field(600.0, gt=0)
 
     @field_validator("namespace")
     @classmethod
@@ -132,6 +139,13 @@ class Settings(BaseSettings):
             return validate_namespace(value)
         except InvalidInputError as exc:
             raise ValueError(exc.message) from None  # load_settings names the field, and where it was set
+
+    @field_validator("upkeep_interval_seconds")
+    @classmethod
+    def _upkeep_interval(cls, value: float) -> float:
+        if 0 < value < 1:
+            raise ValueError(f"must be 0 (no scheduled upkeep) or at least 1 second, got {value}")
+        return value
 
     @field_validator("cache_dir", mode="before")
     @classmethod

@@ -21,6 +21,7 @@ from typing import Any, overload
 from .arguments import whole_number
 from .backup import EXPORT_FORMAT, Backup
 from .clock import Clock, SystemClock
+from .compression import Compressor
 from .config import Settings, check_setting_names, load_settings, validate_namespace
 from .coordination import cross_process_locks
 from .embeddings import Embedder, build_embedder, embed_context_matrix
@@ -37,6 +38,7 @@ from .records import Kind, MemoryRecord, Role, Status, Tier, utcnow
 from .results import CompressionResult, NamespaceStats, RecallResult, StoreResult, TurnResult
 from .store import ChromaStore, open_client
 from .tokens import counter_for
+from .upkeep import SessionCompressionReport, UpkeepReport, UpkeepStep, compress_due_sessions, run_upkeep
 from .working import WorkingMemory
 from .writes import Writer
 
@@ -412,12 +414,50 @@ class MemoryEngine:
         """
         return self._maintenance.maintain(self._namespace(namespace), now=now, caps=caps, dry_run=dry_run)
 
+    def upkeep(self, namespace: str | None = None, *, dry_run: bool = False) -> UpkeepReport:
+        """Run every upkeep step on ``namespace`` (default: the configured one), in order (``upkeep.py``).
+
+        Compresses the sessions whose working window is past its threshold, then ``maintain``s.
+        Each step is reported with what it did (counts and ids), its time and its error: one that
+        fails does not stop the next. ``dry_run`` reports what would happen and changes nothing.
+        A namespace never written has nothing to keep: the report has no steps, and it is not created.
+        """
+        name = validate_namespace(namespace if namespace is not None else self.settings.namespace)
+        if not isinstance(dry_run, bool):
+            raise InvalidInputError("dry_run", f"must be true or false, got {type(dry_run).__name__}")
+        if self.chroma.namespace(name, create=False) is None:
+            return UpkeepReport(namespace=name, dry_run=dry_run, started_at=self.clock.now())
+        return run_upkeep(name, self.upkeep_steps(), dry_run=dry_run, clock=self.clock)
+
+    def upkeep_steps(self) -> builtins.list[UpkeepStep]:
+        """The steps of ``upkeep``, in the order they run; each is ``run(namespace, dry_run) -> its report``."""
+        return [
+            UpkeepStep("compress", self._compress_due_sessions),
+            UpkeepStep(
+                "maintain", lambda ns, dry_run: self.maintain(namespace=ns, now=self.clock.now(), dry_run=dry_run)
+            ),
+        ]
+
+    def _compress_due_sessions(self, namespace: str, dry_run: bool) -> SessionCompressionReport:
+        handle = self._namespace(namespace)
+        return compress_due_sessions(
+            handle,
+            threshold=self.settings.compress_threshold_tokens,
+            window=lambda session_id: self._working.window(handle, session_id=session_id),
+            compress=lambda session_id: self._working.compress(
+                handle, session_id=session_id, threshold_tokens=None, force=False
+            ),
+            compressor=Compressor(self._parts),
+            dry_run=dry_run,
+        )
+
     def restore(self, *, namespace: str | None = None, ids: Sequence[str] | None = None) -> int:
         """Bring archived memories back from cold storage (all, or the given ids) as active.
 
         Returns how many came back; ids not in cold storage are skipped (see ``archived_ids``).
+        A restored memory counts as recalled now, so upkeep does not archive it again at once.
         """
-        return self._maintenance.restore(self._namespace(namespace), ids)
+        return self._maintenance.restore(self._namespace(namespace), ids, now=self.clock.now())
 
     def archived_ids(self, *, namespace: str | None = None) -> builtins.list[str]:
         """The ids in the namespace's cold storage: what ``restore`` can bring back, oldest archive first."""

@@ -183,12 +183,17 @@ class Maintenance:
         """See ``MemoryEngine.archived_ids``."""
         return [r["id"] for r in read_cold(self.cold_path(handle.name))]
 
-    def restore(self, handle: NamespaceStore, ids: Sequence[str] | None) -> int:
-        """See ``MemoryEngine.restore``."""
+    def restore(self, handle: NamespaceStore, ids: Sequence[str] | None, *, now: datetime | None = None) -> int:
+        """See ``MemoryEngine.restore``.
+
+        A restored memory counts as accessed ``now``: someone wanted it back, and otherwise the
+        next upkeep round would find it as idle as when it was archived and archive it again.
+        """
         path = self.cold_path(handle.name)
         rows = read_cold(path)
         wanted = set(ids) if ids is not None else {r["id"] for r in rows}
-        back = [{**r, "status": Status.ACTIVE.value} for r in rows if r["id"] in wanted]
+        accessed = (now or utcnow()).isoformat()
+        back = [{**r, "status": Status.ACTIVE.value, "last_accessed_at": accessed} for r in rows if r["id"] in wanted]
         if not back:
             return 0
         models = {r.get("embedding_model") for r in back}

@@ -140,6 +140,11 @@ class ChromaStore:
         self.on_open: Callable[[NamespaceStore], object] | None = None
         """Called once with each namespace this process opens (the engine finishes interrupted writes)."""
 
+    @property
+    def shared_locks(self) -> CrossProcessLocks | None:
+        """The cross-process locks this store's writers share (None: one process writes it)."""
+        return self._shared_locks
+
     @overload
     def namespace(self, name: str) -> NamespaceStore: ...
     @overload

@@ -232,8 +232,8 @@ class WorkingMemory:
         if threshold_tokens is not None:
             threshold_tokens = whole_number(threshold_tokens, "threshold_tokens", low=1)
         threshold = threshold_tokens or self._parts.settings.compress_threshold_tokens
-        window = self.window(handle, session_id=session_id)
-        with handle.writing:
+        with handle.writing:  # read under the lock: two compressions of one window would fold it twice
+            window = self.window(handle, session_id=session_id)
             return self._compressor.compress(handle, window, session_id=session_id, threshold=threshold, force=force)
 
     def clear(self, handle: NamespaceStore, *, session_id: str) -> int:

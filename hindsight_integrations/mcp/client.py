@@ -36,6 +36,7 @@ from ..core.filters import RecallFilters
 from ..core.inputs import MemoryItem
 from ..core.records import MemoryRecord, Role
 from ..core.results import CompressionResult, NamespaceStats, RecallResult, StoreResult, TurnResult
+from ..core.upkeep import UpkeepReport
 from . import transports
 from .body_guard import MAX_BODY_BYTES
 from .errors import MemoryStoreUnavailableError, MemoryTimeoutError, MemoryToolInputError
@@ -54,6 +55,7 @@ from .wire import (
     GetWorkingMemoryArgs,
     ListMemoriesArgs,
     ListOut,
+    MaintainMemoryArgs,
     MemoryOut,
     MemoryStatsArgs,
     RecallOut,
@@ -434,6 +436,16 @@ class MemoryClient:
         """Counts of the namespace's memories by tier, kind and status."""
         return await self._ask(MemoryStatsArgs.model_construct(), NamespaceStats)
 
+    async def amaintain(self, *, dry_run: bool = False) -> UpkeepReport:
+        """Run upkeep on the namespace now: compress long sessions, decay, archive, tier caps.
+
+        ``dry_run`` only reports what would happen.
+
+        The report lists each step with what it did (counts and ids) and its error if it failed.
+        Retried like a read: a second run finds nothing left to do.
+        """
+        return await self._ask(MaintainMemoryArgs.model_construct(dry_run=dry_run), UpkeepReport)
+
     async def adump(self, *, include_history: bool = True) -> str:
         """A human-readable listing of everything in the namespace, for debugging."""
         return (await self._ask(DumpMemoryArgs.model_construct(include_history=include_history), DumpOut)).to_result()
@@ -477,6 +489,7 @@ class MemoryClient:
     forget = _sync(aforget)
     review = _sync(areview)
     stats = _sync(astats)
+    maintain = _sync(amaintain)
     dump = _sync(adump)
     connect = _sync(aconnect)
     list = _sync(alist)

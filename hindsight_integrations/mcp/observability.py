@@ -15,11 +15,17 @@ import threading
 import time
 from typing import Any
 
-from prometheus_client import CollectorRegistry, Counter, Histogram
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+
+from ..core.upkeep import UPKEEP_ACTIONS, UpkeepReport
 
 log = logging.getLogger("hindsight.mcp")
 
 _LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
+_UPKEEP_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 300.0, 900.0)
+UPKEEP_TRIGGERS = ("schedule", "tool")
+UPKEEP_STEPS = ("compress", "consolidate", "maintain", "open")
+"""Step names a metric label may carry; any other step is counted as ``other``."""
 
 
 class JsonFormatter(logging.Formatter):
@@ -114,10 +120,79 @@ class ServerMetrics:
             "hindsight_mcp_rate_limited", "tool calls refused by the per-namespace rate limit", registry=self.registry
         )
 
+        self.upkeep_runs = Counter(
+            "hindsight_upkeep_runs",
+            "namespace upkeep runs by trigger (schedule, tool) and outcome (ok, error, dry_run)",
+            ["trigger", "outcome"],
+            registry=self.registry,
+        )
+        self.upkeep_duration = Histogram(
+            "hindsight_upkeep_duration_seconds",
+            "duration of one namespace's upkeep run",
+            ["trigger"],
+            buckets=_UPKEEP_BUCKETS,
+            registry=self.registry,
+        )
+        self.upkeep_memories = Counter(
+            "hindsight_upkeep_memories",
+            "memories upkeep compressed (turns folded), consolidated, decayed, archived or evicted",
+            ["action"],
+            registry=self.registry,
+        )
+        self.upkeep_step_failures = Counter(
+            "hindsight_upkeep_step_failures", "upkeep steps that failed, by step", ["step"], registry=self.registry
+        )
+        self.upkeep_last_success = Gauge(
+            "hindsight_upkeep_last_success_timestamp_seconds",
+            "when this process last finished a namespace's upkeep without error (engine clock, Unix time)",
+            registry=self.registry,
+        )
+        self.upkeep_lease_held = Gauge(
+            "hindsight_upkeep_lease_held",
+            "1 while this replica holds the upkeep lease (runs a scheduled round), else 0",
+            registry=self.registry,
+        )
+        for action in UPKEEP_ACTIONS:  # every series exists from the start, at 0
+            self.upkeep_memories.labels(action)
+
     def observe_call(self, tool: str, outcome: str, seconds: float) -> None:
         """Count one tool call and record its latency, by tool and outcome."""
         self.calls.labels(tool, outcome).inc()
         self.latency.labels(tool, outcome).observe(seconds)
+
+    def observe_upkeep(self, report: UpkeepReport, trigger: str) -> None:
+        """Count one namespace's upkeep run: its outcome, duration, what it did to memories, failed steps."""
+        trigger = trigger if trigger in UPKEEP_TRIGGERS else "other"
+        outcome = "error" if not report.ok else "dry_run" if report.dry_run else "ok"
+        self.upkeep_runs.labels(trigger, outcome).inc()
+        self.upkeep_duration.labels(trigger).observe(report.seconds)
+        for step in report.steps:
+            if not step.ok:
+                self.upkeep_step_failures.labels(step.step if step.step in UPKEEP_STEPS else "other").inc()
+        if report.dry_run:
+            return  # nothing happened to any memory
+        for action in UPKEEP_ACTIONS:
+            if count := report.count(action):
+                self.upkeep_memories.labels(action).inc(count)
+        if report.ok:
+            self.upkeep_last_success.set(report.started_at.timestamp() + report.seconds)
+
+
+def log_upkeep(report: UpkeepReport, trigger: str, **context: Any) -> None:
+    """One JSON line per namespace run: namespace, trigger, outcome, time, counts by action, each step, errors."""
+    fields: dict[str, Any] = {
+        "namespace": report.namespace,
+        "trigger": trigger,
+        **context,
+        "dry_run": report.dry_run,
+        "outcome": "error" if not report.ok else "dry_run" if report.dry_run else "ok",
+        "seconds": report.seconds,
+        "counts": {action: report.count(action) for action in UPKEEP_ACTIONS},
+        "steps": {step.step: {"ok": step.ok, "seconds": step.seconds, **step.counts} for step in report.steps},
+    }
+    if not report.ok:
+        fields["errors"] = {step: quote_briefly(error, 300) for step, error in report.errors.items()}
+    log.log(logging.WARNING if not report.ok else logging.INFO, "upkeep", extra={"fields": fields})
 
 
 class RateLimiter:

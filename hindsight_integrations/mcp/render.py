@@ -10,6 +10,7 @@ from __future__ import annotations
 from ..core.context import memory_line
 from ..core.records import MemoryRecord
 from ..core.results import NamespaceStats
+from ..core.upkeep import UpkeepReport
 from .wire import CompressOut, RecallOut, StoreOut, TurnOut
 
 
@@ -112,6 +113,27 @@ def stats_text(stats: NamespaceStats) -> str:
     )
 
 
+def upkeep_text(report: UpkeepReport) -> str:
+    """What ``maintain_memory`` did (or would do), step by step, with any step's error."""
+    if not report.steps:
+        return f"Nothing to maintain: namespace {report.namespace} holds no memories yet."
+    lines = [
+        f"Dry run of upkeep for {report.namespace}: nothing was changed; a real run would do this."
+        if report.dry_run
+        else f"Upkeep of {report.namespace} ({report.seconds:.2f} s):"
+    ]
+    for step in report.steps:
+        if not step.ok:
+            lines.append(f"- {step.step}: FAILED ({step.error}); the next steps still ran")
+            continue
+        done = ", ".join(f"{name} {count}" for name, count in step.counts.items())
+        lines.append(f"- {step.step}: {done or 'nothing to do'} ({step.seconds:.2f} s)")
+    moved = [i for step in report.steps for i in step.ids.get("archived", []) + step.ids.get("evicted", [])]
+    if moved and not report.dry_run:
+        lines.append(f"Moved to cold storage (restorable): {', '.join(moved[:20])}{' …' if len(moved) > 20 else ''}")
+    return "\n".join(lines)
+
+
 def short(text: str, limit: int = 120) -> str:
     """``text`` on one line, cut to ``limit`` characters with an ellipsis."""
     text = " ".join(text.split())
@@ -129,4 +151,5 @@ __all__ = [
     "store_text",
     "turn_text",
     "updated_text",
+    "upkeep_text",
 ]

@@ -27,7 +27,7 @@ from ..core.config import validate_namespace
 from ..core.errors import HindsightError, InvalidInputError, MemoryNotFoundError, StoreUnavailableError
 from .auth import SCOPE_KEY, BearerNamespaceMiddleware, current_namespace, validate_token_map
 from .body_guard import BodyGuard
-from .observability import RateLimiter, ServerMetrics, log, quote_briefly, summarize_arguments
+from .observability import RateLimiter, ServerMetrics, log, log_upkeep, quote_briefly, summarize_arguments
 from .protocol import capability, validation_message
 from .resources import register_resources
 from .routes import register_routes
@@ -37,6 +37,7 @@ from .viewer import register_viewer
 
 if TYPE_CHECKING:
     from ..core.engine import MemoryEngine
+    from ..core.upkeep import UpkeepReport
 
 SERVER_NAME = "hindsight-memory"
 INSTRUCTIONS = (
@@ -202,6 +203,12 @@ class HindsightMCP(FastMCP):
             )
         log.info("tool_call", extra={"fields": fields})
         return result
+
+    # -- upkeep ---------------------------------------------------------------------------------
+    def record_upkeep(self, report: UpkeepReport, *, trigger: str, **context: Any) -> None:
+        """Log one namespace's upkeep run as a JSON line and count it in ``/metrics`` (scheduled or by a tool)."""
+        self.metrics.observe_upkeep(report, trigger)
+        log_upkeep(report, trigger, **context)
 
     # -- HTTP app -------------------------------------------------------------------------------
     def streamable_http_app(self) -> Starlette:

@@ -20,6 +20,7 @@ from ..core.errors import ConfigurationError, InvalidInputError
 from .observability import configure_logging, log
 
 if TYPE_CHECKING:
+    from ..core.upkeep_schedule import UpkeepSchedule
     from .server import HindsightMCP
 
 
@@ -34,8 +35,14 @@ def run(
     chroma_url: str | None = None,
     stateless: bool = True,
     rate_limit_per_minute: float | None = None,
+    upkeep: bool = True,
 ) -> None:
-    """Start the server and block until it stops (stdin closes, or the HTTP server is stopped)."""
+    """Start the server and block until it stops (stdin closes, or the HTTP server is stopped).
+
+    Over HTTP the server also runs upkeep on its schedule (``start_scheduled_upkeep``) unless
+    ``upkeep`` is False (the local viewer) or ``HINDSIGHT_UPKEEP_INTERVAL_SECONDS`` is 0. A stdio
+    server does not: it is one agent's child process, often alive for one task.
+    """
     if transport not in ("stdio", "http"):
         raise InvalidInputError("transport", f"{transport!r} is not 'stdio' or 'http'")
     protocol_out = _protect_stdout() if transport == "stdio" else None
@@ -80,14 +87,57 @@ def run(
             }
         },
     )
+    schedule = start_scheduled_upkeep(server) if transport == "http" and upkeep else None
     try:
         if protocol_out is not None:
             anyio.run(_serve_stdio, server, protocol_out)
         else:
             _serve_http(server, host, port)
     finally:
+        if schedule is not None and not schedule.stop():
+            log.warning("the upkeep thread was still busy at shutdown; its lease expires by itself")
         engine.chroma.flush_access()
         log.info("stopped", extra={"fields": {"transport": transport}})
+
+
+def start_scheduled_upkeep(server: HindsightMCP) -> UpkeepSchedule | None:
+    """Run upkeep rounds in a background thread over the namespaces ``server`` serves; None when it is off.
+
+    With a token map those are the tokens' namespaces, else every namespace in the store. Each
+    namespace's run is logged and counted in ``/metrics`` (``HindsightMCP.record_upkeep``), and
+    ``hindsight_upkeep_lease_held`` says whether this replica is running a round.
+    """
+    from ..core.upkeep_schedule import UpkeepSchedule
+
+    engine = server.engine
+    settings = engine.settings
+    if settings.upkeep_interval_seconds <= 0:
+        return None
+    tokens = server.token_map
+    namespaces = (lambda: sorted(set(tokens.values()))) if tokens else None
+    schedule = UpkeepSchedule(engine, namespaces=namespaces)
+    schedule.on_report(
+        lambda report, number: server.record_upkeep(report, trigger="schedule", round=number, holder=schedule.holder)
+    )
+    server.metrics.upkeep_lease_held.set_function(lambda: 1.0 if schedule.holds_lease else 0.0)
+    if settings.chroma_url and not settings.lock_url:
+        log.warning(
+            "upkeep: replicas sharing this Chroma server need HINDSIGHT_LOCK_URL, or two of them may run "
+            "the same round at once (each namespace's writes stay serialised within each replica only)"
+        )
+    schedule.start()
+    log.info(
+        "upkeep scheduled",
+        extra={
+            "fields": {
+                "interval_seconds": settings.upkeep_interval_seconds,
+                "lease_seconds": settings.upkeep_lease_seconds,
+                "holder": schedule.holder,
+                "namespaces": "by token" if tokens else "every namespace in the store",
+            }
+        },
+    )
+    return schedule
 
 
 def _protect_stdout() -> io.TextIOWrapper:
@@ -134,4 +184,4 @@ def _serve_http(server: HindsightMCP, host: str, port: int) -> None:
     )
 
 
-__all__ = ["is_loopback", "run"]
+__all__ = ["is_loopback", "run", "start_scheduled_upkeep"]

@@ -39,6 +39,7 @@ from .wire import (
     GetWorkingMemoryArgs,
     ListMemoriesArgs,
     ListOut,
+    MaintainMemoryArgs,
     MemoryOut,
     MemoryStatsArgs,
     RecallOut,
@@ -84,6 +85,13 @@ RECORD_TURN_DESCRIPTION = (
     "Append one conversation turn to the session's working memory. Durable facts in it are remembered "
     "long-term automatically, and old turns are summarised when the window grows too long. "
     "Used by agent frameworks after each message; returns the turn id, what was remembered and any compression."
+)
+MAINTAIN_DESCRIPTION = (
+    "Tidy this user's memory now: summarise conversations whose live window grew past its limit, lower the "
+    "weight of memories not recalled for 30 days, and move stale unimportant ones (and any over the tier "
+    "limits) to cold storage, from where they can be restored; preferences and corrections are never moved. "
+    "The server already does this on a schedule, so call it only when the user asks to clean up or tidy "
+    "their memory, or with dry_run=true to preview what would change. Returns what each step did, with ids."
 )
 COMPRESS_DESCRIPTION = (
     "Summarise the oldest turns of a long conversation into compact episodic memories, freeing context. "
@@ -185,7 +193,7 @@ def add_model_tool(
 
 
 def register_tools(server: HindsightMCP, engine: MemoryEngine) -> None:
-    """Add the eleven memory tools to ``server``, all serving ``engine``."""
+    """Add the memory tools to ``server``, all serving ``engine``."""
     metrics = server.metrics
 
     async def store_memory(arguments: dict[str, Any]) -> CallToolResult:
@@ -405,6 +413,15 @@ def register_tools(server: HindsightMCP, engine: MemoryEngine) -> None:
         memory_stats,
         description="Counts of stored memories by tier, kind and status, token total and sessions. For diagnostics.",
         annotations=READ,
+    )
+
+    async def maintain_memory(args: MaintainMemoryArgs) -> CallToolResult:
+        report = await in_thread(engine.upkeep, call_namespace(), dry_run=args.dry_run)
+        server.record_upkeep(report, trigger="tool")
+        return tool_result(report, render.upkeep_text(report))
+
+    add_model_tool(
+        server, MaintainMemoryArgs, maintain_memory, description=MAINTAIN_DESCRIPTION, annotations=IDEMPOTENT_WRITE
     )
 
     async def dump_memory(args: DumpMemoryArgs) -> CallToolResult:

@@ -31,6 +31,7 @@ from ..core.results import (
     StoreResult,
     TurnResult,
 )
+from ..core.upkeep import UpkeepReport
 
 MAX_BATCH = 1000
 """Largest ``memories`` batch one ``store_memory`` call accepts; larger batches must be split."""
@@ -241,6 +242,16 @@ class MemoryStatsArgs(ToolArgs):
     tool: ClassVar[str] = "memory_stats"
 
 
+class MaintainMemoryArgs(ToolArgs):
+    """Arguments of ``maintain_memory``."""
+
+    tool: ClassVar[str] = "maintain_memory"
+
+    dry_run: Flag = Field(
+        False, description="true: only report what upkeep would do (which memories, how many); change nothing."
+    )
+
+
 class DumpMemoryArgs(ToolArgs):
     """Arguments of ``dump_memory``."""
 
@@ -446,6 +457,9 @@ class ListOut(ToolResult):
 
 StatsOut = NamespaceStats
 """``memory_stats``'s answer is the engine's ``NamespaceStats`` as it is."""
+
+UpkeepOut = UpkeepReport
+"""``maintain_memory``'s answer is the engine's ``UpkeepReport`` as it is: each step, what it did, its error."""
 
 
 class DumpOut(ToolResult):
