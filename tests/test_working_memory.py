@@ -175,24 +175,30 @@ def test_record_turn_embeds_the_turn_text_once(engine: MemoryEngine, monkeypatch
     engine.record_turn("We moved the staging database to Postgres 16 last week.", session_id="s1", namespace="u1")
     handle = engine.chroma.namespace("u1")
     handle.wait_for_context()
-    calls: list[tuple[str, list[str]]] = []
-    real = engine.embedder.embed_array
+    calls: list[tuple[str, str, list[str]]] = []
 
-    def counting(batch: list[str]):
-        calls.append((threading.current_thread().name, list(batch)))
-        return real(batch)
+    def counting(method: str):  # type: ignore[no-untyped-def]
+        real = getattr(engine.embedder, method)
 
-    monkeypatch.setattr(engine.embedder, "embed_array", counting)
+        def count(batch: list[str]):  # type: ignore[no-untyped-def]
+            calls.append((method, threading.current_thread().name, list(batch)))
+            return real(batch)
+
+        return count
+
+    for method in ("embed_array", "embed_context_array"):
+        monkeypatch.setattr(engine.embedder, method, counting(method))
     result = engine.record_turn(
         "The production database runs Postgres 15 on three replicas.", session_id="s1", namespace="u1", speaker="Ana"
     )
     assert result.stored.stored  # remembered as a long-term memory
     assert handle.wait_for_context(timeout=30)
-    in_write = [texts for thread, texts in calls if thread == threading.current_thread().name]
-    behind = [t for thread, texts in calls if thread == "hindsight-context-vectors" for t in texts]
+    in_write = [texts for _, thread, texts in calls if thread == threading.current_thread().name]
+    behind = [(m, t) for m, thread, texts in calls if thread == "hindsight-context-vectors" for t in texts]
     assert len(in_write) == 1 and len(in_write[0]) == 1  # one vector for the turn and its memory
     assert "Postgres 15" in in_write[0][0] and "\n" not in in_write[0][0]
-    assert len(behind) == 1 and behind[0].startswith("We moved the staging database")  # the framed text
+    assert len(behind) == 1 and behind[0][1].startswith("We moved the staging database")  # the framed text
+    assert behind[0][0] == "embed_context_array"  # by the int8 copy of the model (onnx_quantize.py)
     memory = result.stored.stored[0]
     assert memory.id in handle.context_vectors([memory.id])
 

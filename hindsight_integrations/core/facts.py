@@ -23,6 +23,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from .dedup import normalised
 from .records import FAR_FUTURE
 
 _FILTER_KEYS = frozenset(
@@ -52,6 +53,7 @@ class MemoryFacts:
     superseded_by: str | None = None
     slot: str | None = None
     supersedes: tuple[str, ...] = ()  # stored memories this one made history (``SUPERSEDES_KEY``)
+    text_key: int = 0  # hash of the normalised content (``text_key``), for long-term memories only
 
     @property
     def long_term_active(self) -> bool:
@@ -77,6 +79,7 @@ class MemoryFacts:
             superseded_by=fields.get("superseded_by"),
             slot=fields.get("slot") or None,
             supersedes=tuple(filter(None, str(fields.get(f"m.{SUPERSEDES_KEY}") or "").split(","))),
+            text_key=text_key(str(fields.get("content") or "")) if fields.get("tier") != "working" else 0,
         )
 
     def get(self, key: str, default: Any = None) -> Any:
@@ -85,6 +88,15 @@ class MemoryFacts:
             raise KeyError(f"{key!r} is not kept in MemoryFacts; check the record's metadata instead")
         value = getattr(self, key)
         return default if value is None else value
+
+
+def text_key(content: str) -> int:
+    """What two texts share when they are the same repeat for dedup (``dedup.normalised``), as a hash.
+
+    A write compares a new memory with its nearest stored ones; with this key it knows, before
+    reading any of them from Chroma, which far-off neighbours are exact repeats after all.
+    """
+    return hash(normalised(content))
 
 
 class FactsIndex:
@@ -187,4 +199,4 @@ class FactsIndex:
                     self._facts[memory_id] = replace(found, access_count=found.access_count + n)
 
 
-__all__ = ["FactsIndex", "MemoryFacts"]
+__all__ = ["FactsIndex", "MemoryFacts", "text_key"]

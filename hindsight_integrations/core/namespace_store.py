@@ -2,9 +2,10 @@
 
 A namespace is two Chroma collections: its records (one vector per memory: the memory's own
 text) and its *context vectors* (one per memory that has a context, e.g. the turns around a
-conversation turn: the memory framed by that context, see ``indexing.framed_text``). Three
+conversation turn: the memory framed by that context, see ``indexing.framed_text``). Four
 indexes are derived data, kept per namespace in this process: the lexical (BM25) index, the
-facts recall filters and ranks on (``facts.py``) and, unless turned off, float16 copies of
+facts recall filters and ranks on (``facts.py``), each session's live window
+(``session_windows.py``) and, unless turned off, float16 copies of
 both kinds of vector (``vector_copy.py``). All are filled from Chroma when the namespace is
 first opened in this process, updated on this process's writes, and caught up with other
 writers' changes by an ``updated_at`` watermark query once they are older than
@@ -32,6 +33,7 @@ from .facts import FactsIndex
 from .indexing import body_text, context_text, framed_text
 from .lexical import LexicalIndex
 from .records import MemoryRecord, pack, pack_for_update, unpack
+from .session_windows import SessionWindows
 from .vector_copy import Vector, VectorCopy
 
 _PAGE = 2000
@@ -75,6 +77,7 @@ class NamespaceStore:
         self.options = options
         self.lexical = LexicalIndex()
         self.facts = FactsIndex()
+        self.windows = SessionWindows()
         self.vector_copy: VectorCopy | None = VectorCopy() if options.copy_vectors else None
         self.context_copy: VectorCopy | None = VectorCopy() if options.copy_vectors else None
         self.writing = NamespaceLock(name, shared_locks)
@@ -157,6 +160,7 @@ class NamespaceStore:
         time_aware = self.options.time_aware
         self.lexical.upsert((i, body_text(f, time_aware=time_aware), context_text(f)) for i, f in zip(ids, flats))
         self.facts.upsert(zip(ids, flats))
+        self.windows.upsert(zip(ids, flats))
         self._watermark = max(self._watermark, *(f.get("updated_at", 0.0) for f in flats))
 
     # -- writes ---------------------------------------------------------------------------
@@ -240,6 +244,7 @@ class NamespaceStore:
             self.context_collection.delete(ids=list(ids))
             self.lexical.remove(ids)
             self.facts.remove(ids)
+            self.windows.remove(ids)
             for copy in (self.vector_copy, self.context_copy):
                 if copy is not None:
                     copy.remove(ids)

@@ -88,8 +88,9 @@ class EngineParts:
         if not with_context:
             return self.embed(texts), {}
         framed = {r.id: t for r, f in zip(records, flats) if (t := framed_text(f, time_aware=time_aware))}
-        context = embed_context_matrix(self.embedder, list(framed.values())) if framed else []
-        return self.embed(texts), dict(zip(framed, context))
+        if not framed:
+            return self.embed(texts), {}
+        return self.embed(texts), dict(zip(framed, embed_context_matrix(self.embedder, list(framed.values()))))
 
     def new_record(
         self,

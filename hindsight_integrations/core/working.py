@@ -25,7 +25,7 @@ from .namespace_store import NamespaceStore
 from .parts import EngineParts
 from .records import Kind, MemoryRecord, Role, Source, Status, Tier, utcnow
 from .results import CompressionResult, StoreResult, TurnResult
-from .session_context import NEIGHBOUR_CHARS, NEIGHBOURS_BEFORE
+from .session_context import NEIGHBOURS_BEFORE
 from .write_filter import assess
 from .writes import Writer
 
@@ -55,15 +55,6 @@ def remembered_text(turn: MemoryRecord) -> str:
     window keeps the user's text as it was written.
     """
     return f"{turn.entities[0]}: {turn.content}" if turn.entities else turn.content
-
-
-def neighbour_context(turns: list[MemoryRecord]) -> str | None:
-    """Preceding turns as a memory's context: "Name: text" when the speaker is known, else the text."""
-    lines = []
-    for t in turns:
-        text = t.content.strip()[:NEIGHBOUR_CHARS]
-        lines.append(f"{t.entities[0]}: {text}" if t.entities else text)
-    return " ".join(lines) or None
 
 
 class WorkingMemory:
@@ -118,9 +109,12 @@ class WorkingMemory:
             source=Source(session_id=session_id, origin="turn"),
             metadata=turn_input.metadata,
         )
-        # One read of the window serves the new memory's context and the compression check.
-        earlier = self.window(handle, session_id=session_id) if (extract or compress) else []
-        context = neighbour_context(earlier[-NEIGHBOURS_BEFORE:]) if extract else None
+        # The session's window as this process knows it (``session_windows.py``) gives the new
+        # memory's context and tells whether compression may be due: no Chroma read per turn.
+        if extract or compress:
+            handle.refresh_indexes()  # other replicas' turns of this session, in the background
+        earlier = handle.windows.latest_lines(session_id, NEIGHBOURS_BEFORE) if extract else []
+        context = " ".join(earlier) or None
         # The turn is indexed as what is remembered from it ("Speaker: text", see ``remembered_text``),
         # so one vector serves both; the memory's context vector is embedded in the background.
         indexed = turn.model_copy(update={"content": remembered_text(turn)})
@@ -132,18 +126,17 @@ class WorkingMemory:
             with handle.writing:
                 handle.add([turn], [vector])
         compression = None
-        if compress and self._due(earlier, turn):
+        if compress and self._due(handle, session_id):
             compression = self.compress(handle, session_id=session_id, threshold_tokens=None, force=False)
         return TurnResult(turn=turn, stored=stored or StoreResult(), compression=compression)
 
-    def _due(self, earlier: list[MemoryRecord], turn: MemoryRecord) -> bool:
-        """Whether the window (as read before this turn, plus it) may be past the compression threshold.
+    def _due(self, handle: NamespaceStore, session_id: str) -> bool:
+        """Whether the session's window (this turn included) may be past the compression threshold.
 
-        Other writers may have added turns since the read, so a window near the threshold is
-        re-read by ``compress``; one clearly under it is not (most turns).
+        The in-memory window may lack another replica's latest turns, so a window near the
+        threshold is re-read by ``compress``, under the write lock; one clearly under it is not (most turns).
         """
-        tokens = sum(t.token_count for t in earlier) + turn.token_count
-        return tokens > self._parts.settings.compress_threshold_tokens * 0.8
+        return handle.windows.tokens(session_id) > self._parts.settings.compress_threshold_tokens * 0.8
 
     def _remember(
         self, handle: NamespaceStore, turn: MemoryRecord, vector: np.ndarray, *, context: str | None = None
@@ -244,4 +237,4 @@ class WorkingMemory:
         return len(turns)
 
 
-__all__ = ["NEIGHBOURS_BEFORE", "WorkingMemory", "neighbour_context", "remembered_text"]
+__all__ = ["NEIGHBOURS_BEFORE", "WorkingMemory", "remembered_text"]

@@ -23,7 +23,7 @@ from .arguments import coerce_enum, fraction, whole_number
 from .conflicts import change_cue, detect_slot
 from .dedup import can_repeat, is_repeat, reinforce
 from .errors import InvalidInputError, MemoryNotFoundError
-from .facts import SUPERSEDES_KEY
+from .facts import SUPERSEDES_KEY, text_key
 from .inputs import MAX_TTL_SECONDS, MemoryInput, parse_inputs, validate_content
 from .limits import check_metadata
 from .namespace_store import NamespaceStore
@@ -211,7 +211,7 @@ class Writer:
         comparable = [n for n, r in enumerate(records) if (dedup or supersede) and can_repeat(r)]
         searched = [n for n in comparable if self._search_needed(records[n], dedup)]
         slotted = [n for n in comparable if records[n].slot]
-        stored = self._stored_neighbours(handle, records, vectors, searched, slotted)
+        stored = self._stored_neighbours(handle, records, vectors, searched, slotted, dedup=dedup)
         batch = _Batch(vectors)
         for n, record in enumerate(records):
             neighbours = self._neighbours(n, record, stored[n], batch) if n in stored else []
@@ -255,6 +255,8 @@ class Writer:
         vectors: np.ndarray,
         searched: list[int],
         slotted: list[int],
+        *,
+        dedup: bool,
     ) -> dict[int, list[tuple[MemoryRecord, float]]]:
         """Stored active long-term memories close to each ``searched`` record and in the slot of each ``slotted`` one.
 
@@ -270,6 +272,7 @@ class Writer:
             hits[n] = _long_term(handle, found, floor)
             if len(hits[n]) < _NEIGHBOURS and len(found) == _SEARCHED and found[-1][1] >= floor:
                 hits[n] = [h for h in handle.query(vectors[n], n=_NEIGHBOURS, where=_LONG_TERM) if h[1] >= floor]
+            hits[n] = _that_matter(handle, hits[n], records[n], self._cutoff(records[n], dedup))
         if slotted:
             handle.sync_indexes(force=True)
         facts = handle.facts
@@ -282,6 +285,21 @@ class Writer:
             ids = dict.fromkeys([*similarity, *mates.get(n, [])])
             out[n] = [(fetched[i], similarity.get(i, 0.0)) for i in ids if i in fetched]
         return out
+
+    def _cutoff(self, record: MemoryRecord, dedup: bool) -> float:
+        """The cosine from which a stored neighbour may be a repeat of or be updated by ``record``.
+
+        An LLM judge is shown everything above the floor. The rules repeat at ``dedup_threshold``
+        and update by meaning only with a change cue, at ``update_threshold``; a neighbour further
+        off matters to them only as an exact repeat or a slot-mate (``_that_matter``).
+        """
+        if self._parts.llm is not None:
+            return self._floor
+        settings = self._parts.settings
+        bounds = [settings.dedup_threshold] if dedup else []
+        if change_cue(record.content):
+            bounds.append(settings.update_threshold)
+        return min(bounds, default=float("inf"))
 
     def _neighbours(
         self, n: int, record: MemoryRecord, stored: list[tuple[MemoryRecord, float]], batch: _Batch
@@ -556,6 +574,26 @@ def _long_term(handle: NamespaceStore, found: list[tuple[str, float]], floor: fl
     facts = handle.facts.lookup([i for i, _ in found])
     kept = [(i, s) for i, s in found if s >= floor and (i not in facts or facts[i].long_term_active)]
     return kept[:_NEIGHBOURS]
+
+
+def _that_matter(
+    handle: NamespaceStore, hits: list[tuple[str, float]], record: MemoryRecord, cutoff: float
+) -> list[tuple[str, float]]:
+    """The hits that can repeat or be updated by ``record``, judged on the facts index before any is read.
+
+    Below ``cutoff`` only an exact repeat (the same normalised text) or a memory of the same slot
+    can; hits not in the facts index yet (another writer's, a moment ago) are kept to be read.
+    Most writes then read no neighbour from Chroma at all.
+    """
+    facts = handle.facts.lookup([i for i, s in hits if s < cutoff])
+    if not facts:
+        return hits
+    key = text_key(record.content)
+    return [
+        (i, s)
+        for i, s in hits
+        if s >= cutoff or (f := facts.get(i)) is None or f.text_key == key or (record.slot and f.slot == record.slot)
+    ]
 
 
 def _needs_assessment(item: MemoryInput, apply_filter: bool) -> bool:
