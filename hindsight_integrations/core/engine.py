@@ -33,7 +33,7 @@ from .parts import EngineParts
 from .progress import ProgressCallback
 from .ranking import RecallWeights
 from .recall import Recaller
-from .records import Kind, MemoryRecord, Role, Status, Tier, utcnow
+from .records import Kind, MemoryRecord, Role, Status, Tier
 from .results import CompressionResult, NamespaceStats, RecallResult, StoreResult, TurnResult
 from .store import ChromaStore, open_client
 from .tokens import counter_for
@@ -113,7 +113,7 @@ class MemoryEngine:
         self._recaller = Recaller(parts)
         self._working = WorkingMemory(parts, self._writer)
         self._backup = Backup(parts)
-        self._maintenance = Maintenance(settings.resolved_cold_store, self._backup.import_data)
+        self._maintenance = Maintenance(settings.resolved_cold_store, self._backup.import_data, self.clock)
 
     @overload
     def _namespace(self, namespace: str | None) -> NamespaceStore: ...
@@ -293,7 +293,7 @@ class MemoryEngine:
             return []
         if include_history and not chosen.statuses:  # quarantined memories wait for review: list them too
             chosen = chosen.model_copy(update={"statuses": [Status.ACTIVE, Status.SUPERSEDED, Status.QUARANTINED]})
-        where = chosen.where(include_history=include_history, now=utcnow())
+        where = chosen.where(include_history=include_history, now=self.clock.now())
         records = handle.find(where)
         records.sort(key=lambda r: r.occurred_at, reverse=True)
         return records[offset : offset + limit]
@@ -408,14 +408,16 @@ class MemoryEngine:
         """Decay idle memories, archive stale unimportant ones and enforce tier caps (``lifecycle.py``).
 
         Semantic memories decay slowly, and preferences and corrections are never archived or
-        evicted. ``dry_run`` reports what would happen and changes nothing.
+        evicted. Idleness is measured at ``now``, by default the engine's clock. ``dry_run``
+        reports what would happen and changes nothing.
         """
         return self._maintenance.maintain(self._namespace(namespace), now=now, caps=caps, dry_run=dry_run)
 
     def restore(self, *, namespace: str | None = None, ids: Sequence[str] | None = None) -> int:
         """Bring archived memories back from cold storage (all, or the given ids) as active.
 
-        Returns how many came back; ids not in cold storage are skipped (see ``archived_ids``).
+        A restored memory counts as used at the clock's now, so the next upkeep does not archive
+        it again. Returns how many came back; ids not in cold storage are skipped (see ``archived_ids``).
         """
         return self._maintenance.restore(self._namespace(namespace), ids)
 

@@ -33,7 +33,7 @@ from .inputs import validate_content
 from .namespace_store import NamespaceStore, Vector
 from .parts import EngineParts
 from .ranking import Candidate, Ranked, RecallWeights, rank
-from .records import MemoryRecord, utcnow
+from .records import MemoryRecord
 from .results import RecallHit, RecallResult
 
 _WIDER = 8  # how much deeper the unfiltered search looks when the nearest hits are mostly history
@@ -110,7 +110,7 @@ class Recaller:
         self, handle: NamespaceStore, request: RecallRequest, *, candidates: int | None = None, touch: bool = True
     ) -> RecallResult:
         """Run the stages (see the module docstring); ``candidates`` overrides the search pool size."""
-        now = utcnow()
+        now = self._parts.clock.now()
         handle.refresh_indexes()
         handle.wait_for_context(_CONTEXT_WAIT_SECONDS)  # what this process just wrote ranks like the rest
         pool = candidates or max(50, request.top_k * 4)
