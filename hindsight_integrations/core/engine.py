@@ -22,19 +22,29 @@ from .arguments import whole_number
 from .backup import EXPORT_FORMAT, Backup
 from .clock import Clock, SystemClock
 from .config import Settings, check_setting_names, load_settings, validate_namespace
+from .consolidation import Consolidator
 from .coordination import cross_process_locks
 from .embeddings import Embedder, build_embedder, embed_matrix
 from .errors import InvalidInputError
 from .filters import RecallFilters, bounded_filters
 from .lifecycle import Maintenance, MaintenanceReport
 from .llm import LLMClient
+from .merging import RepeatMerger
 from .namespace_store import NamespaceStore
 from .parts import EngineParts
 from .progress import ProgressCallback
 from .ranking import RecallWeights
 from .recall import Recaller
 from .records import Kind, MemoryRecord, Role, Status, Tier
-from .results import CompressionResult, NamespaceStats, RecallResult, StoreResult, TurnResult
+from .results import (
+    CompressionResult,
+    ConsolidationReport,
+    MergedRepeat,
+    NamespaceStats,
+    RecallResult,
+    StoreResult,
+    TurnResult,
+)
 from .store import ChromaStore, open_client
 from .tokens import counter_for
 from .working import WorkingMemory
@@ -114,6 +124,8 @@ class MemoryEngine:
         self._working = WorkingMemory(parts, self._writer)
         self._backup = Backup(parts)
         self._maintenance = Maintenance(settings.resolved_cold_store, self._backup.import_data, self.clock)
+        self._merger = RepeatMerger(parts)
+        self._consolidator = Consolidator(parts, self._merger)
 
     @overload
     def _namespace(self, namespace: str | None) -> NamespaceStore: ...
@@ -236,8 +248,13 @@ class MemoryEngine:
         return self._writer.review(self._namespace(namespace), memory_id, accept=accept)
 
     def unmerge(self, memory_id: str, *, index: int = -1, namespace: str | None = None) -> MemoryRecord:
-        """Undo a dedup merge: input ``index`` of the memory's ``sources`` becomes a memory of its own again."""
-        return self._writer.unmerge(self._namespace(namespace), memory_id, index)
+        """Undo a merge: input ``index`` of the memory's ``sources`` becomes a memory of its own again.
+
+        A repeat merged by upkeep (``merge_repeats``) comes back as the record it was, same id; one
+        merged when it was written gets a record of its own.
+        """
+        handle = self._namespace(namespace)
+        return self._merger.unmerge(handle, memory_id, index) or self._writer.unmerge(handle, memory_id, index)
 
     # -- recall -----------------------------------------------------------------------------
     def recall(
@@ -412,6 +429,36 @@ class MemoryEngine:
         reports what would happen and changes nothing.
         """
         return self._maintenance.maintain(self._namespace(namespace), now=now, caps=caps, dry_run=dry_run)
+
+    def consolidate(self, namespace: str | None = None, *, dry_run: bool = False) -> ConsolidationReport:
+        """Distil what the namespace's memories say again and again into semantic memories (``consolidation.py``).
+
+        First merges repeats that slipped past the write path (``merge_repeats``); then clusters
+        related memories (vectors, values, people, time) and turns each cluster said at least
+        ``consolidation_min_members`` times, in two sessions or days or more, into one semantic
+        memory whose ``source`` names every source and their turns. The sources are kept at half
+        their importance, linked by ``consolidated_into``; running it again adds nothing.
+        ``dry_run`` reports what would happen, changes nothing and calls no LLM.
+        """
+        return self._consolidator.consolidate(self._existing(namespace), dry_run=dry_run)
+
+    def merge_repeats(self, namespace: str | None = None, *, dry_run: bool = False) -> builtins.list[MergedRepeat]:
+        """Merge active memories with cosine ≥ ``merge_threshold`` and the same values into one (``merging.py``).
+
+        The survivor is reinforced, the other becomes history pointing at it; ``unmerge`` splits
+        them again. ``dry_run`` lists the pairs and changes nothing.
+        """
+        return self._merger.merge(self._existing(namespace), dry_run=dry_run)
+
+    def _existing(self, namespace: str | None) -> NamespaceStore:
+        """The handle of a namespace that holds memories; upkeep of one never written is a mistake worth naming."""
+        handle = self._namespace(namespace, create=False)
+        if handle is None:
+            name = namespace if namespace is not None else self.settings.namespace
+            known = sorted(self.namespaces())
+            listing = f"the namespaces are: {', '.join(known)}" if known else "the store holds no namespace yet"
+            raise InvalidInputError("namespace", f"nothing was ever stored in namespace {name!r} ({listing})")
+        return handle
 
     def restore(self, *, namespace: str | None = None, ids: Sequence[str] | None = None) -> int:
         """Bring archived memories back from cold storage (all, or the given ids) as active.

@@ -52,6 +52,7 @@ class MemoryFacts:
     superseded_by: str | None = None
     slot: str | None = None
     supersedes: tuple[str, ...] = ()  # stored memories this one made history (``SUPERSEDES_KEY``)
+    consolidated_into: str | None = None  # the semantic memory distilled from this one (``consolidation.py``)
 
     @property
     def long_term_active(self) -> bool:
@@ -77,6 +78,7 @@ class MemoryFacts:
             superseded_by=fields.get("superseded_by"),
             slot=fields.get("slot") or None,
             supersedes=tuple(filter(None, str(fields.get(f"m.{SUPERSEDES_KEY}") or "").split(","))),
+            consolidated_into=fields.get("consolidated_into") or None,
         )
 
     def get(self, key: str, default: Any = None) -> Any:

@@ -9,7 +9,8 @@
    needed to score the ones a vector search did not return.
 3. *widen*: when the unfiltered search returned mostly inadmissible memories (working turns,
    history), ask Chroma to filter after all.
-4. *rank*: ``ranking.rank`` fuses the signals.
+4. *rank*: ``ranking.rank`` fuses the signals; a consolidated memory stands in for its sources
+   (``ranking.prefer_consolidated``).
 5. *fetch*: only the finalists are read from Chroma, and re-checked there, so a memory another
    process forgot a moment ago is never returned.
 6. *pack*: fit the token budget, count the accesses, format the context block.
@@ -32,7 +33,7 @@ from .filters import RecallFilters, bounded_filters
 from .inputs import validate_content
 from .namespace_store import NamespaceStore, Vector
 from .parts import EngineParts
-from .ranking import Candidate, Ranked, RecallWeights, rank
+from .ranking import Candidate, Ranked, RecallWeights, prefer_consolidated, rank
 from .records import MemoryRecord
 from .results import RecallHit, RecallResult
 
@@ -122,6 +123,7 @@ class Recaller:
             ranked = [r for r in ranked if r.similarity >= request.min_score]
         if not request.filters.narrows() and not _reaches(ranked, self._parts.settings.relevance_floor):
             ranked = []  # nothing here is about the question
+        ranked = prefer_consolidated(ranked, {c.id: c.facts for c in admitted})
         hits = self._fetch(handle, search, ranked)
         return self._pack(handle, request, hits, now, touch=touch)
 
