@@ -1,4 +1,5 @@
-"""The `hindsight` command: demo, add, recall, dump, export, import, stats, compress, review, serve, ui, bench.
+"""The `hindsight` command: demo, add, recall, dump, export, import, stats, compress, maintain, consolidate, review,
+restore, serve, ui, bench.
 
 Global options pick the store (``--store PATH`` or ``--chroma-url URL``) and namespace;
 they default to ``HINDSIGHT_*`` environment variables, then ``./.hindsight`` and
@@ -468,6 +469,23 @@ def _upkeep_table(reports: list[UpkeepReport], *, dry_run: bool) -> Table:
         ]
         table.add_row(report.namespace, *cells)
     return table
+
+
+@app.command()
+def consolidate(
+    namespace: NamespaceOption = None,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Say what would happen; change nothing.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
+) -> None:
+    """Upkeep: merge repeats; distil facts said in several sessions into semantic memories (docs/architecture.md)."""
+    from .mcp.render import consolidate_text
+
+    with reported():
+        report = _engine(_settings(namespace)).consolidate(dry_run=dry_run)
+    if as_json:
+        console.print_json(report.model_dump_json())
+        return
+    console.print(consolidate_text(report), markup=False, highlight=False)
 
 
 @app.command()

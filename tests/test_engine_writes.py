@@ -5,14 +5,14 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 
 from hindsight_integrations import EmbeddingModelMismatchError, Kind, MemoryEngine, Role, Status, Tier
-from hindsight_integrations.core.embeddings import ChromaFunctionEmbedder
+from hindsight_integrations.core.clock import ManualClock
+from hindsight_integrations.core.embeddings import ChromaFunctionEmbedder, LocalEmbedder
 from hindsight_integrations.core.write_filter import assess
 
 
@@ -87,10 +87,13 @@ def test_location_change_supersedes(engine: MemoryEngine) -> None:
     assert len(result.superseded) == 1
 
 
-def test_ttl_expiry_hides_but_keeps(engine: MemoryEngine) -> None:
+def test_ttl_expiry_hides_but_keeps(store_path: Path, embedder: LocalEmbedder) -> None:
+    clock = ManualClock()
+    engine = MemoryEngine(store=store_path, embedder=embedder, llm=False, clock=clock)
     record = engine.store("The staging password rotates at the end of today.", namespace="u1", ttl_seconds=1).stored[0]
     assert record.expires_at is not None
-    time.sleep(1.2)
+    assert engine.recall("staging password", namespace="u1").hits
+    clock.advance(seconds=2)
     assert engine.recall("staging password", namespace="u1").hits == []
     assert engine.get(record.id, namespace="u1").content.startswith("The staging password")
     assert engine.recall("staging password", namespace="u1", include_history=True).hits

@@ -4,7 +4,6 @@ Chroma store and a real in-process MCP session."""
 from __future__ import annotations
 
 import asyncio
-import time
 from pathlib import Path
 from typing import Any, TypedDict
 
@@ -14,6 +13,7 @@ from langgraph.runtime import Runtime
 from langgraph.store.base import GetOp, InvalidNamespaceError, ListNamespacesOp, MatchCondition, PutOp, SearchOp
 
 from hindsight_integrations import MemoryEngine
+from hindsight_integrations.core.clock import ManualClock
 from hindsight_integrations.core.errors import ConfigurationError
 from hindsight_integrations.langchain import HindsightStore
 from hindsight_integrations.mcp.client import MemoryClient
@@ -24,7 +24,19 @@ def store(engine: MemoryEngine) -> HindsightStore:
     return HindsightStore(namespace="u1", engine=engine)
 
 
-def test_put_get_update_delete(store: HindsightStore) -> None:
+@pytest.fixture
+def clock() -> ManualClock:
+    return ManualClock()
+
+
+@pytest.fixture
+def timed_engine(store_path: Path, embedder: Any, clock: ManualClock) -> MemoryEngine:
+    """An engine whose time the test moves (``clock``) instead of sleeping."""
+    return MemoryEngine(store=store_path, embedder=embedder, llm=False, clock=clock)
+
+
+def test_put_get_update_delete(timed_engine: MemoryEngine, clock: ManualClock) -> None:
+    store = HindsightStore(namespace="u1", engine=timed_engine)
     ns = ("users", "u1", "prefs")
     assert store.get(ns, "food") is None
     store.put(ns, "food", {"food": "pizza"})  # short text the write filter would drop as chit-chat
@@ -32,7 +44,7 @@ def test_put_get_update_delete(store: HindsightStore) -> None:
     assert first is not None and first.value == {"food": "pizza"}
     assert first.namespace == ns and first.key == "food"
 
-    time.sleep(0.01)
+    clock.advance(seconds=1)
     store.put(ns, "food", {"food": "sushi", "rating": 5})
     second = store.get(ns, "food")
     assert second is not None and second.value == {"food": "sushi", "rating": 5}
@@ -97,13 +109,15 @@ def test_index_false_and_index_fields(store: HindsightStore) -> None:
     assert "hidden" in [i.key for i in store.search(("docs",), query="searchable kubernetes notes")]
 
 
-def test_ttl_expires_refreshes_and_can_be_removed(store: HindsightStore, engine: MemoryEngine) -> None:
+def test_ttl_expires_refreshes_and_can_be_removed(timed_engine: MemoryEngine, clock: ManualClock) -> None:
+    engine = timed_engine
+    store = HindsightStore(namespace="u1", engine=engine)
     assert store.supports_ttl
     store.put(("tmp",), "short", {"v": "gone soon"}, ttl=1 / 60)  # one second
     store.put(("tmp",), "long", {"v": "stays"}, ttl=60)
     assert store.get(("tmp",), "short") is not None
     before = _record(engine, "long").expires_at
-    time.sleep(1.3)
+    clock.advance(seconds=2)
     assert store.get(("tmp",), "short") is None
     assert [i.key for i in store.search(("tmp",))] == ["long"]
     after = _record(engine, "long").expires_at

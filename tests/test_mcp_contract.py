@@ -30,6 +30,7 @@ TOOLS = {
     "store_memory",
     "retrieve_memory",
     "compress_memory",
+    "consolidate_memory",
     "update_memory",
     "forget_memory",
     "review_memory",

@@ -28,6 +28,8 @@ if TYPE_CHECKING:
     from .records import Kind, MemoryRecord, Role, Source, Status, Tier
     from .results import (
         CompressionResult,
+        ConsolidationReport,
+        MergedRepeat,
         NamespaceStats,
         RecallHit,
         RecallResult,
@@ -58,6 +60,8 @@ _WHERE = {
     **dict.fromkeys(
         [
             "CompressionResult",
+            "ConsolidationReport",
+            "MergedRepeat",
             "NamespaceStats",
             "RecallHit",
             "RecallResult",
@@ -72,6 +76,7 @@ _WHERE = {
 __all__ = [
     "CompressionResult",
     "ConfigurationError",
+    "ConsolidationReport",
     "EmbeddingModelMismatchError",
     "HindsightError",
     "InvalidInputError",
@@ -82,6 +87,7 @@ __all__ = [
     "MemoryInput",
     "MemoryNotFoundError",
     "MemoryRecord",
+    "MergedRepeat",
     "NamespaceStats",
     "RecallFilters",
     "RecallHit",

@@ -19,7 +19,7 @@ from .errors import InvalidInputError, InvalidRecordsError
 from .namespace_store import NamespaceStore, Vector
 from .parts import EngineParts
 from .progress import ProgressCallback, report
-from .records import MemoryRecord, Status, Tier, utcnow
+from .records import MemoryRecord, Status, Tier
 from .results import NamespaceStats
 
 EXPORT_FORMAT = "hindsight-export"
@@ -73,7 +73,7 @@ class Backup:
             "namespace": handle.name,
             "embedding_model": self._parts.embedder.name,
             "embedding_dim": self._parts.store.embedding_dim,
-            "exported_at": utcnow().isoformat(),
+            "exported_at": self._parts.clock.now().isoformat(),
             "records": records,
         }
 

@@ -24,7 +24,7 @@ from datetime import datetime
 from .errors import LLMError
 from .namespace_store import NamespaceStore
 from .parts import EngineParts
-from .records import Kind, MemoryRecord, Role, Source, Status, Tier, utcnow
+from .records import Kind, MemoryRecord, Role, Source, Status, Tier
 from .results import CompressionResult
 from .write_filter import assess
 
@@ -97,7 +97,7 @@ class Compressor:
         archived: list[str] = []
         total = before
         for group in groups:
-            now = utcnow()
+            now = self._parts.clock.now()
             summary = self._summary_record(handle.name, session_id, group, remembered, now)
             if summary is not None:
                 handle.add([summary], self._parts.embed_records([summary])[0])

@@ -129,6 +129,14 @@ class Settings(BaseSettings):
     # How long a replica's hold on a round lasts without renewal (it renews before each namespace):
     # after a replica dies mid-round, another takes the round over this long after its last renewal.
     upkeep_lease_seconds: float = Field(600.0, gt=0)
+    # Periodic merge (core/merging.py): active memories this close and with the same values are one.
+    merge_threshold: float = Field(0.95, gt=0, le=1)
+    # Consolidation (core/consolidation.py): memories this close (and stating one fact, see
+    # core/same_fact.py) are a cluster; a cluster needs this many statements, from at least two
+    # sessions or days, each within this many days of the one before, to become a semantic memory.
+    consolidation_threshold: float = Field(0.75, gt=0, le=1)
+    consolidation_min_members: int = Field(3, ge=2, le=1000)
+    consolidation_window_days: float = Field(30.0, gt=0)
 
     @field_validator("namespace")
     @classmethod

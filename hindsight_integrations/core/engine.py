@@ -23,22 +23,39 @@ from .backup import EXPORT_FORMAT, Backup
 from .clock import Clock, SystemClock
 from .compression import Compressor
 from .config import Settings, check_setting_names, load_settings, validate_namespace
+from .consolidation import Consolidator
 from .coordination import cross_process_locks
 from .embeddings import Embedder, build_embedder, embed_context_matrix
 from .errors import InvalidInputError
 from .filters import RecallFilters, bounded_filters
 from .lifecycle import Maintenance, MaintenanceReport
 from .llm import LLMClient
+from .merging import RepeatMerger
 from .namespace_store import NamespaceStore
 from .parts import EngineParts
 from .progress import ProgressCallback
 from .ranking import RecallWeights
 from .recall import Recaller
-from .records import Kind, MemoryRecord, Role, Status, Tier, utcnow
-from .results import CompressionResult, NamespaceStats, RecallResult, StoreResult, TurnResult
+from .records import Kind, MemoryRecord, Role, Status, Tier
+from .results import (
+    CompressionResult,
+    ConsolidationReport,
+    MergedRepeat,
+    NamespaceStats,
+    RecallResult,
+    StoreResult,
+    TurnResult,
+)
 from .store import ChromaStore, open_client
 from .tokens import counter_for
-from .upkeep import SessionCompressionReport, UpkeepReport, UpkeepStep, compress_due_sessions, run_upkeep
+from .upkeep import (
+    ConsolidationStepReport,
+    SessionCompressionReport,
+    UpkeepReport,
+    UpkeepStep,
+    compress_due_sessions,
+    run_upkeep,
+)
 from .working import WorkingMemory
 from .writes import Writer
 
@@ -115,7 +132,9 @@ class MemoryEngine:
         self._recaller = Recaller(parts)
         self._working = WorkingMemory(parts, self._writer)
         self._backup = Backup(parts)
-        self._maintenance = Maintenance(settings.resolved_cold_store, self._backup.import_data)
+        self._maintenance = Maintenance(settings.resolved_cold_store, self._backup.import_data, self.clock)
+        self._merger = RepeatMerger(parts)
+        self._consolidator = Consolidator(parts, self._merger)
 
     @overload
     def _namespace(self, namespace: str | None) -> NamespaceStore: ...
@@ -238,8 +257,13 @@ class MemoryEngine:
         return self._writer.review(self._namespace(namespace), memory_id, accept=accept)
 
     def unmerge(self, memory_id: str, *, index: int = -1, namespace: str | None = None) -> MemoryRecord:
-        """Undo a dedup merge: input ``index`` of the memory's ``sources`` becomes a memory of its own again."""
-        return self._writer.unmerge(self._namespace(namespace), memory_id, index)
+        """Undo a merge: input ``index`` of the memory's ``sources`` becomes a memory of its own again.
+
+        A repeat merged by upkeep (``merge_repeats``) comes back as the record it was, same id; one
+        merged when it was written gets a record of its own.
+        """
+        handle = self._namespace(namespace)
+        return self._merger.unmerge(handle, memory_id, index) or self._writer.unmerge(handle, memory_id, index)
 
     # -- recall -----------------------------------------------------------------------------
     def recall(
@@ -295,7 +319,7 @@ class MemoryEngine:
             return []
         if include_history and not chosen.statuses:  # quarantined memories wait for review: list them too
             chosen = chosen.model_copy(update={"statuses": [Status.ACTIVE, Status.SUPERSEDED, Status.QUARANTINED]})
-        where = chosen.where(include_history=include_history, now=utcnow())
+        where = chosen.where(include_history=include_history, now=self.clock.now())
         records = handle.find(where)
         records.sort(key=lambda r: r.occurred_at, reverse=True)
         return records[offset : offset + limit]
@@ -410,14 +434,16 @@ class MemoryEngine:
         """Decay idle memories, archive stale unimportant ones and enforce tier caps (``lifecycle.py``).
 
         Semantic memories decay slowly, and preferences and corrections are never archived or
-        evicted. ``dry_run`` reports what would happen and changes nothing.
+        evicted. Idleness is measured at ``now``, by default the engine's clock. ``dry_run``
+        reports what would happen and changes nothing.
         """
         return self._maintenance.maintain(self._namespace(namespace), now=now, caps=caps, dry_run=dry_run)
 
     def upkeep(self, namespace: str | None = None, *, dry_run: bool = False) -> UpkeepReport:
         """Run every upkeep step on ``namespace`` (default: the configured one), in order (``upkeep.py``).
 
-        Compresses the sessions whose working window is past its threshold, then ``maintain``s.
+        Compresses the sessions whose working window is past its threshold, consolidates (merges
+        repeats, distils facts said in several sessions), then ``maintain``s.
         Each step is reported with what it did (counts and ids), its time and its error: one that
         fails does not stop the next. ``dry_run`` reports what would happen and changes nothing.
         A namespace never written has nothing to keep: the report has no steps, and it is not created.
@@ -433,6 +459,10 @@ class MemoryEngine:
         """The steps of ``upkeep``, in the order they run; each is ``run(namespace, dry_run) -> its report``."""
         return [
             UpkeepStep("compress", self._compress_due_sessions),
+            UpkeepStep(
+                "consolidate",
+                lambda ns, dry_run: ConsolidationStepReport.of(self.consolidate(namespace=ns, dry_run=dry_run)),
+            ),
             UpkeepStep(
                 "maintain", lambda ns, dry_run: self.maintain(namespace=ns, now=self.clock.now(), dry_run=dry_run)
             ),
@@ -451,11 +481,41 @@ class MemoryEngine:
             dry_run=dry_run,
         )
 
+    def consolidate(self, namespace: str | None = None, *, dry_run: bool = False) -> ConsolidationReport:
+        """Distil what the namespace's memories say again and again into semantic memories (``consolidation.py``).
+
+        First merges repeats that slipped past the write path (``merge_repeats``); then clusters
+        related memories (vectors, values, people, time) and turns each cluster said at least
+        ``consolidation_min_members`` times, in two sessions or days or more, into one semantic
+        memory whose ``source`` names every source and their turns. The sources are kept at half
+        their importance, linked by ``consolidated_into``; running it again adds nothing.
+        ``dry_run`` reports what would happen, changes nothing and calls no LLM.
+        """
+        return self._consolidator.consolidate(self._existing(namespace), dry_run=dry_run)
+
+    def merge_repeats(self, namespace: str | None = None, *, dry_run: bool = False) -> builtins.list[MergedRepeat]:
+        """Merge active memories with cosine ≥ ``merge_threshold`` and the same values into one (``merging.py``).
+
+        The survivor is reinforced, the other becomes history pointing at it; ``unmerge`` splits
+        them again. ``dry_run`` lists the pairs and changes nothing.
+        """
+        return self._merger.merge(self._existing(namespace), dry_run=dry_run)
+
+    def _existing(self, namespace: str | None) -> NamespaceStore:
+        """The handle of a namespace that holds memories; upkeep of one never written is a mistake worth naming."""
+        handle = self._namespace(namespace, create=False)
+        if handle is None:
+            name = namespace if namespace is not None else self.settings.namespace
+            known = sorted(self.namespaces())
+            listing = f"the namespaces are: {', '.join(known)}" if known else "the store holds no namespace yet"
+            raise InvalidInputError("namespace", f"nothing was ever stored in namespace {name!r} ({listing})")
+        return handle
+
     def restore(self, *, namespace: str | None = None, ids: Sequence[str] | None = None) -> int:
         """Bring archived memories back from cold storage (all, or the given ids) as active.
 
-        Returns how many came back; ids not in cold storage are skipped (see ``archived_ids``).
-        A restored memory counts as recalled now, so upkeep does not archive it again at once.
+        A restored memory counts as used at the clock's now, so the next upkeep does not archive
+        it again. Returns how many came back; ids not in cold storage are skipped (see ``archived_ids``).
         """
         return self._maintenance.restore(self._namespace(namespace), ids, now=self.clock.now())
 

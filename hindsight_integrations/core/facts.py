@@ -54,6 +54,7 @@ class MemoryFacts:
     slot: str | None = None
     supersedes: tuple[str, ...] = ()  # stored memories this one made history (``SUPERSEDES_KEY``)
     text_key: int = 0  # hash of the normalised content (``text_key``), for long-term memories only
+    consolidated_into: str | None = None  # the semantic memory distilled from this one (``consolidation.py``)
 
     @property
     def long_term_active(self) -> bool:
@@ -80,6 +81,7 @@ class MemoryFacts:
             slot=fields.get("slot") or None,
             supersedes=tuple(filter(None, str(fields.get(f"m.{SUPERSEDES_KEY}") or "").split(","))),
             text_key=text_key(str(fields.get("content") or "")) if fields.get("tier") != "working" else 0,
+            consolidated_into=fields.get("consolidated_into") or None,
         )
 
     def get(self, key: str, default: Any = None) -> Any:

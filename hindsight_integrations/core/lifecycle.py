@@ -17,9 +17,10 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from .backup import EXPORT_FORMAT
+from .clock import Clock
 from .errors import StoreUnavailableError
 from .namespace_store import NamespaceStore
-from .records import Kind, MemoryRecord, Status, Tier, utcnow
+from .records import Kind, MemoryRecord, Status, Tier
 
 DECAY_AFTER = timedelta(days=30)
 DECAY_FACTOR = 0.9
@@ -149,12 +150,16 @@ class Maintenance:
     """Runs the plan above on a namespace, and brings archived memories back.
 
     ``restore`` re-imports through ``import_data`` (an export-shaped document), so restored
-    memories are re-embedded exactly when an export would be.
+    memories are re-embedded exactly when an export would be. ``clock`` is the engine's: what
+    "idle for 90 days" is measured against when ``maintain`` is not told the time.
     """
 
-    def __init__(self, cold_store: Path, import_data: Callable[[NamespaceStore, dict[str, Any]], int]) -> None:
+    def __init__(
+        self, cold_store: Path, import_data: Callable[[NamespaceStore, dict[str, Any]], int], clock: Clock
+    ) -> None:
         self._cold_store = cold_store
         self._import_data = import_data
+        self._clock = clock
 
     def cold_path(self, namespace: str) -> Path:
         """The namespace's cold-storage file."""
@@ -164,7 +169,7 @@ class Maintenance:
         self, handle: NamespaceStore, *, now: datetime | None, caps: dict[Tier, int] | None, dry_run: bool = False
     ) -> MaintenanceReport:
         """See ``MemoryEngine.maintain``."""
-        now = now or utcnow()
+        now = now or self._clock.now()
         path = self.cold_path(handle.name)
         with handle.writing:
             decayed, archive, evict = plan([r for r, _ in handle.iterate()], now, caps)
@@ -186,14 +191,19 @@ class Maintenance:
     def restore(self, handle: NamespaceStore, ids: Sequence[str] | None, *, now: datetime | None = None) -> int:
         """See ``MemoryEngine.restore``.
 
-        A restored memory counts as accessed ``now``: someone wanted it back, and otherwise the
-        next upkeep round would find it as idle as when it was archived and archive it again.
+        A restored memory counts as accessed ``now`` (default: the clock's): someone wanted it
+        back, and otherwise the next upkeep round would find it as idle as when it was archived and
+        archive it again; its new ``updated_at`` lets other replicas' index sync see it.
         """
         path = self.cold_path(handle.name)
         rows = read_cold(path)
         wanted = set(ids) if ids is not None else {r["id"] for r in rows}
-        accessed = (now or utcnow()).isoformat()
-        back = [{**r, "status": Status.ACTIVE.value, "last_accessed_at": accessed} for r in rows if r["id"] in wanted]
+        stamp = (now or self._clock.now()).isoformat()
+        back = [
+            {**r, "status": Status.ACTIVE.value, "updated_at": stamp, "last_accessed_at": stamp}
+            for r in rows
+            if r["id"] in wanted
+        ]
         if not back:
             return 0
         models = {r.get("embedding_model") for r in back}

@@ -78,6 +78,26 @@ Reply with JSON only: {"verdicts": ["keep_both", ...]}, one verdict per stored m
 
 _VERDICTS = frozenset({"keep_old", "keep_new", "merge", "keep_both"})
 
+CONSOLIDATION_PROMPT = """You keep an assistant's long-term memory tidy.
+The numbered STATEMENTS below were recorded at different times and grouped because they seem
+to say one thing about the user or their work. If they all state the same fact or preference
+with the same values, distil it into one self-contained sentence of at most 40 words that keeps
+every value (names, numbers, dates, places) exactly as stated and adds nothing.
+Reply with JSON only: {"same_fact": true, "content": "...", "kind":
+"preference|fact|context|correction", "importance": 0.0-1.0}
+If they do not all state one fact, reply {"same_fact": false}."""
+
+_DISTILLED_KINDS = frozenset({"preference", "fact", "context", "correction"})
+
+
+class DistilledFact(BaseModel):
+    """The consolidation reply: one statement for a cluster of memories, its kind and importance."""
+
+    content: str = Field(min_length=1)
+    kind: str
+    importance: float = Field(ge=0, le=1)
+
+
 SUMMARY_PROMPT = """Summarise these conversation turns for the assistant's episodic memory.
 Keep key decisions, numeric constraints, facts about the user, corrections and open tasks;
 drop small talk. At most 80 words, plain sentences, no preamble."""
@@ -164,6 +184,36 @@ class LLMClient:
         if len(verdicts) != len(stored) or not set(verdicts) <= _VERDICTS:
             raise LLMError(f"expected {len(stored)} verdicts out of {sorted(_VERDICTS)}, got {reply[:200]!r}")
         return verdicts
+
+    def distil_fact(self, statements: Sequence[str]) -> DistilledFact | None:
+        """One statement for what ``statements`` say, or None when the model says they are not one fact.
+
+        ``LLMError`` if the call fails or the reply is unusable (not JSON, no content, a kind
+        outside preference/fact/context/correction, an importance outside 0-1): the caller
+        then distils by rules.
+        """
+        listing = "\n".join(f"{n}. {text}" for n, text in enumerate(statements, 1))
+        reply = self.complete(
+            [
+                {"role": "system", "content": CONSOLIDATION_PROMPT},
+                {"role": "user", "content": f"STATEMENTS:\n{listing}"},
+            ],
+            json_mode=True,
+            max_tokens=200,
+        )
+        try:
+            data = json.loads(_strip_fences(reply))
+            if not isinstance(data, dict) or not isinstance(data.get("same_fact", True), bool):
+                raise TypeError("not an object with a boolean same_fact")
+            if data.get("same_fact") is False:
+                return None
+            fact = DistilledFact.model_validate(data)
+        except (json.JSONDecodeError, ValidationError, TypeError) as exc:
+            raise LLMError(f"could not parse the consolidation reply: {reply[:200]!r}") from exc
+        kind = fact.kind.strip().lower()
+        if kind not in _DISTILLED_KINDS or not fact.content.strip():
+            raise LLMError(f"the consolidation reply has kind {fact.kind!r} or an empty content: {reply[:200]!r}")
+        return fact.model_copy(update={"kind": kind, "content": " ".join(fact.content.split())})
 
     def summarize(self, transcript: str) -> str:
         """A short episodic summary of ``transcript``, for compressing working memory."""

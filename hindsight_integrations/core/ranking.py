@@ -21,8 +21,8 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
 from datetime import datetime
 
 import numpy as np
@@ -240,3 +240,27 @@ def rank(
         )
         for n in order
     ]
+
+
+def prefer_consolidated(ranked: Sequence[Ranked], facts: Mapping[str, MemoryFacts]) -> list[Ranked]:
+    """A consolidated memory in place of its sources: where both ranked, it takes the best place of them, they go.
+
+    Its sources say what it says (``consolidation.py``); returning both spends the token budget
+    twice on one fact. A source whose consolidated memory is not among ``ranked`` (filtered out,
+    forgotten) stays where it ranked.
+    """
+    present = {r.id: r for r in ranked}
+    out: list[Ranked] = []
+    placed: set[str] = set()
+    for entry in ranked:
+        found = facts.get(entry.id)
+        into = found.consolidated_into if found is not None else None
+        if into is not None and into in present:
+            if into not in placed:
+                best = present[into]
+                out.append(replace(best, score=max(best.score, entry.score)))
+                placed.add(into)
+        elif entry.id not in placed:
+            out.append(entry)
+            placed.add(entry.id)
+    return out

@@ -9,7 +9,8 @@
    needed to score the ones a vector search did not return.
 3. *widen*: when the unfiltered search returned mostly inadmissible memories (working turns,
    history), ask Chroma to filter after all.
-4. *rank*: ``ranking.rank`` fuses the signals.
+4. *rank*: ``ranking.rank`` fuses the signals; a consolidated memory stands in for its sources
+   (``ranking.prefer_consolidated``).
 5. *fetch*: only the finalists are read from Chroma, and re-checked there, so a memory another
    process forgot a moment ago is never returned.
 6. *pack*: fit the token budget, count the accesses, format the context block.
@@ -32,8 +33,8 @@ from .filters import RecallFilters, bounded_filters
 from .inputs import validate_content
 from .namespace_store import NamespaceStore, Vector
 from .parts import EngineParts
-from .ranking import Candidate, Ranked, RecallWeights, rank
-from .records import MemoryRecord, utcnow
+from .ranking import Candidate, Ranked, RecallWeights, prefer_consolidated, rank
+from .records import MemoryRecord
 from .results import RecallHit, RecallResult
 
 _WIDER = 8  # how much deeper the unfiltered search looks when the nearest hits are mostly history
@@ -110,7 +111,7 @@ class Recaller:
         self, handle: NamespaceStore, request: RecallRequest, *, candidates: int | None = None, touch: bool = True
     ) -> RecallResult:
         """Run the stages (see the module docstring); ``candidates`` overrides the search pool size."""
-        now = utcnow()
+        now = self._parts.clock.now()
         handle.refresh_indexes()
         handle.wait_for_context(_CONTEXT_WAIT_SECONDS)  # what this process just wrote ranks like the rest
         pool = candidates or max(50, request.top_k * 4)
@@ -122,6 +123,7 @@ class Recaller:
             ranked = [r for r in ranked if r.similarity >= request.min_score]
         if not request.filters.narrows() and not _reaches(ranked, self._parts.settings.relevance_floor):
             ranked = []  # nothing here is about the question
+        ranked = prefer_consolidated(ranked, {c.id: c.facts for c in admitted})
         hits = self._fetch(handle, search, ranked)
         return self._pack(handle, request, hits, now, touch=touch)
 

@@ -68,6 +68,7 @@ _ALL_KEYS = _SEPARATE_KEYS | {
     "context",
     "superseded_by",
     "conflicts_with",
+    "consolidated_into",
     "sources_json",
     "embedding_model",
     "embedding_dim",
@@ -178,7 +179,10 @@ class Source(BaseModel):
     session_id: str | None = None
     message_ids: list[str] = Field(default_factory=list)
     memory_ids: list[str] = Field(default_factory=list)
-    origin: str | None = None  # "turn", "compression", "import", "mcp", "cli", ...
+    origin: str | None = None  # "turn", "compression", "import", "mcp", "cli", "consolidation", ...
+    # A consolidated memory's sources, each with its id, content, session, time, kind, importance,
+    # metadata and turn ids: what it was distilled from, even once a source is archived.
+    members: list[dict[str, Any]] = Field(default_factory=list)
 
 
 class MemoryRecord(BaseModel):
@@ -212,6 +216,7 @@ class MemoryRecord(BaseModel):
     status: Status = Status.ACTIVE
     superseded_by: str | None = None
     conflicts_with: str | None = None  # the memory a quarantined one contradicts
+    consolidated_into: str | None = None  # the semantic memory distilled from this one and others
     sources: list[dict[str, Any]] = Field(default_factory=list)  # repeats merged into this memory, oldest first
     request_id: str | None = None
     metadata: dict[str, Any] = Field(default_factory=dict)
@@ -266,6 +271,7 @@ class MemoryRecord(BaseModel):
             "slot": self.slot,
             "superseded_by": self.superseded_by,
             "conflicts_with": self.conflicts_with,
+            "consolidated_into": self.consolidated_into,
             "request_id": self.request_id,
             "embedding_model": self.embedding_model,
             "embedding_dim": self.embedding_dim,
@@ -312,6 +318,7 @@ class MemoryRecord(BaseModel):
             status=Status(fields["status"]),
             superseded_by=fields.get("superseded_by"),
             conflicts_with=fields.get("conflicts_with"),
+            consolidated_into=fields.get("consolidated_into"),
             sources=json.loads(fields.get("sources_json") or "[]"),
             request_id=fields.get("request_id"),
             metadata=json.loads(fields.get("metadata_json") or "{}"),

@@ -6,9 +6,11 @@ adapter sees the same types whether the engine runs in-process or behind a serve
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import BaseModel, Field
 
-from .records import MemoryRecord
+from .records import Kind, MemoryRecord
 
 
 class RecallHit(BaseModel):
@@ -95,8 +97,47 @@ class NamespaceStats(BaseModel):
     sessions: int
 
 
+class MergedRepeat(BaseModel):
+    """One periodic merge: ``merged`` is now history inside ``survivor``."""
+
+    survivor: str
+    merged: str
+    similarity: float = Field(description="cosine similarity of the two memories' vectors")
+
+
+class ConsolidatedFact(BaseModel):
+    """A semantic memory one consolidation run created or reinforced, and the sources it added."""
+
+    id: str | None = Field(description="the semantic memory (None for one a dry run would create)")
+    content: str
+    kind: Kind
+    importance: float
+    sources: list[str] = Field(description="ids of the memories this run consolidated into it")
+    statements: int = Field(description="how many times those sources said it (merged repeats included)")
+    occasions: int = Field(description="distinct sessions (or days) they said it in")
+    distilled_by: Literal["rules", "llm", "existing"] = Field(
+        description="who wrote the statement: the extractive rules, the LLM, or an earlier run (reinforced)"
+    )
+
+
+class ConsolidationReport(BaseModel):
+    """What one ``consolidate`` run did (or, with ``dry_run``, would do)."""
+
+    namespace: str
+    dry_run: bool = False
+    examined: int = Field(0, description="active memories considered for consolidation")
+    merged: list[MergedRepeat] = Field(default_factory=list, description="repeats merged first (periodic merge)")
+    created: list[ConsolidatedFact] = Field(default_factory=list, description="new semantic memories")
+    reinforced: list[ConsolidatedFact] = Field(
+        default_factory=list, description="existing consolidated memories said again"
+    )
+
+
 __all__ = [
     "CompressionResult",
+    "ConsolidatedFact",
+    "ConsolidationReport",
+    "MergedRepeat",
     "NamespaceStats",
     "RecallHit",
     "RecallResult",

@@ -28,7 +28,7 @@ if TYPE_CHECKING:  # the reports travel to MCP clients, which must not load the 
     from .compression import Compressor
     from .namespace_store import NamespaceStore
     from .records import MemoryRecord
-    from .results import CompressionResult
+    from .results import CompressionResult, ConsolidationReport
 
 UPKEEP_ACTIONS = ("compressed", "consolidated", "decayed", "archived", "evicted")
 """What upkeep does to memories, by the name of the report field listing them: the metrics count these."""
@@ -79,6 +79,32 @@ class SessionCompressionReport(BaseModel):
     sessions: list[str] = Field(default_factory=list, description="sessions whose window was past the threshold")
     compressed: list[str] = Field(default_factory=list, description="turns folded into summaries (archived)")
     summaries: list[str] = Field(default_factory=list, description="episodic summaries written")
+
+
+class ConsolidationStepReport(BaseModel):
+    """The consolidate step as upkeep counts it: repeats merged away, memories consolidated, facts written.
+
+    ``MemoryEngine.consolidate``'s own report (``ConsolidationReport``) has the detail; this is
+    what the step's counts and ids, the log line and ``/metrics`` need.
+    """
+
+    namespace: str
+    dry_run: bool = False
+    merged: list[str] = Field(default_factory=list, description="repeats merged into another memory (now history)")
+    consolidated: list[str] = Field(default_factory=list, description="sources distilled into a semantic memory")
+    facts: list[str] = Field(default_factory=list, description="semantic memories created or reinforced")
+
+    @classmethod
+    def of(cls, report: ConsolidationReport) -> ConsolidationStepReport:
+        """From ``MemoryEngine.consolidate``'s report."""
+        written = [*report.created, *report.reinforced]
+        return cls(
+            namespace=report.namespace,
+            dry_run=report.dry_run,
+            merged=[m.merged for m in report.merged],
+            consolidated=[source for fact in written for source in fact.sources],
+            facts=[fact.id for fact in written if fact.id is not None],
+        )
 
 
 @dataclass(frozen=True)

@@ -23,7 +23,7 @@ from .inputs import parse_inputs
 from .limits import check_id
 from .namespace_store import NamespaceStore
 from .parts import EngineParts
-from .records import Kind, MemoryRecord, Role, Source, Status, Tier, utcnow
+from .records import Kind, MemoryRecord, Role, Source, Status, Tier
 from .results import CompressionResult, StoreResult, TurnResult
 from .session_context import NEIGHBOURS_BEFORE
 from .write_filter import assess
@@ -98,7 +98,7 @@ class WorkingMemory:
         turn = self._parts.new_record(
             handle.name,
             turn_input.content,
-            now=utcnow(),
+            now=self._parts.clock.now(),
             session_id=session_id,
             tier=Tier.WORKING,
             kind=Kind.TURN,
@@ -231,7 +231,7 @@ class WorkingMemory:
 
     def clear(self, handle: NamespaceStore, *, session_id: str) -> int:
         """Forget the session's window (soft); long-term memories are untouched."""
-        now = utcnow()
+        now = self._parts.clock.now()
         turns = self.window(handle, session_id=session_id)
         handle.update([t.model_copy(update={"status": Status.DELETED, "updated_at": now}) for t in turns])
         return len(turns)

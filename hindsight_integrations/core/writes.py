@@ -28,7 +28,7 @@ from .inputs import MAX_TTL_SECONDS, MemoryInput, parse_inputs, validate_content
 from .limits import check_metadata
 from .namespace_store import NamespaceStore
 from .parts import EngineParts
-from .records import Kind, MemoryRecord, Source, Status, Tier, utcnow
+from .records import Kind, MemoryRecord, Source, Status, Tier
 from .results import SkippedMemory, StoreResult
 from .session_context import SessionNeighbours, speaker_of
 from .updates import PROTECTED_IMPORTANCE, Neighbour, UpdateJudge, Verdict, history_of, is_low_trust, quarantined
@@ -143,7 +143,7 @@ class Writer:
             not isinstance(request_id, str) or not request_id.strip() or len(request_id) > 200
         ):
             raise InvalidInputError("request_id", "must be a non-empty string of at most 200 characters")
-        now = utcnow()
+        now = self._parts.clock.now()
         with handle.writing:
             request_hash = _request_hash(items) if request_id else None
             if request_id:
@@ -438,7 +438,7 @@ class Writer:
         seconds = None if ttl_seconds is None else whole_number(ttl_seconds, "ttl_seconds", low=1, high=MAX_TTL_SECONDS)
         with handle.writing:
             record = self._live(handle, memory_id)
-            changes["updated_at"] = utcnow()
+            changes["updated_at"] = self._parts.clock.now()
             if metadata is not None:
                 changes["metadata"] = {**record.metadata, **metadata}
             if seconds is not None:
@@ -452,7 +452,7 @@ class Writer:
         """See ``MemoryEngine.forget``; under the write lock, so no concurrent update brings it back."""
         with handle.writing:
             record = self.get(handle, memory_id)
-            updated = record.model_copy(update={"status": Status.DELETED, "updated_at": utcnow()})
+            updated = record.model_copy(update={"status": Status.DELETED, "updated_at": self._parts.clock.now()})
             handle.update([updated])
         return updated
 
@@ -473,7 +473,7 @@ class Writer:
         if not pending:
             return 0
         found = {r.id: r for r, _ in handle.get([*pending, *(o for olds in pending.values() for o in olds)])}
-        now = utcnow()
+        now = self._parts.clock.now()
         made = [
             history_of(found[old], found[new], now)
             for new, olds in pending.items()
@@ -499,7 +499,7 @@ class Writer:
             record = self.get(handle, memory_id)
             if record.status is not Status.DELETED:
                 raise InvalidInputError("id", f"memory {memory_id} is {record.status.value}, not forgotten")
-            restored = record.model_copy(update={"status": Status.ACTIVE, "updated_at": utcnow()})
+            restored = record.model_copy(update={"status": Status.ACTIVE, "updated_at": self._parts.clock.now()})
             handle.update([restored])
             return restored
 
@@ -509,7 +509,7 @@ class Writer:
             record = self.get(handle, memory_id)
             if record.status is not Status.QUARANTINED:
                 raise InvalidInputError("id", f"memory {memory_id} is {record.status.value}, not quarantined")
-            now = utcnow()
+            now = self._parts.clock.now()
             if not accept:
                 rejected = record.model_copy(update={"status": Status.DELETED, "updated_at": now})
                 handle.update([rejected])
@@ -534,7 +534,7 @@ class Writer:
                 raise InvalidInputError("id", f"memory {memory_id} has no merged inputs to split off")
             position = whole_number(index, "index", low=-len(record.sources), high=len(record.sources) - 1)
             entry = record.sources[position]
-            now = utcnow()
+            now = self._parts.clock.now()
             restored = self._parts.new_record(
                 handle.name,
                 entry["content"],

@@ -35,7 +35,14 @@ from ..core.errors import InvalidInputError
 from ..core.filters import RecallFilters
 from ..core.inputs import MemoryItem
 from ..core.records import MemoryRecord, Role
-from ..core.results import CompressionResult, NamespaceStats, RecallResult, StoreResult, TurnResult
+from ..core.results import (
+    CompressionResult,
+    ConsolidationReport,
+    NamespaceStats,
+    RecallResult,
+    StoreResult,
+    TurnResult,
+)
 from ..core.upkeep import UpkeepReport
 from . import transports
 from .body_guard import MAX_BODY_BYTES
@@ -48,6 +55,8 @@ from .wire import (
     ClearWorkingMemoryArgs,
     CompressMemoryArgs,
     CompressOut,
+    ConsolidateMemoryArgs,
+    ConsolidateOut,
     DumpMemoryArgs,
     DumpOut,
     ForgetMemoryArgs,
@@ -405,6 +414,13 @@ class MemoryClient:
         args = CompressMemoryArgs.model_construct(session_id=session_id, threshold_tokens=threshold_tokens, force=force)
         return (await self._ask(args, CompressOut)).to_result()
 
+    async def aconsolidate(self, *, dry_run: bool = False) -> ConsolidationReport:
+        """Merge repeats and distil facts said again and again into semantic memories (upkeep; idempotent).
+
+        ``dry_run`` reports what would be merged and consolidated and changes nothing.
+        """
+        return await self._ask(ConsolidateMemoryArgs.model_construct(dry_run=dry_run), ConsolidateOut)
+
     async def aupdate(self, memory_id: str, **changes: Any) -> MemoryRecord:
         """Change the given fields of a memory (content, importance, kind, metadata, ttl_seconds)."""
         arguments = {**UpdateMemoryArgs.model_construct(id=memory_id).wire(), **changes}
@@ -485,6 +501,7 @@ class MemoryClient:
     working_memory = _sync(aworking_memory)
     clear_working = _sync(aclear_working)
     compress = _sync(acompress)
+    consolidate = _sync(aconsolidate)
     update = _sync(aupdate)
     forget = _sync(aforget)
     review = _sync(areview)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from ..core.context import memory_line
 from ..core.records import MemoryRecord
-from ..core.results import NamespaceStats
+from ..core.results import ConsolidationReport, NamespaceStats
 from ..core.upkeep import UpkeepReport
 from .wire import CompressOut, RecallOut, StoreOut, TurnOut
 
@@ -67,6 +67,34 @@ def compress_text(data: CompressOut) -> str:
         f"Compressed {len(c.archived_ids)} turns into {len(c.summaries)} summaries "
         f"({c.tokens_before} -> {c.tokens_after} tokens):\n{summaries}"
     )
+
+
+def consolidate_text(report: ConsolidationReport) -> str:
+    """What a consolidation did (or would do): repeats merged, semantic memories created or reinforced."""
+    dry = report.dry_run
+    lines = [
+        f"{'Dry run, nothing changed: ' if dry else ''}examined {report.examined} memories of namespace "
+        f"{report.namespace}."
+    ]
+    if report.merged:
+        lines.append(f"{'Would merge' if dry else 'Merged'} {len(report.merged)} repeats into the memory each repeats:")
+        lines.extend(f"- [{m.merged}] into [{m.survivor}] (similarity {m.similarity:.3f})" for m in report.merged)
+    for done, would, facts in (
+        ("Created", "Would create", report.created),
+        ("Reinforced", "Would reinforce", report.reinforced),
+    ):
+        if not facts:
+            continue
+        lines.append(f"{would if dry else done} {len(facts)} semantic memor{'y' if len(facts) == 1 else 'ies'}:")
+        for fact in facts:
+            name = f"[{fact.id}] " if fact.id else ""
+            lines.append(
+                f"- {name}{fact.kind.value}: {short(fact.content, 200)} (said {fact.statements} times in "
+                f"{fact.occasions} sessions or days; sources {', '.join(fact.sources)})"
+            )
+    if len(lines) == 1:
+        lines.append("Nothing to merge or consolidate: no fact was said often enough, in enough sessions, to distil.")
+    return "\n".join(lines)
 
 
 def records_text(title: str, records: list[MemoryRecord]) -> str:
@@ -143,6 +171,7 @@ def short(text: str, limit: int = 120) -> str:
 __all__ = [
     "cleared_text",
     "compress_text",
+    "consolidate_text",
     "forgotten_text",
     "recall_text",
     "records_text",

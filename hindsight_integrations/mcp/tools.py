@@ -32,6 +32,7 @@ from .wire import (
     ClearWorkingMemoryArgs,
     CompressMemoryArgs,
     CompressOut,
+    ConsolidateMemoryArgs,
     DumpMemoryArgs,
     DumpOut,
     ForgetMemoryArgs,
@@ -96,6 +97,13 @@ MAINTAIN_DESCRIPTION = (
 COMPRESS_DESCRIPTION = (
     "Summarise the oldest turns of a long conversation into compact episodic memories, freeing context. "
     "Call when the conversation is getting long; raw turns are archived, not deleted."
+)
+
+CONSOLIDATE_DESCRIPTION = (
+    "Tidy long-term memory: merge duplicate memories, and distil facts and preferences the user stated "
+    "several times, in different conversations, into one lasting (semantic) memory that names its sources. "
+    "Sources are kept, not deleted; running it again adds nothing. Upkeep, not for every turn; "
+    "dry_run=true only reports what it would do."
 )
 
 
@@ -324,6 +332,18 @@ def register_tools(server: HindsightMCP, engine: MemoryEngine) -> None:
 
     add_model_tool(
         server, CompressMemoryArgs, compress_memory, description=COMPRESS_DESCRIPTION, annotations=IDEMPOTENT_WRITE
+    )
+
+    async def consolidate_memory(args: ConsolidateMemoryArgs) -> CallToolResult:
+        report = await in_thread(engine.consolidate, call_namespace(), dry_run=args.dry_run)
+        return tool_result(report, render.consolidate_text(report))
+
+    add_model_tool(
+        server,
+        ConsolidateMemoryArgs,
+        consolidate_memory,
+        description=CONSOLIDATE_DESCRIPTION,
+        annotations=IDEMPOTENT_WRITE,
     )
 
     async def update_memory(args: UpdateMemoryArgs) -> CallToolResult:

@@ -24,6 +24,7 @@ from ..core.inputs import Flag, JsonObject, Lower, MemoryInput, MemoryItem
 from ..core.records import Kind, MemoryRecord, Role
 from ..core.results import (
     CompressionResult,
+    ConsolidationReport,
     NamespaceStats,
     RecallHit,
     RecallResult,
@@ -189,6 +190,14 @@ class CompressMemoryArgs(ToolArgs):
     session_id: str = Field(..., description="The conversation to compress.")
     threshold_tokens: int | None = Field(None, description="Compress until the live window is under this many tokens.")
     force: Flag = Field(False, description="Compress at least one group even if under the threshold.")
+
+
+class ConsolidateMemoryArgs(ToolArgs):
+    """Arguments of ``consolidate_memory``."""
+
+    tool: ClassVar[str] = "consolidate_memory"
+
+    dry_run: Flag = Field(False, description="Report what would be merged and consolidated; change nothing.")
 
 
 class UpdateMemoryArgs(ToolArgs):
@@ -410,6 +419,10 @@ class CompressOut(ToolResult):
     def to_result(self) -> CompressionResult | None:
         """The engine's ``CompressionResult``, or None."""
         return self.compression
+
+
+ConsolidateOut = ConsolidationReport
+"""``consolidate_memory``'s answer is the engine's ``ConsolidationReport`` as it is."""
 
 
 class MemoryOut(ToolResult):
