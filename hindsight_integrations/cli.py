@@ -442,11 +442,15 @@ def maintain(
         )
 
 
+_TABLE_COUNTS = frozenset({"compressed", "merged", "consolidated", "decayed", "archived", "evicted"})
+
+
 def _upkeep_table(reports: list[UpkeepReport], *, dry_run: bool) -> Table:
-    """One row per namespace, a column per thing a step counts (sessions, compressed, decayed, ...).
+    """One row per namespace, a column per kind of change to memories (compressed, merged, decayed, ...).
 
     A failed step's cells say "failed" (its error goes to stderr), a namespace holding nothing
-    has dashes; times are in ``--json``, so the table fits 80 columns (a pipe's width).
+    has dashes; sessions, summaries and times are in ``--json``, so the table fits 80 columns
+    (a pipe's width).
     """
     from rich import box
     from rich.table import Table
@@ -454,7 +458,7 @@ def _upkeep_table(reports: list[UpkeepReport], *, dry_run: bool) -> Table:
     columns: dict[tuple[str, str], None] = {}
     for report in reports:
         for done in report.steps:
-            columns.update(dict.fromkeys((done.step, key) for key in done.counts))
+            columns.update(dict.fromkeys((done.step, key) for key in done.counts if key in _TABLE_COUNTS))
     names = [key for _, key in columns]
     title = "Upkeep, dry run: what would happen (nothing was changed)" if dry_run else "Upkeep"
     table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, show_edge=False, collapse_padding=True)

@@ -310,7 +310,7 @@ def test_maintain_all_reports_every_namespace_and_a_dry_run_changes_nothing(tmp_
     assert sorted(reports) == ["old", "talk"] and all(r["dry_run"] for r in reports.values())
     talk, old = reports["talk"]["steps"], reports["old"]["steps"]
     assert talk[0]["step"] == "compress" and talk[0]["ids"]["sessions"] == ["long"]
-    assert old[1]["step"] == "maintain" and old[1]["ids"]["archived"] == [old_id]
+    assert old[2]["step"] == "maintain" and old[2]["ids"]["archived"] == [old_id]
     engine = MemoryEngine(store=store, embedder=embedder, llm=False)
     assert len(engine.working_window(session_id="long", namespace="talk")) == turns  # nothing changed
     assert engine.archived_ids(namespace="old") == []
@@ -319,11 +319,9 @@ def test_maintain_all_reports_every_namespace_and_a_dry_run_changes_nothing(tmp_
     assert table.exit_code == 0, table.output
     rows = [line.split() for line in table.stdout.splitlines()]
     header = next(row for row in rows if row and row[0] == "namespace")
-    assert header == ["namespace", "sessions", "compressed", "summaries", "decayed", "archived", "evicted"]
+    assert header == ["namespace", "compressed", "merged", "consolidated", "decayed", "archived", "evicted"]
     by_namespace = {row[0]: dict(zip(header[1:], map(int, row[1:]))) for row in rows if row and row[0] in reports}
-    assert by_namespace["talk"]["sessions"] == 1 and by_namespace["talk"]["compressed"] == len(
-        talk[0]["ids"]["compressed"]
-    )
+    assert by_namespace["talk"]["compressed"] == len(talk[0]["ids"]["compressed"])
     assert by_namespace["old"]["archived"] == 1 and by_namespace["old"]["compressed"] == 0
     assert len(engine.working_window(session_id="long", namespace="talk")) < turns
     assert engine.archived_ids(namespace="old") == [old_id]
@@ -331,7 +329,7 @@ def test_maintain_all_reports_every_namespace_and_a_dry_run_changes_nothing(tmp_
     restored = _run(store, "restore", old_id, namespace="old")
     assert restored.exit_code == 0 and "restored 1 memories" in restored.stdout
     again = runner.invoke(app, [*base, "-n", "old", "--json"], env=MAINTAIN_ENV)  # one namespace, as before
-    assert again.exit_code == 0 and json.loads(again.stdout)[0]["steps"][1]["ids"]["archived"] == []
+    assert again.exit_code == 0 and json.loads(again.stdout)[0]["steps"][2]["ids"]["archived"] == []
 
 
 def test_maintain_of_a_namespace_never_written_says_so_and_creates_nothing(tmp_path: Path, embedder) -> None:
@@ -371,7 +369,7 @@ def test_maintain_reports_a_failed_step_and_exits_2(tmp_path: Path, embedder) ->
         for line in result.stdout.splitlines()
         if line.split()[:1] in (["old"], ["talk"])
     }
-    assert rows["old"][-3:] == ["failed"] * 3 and rows["talk"][0] == "1"  # the table still shows every namespace
+    assert rows["old"][-3:] == ["failed"] * 3 and int(rows["talk"][0]) > 0  # the table still shows every namespace
     from hindsight_integrations import MemoryEngine
 
     engine = MemoryEngine(store=store, embedder=embedder, llm=False)

@@ -80,4 +80,4 @@ def test_maintain_dry_run_on_the_command_line(tmp_path, embedder) -> None:
     assert result.exit_code == 0, result.output
     assert "dry run: what would happen (nothing was changed)" in result.output
     row = next(line.split() for line in result.stdout.splitlines() if line.split()[:1] == ["cli"])
-    assert row[1:] == ["0"] * 6  # sessions, compressed, summaries, decayed, archived, evicted
+    assert row[1:] == ["0"] * 6  # compressed, merged, consolidated, decayed, archived, evicted

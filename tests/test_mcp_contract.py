@@ -303,7 +303,7 @@ def test_maintain_memory_runs_the_upkeep_of_the_callers_namespace(client: Memory
     client.store(unique("The staging database is called kestrel"))
     preview = client.maintain(dry_run=True)
     assert preview.namespace == "contract" and preview.dry_run and preview.ok
-    assert [step.step for step in preview.steps] == ["compress", "maintain"]
+    assert [step.step for step in preview.steps] == ["compress", "consolidate", "maintain"]
     done = client.maintain()
     assert done.namespace == "contract" and not done.dry_run and done.ok
     assert done.count("archived") == done.count("evicted") == 0  # nothing is stale yet: nothing moved

@@ -50,8 +50,8 @@ def test_upkeep_compresses_the_sessions_past_their_threshold_then_maintains(stor
     report = engine.upkeep(NS)
 
     assert report.ok and not report.dry_run and report.namespace == NS
-    assert [s.step for s in report.steps] == ["compress", "maintain"]
-    compress, maintain = report.steps
+    assert [s.step for s in report.steps] == ["compress", "consolidate", "maintain"]
+    compress, _consolidate, maintain = report.steps
     assert compress.ids["sessions"] == ["long"]  # the short session is under its threshold
     folded = compress.ids["compressed"]
     assert folded == long_window[: len(folded)] and len(folded) >= 6  # oldest turns first
@@ -83,10 +83,10 @@ def test_a_dry_run_reports_what_a_run_would_do_and_changes_nothing(store_path: P
     assert preview.dry_run and preview.ok
     assert _snapshot(engine) == before and engine.archived_ids(namespace=NS) == []
     assert preview.steps[0].ids["sessions"] == ["long"] and preview.steps[0].ids["summaries"] == []
-    assert ids["stale"] in preview.steps[1].ids["archived"]
+    assert ids["stale"] in preview.steps[2].ids["archived"]
     done = engine.upkeep(NS)
     assert done.steps[0].ids["compressed"] == preview.steps[0].ids["compressed"]  # exactly the turns previewed
-    assert ids["stale"] in done.steps[1].ids["archived"]
+    assert ids["stale"] in done.steps[2].ids["archived"]
 
 
 def test_a_failing_step_is_reported_the_next_step_runs_and_nothing_is_lost(
@@ -104,7 +104,7 @@ def test_a_failing_step_is_reported_the_next_step_runs_and_nothing_is_lost(
     # maintain first, so the step after the failure is one with work to do
     report = run_upkeep(NS, list(reversed(engine.upkeep_steps())), dry_run=False, clock=clock)
 
-    failed, compress = report.steps
+    failed, _consolidate, compress = report.steps
     assert (failed.step, failed.ok) == ("maintain", False) and "FileExistsError" in (failed.error or "")
     assert failed.seconds >= 0 and failed.counts == {}
     assert compress.ok and compress.ids["sessions"] == ["long"]
@@ -114,7 +114,7 @@ def test_a_failing_step_is_reported_the_next_step_runs_and_nothing_is_lost(
     assert stale.status is Status.ACTIVE  # still in the store: the archive failed before anything moved
 
     in_order = engine.upkeep(NS)  # the engine's own order: compress (nothing left), then the failing maintain
-    assert [s.ok for s in in_order.steps] == [True, False] and in_order.errors.keys() == {"maintain"}
+    assert [s.ok for s in in_order.steps] == [True, True, False] and in_order.errors.keys() == {"maintain"}
     assert engine.get(ids["stale"], namespace=NS).status is Status.ACTIVE
 
 
@@ -146,12 +146,12 @@ def test_a_restored_memory_is_not_archived_again_by_the_next_round(store_path: P
     engine = _engine(store_path, embedder, clock)
     stale = engine.store("The old staging host was called zeus-1.", namespace=NS, importance=0.2).stored[0]
     clock.advance(days=100)
-    assert stale.id in engine.upkeep(NS).steps[1].ids["archived"]
+    assert stale.id in engine.upkeep(NS).steps[2].ids["archived"]
     assert engine.restore(namespace=NS, ids=[stale.id]) == 1
     assert engine.upkeep(NS).count("archived") == 0  # restoring it was a use: idle again from now
     assert engine.get(stale.id, namespace=NS).status is Status.ACTIVE
     clock.advance(days=91)
-    assert stale.id in engine.upkeep(NS).steps[1].ids["archived"]  # unused for another 90 days: archived again
+    assert stale.id in engine.upkeep(NS).steps[2].ids["archived"]  # unused for another 90 days: archived again
 
 
 def test_a_scheduled_compression_racing_a_turns_compression_folds_the_window_once(store_path: Path, embedder) -> None:

@@ -74,10 +74,10 @@ def test_maintain_memory_runs_upkeep_over_mcp_logged_and_counted(seeded, caplog:
     with MemoryClient.in_process(engine, namespace=NS) as client:
         preview = client.maintain(dry_run=True)
         assert preview.dry_run and preview.steps[0].ids["compressed"] == turns[: preview.count("compressed")]
-        assert stale in preview.steps[1].ids["archived"] and stale not in engine.archived_ids(namespace=NS)
+        assert stale in preview.steps[2].ids["archived"] and stale not in engine.archived_ids(namespace=NS)
         done = client.maintain()
         assert done.steps[0].ids["compressed"] == preview.steps[0].ids["compressed"]
-        assert stale in done.steps[1].ids["archived"] and stale in engine.archived_ids(namespace=NS)
+        assert stale in done.steps[2].ids["archived"] and stale in engine.archived_ids(namespace=NS)
         server = client.server
         assert server is not None
         registry = server.metrics.registry

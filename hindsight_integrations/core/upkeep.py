@@ -30,7 +30,7 @@ if TYPE_CHECKING:  # the reports travel to MCP clients, which must not load the 
     from .records import MemoryRecord
     from .results import CompressionResult, ConsolidationReport
 
-UPKEEP_ACTIONS = ("compressed", "consolidated", "decayed", "archived", "evicted")
+UPKEEP_ACTIONS = ("compressed", "merged", "consolidated", "decayed", "archived", "evicted")
 """What upkeep does to memories, by the name of the report field listing them: the metrics count these."""
 
 _ERROR_CHARS = 500
@@ -82,7 +82,7 @@ class SessionCompressionReport(BaseModel):
 
 
 class ConsolidationStepReport(BaseModel):
-    """The consolidate step as upkeep counts it: repeats merged away, memories consolidated, facts written.
+    """The consolidate step as upkeep counts it: repeats merged away and memories consolidated.
 
     ``MemoryEngine.consolidate``'s own report (``ConsolidationReport``) has the detail; this is
     what the step's counts and ids, the log line and ``/metrics`` need.
@@ -92,18 +92,16 @@ class ConsolidationStepReport(BaseModel):
     dry_run: bool = False
     merged: list[str] = Field(default_factory=list, description="repeats merged into another memory (now history)")
     consolidated: list[str] = Field(default_factory=list, description="sources distilled into a semantic memory")
-    facts: list[str] = Field(default_factory=list, description="semantic memories created or reinforced")
 
     @classmethod
     def of(cls, report: ConsolidationReport) -> ConsolidationStepReport:
-        """From ``MemoryEngine.consolidate``'s report."""
+        """From ``MemoryEngine.consolidate``'s report (the semantic memories name their sources)."""
         written = [*report.created, *report.reinforced]
         return cls(
             namespace=report.namespace,
             dry_run=report.dry_run,
             merged=[m.merged for m in report.merged],
             consolidated=[source for fact in written for source in fact.sources],
-            facts=[fact.id for fact in written if fact.id is not None],
         )
 
 

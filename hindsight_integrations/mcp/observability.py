@@ -135,7 +135,7 @@ class ServerMetrics:
         )
         self.upkeep_memories = Counter(
             "hindsight_upkeep_memories",
-            "memories upkeep compressed (turns folded), consolidated, decayed, archived or evicted",
+            "memories upkeep compressed (turns folded), merged, consolidated, decayed, archived or evicted",
             ["action"],
             registry=self.registry,
         )
