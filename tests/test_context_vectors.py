@@ -153,3 +153,85 @@ def test_waiting_for_one_namespace_does_not_wait_for_work_queued_after_it() -> N
     assert not worker.wait(timeout=0.2, target=second)
     release.set()
     assert worker.wait(timeout=30, target=second)
+
+
+class _Recording:
+    """A context target that records each write (one Chroma upsert in the real store)."""
+
+    def __init__(self, name: str = "ns") -> None:
+        self.name = name
+        self.writes: list[list[str]] = []
+        self.written = threading.Event()
+
+    def write_context(self, vectors) -> None:  # type: ignore[no-untyped-def]
+        self.writes.append(list(vectors))
+        self.written.set()
+
+
+def _zeros(texts) -> np.ndarray:  # type: ignore[no-untyped-def]
+    return np.zeros((len(texts), 3), dtype=np.float32)
+
+
+def test_vectors_are_written_a_batch_at_a_time_and_a_waiter_gets_them_at_once() -> None:
+    target = _Recording()
+    worker = BackgroundContextVectors(_zeros, batch_size=4, linger_seconds=3600)
+    for n in range(3):
+        worker.submit(target, {f"m{n}": f"text {n}"})
+    assert not target.written.wait(0.3)  # embedded and held: fewer than a batch, nobody waiting
+    assert worker.pending() == 3
+    assert worker.wait(timeout=30)  # a recall waiting gets them written now
+    assert [i for ids in target.writes for i in ids] == ["m0", "m1", "m2"] and worker.pending() == 0
+    target.written.clear()
+    worker.submit(target, {f"b{n}": "x" for n in range(4)})  # a full batch is written without a waiter
+    assert target.written.wait(30)
+    assert target.writes[-1] == ["b0", "b1", "b2", "b3"]
+
+
+def test_held_vectors_are_written_once_nothing_new_arrives_for_the_linger_time() -> None:
+    target = _Recording()
+    worker = BackgroundContextVectors(_zeros, batch_size=100, linger_seconds=0.05)
+    worker.submit(target, {"m1": "a", "m2": "b"})
+    assert target.written.wait(30)  # no waiter, no full batch: written after the linger time
+    assert target.writes == [["m1", "m2"]]
+    assert worker.wait(timeout=30) and worker.pending() == 0
+
+
+def test_one_write_per_namespace_for_a_batch_that_spans_several() -> None:
+    first, second = _Recording("first"), _Recording("second")
+    go = threading.Event()
+
+    def held_back(texts):  # type: ignore[no-untyped-def]
+        go.wait(30)
+        return _zeros(texts)
+
+    worker = BackgroundContextVectors(held_back, batch_size=3, linger_seconds=3600)
+    worker.submit(first, {"a1": "x"})
+    worker.submit(second, {"b1": "y"})
+    worker.submit(first, {"a2": "z"})
+    go.set()
+    assert first.written.wait(30) and second.written.wait(30)  # three held: a full batch, no waiter needed
+    assert first.writes == [["a1", "a2"]] and second.writes == [["b1"]]
+
+
+def test_a_conversation_makes_one_context_write_per_batch_not_per_turn(engine: MemoryEngine, monkeypatch) -> None:
+    handle = engine.chroma.namespace("u1")
+    upserts: list[int] = []
+    real = handle.context_collection.upsert
+
+    def counting(**kwargs):  # type: ignore[no-untyped-def]
+        upserts.append(len(kwargs["ids"]))
+        return real(**kwargs)
+
+    monkeypatch.setattr(handle.context_collection, "upsert", counting)
+    worker = engine.chroma.context_vectors
+    assert worker is not None
+    monkeypatch.setattr(worker, "_linger", 3600.0)
+    for n in range(6):
+        engine.record_turn(
+            f"Item {n}: the invoice INV-{1000 + n} was paid on day {n + 1}.", session_id="s", namespace="u1"
+        )
+    hits = engine.recall("which invoice was paid on day 4?", namespace="u1")  # waits for them
+    # the first turn has no context; the other five in one write (two if the recall came while the
+    # last one was still being embedded), never one write a turn
+    assert sum(upserts) == 5 and len(upserts) <= 2
+    assert hits.records and _context_ids(engine) == set(_framed_ids(engine))

@@ -1,0 +1,97 @@
+"""Context vectors from the int8 copy of the model: made once, close to float32, a clean fallback."""
+
+from __future__ import annotations
+
+import logging
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from hindsight_integrations.core import onnx_quantize
+from hindsight_integrations.core.config import load_settings
+from hindsight_integrations.core.embeddings import LocalEmbedder, build_embedder, embed_context_matrix
+from hindsight_integrations.core.errors import ConfigurationError
+from hindsight_integrations.core.onnx_encoder import OnnxEncoder
+from hindsight_integrations.core.onnx_export import OnnxUnavailable
+
+FRAMED = [
+    "Maya: My dog Biscuit loves the beach. Tom: Mine swims in the lake.\nOn 8 May 2023, Maya: He runs along the water.",
+    "Correction: the project uses PostgreSQL, not MySQL.",
+    "我上个月搬到上海了，公司也换了。\nOn 1 June 2024, 现在住在浦东。",
+    "ok",
+]
+
+
+def _unit(vectors: np.ndarray) -> np.ndarray:
+    return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+
+
+def test_context_vectors_come_from_the_int8_copy_and_agree_with_float32(embedder: LocalEmbedder) -> None:
+    assert embedder.backend_in_use == "onnx"
+    exact = embedder.embed_array(FRAMED)
+    approximate = embedder.embed_context_array(FRAMED)
+    assert approximate.shape == exact.shape and approximate.dtype == np.float32
+    cosines = np.sum(_unit(exact) * _unit(approximate), axis=1)
+    assert cosines.min() > 0.97 and not np.allclose(exact, approximate, atol=1e-4)  # close, and really int8
+    assert np.allclose(embed_context_matrix(embedder, FRAMED), approximate)
+    # one text at a time or a batch: the same vectors (the copy runs texts one by one)
+    alone = np.vstack([embedder.embed_context_array([text]) for text in FRAMED])
+    assert np.allclose(alone, approximate, atol=1e-6)
+
+
+def test_the_copy_is_made_once_and_reused(embedder: LocalEmbedder, tmp_path: Path) -> None:
+    source = embedder._onnx.file
+    fp32 = tmp_path / source.name
+    shutil.copy(source, fp32)
+    made = onnx_quantize.int8_copy(fp32)
+    assert made == onnx_quantize.int8_path(fp32) and made.is_file()
+    assert made.stat().st_size < fp32.stat().st_size  # int8 weights
+    stamp = made.stat().st_mtime_ns
+    assert onnx_quantize.int8_copy(fp32) == made and made.stat().st_mtime_ns == stamp  # not made again
+    assert [p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp")] == []
+
+
+def test_a_copy_that_cannot_be_made_is_a_clear_error_and_leaves_nothing(tmp_path: Path) -> None:
+    broken = tmp_path / "model-broken.onnx"
+    broken.write_bytes(b"not an onnx graph")
+    with pytest.raises(OnnxUnavailable, match=r"int8 quantisation of model-broken\.onnx failed"):
+        onnx_quantize.int8_copy(broken)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["model-broken.onnx"]
+
+
+def test_without_the_copy_context_vectors_use_float32_and_say_so_once(
+    embedder: LocalEmbedder, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    source = embedder._onnx
+    fp32 = tmp_path / source.file.name
+    shutil.copy(source.file, fp32)
+    onnx_quantize.int8_path(fp32).mkdir()  # a directory where the copy should go: it cannot be written
+    encoder = OnnxEncoder(fp32, source._tokenizer, source._max_length, dimension=source.dimension)
+    local = LocalEmbedder(backend="onnx")
+    local._resolve()
+    local._onnx = encoder
+    with caplog.at_level(logging.WARNING, logger="hindsight_integrations.core.embeddings"):
+        first = local.embed_context_array(FRAMED)
+        second = local.embed_context_array(FRAMED[:1])
+    assert np.allclose(first, encoder.encode_array(FRAMED), atol=1e-6)  # the float32 model itself
+    assert np.allclose(second, first[:1], atol=1e-6)
+    warnings = [r for r in caplog.records if "context vectors use the float32 model" in r.getMessage()]
+    assert len(warnings) == 1
+
+
+def test_float32_precision_is_the_model_itself(embedder: LocalEmbedder) -> None:
+    exact = LocalEmbedder(backend="onnx", context_precision="float32")
+    assert np.allclose(exact.embed_context_array(FRAMED), embedder.embed_array(FRAMED), atol=1e-6)
+
+
+def test_the_setting_is_validated_with_its_name(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HINDSIGHT_CONTEXT_VECTOR_PRECISION", "int4")
+    with pytest.raises(ConfigurationError, match="context_vector_precision"):
+        load_settings()
+    monkeypatch.setenv("HINDSIGHT_CONTEXT_VECTOR_PRECISION", "float32")
+    built = build_embedder(load_settings())
+    assert isinstance(built, LocalEmbedder) and built._context_precision == "float32"
+    with pytest.raises(ConfigurationError, match="'int8' or 'float32'"):
+        LocalEmbedder(context_precision="half")  # type: ignore[arg-type]

@@ -1,0 +1,107 @@
+"""The live windows and neighbour checks a conversation turn needs, answered from memory, not Chroma."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from hindsight_integrations import MemoryEngine
+from hindsight_integrations.core.embeddings import LocalEmbedder
+from hindsight_integrations.core.session_windows import SessionWindows, context_line
+
+TURNS = [
+    ("Maya", "My dog Biscuit loves the beach at Ocean Park."),
+    ("Tom", "My retriever Juno swims in the lake by our cabin every summer."),
+    ("Maya", "He runs along the water and never goes in."),
+]
+
+
+def _count_reads(engine: MemoryEngine, namespace: str, monkeypatch) -> list[dict]:  # type: ignore[no-untyped-def]
+    """Every Chroma ``get`` of the namespace's collection (its arguments), while still reading for real."""
+    handle = engine.chroma.namespace(namespace)
+    reads: list[dict] = []
+    real = handle.collection.get
+
+    def counting(*args, **kwargs):  # type: ignore[no-untyped-def]
+        reads.append(kwargs)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(handle.collection, "get", counting)
+    return reads
+
+
+def test_a_turn_gets_the_preceding_turns_as_context_without_reading_the_window(
+    engine: MemoryEngine, monkeypatch
+) -> None:
+    engine.record_turn(*TURNS[0][1:], session_id="s1", namespace="u1", speaker=TURNS[0][0])
+    reads = _count_reads(engine, "u1", monkeypatch)
+    results = [
+        engine.record_turn(text, session_id="s1", namespace="u1", speaker=speaker) for speaker, text in TURNS[1:]
+    ]
+    assert [r for r in reads if r.get("where")] == []  # no metadata-filtered read of the window
+    memory = results[-1].stored.stored[0]
+    assert memory.context == f"Maya: {TURNS[0][1]} Tom: {TURNS[1][1]}"
+    handle = engine.chroma.namespace("u1")
+    window = engine.working_window(session_id="s1", namespace="u1")
+    assert handle.windows.tokens("s1") == sum(t.token_count for t in window)
+    assert handle.windows.latest_lines("s1", 2) == [context_line(t.content, t.entities[0]) for t in window[-2:]]
+
+
+def test_a_new_process_continues_the_window_it_finds_in_the_store(store_path: Path, embedder: LocalEmbedder) -> None:
+    first = MemoryEngine(store=store_path, embedder=embedder, llm=False)
+    for speaker, text in TURNS[:2]:
+        first.record_turn(text, session_id="s1", namespace="u1", speaker=speaker)
+    first.chroma.flush_access()
+    second = MemoryEngine(store=store_path, embedder=embedder, llm=False)  # filled from Chroma when opened
+    result = second.record_turn(TURNS[2][1], session_id="s1", namespace="u1", speaker=TURNS[2][0])
+    assert result.stored.stored[0].context == f"Maya: {TURNS[0][1]} Tom: {TURNS[1][1]}"
+
+
+def test_compressed_and_cleared_turns_leave_the_window(engine: MemoryEngine) -> None:
+    for n in range(12):
+        engine.record_turn(f"Step {n}: we configured the staging host number {n}.", session_id="s1", namespace="u1")
+    handle = engine.chroma.namespace("u1")
+    before = handle.windows.tokens("s1")
+    result = engine.compress(session_id="s1", namespace="u1", threshold_tokens=20)
+    assert result is not None and result.archived_ids
+    live = engine.working_window(session_id="s1", namespace="u1")
+    assert handle.windows.tokens("s1") == sum(t.token_count for t in live) < before
+    engine.clear_working(session_id="s1", namespace="u1")
+    assert handle.windows.tokens("s1") == 0 and handle.windows.latest_lines("s1", 2) == []
+
+
+def test_the_window_index_keeps_live_turns_only_in_their_order() -> None:
+    windows = SessionWindows()
+    turn = {"tier": "working", "status": "active", "session_id": "s", "token_count": 5, "entities_json": '["Ana"]'}
+    windows.upsert(
+        [
+            ("b", {**turn, "content": "second", "occurred_at": 2.0, "created_at": 1.0}),
+            ("a", {**turn, "content": "first", "occurred_at": 1.0, "created_at": 9.0}),
+            ("m", {**turn, "tier": "episodic", "content": "a memory", "occurred_at": 3.0}),
+            ("x", {**turn, "session_id": None, "content": "no session", "occurred_at": 4.0}),
+        ]
+    )
+    assert windows.latest_lines("s", 5) == ["Ana: first", "Ana: second"] and windows.tokens("s") == 10
+    windows.upsert([("a", {**turn, "status": "archived", "content": "first", "occurred_at": 1.0})])
+    assert windows.latest_lines("s", 5) == ["Ana: second"]
+    windows.remove(["b"])
+    assert windows.tokens("s") == 0 and windows.latest_lines("other", 2) == []
+
+
+def test_a_write_reads_no_neighbour_that_cannot_repeat_or_update_it(engine: MemoryEngine, monkeypatch) -> None:
+    engine.store("The lint job complains about line length in the admin panel.", namespace="u1")
+    reads = _count_reads(engine, "u1", monkeypatch)
+    stored = engine.store("The admin panel fonts look blurry on Windows.", namespace="u1")  # related, no repeat
+    assert stored.stored and not stored.merged
+    assert [r for r in reads if r.get("ids")] == []  # nothing read back from Chroma to compare
+
+
+def test_an_exact_repeat_far_off_in_meaning_is_still_merged(engine: MemoryEngine) -> None:
+    """The same text on dates years apart embeds differently (time-aware text) but is one repeat."""
+    then = datetime(2021, 1, 4, tzinfo=UTC)
+    first = engine.store("Ship it.", namespace="u1", occurred_at=then, kind="fact", importance=0.6)
+    again = engine.store(
+        "ship it!", namespace="u1", occurred_at=then + timedelta(days=900), kind="fact", importance=0.6
+    )
+    assert again.merged == [first.stored[0].id]
+    assert len(engine.list(namespace="u1")) == 1
