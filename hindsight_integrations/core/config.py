@@ -62,9 +62,10 @@ class Settings(BaseSettings):
     embedding_device: str = "cpu"
     # What runs a local model: "onnx" (onnxruntime, ~2.5x faster queries), "torch", or "auto" = onnx, else torch.
     embedding_backend: Literal["auto", "onnx", "torch"] = "auto"
-    # What embeds context vectors (memories framed by their neighbours) on the ONNX backend: an int8
-    # copy of the model (~2x faster, cosine 0.993 with float32) or the model itself.
-    context_vector_precision: Literal["int8", "float32"] = "int8"
+    # What embeds the vectors memories are stored under (own and context) on the ONNX backend: an
+    # int8 copy of the model (~2x less CPU, cosine 0.993 with float32) or the model itself.
+    # Queries always run the float32 model.
+    index_precision: Literal["int8", "float32"] = "int8"
     # ONNX exports of local models; default $XDG_CACHE_HOME/hindsight or ~/.cache/hindsight.
     cache_dir: Path | None = None
 

@@ -46,7 +46,7 @@ class ContextTarget(Protocol):
 class BackgroundContextVectors:
     """One worker thread that embeds queued framed texts and writes them to their namespaces.
 
-    ``embed`` turns texts into a float32 matrix (the engine's ``embed_context_matrix``). Work is
+    ``embed`` turns texts into a float32 matrix (the engine's ``embed_index_matrix``). Work is
     done in the order it was queued; ``wait`` blocks until everything queued before the call is
     written. Vectors are written to Chroma a batch at a time (``batch_size`` of them, or whatever
     is held once nothing new arrived for ``linger_seconds``, or at once when someone waits): a

@@ -24,7 +24,7 @@ from .errors import ConfigurationError
 logger = logging.getLogger(__name__)
 
 EmbeddingBackend = Literal["auto", "onnx", "torch"]
-ContextPrecision = Literal["int8", "float32"]
+IndexPrecision = Literal["int8", "float32"]
 
 
 @runtime_checkable
@@ -33,8 +33,9 @@ class Embedder(Protocol):
 
     An embedder may also offer ``embed_array(texts) -> numpy float32 array``; batch writes
     then skip the round trip through Python lists (see ``embed_matrix``). It may offer
-    ``embed_context_array`` too, a faster approximation for context vectors only
-    (``embed_context_matrix``).
+    ``embed_index_array(texts, *, background=False)`` too, a faster close approximation for
+    the vectors memories are stored under (``embed_index_matrix``); queries always go
+    through ``embed``.
     """
 
     name: str
@@ -94,19 +95,22 @@ def embed_matrix(embedder: Embedder, texts: Sequence[str]) -> np.ndarray:
     return np.asarray(vectors, dtype=np.float32).reshape(len(texts), -1)
 
 
-def embed_context_matrix(embedder: Embedder, texts: Sequence[str]) -> np.ndarray:
-    """Context vectors (memories framed by their context) for ``texts`` as one float32 array.
+def embed_index_matrix(embedder: Embedder, texts: Sequence[str], *, background: bool = False) -> np.ndarray:
+    """The vectors memories are stored under (their own and their context vectors) as one float32 array.
 
-    ``LocalEmbedder`` embeds them with an int8 copy of its model (``onnx_quantize``: ~2x faster,
-    cosine 0.993 with the float32 vectors): they are half of a conversation turn's model time, and
-    they only nudge the ranking of the memories they frame. Other embedders use their one model.
+    ``LocalEmbedder`` on ONNX embeds them with an int8 copy of its model (``onnx_quantize``:
+    ~2x less CPU, cosine 0.993 with the float32 vectors, the same evidence recall on LoCoMo):
+    a conversation writes two of them per turn, while queries, one per recall, stay on the
+    float32 model. Other embedders use their one model. ``background`` work (context vectors
+    embedded behind the writes) should leave the other cores to the foreground: the local
+    embedder then runs its texts one by one on one thread.
     """
     if not texts:
         return np.empty((0, 0), dtype=np.float32)
-    approximate = getattr(embedder, "embed_context_array", None)
-    if approximate is None:
+    for_index = getattr(embedder, "embed_index_array", None)
+    if for_index is None:
         return embed_matrix(embedder, texts)
-    return np.asarray(approximate(list(texts)), dtype=np.float32).reshape(len(texts), -1)
+    return np.asarray(for_index(list(texts), background=background), dtype=np.float32).reshape(len(texts), -1)
 
 
 def resolve_local_model(model: str) -> tuple[str, str]:
@@ -170,8 +174,9 @@ class LocalEmbedder:
     ``"torch"`` runs it through sentence-transformers, and ``"auto"`` tries ONNX and falls
     back to torch with a warning. Both give the same vectors, so ``name`` does not change.
     ``cache_dir`` is where ONNX exports are kept (see ``onnx_export.cache_root``).
-    ``context_precision`` is what embeds context vectors on the ONNX backend: ``"int8"``, a
-    quantised copy of the model (``embed_context_array``), or ``"float32"``, the model itself.
+    ``index_precision`` is what embeds the vectors memories are stored under on the ONNX
+    backend (``embed_index_array``): ``"int8"``, a quantised copy of the model, or
+    ``"float32"``, the model itself. Queries (``embed``) always run the float32 model.
 
     Once a model's export is cached, the ONNX path needs neither torch nor
     sentence-transformers (~6 s to import, most of a CLI command's time): the encoder and
@@ -187,14 +192,14 @@ class LocalEmbedder:
         device: str = "cpu",
         backend: EmbeddingBackend = "auto",
         cache_dir: str | os.PathLike[str] | None = None,
-        context_precision: ContextPrecision = "int8",
+        index_precision: IndexPrecision = "int8",
     ) -> None:
         if backend not in ("auto", "onnx", "torch"):
             raise ConfigurationError(f"embedding backend must be 'auto', 'onnx' or 'torch', not {backend!r}")
-        if context_precision not in ("int8", "float32"):
-            raise ConfigurationError(f"context vector precision must be 'int8' or 'float32', not {context_precision!r}")
-        self._context_precision = context_precision
-        self._context_fallback_logged = False
+        if index_precision not in ("int8", "float32"):
+            raise ConfigurationError(f"index precision must be 'int8' or 'float32', not {index_precision!r}")
+        self._index_precision = index_precision
+        self._index_fallback_logged = False
         self._path, self.name = resolve_local_model(model)
         self._batch_size = batch_size
         self._device = device
@@ -283,9 +288,9 @@ class LocalEmbedder:
         return self._resolve()
 
     def warm(self) -> None:
-        """Load the model (and the int8 copy for context vectors) and run it once, so the first request is not slow."""
+        """Load the model (and its int8 copy for stored vectors) and run both once, so the first request is not slow."""
         self.embed(["warm up"])
-        self.embed_context_array(["warm up"])
+        self.embed_index_array(["warm up"])
 
     @property
     def dimension(self) -> int:
@@ -330,21 +335,26 @@ class LocalEmbedder:
             )
         return np.asarray(vectors, dtype=np.float32)
 
-    def embed_context_array(self, texts: Sequence[str]) -> np.ndarray:
-        """Context vectors of ``texts``: the int8 copy of the model on ONNX when so configured, else ``embed_array``.
+    def embed_index_array(self, texts: Sequence[str], *, background: bool = False) -> np.ndarray:
+        """Vectors to store memories under: the int8 copy of the model on ONNX when so configured, else ``embed_array``.
 
         A copy that cannot be made (no ``onnx`` package, an unwritable cache) is reported once
-        and the float32 model is used.
+        and the float32 model is used. The int8 copy runs one text at a time, so a text's vector
+        never depends on the batch it came in; ``background`` runs each on one thread, so work
+        queued behind the writes never takes every core from them.
         """
-        if self._context_precision == "int8" and texts and self._resolve() == "onnx":
+        if self._index_precision == "int8" and texts and self._resolve() == "onnx":
             from .onnx_export import OnnxUnavailable
 
             try:
-                return self._onnx.int8().encode_array(texts, self._batch_size)
+                encoder = self._onnx.int8()
+                if background and len(texts) > 1:  # one thread each, not every core
+                    return np.vstack([encoder.encode_array([text]) for text in texts])
+                return encoder.encode_array(texts, self._batch_size)
             except OnnxUnavailable as exc:
-                if not self._context_fallback_logged:
-                    logger.warning("context vectors use the float32 model: %s", exc)
-                    self._context_fallback_logged = True
+                if not self._index_fallback_logged:
+                    logger.warning("stored vectors use the float32 model: %s", exc)
+                    self._index_fallback_logged = True
         return self.embed_array(texts)
 
 
@@ -447,7 +457,7 @@ def build_embedder(settings: Any, embedding_function: Any = None) -> Embedder:
         device=settings.embedding_device,
         backend=settings.embedding_backend,
         cache_dir=settings.cache_dir,
-        context_precision=settings.context_vector_precision,
+        index_precision=settings.index_precision,
     )
 
 

@@ -25,7 +25,7 @@ from .compression import Compressor
 from .config import Settings, check_setting_names, load_settings, validate_namespace
 from .consolidation import Consolidator
 from .coordination import cross_process_locks
-from .embeddings import Embedder, build_embedder, embed_context_matrix
+from .embeddings import Embedder, build_embedder, embed_index_matrix
 from .errors import InvalidInputError
 from .filters import RecallFilters, bounded_filters
 from .lifecycle import Maintenance, MaintenanceReport
@@ -114,7 +114,7 @@ class MemoryEngine:
             access_flush_seconds=settings.access_flush_seconds,
             time_aware=settings.time_aware_text,
             copy_vectors=settings.copy_vectors,
-            embed_context=lambda texts: embed_context_matrix(self.embedder, texts),
+            embed_context=lambda texts: embed_index_matrix(self.embedder, texts, background=True),
             shared_locks=cross_process_locks(settings.lock_url),
         )
         self.tokens = counter_for(settings.tokenizer)
@@ -151,8 +151,12 @@ class MemoryEngine:
         )
 
     def warm(self) -> None:
-        """Load the embedding model now so the first request is not slow."""
-        self.embedder.embed(["warm up"])
+        """Load the embedding model (and its int8 copy for stored vectors) now, so the first request is not slow."""
+        warm = getattr(self.embedder, "warm", None)
+        if callable(warm):
+            warm()
+        else:
+            self.embedder.embed(["warm up"])
 
     def namespaces(self) -> list[str]:
         """Every namespace in the store."""

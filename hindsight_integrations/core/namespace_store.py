@@ -194,8 +194,7 @@ class NamespaceStore:
         """Have the context vectors of these records (those with a context) embedded in the background."""
         if self._context_vectors is None:
             return
-        time_aware = self.options.time_aware
-        framed = {i: t for i, f in flats.items() if (t := framed_text(f, time_aware=time_aware))}
+        framed = {i: t for i, f in flats.items() if (t := framed_text(f))}
         self._context_vectors.submit(self, framed)
 
     def write_context(self, vectors: Mapping[str, Vector]) -> None:

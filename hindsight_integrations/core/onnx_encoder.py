@@ -79,8 +79,8 @@ class OnnxEncoder:
     search running beside the query, and recall got slower (measured in recall at 100k:
     p50 13.1 → 11.7 ms through a server, 10.4 → 9.5 ms embedded; no change when another
     process holds a core). Batches use every core. Sessions allow concurrent ``run`` calls.
-    ``sequential`` encoders (the int8 copy, ``int8``) have the one-text session only and run
-    a batch one text at a time; ``query_threads`` sets that session's threads.
+    ``query_threads`` sets the one-text session's threads; ``one_text_per_run`` encoders run a
+    batch a text at a time on every core (the int8 copy, ``int8``: see there).
 
     ``tokenizer`` is a ``tokenizers.Tokenizer`` set up by ``load_tokenizer`` (what
     ``from_export`` builds: no transformers needed), or a Hugging Face tokenizer, which is
@@ -97,7 +97,7 @@ class OnnxEncoder:
         lower_case: bool = False,
         dimension: int | None = None,
         query_threads: int = 2,
-        sequential: bool = False,
+        one_text_per_run: bool = False,
     ) -> None:
         try:
             import onnxruntime
@@ -109,7 +109,8 @@ class OnnxEncoder:
         self._max_length = max_length
         self._lower_case = lower_case
         self._query = self._session(onnxruntime, file, min(query_threads, _cpu_count()), spin=False)
-        self._batch = None if sequential else self._session(onnxruntime, file, _cpu_count())
+        self._one_text_per_run = one_text_per_run
+        self._batch = self._session(onnxruntime, file, _cpu_count())
         self._inputs = [i.name for i in self._query.get_inputs()]
         self._dimension = dimension
         self._int8: OnnxEncoder | None = None
@@ -160,9 +161,12 @@ class OnnxEncoder:
     def int8(self) -> OnnxEncoder:
         """The int8 copy of this model (``onnx_quantize``), made once and cached; raises ``OnnxUnavailable``.
 
-        It shares this encoder's tokenizer. It runs one text at a time on one thread: it serves
-        context vectors embedded in the background, beside a write path that needs the other
-        core, and batches gain nothing at these lengths (padding to the longest text).
+        It shares this encoder's tokenizer. A single text runs on one thread: a conversation
+        embeds each turn's vectors one by one (its context vector in the background) beside
+        Chroma's work, which needs the other core. Batches (imports) run a text at a time on
+        every core: dynamic quantisation scales each run's activations together, so a short text
+        padded in a batch came out at cosine 0.969 with float32 instead of 0.99, and a text's
+        vector must not depend on what it was imported with.
         """
         if self._int8 is not None:
             return self._int8
@@ -180,7 +184,7 @@ class OnnxEncoder:
                         lower_case=self._lower_case,
                         dimension=self._dimension,
                         query_threads=1,
-                        sequential=True,
+                        one_text_per_run=True,
                     )
                 except OnnxUnavailable as exc:
                     self._int8_failed = str(exc)
@@ -220,8 +224,10 @@ class OnnxEncoder:
             return np.empty((0, 0), dtype=np.float32)
         if self._lower_case:  # older sentence-transformers lowercase before tokenizing
             texts = [t.lower() for t in texts]
-        if len(texts) == 1 or self._batch is None:
-            return np.vstack([self._run(self._query, [text]) for text in texts])
+        if len(texts) == 1:
+            return self._run(self._query, list(texts))
+        if self._one_text_per_run:
+            return np.vstack([self._run(self._batch, [text]) for text in texts])
         # Longest first, as sentence-transformers does, so each batch pads to similar lengths.
         order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
         out: Any = None

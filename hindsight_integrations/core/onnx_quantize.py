@@ -10,7 +10,7 @@ faster still but agreed at only 0.95, so it is not used.
 
 Only context vectors use the copy: a memory's own vector and every query stay float32, so the
 store's model, dedup's thresholds and exports are unchanged (README "Configuration",
-``HINDSIGHT_CONTEXT_VECTOR_PRECISION``). The copy is derived from the float32 export once per
+``HINDSIGHT_INDEX_PRECISION``). The copy is derived from the float32 export once per
 machine (~2 s) and cached beside it; deriving it needs the ``onnx`` package, which the ``local``
 extra installs.
 """

@@ -19,7 +19,7 @@ import numpy as np
 
 from .clock import Clock, SystemClock
 from .config import Settings
-from .embeddings import Embedder, _QueryCache, embed_context_matrix, embed_matrix
+from .embeddings import Embedder, _QueryCache, embed_index_matrix
 from .indexing import body_text, framed_text
 from .limits import InputLimits
 from .llm import LLMClient
@@ -47,15 +47,15 @@ class EngineParts:
         return InputLimits.from_settings(self.settings)
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
-        """Vectors for a batch of texts as one float32 array (the form Chroma stores).
+        """Vectors to store a batch of texts under, as one float32 array (``embed_index_matrix``).
 
         Texts whose vectors this thread already has (see ``known_vectors``) are not embedded again.
         """
         known: Mapping[str, np.ndarray] = getattr(self._known, "vectors", None) or {}
         missing = list(dict.fromkeys(t for t in texts if t not in known))
         if len(missing) == len(texts):
-            return embed_matrix(self.embedder, texts)
-        fresh = dict(zip(missing, embed_matrix(self.embedder, missing))) if missing else {}
+            return embed_index_matrix(self.embedder, texts)
+        fresh = dict(zip(missing, embed_index_matrix(self.embedder, missing))) if missing else {}
         return np.asarray([known[t] if t in known else fresh[t] for t in texts], dtype=np.float32).reshape(
             len(texts), -1
         )
@@ -87,10 +87,10 @@ class EngineParts:
         texts = [body_text(f, time_aware=time_aware) for f in flats]
         if not with_context:
             return self.embed(texts), {}
-        framed = {r.id: t for r, f in zip(records, flats) if (t := framed_text(f, time_aware=time_aware))}
+        framed = {r.id: t for r, f in zip(records, flats) if (t := framed_text(f))}
         if not framed:
             return self.embed(texts), {}
-        return self.embed(texts), dict(zip(framed, embed_context_matrix(self.embedder, list(framed.values()))))
+        return self.embed(texts), dict(zip(framed, embed_index_matrix(self.embedder, list(framed.values()))))
 
     def new_record(
         self,

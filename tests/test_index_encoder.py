@@ -1,4 +1,4 @@
-"""Context vectors from the int8 copy of the model: made once, close to float32, a clean fallback."""
+"""Stored vectors from the int8 copy of the model: made once, close to float32, a clean fallback; queries float32."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 
 from hindsight_integrations.core import onnx_quantize
 from hindsight_integrations.core.config import load_settings
-from hindsight_integrations.core.embeddings import LocalEmbedder, build_embedder, embed_context_matrix
+from hindsight_integrations.core.embeddings import LocalEmbedder, build_embedder, embed_index_matrix
 from hindsight_integrations.core.errors import ConfigurationError
 from hindsight_integrations.core.onnx_encoder import OnnxEncoder
 from hindsight_integrations.core.onnx_export import OnnxUnavailable
@@ -28,17 +28,18 @@ def _unit(vectors: np.ndarray) -> np.ndarray:
     return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
 
 
-def test_context_vectors_come_from_the_int8_copy_and_agree_with_float32(embedder: LocalEmbedder) -> None:
+def test_stored_vectors_come_from_the_int8_copy_and_agree_with_float32(embedder: LocalEmbedder) -> None:
     assert embedder.backend_in_use == "onnx"
     exact = embedder.embed_array(FRAMED)
-    approximate = embedder.embed_context_array(FRAMED)
+    approximate = embedder.embed_index_array(FRAMED)
     assert approximate.shape == exact.shape and approximate.dtype == np.float32
     cosines = np.sum(_unit(exact) * _unit(approximate), axis=1)
     assert cosines.min() > 0.97 and not np.allclose(exact, approximate, atol=1e-4)  # close, and really int8
-    assert np.allclose(embed_context_matrix(embedder, FRAMED), approximate)
-    # one text at a time or a batch: the same vectors (the copy runs texts one by one)
-    alone = np.vstack([embedder.embed_context_array([text]) for text in FRAMED])
-    assert np.allclose(alone, approximate, atol=1e-6)
+    assert np.allclose(embed_index_matrix(embedder, FRAMED), approximate)
+    # a text's vector does not depend on its batch: alone, in a batch, in the background
+    alone = np.vstack([embedder.embed_index_array([text]) for text in FRAMED])
+    behind = embedder.embed_index_array(FRAMED, background=True)
+    assert np.allclose(behind, alone, atol=1e-6) and np.allclose(approximate, alone, atol=1e-5)
 
 
 def test_the_copy_is_made_once_and_reused(embedder: LocalEmbedder, tmp_path: Path) -> None:
@@ -73,25 +74,42 @@ def test_without_the_copy_context_vectors_use_float32_and_say_so_once(
     local._resolve()
     local._onnx = encoder
     with caplog.at_level(logging.WARNING, logger="hindsight_integrations.core.embeddings"):
-        first = local.embed_context_array(FRAMED)
-        second = local.embed_context_array(FRAMED[:1])
+        first = local.embed_index_array(FRAMED)
+        second = local.embed_index_array(FRAMED[:1])
     assert np.allclose(first, encoder.encode_array(FRAMED), atol=1e-6)  # the float32 model itself
     assert np.allclose(second, first[:1], atol=1e-6)
-    warnings = [r for r in caplog.records if "context vectors use the float32 model" in r.getMessage()]
+    warnings = [r for r in caplog.records if "stored vectors use the float32 model" in r.getMessage()]
     assert len(warnings) == 1
 
 
 def test_float32_precision_is_the_model_itself(embedder: LocalEmbedder) -> None:
-    exact = LocalEmbedder(backend="onnx", context_precision="float32")
-    assert np.allclose(exact.embed_context_array(FRAMED), embedder.embed_array(FRAMED), atol=1e-6)
+    exact = LocalEmbedder(backend="onnx", index_precision="float32")
+    assert np.allclose(exact.embed_index_array(FRAMED), embedder.embed_array(FRAMED), atol=1e-6)
 
 
 def test_the_setting_is_validated_with_its_name(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("HINDSIGHT_CONTEXT_VECTOR_PRECISION", "int4")
-    with pytest.raises(ConfigurationError, match="context_vector_precision"):
+    monkeypatch.setenv("HINDSIGHT_INDEX_PRECISION", "int4")
+    with pytest.raises(ConfigurationError, match="index_precision"):
         load_settings()
-    monkeypatch.setenv("HINDSIGHT_CONTEXT_VECTOR_PRECISION", "float32")
+    monkeypatch.setenv("HINDSIGHT_INDEX_PRECISION", "float32")
     built = build_embedder(load_settings())
-    assert isinstance(built, LocalEmbedder) and built._context_precision == "float32"
+    assert isinstance(built, LocalEmbedder) and built._index_precision == "float32"
     with pytest.raises(ConfigurationError, match="'int8' or 'float32'"):
-        LocalEmbedder(context_precision="half")  # type: ignore[arg-type]
+        LocalEmbedder(index_precision="half")  # type: ignore[arg-type]
+
+
+def test_memories_are_stored_under_int8_vectors_and_queries_run_float32(engine, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    calls: list[str] = []
+    for method in ("embed", "embed_array", "embed_index_array"):
+        real = getattr(engine.embedder, method)
+
+        def counting(*args, _real=real, _method=method, **kwargs):  # type: ignore[no-untyped-def]
+            calls.append(_method)
+            return _real(*args, **kwargs)
+
+        monkeypatch.setattr(engine.embedder, method, counting)
+    engine.store("The staging database runs Postgres 16.", namespace="u1")
+    assert calls == ["embed_index_array"]
+    calls.clear()
+    hits = engine.recall("Which Postgres version does staging run?", namespace="u1")
+    assert hits.records and "embed_index_array" not in calls and calls  # the query: the float32 model
