@@ -30,7 +30,7 @@ from .namespace_store import NamespaceStore
 from .parts import EngineParts
 from .records import Kind, MemoryRecord, Source, Status, Tier
 from .results import SkippedMemory, StoreResult
-from .session_context import SessionNeighbours, speaker_of
+from .session_context import SessionNeighbours, speaker_of, spoken
 from .updates import PROTECTED_IMPORTANCE, Neighbour, UpdateJudge, Verdict, history_of, is_low_trust, quarantined
 from .write_filter import WriteDecision, assess
 
@@ -163,7 +163,8 @@ class Writer:
             for n, item in enumerate(items):
                 if len(items) == 1:  # a conversation is written a statement at a time; a batch is an import
                     item = self._in_conversation(handle.name, item)
-                decision = assess(item.content, item.role) if _needs_assessment(item, apply_filter) else None
+                # The filter judges what was said: "Lena: Hi!" is a greeting, as "Hi!" is.
+                decision = assess(spoken(item.content), item.role) if _needs_assessment(item, apply_filter) else None
                 if decision is not None and apply_filter and not decision.remember:
                     result.skipped.append(SkippedMemory(index=n, content=item.content[:200], reason=decision.reason))
                     continue
