@@ -171,6 +171,10 @@ _ASSISTANT_DECISION = re.compile(
 )
 
 
+CONTEXT_IMPORTANCE = 0.8
+"""Decisions, habits, personal and project context (see the module docstring)."""
+
+
 @dataclass(frozen=True)
 class WriteDecision:
     """The filter's verdict on one piece of text.
@@ -263,7 +267,7 @@ def _user_statement(text: str) -> WriteDecision:
     if _HABIT.search(text):
         return WriteDecision(True, Kind.PREFERENCE, 0.8, "habit or tool the user relies on")
     if _CONTEXT.search(text):
-        return WriteDecision(True, Kind.CONTEXT, 0.8, "project or personal context")
+        return WriteDecision(True, Kind.CONTEXT, CONTEXT_IMPORTANCE, "project or personal context")
     if _word_count(text) < 4 and not _DIGIT.search(text):
         return WriteDecision(True, Kind.FACT, 0.3, "short statement: kept, ranked low")
     return WriteDecision(True, Kind.FACT, 0.5, "user statement")
