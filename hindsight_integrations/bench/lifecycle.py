@@ -76,7 +76,7 @@ METRICS = (
 WEEK = timedelta(weeks=1)
 CHECK_EVERY_WEEKS = 4
 TURN_GAP = timedelta(minutes=2)
-UPKEEP_AT = timedelta(days=6, hours=8)  # Sunday 03:00, after a Monday 19:00 session
+UPKEEP_AT = timedelta(days=6, hours=8)  # 03:00 the next Monday, after a Monday 19:00 session
 YEAR = timedelta(days=365)
 # The engine's LLM settings for a scripted run: a timeout well under the slow replies' delay.
 LLM_TIMEOUT = 1.0

@@ -411,7 +411,8 @@ def lifecycle_table(result: dict[str, Any]) -> str:
         upkeep, seconds = run["upkeep"], run["seconds"]
         note = (
             f"{run['sessions']} weekly sessions, {run['turns']} turns ({run['first_day']} to {run['last_day']}); "
-            f"{upkeep['rounds']} upkeep rounds: {upkeep['facts']} semantic memories consolidated from "
+            f"{upkeep['rounds']} upkeep rounds: {upkeep['facts']} semantic memories created or reinforced "
+            f"by consolidation from "
             f"{upkeep['consolidated']} sources, {upkeep['merged']} repeats merged, {upkeep['decayed']} decays, "
             f"{upkeep['archived']} archived, {upkeep['evicted']} evicted, {upkeep['compressed']} turns compressed by "
             f"upkeep; {seconds['total']} s ({seconds['writing']} writing, {seconds['upkeep']} upkeep, "
