@@ -16,6 +16,7 @@ from hindsight_integrations.bench.report import (
     default_path_table,
     distinct_table,
     grid_table,
+    lifecycle_table,
     locomo_table,
     peers_table,
     profile_table,
@@ -36,6 +37,7 @@ def main() -> int:
         ("grid.json", "Grid (top 10 settings)", lambda r: grid_table(r)),
         ("scale.json", "Scale", lambda r: scale_table(r)),
         ("load.json", "Load on two replicas", lambda r: load_table(r)),
+        ("lifecycle.json", "Lifecycle", lambda r: lifecycle_table(r)),
     ]
     for filename, title, render in sections:
         path = RESULTS / filename

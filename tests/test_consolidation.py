@@ -8,7 +8,7 @@ between sessions instead of anyone waiting.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -170,6 +170,21 @@ def test_an_episode_said_in_several_sessions_becomes_semantic(timed: MemoryEngin
     assert semantic.tier is Tier.SEMANTIC and semantic.kind is Kind.CONTEXT
     assert semantic.content == "Our project uses PostgreSQL 15 for storage."
     assert len(semantic.source.message_ids) == 3
+
+
+def test_the_window_counts_from_the_latest_repeat(timed: MemoryEngine, clock: ManualClock) -> None:
+    # Said in week 0, word for word again in week 4 (merged at write), restated in week 8: the
+    # cluster's latest statement is week 4's, 28 days before the restatement, within the window.
+    for week, text in (
+        (0, "Please use metric units."),
+        (4, "Please use metric units."),
+        (8, "Use metric units in recipes."),
+    ):
+        clock.set(START + timedelta(weeks=week))
+        timed.record_turn(text, session_id=f"w{week}", namespace=NS)
+    assert timed.settings.consolidation_window_days == 30
+    (fact,) = timed.consolidate(NS).created
+    assert fact.statements == 3 and fact.occasions == 3 and len(fact.sources) == 2
 
 
 def test_one_burst_in_one_session_is_not_a_stable_fact(timed: MemoryEngine, clock: ManualClock) -> None:

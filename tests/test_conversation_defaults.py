@@ -63,6 +63,19 @@ def test_a_memory_in_a_session_gets_its_neighbours_and_speaker(engine: MemoryEng
     assert hit.record.id == kept.id
 
 
+def test_the_write_filter_judges_what_a_speaker_said_not_the_name(engine: MemoryEngine) -> None:
+    # "Lena: Hi!" used to pass the filter as a short statement (the name hid the greeting), and
+    # "Lena: Always use metric units" missed the imperative rule, which reads from the start.
+    turns = ["Hi!", "ok thanks", "你好", "Always use metric units, please.", "What should I read next?"]
+    results = [engine.record_turn(text, session_id="s1", namespace="u", speaker="Lena") for text in turns]
+    stored = [r.stored.stored for r in results]
+    assert stored[:3] == [[], [], []] and stored[4] == []
+    (instruction,) = stored[3]
+    assert instruction.content == "Lena: Always use metric units, please." and instruction.kind.value == "preference"
+    labelled = engine.store_memories("Update: we moved the staging database to Postgres 16.", namespace="u").stored
+    assert labelled[0].kind.value == "correction"  # a label is not a name: "Update:" still says it changed
+
+
 def test_recall_packs_the_default_budget(engine: MemoryEngine) -> None:
     long = " ".join(f"The cluster node {n} runs the ingest service on port {8000 + n}." for n in range(12))
     engine.store_memories([f"{long} Variant {v}." for v in range(8)], namespace="u", dedup=False)

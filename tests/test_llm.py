@@ -59,6 +59,16 @@ def test_extraction_turns_an_exchange_into_memories(stub: OpenAIStub, store_path
     assert "80 words" in request["messages"][0]["content"]
 
 
+def test_an_extracted_event_expires_like_a_written_one(stub: OpenAIStub, store_path: Path, embedder) -> None:
+    event = {"memory_type": "event", "content": "User has a dentist appointment tomorrow at 9.", "importance": 0.7}
+    stub.script(json.dumps({"memories": [event]}))
+    engine = MemoryEngine(store=store_path, embedder=embedder, llm=_client(stub))
+    result = engine.record_turn("I have a dentist appointment tomorrow at 9.", session_id="s1", namespace="u1")
+    (stored,) = result.stored.stored
+    assert stored.kind is Kind.EVENT and stored.expires_at is not None
+    assert (stored.expires_at - stored.occurred_at).total_seconds() == 3 * 86400  # "tomorrow", as the rules say
+
+
 def test_transient_errors_are_retried(stub: OpenAIStub) -> None:
     stub.script(("status", 429), ("status", 500), ("status", 503), EXTRACTED)
     memories = _client(stub).extract_memories("user: reply in Spanish")

@@ -159,6 +159,22 @@ def test_expired_events_are_hidden_but_kept(engine: MemoryEngine) -> None:
     assert engine.get(event, namespace="u").is_expired()
 
 
+@pytest.mark.parametrize(
+    "text",
+    [
+        "I started a new job at Feedzai this week.",
+        "I moved to Lisbon yesterday.",
+        "My new phone number is +351 912 345 678, since today.",
+    ],
+)
+def test_a_lasting_attribute_said_with_its_date_does_not_expire(engine: MemoryEngine, text: str) -> None:
+    (memory,) = _store(engine, text, at=datetime.now(UTC) - timedelta(days=30)).stored
+    assert memory.expires_at is None and memory.kind.value == "context" and memory.importance == 0.8
+    assert engine.recall(text, namespace="u").hits[0].record.id == memory.id  # a month later: still current
+    (event,) = _store(engine, "The report deadline is tomorrow.").stored  # a deadline is time-bound
+    assert event.expires_at is not None
+
+
 # -- quarantine ------------------------------------------------------------------------------
 def _important(engine: MemoryEngine) -> str:
     return _store(engine, "I am allergic to peanuts.", importance=1.0, kind="preference").ids[0]

@@ -1,4 +1,4 @@
-"""`hindsight bench …`: the benchmark commands (recall quality, tokens, grid, peers, scale, start-up).
+"""`hindsight bench …`: the benchmark commands (recall quality, tokens, grid, peers, scale, start-up, lifecycle).
 
 Each imports its benchmark module only when run, so ``hindsight --help`` stays quick; results
 are printed as a Markdown table (or JSON with ``--json``) and written to ``benchmarks/results``.
@@ -18,7 +18,9 @@ import typer
 from ..core.errors import HindsightError, InvalidInputError
 from ..terminal import check_output_file, err_console, fail, progress_bar, reported
 
-bench_app = typer.Typer(help="Benchmarks: recall quality, speed at scale, peers, start-up.", no_args_is_help=True)
+bench_app = typer.Typer(
+    help="Benchmarks: recall quality, speed at scale, peers, start-up, the memory over months.", no_args_is_help=True
+)
 
 DEV_DATA = Path("../shared/data/locomo_dev")
 RESULTS = Path("benchmarks/results")
@@ -309,3 +311,41 @@ def bench_load(
     with reported(), _user_errors():
         result = run_load(clients=clients, operations=operations, progress=_say)
     _emit(result, as_json=as_json, out=out, table=load_table(result))
+
+
+@bench_app.command("lifecycle")
+def bench_lifecycle(
+    llm: Annotated[
+        str,
+        typer.Option(
+            "--llm",
+            help="none: the rules, offline; scripted: a scripted OpenAI-compatible server on 127.0.0.1 "
+            "with faults injected (429, 500, timeouts, malformed JSON); both: one run each.",
+        ),
+    ] = "none",
+    weeks: Annotated[int, typer.Option(help="Weeks of the history to replay (all 62 by default).")] = 62,
+    fault_rate: Annotated[float, typer.Option(help="Share of the scripted LLM's replies that are faults.")] = 0.15,
+    seed: Annotated[int, typer.Option(help="Seed of the scripted LLM's faults.")] = 7,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print one JSON object (and nothing else) on stdout.")
+    ] = False,
+    out: Annotated[Path | None, typer.Option(help="Also write the JSON here, with a PNG plot beside it.")] = None,
+) -> None:
+    """A scripted 14-month history written week by week, upkeep on schedule, scored at each month."""
+    from ..core.arguments import fraction, whole_number
+    from .lifecycle_history import WEEKS
+
+    modes = {"none": ("none",), "scripted": ("scripted",), "both": ("none", "scripted")}.get(llm.strip().lower())
+    with reported():
+        if modes is None:
+            raise InvalidInputError("--llm", f"{llm!r} is not none, scripted or both")
+        whole_number(weeks, "weeks", low=1, high=WEEKS)
+        fraction(fault_rate, "fault_rate")
+    _check_out(out)
+    _bench_env()
+    from .lifecycle import run_lifecycle
+    from .report import lifecycle_table, plot_lifecycle
+
+    with reported(), _user_errors():
+        result = run_lifecycle(modes=modes or (), weeks=weeks, fault_rate=fault_rate, seed=seed, progress=_say)
+    _emit(result, as_json=as_json, out=out, table=lifecycle_table(result), plot=plot_lifecycle)

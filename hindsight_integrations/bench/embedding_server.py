@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from ..core.embeddings import Embedder
+from .http_json import error_body, send_json
 
 
 class _Refused(Exception):
@@ -59,23 +60,12 @@ class EmbeddingServer:
                         raise _Refused(404, f"no such endpoint: POST {self.path} (only /v1/embeddings)")
                     if self.headers.get("authorization") != f"Bearer {server.api_key}":
                         raise _Refused(401, "missing or wrong API key")
-                    self._send(200, server.answer(body))
+                    send_json(self, 200, server.answer(body))
                 except _Refused as exc:
-                    self._send(exc.status, {"error": {"message": str(exc), "type": "invalid_request_error"}})
+                    send_json(self, exc.status, error_body(str(exc)))
 
             def do_GET(self) -> None:
-                self._send(404, {"error": {"message": "only POST /v1/embeddings", "type": "invalid_request_error"}})
-
-            def _send(self, status: int, payload: dict[str, Any]) -> None:
-                data = json.dumps(payload).encode()
-                try:
-                    self.send_response(status)
-                    self.send_header("content-type", "application/json")
-                    self.send_header("content-length", str(len(data)))
-                    self.end_headers()
-                    self.wfile.write(data)
-                except (BrokenPipeError, ConnectionResetError):
-                    pass
+                send_json(self, 404, error_body("only POST /v1/embeddings"))
 
         self._server = ThreadingHTTPServer((host, port), Handler)
         self._server.daemon_threads = True

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
 import numpy as np
 
@@ -27,6 +27,30 @@ def unit_rows(vectors: Sequence[Vector] | np.ndarray) -> np.ndarray:
     matrix = np.asarray(vectors, dtype=np.float32).reshape(len(vectors), -1)
     norms = np.linalg.norm(matrix, axis=1)
     return matrix / np.where(norms == 0, 1.0, norms)[:, None]
+
+
+def last_said(record: MemoryRecord) -> datetime:
+    """When a memory was last said: its own time, or that of the latest repeat merged into it (``sources``).
+
+    A fact said in week 0, repeated word for word in week 4 (merged at write) and restated in
+    week 8 was last said four weeks before the restatement, not eight: the window a cluster
+    grows within counts from its latest statement.
+    """
+    latest = record.occurred_at
+    stack: list[object] = list(record.sources)
+    while stack:
+        entry = stack.pop()
+        if not isinstance(entry, dict):
+            continue
+        stamp = entry.get("occurred_at")
+        try:
+            when = datetime.fromisoformat(stamp) if isinstance(stamp, str) else None
+        except ValueError:
+            when = None
+        if when is not None:
+            latest = max(latest, when if when.tzinfo else when.replace(tzinfo=UTC))
+        stack.extend(entry.get("sources") or [])
+    return latest
 
 
 def neighbours(unit: np.ndarray, threshold: float, *, limit: int = _NEIGHBOURS) -> list[list[tuple[int, float]]]:
@@ -99,13 +123,13 @@ def cluster(
                 free.append(n)
                 continue
             group = by_seed.setdefault(
-                chosen, Cluster(members=[], total=np.zeros(unit.shape[1], np.float32), latest=record.occurred_at)
+                chosen, Cluster(members=[], total=np.zeros(unit.shape[1], np.float32), latest=last_said(record))
             )
             group.seed = chosen
             group.members.append(n)
             group.cosines.append(float(closeness[n, chosen]))
             group.total = group.total + unit[n]
-            group.latest = max(group.latest, record.occurred_at)
+            group.latest = max(group.latest, last_said(record))
         clusters.extend(by_seed.values())
     free.sort(key=lambda n: (records[n].occurred_at, records[n].created_at))
     close = neighbours(unit[free], threshold) if free else []
@@ -124,16 +148,16 @@ def cluster(
             if joins([records[m] for m in near.members], record):
                 best = (similarity, near)
         if best is None:
-            group = Cluster(members=[n], total=unit[n].copy(), latest=record.occurred_at)
+            group = Cluster(members=[n], total=unit[n].copy(), latest=last_said(record))
             clusters.append(group)
         else:
             group = best[1]
             group.members.append(n)
             group.cosines.append(best[0])
             group.total = group.total + unit[n]
-            group.latest = max(group.latest, record.occurred_at)
+            group.latest = max(group.latest, last_said(record))
         home[n] = group
     return clusters
 
 
-__all__ = ["Cluster", "cluster", "neighbours", "unit_rows"]
+__all__ = ["Cluster", "cluster", "last_said", "neighbours", "unit_rows"]

@@ -377,6 +377,18 @@ _CHANGE_CUE = re.compile(
 )
 
 
+# Attributes of a person that last until changed: a statement setting one is never a passing
+# event, even when it says when ("I moved to Lisbon yesterday", "started at Feedzai this week").
+LASTING_ATTRIBUTES = frozenset(
+    {"name", "phone", "email", "address", "team", "role", "location", "employer", "diet", "manager", "partner", "car"}
+)
+
+
+def is_lasting(slot: str | None) -> bool:
+    """Whether ``slot`` (``"subject:attribute"``) is one of someone's ``LASTING_ATTRIBUTES``."""
+    return slot is not None and slot.rpartition(":")[2] in LASTING_ATTRIBUTES
+
+
 def detect_slot(content: str) -> str | None:
     """Return ``"subject:attribute"`` if the text sets a recognisable attribute, else None."""
     return _explicit_slot(content) or _category_slot(content) or _generic_slot(content)
@@ -431,4 +443,4 @@ def _attribute(phrase: str) -> str | None:
     return _SYNONYMS.get(key, key)
 
 
-__all__ = ["change_cue", "detect_slot"]
+__all__ = ["LASTING_ATTRIBUTES", "change_cue", "detect_slot", "is_lasting"]

@@ -50,6 +50,16 @@ def without_speaker(text: str) -> str:
     return text[match.end() - 1 :] if match else text
 
 
+def spoken(text: str) -> str:
+    """What a transcript line says, without the speaker's name ("Lena: Hi!" says "Hi!").
+
+    Only a name is dropped, never a label ("Update: …", "Correction: …" say something), so the
+    write filter judges "Hi!" as a greeting and "Please use metric units" as an instruction
+    whether or not a speaker's name comes first.
+    """
+    return without_speaker(text) if speaker_of(text) else text
+
+
 class SessionNeighbours:
     """The last few texts written per (namespace, session), for the next memory's context; thread-safe."""
 
@@ -76,4 +86,4 @@ class SessionNeighbours:
                 self._recent.popitem(last=False)
 
 
-__all__ = ["NEIGHBOURS_BEFORE", "NEIGHBOUR_CHARS", "SessionNeighbours", "speaker_of", "without_speaker"]
+__all__ = ["NEIGHBOURS_BEFORE", "NEIGHBOUR_CHARS", "SessionNeighbours", "speaker_of", "spoken", "without_speaker"]

@@ -26,7 +26,7 @@ from .parts import EngineParts
 from .records import Kind, MemoryRecord, Role, Source, Status, Tier
 from .results import CompressionResult, StoreResult, TurnResult
 from .session_context import NEIGHBOURS_BEFORE
-from .write_filter import assess
+from .write_filter import assess, event_ttl
 from .writes import Writer
 
 log = logging.getLogger("hindsight.working")
@@ -158,7 +158,9 @@ class WorkingMemory:
                 items = [
                     {
                         "content": m.content,
-                        "kind": coerce_enum(Kind, m.memory_type, "memory_type", default=Kind.FACT),
+                        "kind": (kind := coerce_enum(Kind, m.memory_type, "memory_type", default=Kind.FACT)),
+                        # an extracted event expires as a written one does ("tomorrow at 9": in three days)
+                        "ttl_seconds": event_ttl(m.content) if kind is Kind.EVENT else None,
                         "importance": m.importance,
                         "entities": list(dict.fromkeys([*m.entities, *turn.entities])),
                         "session_id": turn.session_id,

@@ -171,6 +171,10 @@ _ASSISTANT_DECISION = re.compile(
 )
 
 
+CONTEXT_IMPORTANCE = 0.8
+"""Decisions, habits, personal and project context (see the module docstring)."""
+
+
 @dataclass(frozen=True)
 class WriteDecision:
     """The filter's verdict on one piece of text.
@@ -257,20 +261,25 @@ def _user_statement(text: str) -> WriteDecision:
     if _DECISION.search(text):
         return WriteDecision(True, Kind.CONTEXT, 0.8, "decision")
     if _EVENT.search(text):
-        return WriteDecision(True, Kind.EVENT, 0.7, "time-bound event", ttl_seconds=_event_ttl(text))
+        return WriteDecision(True, Kind.EVENT, 0.7, "time-bound event", ttl_seconds=event_ttl(text))
     if _CONSTRAINT.search(text):
         return WriteDecision(True, Kind.CONTEXT, 0.9, "explicit constraint")
     if _HABIT.search(text):
         return WriteDecision(True, Kind.PREFERENCE, 0.8, "habit or tool the user relies on")
     if _CONTEXT.search(text):
-        return WriteDecision(True, Kind.CONTEXT, 0.8, "project or personal context")
+        return WriteDecision(True, Kind.CONTEXT, CONTEXT_IMPORTANCE, "project or personal context")
     if _word_count(text) < 4 and not _DIGIT.search(text):
         return WriteDecision(True, Kind.FACT, 0.3, "short statement: kept, ranked low")
     return WriteDecision(True, Kind.FACT, 0.5, "user statement")
 
 
-def _event_ttl(text: str) -> int | None:
-    """Time-bound facts expire: 'tomorrow' is stale in a couple of days, 'next week' in ten."""
+def event_ttl(text: str) -> int | None:
+    """Time-bound facts expire: 'tomorrow' is stale in a couple of days, 'next week' in ten.
+
+    Also what an LLM extraction calls an event gets its TTL here: the model says what happens,
+    the rules when it is over.
+    """
+    text = text.lower()
     if re.search(r"\b(today|tonight)\b|今天", text):
         return 2 * 86400
     if re.search(r"\b(tomorrow)\b|明天", text):

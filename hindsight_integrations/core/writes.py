@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from .arguments import coerce_enum, fraction, whole_number
-from .conflicts import change_cue, detect_slot
+from .conflicts import change_cue, detect_slot, is_lasting
 from .dedup import can_repeat, is_repeat, reinforce
 from .errors import InvalidInputError, MemoryNotFoundError
 from .facts import SUPERSEDES_KEY, text_key
@@ -30,9 +30,9 @@ from .namespace_store import NamespaceStore
 from .parts import EngineParts
 from .records import Kind, MemoryRecord, Source, Status, Tier
 from .results import SkippedMemory, StoreResult
-from .session_context import SessionNeighbours, speaker_of
+from .session_context import SessionNeighbours, speaker_of, spoken
 from .updates import PROTECTED_IMPORTANCE, Neighbour, UpdateJudge, Verdict, history_of, is_low_trust, quarantined
-from .write_filter import WriteDecision, assess
+from .write_filter import CONTEXT_IMPORTANCE, WriteDecision, assess
 
 _LONG_TERM = {"$and": [{"status": "active"}, {"tier": {"$in": ["episodic", "semantic"]}}]}
 _NEIGHBOURS = 4  # nearest stored memories a new one is compared with
@@ -163,7 +163,8 @@ class Writer:
             for n, item in enumerate(items):
                 if len(items) == 1:  # a conversation is written a statement at a time; a batch is an import
                     item = self._in_conversation(handle.name, item)
-                decision = assess(item.content, item.role) if _needs_assessment(item, apply_filter) else None
+                # The filter judges what was said: "Lena: Hi!" is a greeting, as "Hi!" is.
+                decision = assess(spoken(item.content), item.role) if _needs_assessment(item, apply_filter) else None
                 if decision is not None and apply_filter and not decision.remember:
                     result.skipped.append(SkippedMemory(index=n, content=item.content[:200], reason=decision.reason))
                     continue
@@ -370,6 +371,12 @@ class Writer:
                 kind = decision.kind
             importance = item.importance if item.importance is not None else decision.importance
             ttl = item.ttl_seconds or (decision.ttl_seconds if item.kind is None else None)
+        slot = detect_slot(item.content) if kind is not Kind.TURN else None
+        if decision is not None and item.kind is None and kind is Kind.EVENT and is_lasting(slot):
+            # "I started a new job at Feedzai this week" says when a lasting attribute changed: the
+            # job does not end with the week, so it is context with no TTL, not an event.
+            kind, ttl = Kind.CONTEXT, item.ttl_seconds
+            importance = item.importance if item.importance is not None else max(importance, CONTEXT_IMPORTANCE)
         semantic = kind in (Kind.PREFERENCE, Kind.CORRECTION) or (kind is Kind.FACT and importance >= 0.8)
         occurred = item.occurred_at or now
         metadata = dict(item.metadata)
@@ -388,7 +395,7 @@ class Writer:
             session_id=item.session_id,
             context=item.context,
             entities=item.entities,
-            slot=detect_slot(item.content) if kind is not Kind.TURN else None,
+            slot=slot,
             expires_at=(occurred + timedelta(seconds=ttl)) if ttl else None,
             source=item.source or Source(session_id=item.session_id, origin=origin),
             request_id=request_id,
