@@ -192,6 +192,13 @@ class FactsIndex:
         found.sort(reverse=True)
         return [memory_id for _, memory_id in found[:limit]]
 
+    def latest_slotted(self, limit: int) -> list[str]:
+        """The ``limit`` most recent (by ``occurred_at``) active long-term memories that have a slot."""
+        with self._lock:
+            slotted = [(self._facts[i].occurred_at, i) for ids in self._by_slot.values() for i in ids]
+        slotted.sort(reverse=True)
+        return [memory_id for _, memory_id in slotted[:limit]]
+
     def count_access(self, counts: dict[str, int]) -> None:
         """Add recalls made by this process, which the store writes to Chroma in the background."""
         with self._lock:

@@ -116,6 +116,7 @@ class Recaller:
         handle.wait_for_context(_CONTEXT_WAIT_SECONDS)  # what this process just wrote ranks like the rest
         pool = candidates or max(50, request.top_k * 4)
         search = self._search(handle, request, pool, now)
+        _inherit_from_history(handle, search.dense)
         admitted = self._admit(handle, search, list(dict.fromkeys([*search.dense, *search.context, *search.lexical])))
         admitted += self._widen(handle, search, pool, admitted)
         ranked = rank(admitted, query=request.query, query_vector=search.vector, weights=request.weights, now=now)
@@ -242,6 +243,32 @@ def _lexical_candidates(
     facts = handle.facts.lookup(list(lexical)) if with_context else {}
     context_vectors = handle.vectors([i for i, f in facts.items() if f.has_context], context=True)
     return lexical, handle.vectors(list(lexical)), context_vectors
+
+
+_CHAIN = 8  # supersedes followed from a history hit to the memory current now, at most
+
+
+def _inherit_from_history(handle: NamespaceStore, dense: dict[str, float]) -> None:
+    """Give the memory current now the similarity of each older value of it the search found.
+
+    "Where do I work?" is close to "I work at Zalando" (0.28) and far from "I left Feedzai and
+    joined Farfetch" (0.15), which superseded it through "I started at Feedzai". History is not
+    returned without ``include_history``, so the question would get the current value only if
+    it matched it by itself, or nothing at all below the relevance floor. A question close to
+    any earlier value of an attribute is about that attribute, and what answers it is the value
+    current now (docs/architecture.md, "Recall").
+    """
+    facts = handle.facts
+    found = facts.lookup(list(dense))
+    for memory_id, similarity in list(dense.items()):
+        current = found.get(memory_id)
+        steps = 0
+        while current is not None and current.status == "superseded" and current.superseded_by and steps < _CHAIN:
+            successor = current.superseded_by
+            if similarity > dense.get(successor, -1.0):
+                dense[successor] = similarity
+            current = facts.lookup([successor]).get(successor)
+            steps += 1
 
 
 def _admissible(handle: NamespaceStore, ids: list[str], trusted: set[str], search: _Search) -> dict[str, MemoryFacts]:

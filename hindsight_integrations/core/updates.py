@@ -28,6 +28,7 @@ from datetime import datetime
 from enum import Enum
 
 from .conflicts import change_cue
+from .corrections import reverses
 from .dedup import can_repeat, polarity
 from .errors import LLMError
 from .llm import LLMClient
@@ -87,6 +88,8 @@ def rule_verdict(existing: MemoryRecord, new: MemoryRecord, similarity: float, t
         return Verdict.KEEP_BOTH  # about different people or projects
     if new.slot and existing.slot:
         return Verdict.KEEP_NEW if new.slot == existing.slot else Verdict.KEEP_BOTH
+    if reverses(existing.content, new.content):
+        return Verdict.KEEP_NEW  # "I'm no longer allergic to peanuts": the same words, turned around
     if similarity < threshold or not change_cue(new.content) or different_subjects(existing.content, new.content):
         return Verdict.KEEP_BOTH
     only_old, only_new = differing_values(existing.content, new.content)

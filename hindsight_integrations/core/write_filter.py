@@ -44,6 +44,9 @@ _ACK_WORD = (
     r"good to know|that'?s (great|perfect|fine|good|right|all|it)|"
     r"no (problem|worries)|don'?t worry( about it)?|never ?mind|nvm|you'?re welcome|welcome|there|all|everyone|"
     r":\)|:d|:p|xd|"
+    r"again|olá|ola|hola|oi|bom dia|boa (tarde|noite)|buen[oa]s( d[ií]as| tardes| noches)?|bonjour|bonsoir|salut|"
+    r"coucou|ciao|salve|hallo|servus|moin|guten (morgen|tag|abend)|hej|hei|namaste|merci( beaucoup)?|gracias|"
+    r"obrigad[oa]|danke( sch[öo]n)?|grazie|tchau|adi[oó]s|au revoir|tsch[üu]ss|"
     r"你好|您好|大家好|谢谢你?|多谢|感谢|好的|好吧|好|嗯++|哈++|呵++|再见|拜拜|晚安|早上好|收到|明白了?|知道了|了解|"
     r"懂了|行|可以|没问题|不客气|没事|对|是的|哦++|噢++)"
 )

@@ -21,7 +21,8 @@ import numpy as np
 
 from .arguments import coerce_enum, fraction, whole_number
 from .conflicts import change_cue, detect_slot, is_lasting
-from .dedup import can_repeat, is_repeat, reinforce
+from .corrections import REVERSALS, inherited_slot, value_shapes
+from .dedup import can_repeat, is_repeat, polarity, reinforce
 from .errors import InvalidInputError, MemoryNotFoundError
 from .facts import SUPERSEDES_KEY, text_key
 from .inputs import MAX_TTL_SECONDS, MemoryInput, parse_inputs, validate_content
@@ -41,6 +42,7 @@ _SEARCHED = 16  # nearest of any status searched for them, before keeping the ac
 # the LLM judge is shown looser neighbours ("I work at Acme" / "these days I'm at Initech": 0.31).
 _RULES_FLOOR = 0.5
 _LLM_FLOOR = 0.3
+_CORRECTABLE = 8  # latest memories with a slot a correction naming no attribute may be about
 
 
 log = logging.getLogger(__name__)
@@ -205,6 +207,7 @@ class Writer:
         if not records:
             _add(handle, companions)
             return
+        records = [self._with_corrected_slot(handle, r) for r in records]
         vectors, context_vectors = self._parts.embed_records(records, with_context=with_context)
         judge = UpdateJudge(self._parts.llm, threshold=self._parts.settings.update_threshold)
         # Without dedup or an LLM, the rules only update by slot or by meaning with a change cue:
@@ -234,6 +237,19 @@ class Writer:
         result.stored = [batch.current(r) if r.id in fresh_ids or r.id in batch.changed else r for r in result.stored]
         _add(handle, [*companions, *batch.fresh], batch.context)
         handle.update(list(batch.changed.values()))  # a crash before this is finished at open (finish_supersedes)
+
+    @staticmethod
+    def _with_corrected_slot(handle: NamespaceStore, record: MemoryRecord) -> MemoryRecord:
+        """A correction that names no attribute takes the slot of the latest one holding its kind of value.
+
+        "Actually it's +351 912 345 687" corrects the phone number said last (``corrections.py``).
+        """
+        if record.kind is not Kind.CORRECTION or record.slot or not value_shapes(record.content):
+            return record
+        ids = handle.facts.latest_slotted(_CORRECTABLE)
+        found = {r.id: r for r, _ in handle.get(ids)}
+        slot = inherited_slot(record, [found[i] for i in ids if i in found])
+        return record.model_copy(update={"slot": slot}) if slot else record
 
     @property
     def _floor(self) -> float:
@@ -290,12 +306,13 @@ class Writer:
     def _cutoff(self, record: MemoryRecord, dedup: bool) -> float:
         """The cosine from which a stored neighbour may be a repeat of or be updated by ``record``.
 
-        An LLM judge is shown everything above the floor. The rules repeat at ``dedup_threshold``
-        and update by meaning only with a change cue, at ``update_threshold``; a neighbour further
-        off matters to them only as an exact repeat or a slot-mate (``_that_matter``).
+        An LLM judge is shown everything above the floor, and so is a statement that may reverse
+        another (``corrections.reverses``). The rules repeat at ``dedup_threshold`` and update by
+        meaning only with a change cue, at ``update_threshold``; a neighbour further off matters to
+        them only as an exact repeat or a slot-mate (``_that_matter``).
         """
-        if self._parts.llm is not None:
-            return self._floor
+        if self._parts.llm is not None or polarity(record.content) & REVERSALS:
+            return self._floor  # the LLM judges anything close; a reversal may be far off ("no longer")
         settings = self._parts.settings
         bounds = [settings.dedup_threshold] if dedup else []
         if change_cue(record.content):
