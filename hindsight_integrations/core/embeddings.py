@@ -347,10 +347,7 @@ class LocalEmbedder:
             from .onnx_export import OnnxUnavailable
 
             try:
-                encoder = self._onnx.int8()
-                if background and len(texts) > 1:  # one thread each, not every core
-                    return np.vstack([encoder.encode_array([text]) for text in texts])
-                return encoder.encode_array(texts, self._batch_size)
+                return self._onnx.int8().encode_array(texts, self._batch_size, background=background)
             except OnnxUnavailable as exc:
                 if not self._index_fallback_logged:
                     logger.warning("stored vectors use the float32 model: %s", exc)

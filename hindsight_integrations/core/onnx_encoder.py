@@ -71,16 +71,17 @@ def encode_tokens(tokenizer: Any, texts: list[str]) -> dict[str, Any]:
 
 
 class OnnxEncoder:
-    """Two onnxruntime sessions over one exported model: two sleeping threads for queries, all cores for batches.
+    """onnxruntime sessions over one exported model: two sleeping threads for one text, all cores for batches.
 
     A one-text query is bound by reading the weights, so a second thread takes it from
     ~4.4 to ~2.7 ms on an idle 2-core machine. Its threads sleep instead of spinning
     between operators: spinning ones took a core from the Chroma server and from the BM25
     search running beside the query, and recall got slower (measured in recall at 100k:
     p50 13.1 → 11.7 ms through a server, 10.4 → 9.5 ms embedded; no change when another
-    process holds a core). Batches use every core. Sessions allow concurrent ``run`` calls.
+    process holds a core). Batches use every core, and background work one thread (both
+    sessions are made on first use). Sessions allow concurrent ``run`` calls.
     ``query_threads`` sets the one-text session's threads; ``one_text_per_run`` encoders run a
-    batch a text at a time on every core (the int8 copy, ``int8``: see there).
+    batch a text at a time (the int8 copy, ``int8``: see there).
 
     ``tokenizer`` is a ``tokenizers.Tokenizer`` set up by ``load_tokenizer`` (what
     ``from_export`` builds: no transformers needed), or a Hugging Face tokenizer, which is
@@ -108,9 +109,11 @@ class OnnxEncoder:
         self._hf_tokenizer = callable(tokenizer)  # a tokenizers.Tokenizer is not callable, an HF one is
         self._max_length = max_length
         self._lower_case = lower_case
+        self._onnxruntime = onnxruntime
         self._query = self._session(onnxruntime, file, min(query_threads, _cpu_count()), spin=False)
         self._one_text_per_run = one_text_per_run
-        self._batch = self._session(onnxruntime, file, _cpu_count())
+        self._sessions: dict[str, Any] = {}  # "batch" and "background", made on first use
+        self._sessions_lock = threading.Lock()
         self._inputs = [i.name for i in self._query.get_inputs()]
         self._dimension = dimension
         self._int8: OnnxEncoder | None = None
@@ -161,12 +164,10 @@ class OnnxEncoder:
     def int8(self) -> OnnxEncoder:
         """The int8 copy of this model (``onnx_quantize``), made once and cached; raises ``OnnxUnavailable``.
 
-        It shares this encoder's tokenizer. A single text runs on one thread: a conversation
-        embeds each turn's vectors one by one (its context vector in the background) beside
-        Chroma's work, which needs the other core. Batches (imports) run a text at a time on
-        every core: dynamic quantisation scales each run's activations together, so a short text
-        padded in a batch came out at cosine 0.969 with float32 instead of 0.99, and a text's
-        vector must not depend on what it was imported with.
+        It shares this encoder's tokenizer. Batches (imports) run a text at a time: dynamic
+        quantisation scales each run's activations together, so a short text padded in a batch
+        came out at cosine 0.969 with float32 instead of 0.99, and a text's vector must not
+        depend on what it was imported with.
         """
         if self._int8 is not None:
             return self._int8
@@ -183,7 +184,6 @@ class OnnxEncoder:
                         self._max_length,
                         lower_case=self._lower_case,
                         dimension=self._dimension,
-                        query_threads=1,
                         one_text_per_run=True,
                     )
                 except OnnxUnavailable as exc:
@@ -193,6 +193,16 @@ class OnnxEncoder:
                     self._int8_failed = f"loading the int8 copy of {self.file.name} failed: {type(exc).__name__}: {exc}"
                     raise OnnxUnavailable(self._int8_failed) from exc
         return self._int8
+
+    def _lazy_session(self, name: str, threads: int, *, spin: bool) -> Any:
+        """A session made on first use: a process that only asks questions never loads a batch session."""
+        session = self._sessions.get(name)
+        if session is None:
+            with self._sessions_lock:
+                session = self._sessions.get(name)
+                if session is None:
+                    session = self._sessions[name] = self._session(self._onnxruntime, self.file, threads, spin=spin)
+        return session
 
     @staticmethod
     def _session(onnxruntime: Any, file: Path, threads: int, *, spin: bool = True) -> Any:
@@ -216,24 +226,32 @@ class OnnxEncoder:
         """``encode_array`` as Python lists, the form the ``Embedder`` interface returns."""
         return self.encode_array(texts, batch_size).tolist()
 
-    def encode_array(self, texts: Sequence[str], batch_size: int = 64) -> Any:
-        """The vectors as one float32 array of shape (len(texts), dimension)."""
+    def encode_array(self, texts: Sequence[str], batch_size: int = 64, *, background: bool = False) -> Any:
+        """The vectors as one float32 array of shape (len(texts), dimension).
+
+        ``background`` work (context vectors embedded behind the writes) runs one text at a time
+        on one thread of its own session, leaving the other cores to the foreground.
+        """
         import numpy as np
 
         if not texts:
             return np.empty((0, 0), dtype=np.float32)
         if self._lower_case:  # older sentence-transformers lowercase before tokenizing
             texts = [t.lower() for t in texts]
+        if background:
+            session = self._lazy_session("background", 1, spin=False)
+            return np.vstack([self._run(session, [text]) for text in texts])
         if len(texts) == 1:
             return self._run(self._query, list(texts))
+        batch = self._lazy_session("batch", _cpu_count(), spin=True)
         if self._one_text_per_run:
-            return np.vstack([self._run(self._batch, [text]) for text in texts])
+            return np.vstack([self._run(batch, [text]) for text in texts])
         # Longest first, as sentence-transformers does, so each batch pads to similar lengths.
         order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
         out: Any = None
         for start in range(0, len(order), batch_size):
             chunk = order[start : start + batch_size]
-            vectors = self._run(self._batch, [texts[i] for i in chunk])
+            vectors = self._run(batch, [texts[i] for i in chunk])
             if out is None:
                 out = np.empty((len(texts), vectors.shape[1]), dtype=vectors.dtype)
             out[chunk] = vectors

@@ -71,6 +71,7 @@ def open_client(*, path: Path | None = None, url: str | None = None, attempts: i
     # default (./.hindsight) mean the current directory's store, not the one first opened under that name.
     path = Path(path).resolve()
     _check_writable(path)
+    _write_ahead_log(path)
     try:
         return chromadb.PersistentClient(path=str(path), settings=_client_settings())
     except Exception as exc:
@@ -84,6 +85,34 @@ def _client_settings(timeout: float | None = None) -> Any:
     if timeout is not None and hasattr(settings, "chroma_server_http_timeout"):
         settings.chroma_server_http_timeout = timeout
     return settings
+
+
+_OPENED: set[Path] = set()  # stores this process has opened (Chroma keeps one client per path)
+
+
+def _write_ahead_log(path: Path) -> None:
+    """Put the store's SQLite file in write-ahead-log mode, once (SQLite keeps the mode in the file).
+
+    Chroma creates it in rollback-journal mode, where every commit writes and syncs a journal
+    and the database, and deletes the journal: a conversation commits once a turn, and a one-turn
+    ``add`` took ~7 ms, ~1.5 ms of it those extra syncs (5.4 ms in WAL mode, measured on this
+    machine). Commits stay durable (``synchronous`` is FULL). A file another connection holds
+    (Chroma already opened it in this process) is left as it is; a copy of the store must now
+    include ``chroma.sqlite3-wal`` while the store is open.
+    """
+    import sqlite3
+
+    database = path / "chroma.sqlite3"
+    if path in _OPENED:
+        return  # Chroma's own connections hold it: never touch the file under them
+    _OPENED.add(path)
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        with contextlib.closing(sqlite3.connect(database, timeout=0.1)) as connection:
+            if connection.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+                connection.execute("PRAGMA journal_mode=WAL")
+    except (sqlite3.Error, OSError) as exc:
+        log.debug("left the journal mode of %s as it is: %s", database, exc)
 
 
 def _check_writable(path: Path) -> None:
