@@ -108,6 +108,7 @@ class FactsIndex:
         self._facts: dict[str, MemoryFacts] = {}
         self._by_slot: dict[str, set[str]] = {}
         self._with_context = 0
+        self._working = 0  # records of the working tier (turns), whatever their status
         self._lock = threading.Lock()
 
     def __len__(self) -> int:
@@ -136,6 +137,12 @@ class FactsIndex:
                         out[memory_id] = pending
             return out
 
+    @property
+    def long_term_share(self) -> float:
+        """The share of records that are not conversation turns (1.0 when empty)."""
+        total = len(self._facts)
+        return 1.0 if not total else max(total - self._working, 1) / total
+
     def ids_with_context(self) -> list[str]:
         """The memories that have a context window, and so should have a context vector."""
         with self._lock:
@@ -151,6 +158,7 @@ class FactsIndex:
                 self._forget(memory_id)
                 self._facts[memory_id] = facts
                 self._with_context += facts.has_context
+                self._working += facts.tier == "working"
                 if facts.slot and facts.long_term_active:  # only what a new memory may update
                     self._by_slot.setdefault(facts.slot, set()).add(memory_id)
 
@@ -164,6 +172,7 @@ class FactsIndex:
         old = self._facts.pop(memory_id, None)
         if old is not None:
             self._with_context -= old.has_context
+            self._working -= old.tier == "working"
             if old.slot and (mates := self._by_slot.get(old.slot)) is not None:
                 mates.discard(memory_id)
                 if not mates:
