@@ -306,7 +306,7 @@ def default_path_table(result: dict[str, Any]) -> str:
     lines = [
         "| path | R@10 | all@10 | tokens@10 | ingest turns/s | off-topic questions recalling nothing |",
         "|---|---|---|---|---|---|",
-        f"| tuned (bench weights, the two turns before as context, batched, budget {result.get('config', {}).get('token_budget')}) "
+        f"| tuned (bench weights, two turns before as context, budget {result.get('config', {}).get('token_budget')}) "
         f"| {result['recall@10']:.3f} | {result['all_found@10']:.3f} | {result['context_tokens@10']:.0f} "
         f"| {turns / seconds if seconds else 0:.1f} (batched) | – |",
     ]
