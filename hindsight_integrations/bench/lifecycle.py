@@ -488,13 +488,12 @@ def _upkeep_totals(rounds: Sequence[Any]) -> dict[str, Any]:
         for report in done.reports:
             for action in UPKEEP_ACTIONS:
                 totals[action] += report.count(action)
-            totals["merged"] += report.count("merged")
             totals["facts"] += report.count("facts")
             for step in report.errors:
                 failed[step] += 1
     return {
         "rounds": len(rounds),
-        **{k: totals[k] for k in (*UPKEEP_ACTIONS, "merged", "facts")},
+        **{k: totals[k] for k in (*UPKEEP_ACTIONS, "facts")},
         "failed_steps": dict(failed),
     }
 

@@ -82,7 +82,7 @@ class SessionCompressionReport(BaseModel):
 
 
 class ConsolidationStepReport(BaseModel):
-    """The consolidate step as upkeep counts it: repeats merged away and memories consolidated.
+    """The consolidate step as upkeep counts it: repeats merged away, memories consolidated, facts written.
 
     ``MemoryEngine.consolidate``'s own report (``ConsolidationReport``) has the detail; this is
     what the step's counts and ids, the log line and ``/metrics`` need.
@@ -92,6 +92,7 @@ class ConsolidationStepReport(BaseModel):
     dry_run: bool = False
     merged: list[str] = Field(default_factory=list, description="repeats merged into another memory (now history)")
     consolidated: list[str] = Field(default_factory=list, description="sources distilled into a semantic memory")
+    facts: list[str] = Field(default_factory=list, description="semantic memories created or reinforced")
 
     @classmethod
     def of(cls, report: ConsolidationReport) -> ConsolidationStepReport:
@@ -102,6 +103,7 @@ class ConsolidationStepReport(BaseModel):
             dry_run=report.dry_run,
             merged=[m.merged for m in report.merged],
             consolidated=[source for fact in written for source in fact.sources],
+            facts=[fact.id for fact in written if fact.id is not None],
         )
 
 
