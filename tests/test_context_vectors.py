@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import logging
+import os
+import sys
 import threading
 from pathlib import Path
 
@@ -235,3 +237,17 @@ def test_a_conversation_makes_one_context_write_per_batch_not_per_turn(engine: M
     # last one was still being embedded), never one write a turn
     assert sum(upserts) == 5 and len(upserts) <= 2
     assert hits.records and _context_ids(engine) == set(_framed_ids(engine))
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="per-thread priorities are a Linux feature")
+def test_the_worker_runs_at_a_lower_priority_than_the_writes() -> None:
+    seen: list[int] = []
+
+    def embed(texts):  # type: ignore[no-untyped-def]
+        seen.append(os.getpriority(os.PRIO_PROCESS, threading.get_native_id()))
+        return _zeros(texts)
+
+    worker = BackgroundContextVectors(embed, batch_size=1)
+    worker.submit(_Recording(), {"m1": "a"})
+    assert worker.wait(timeout=30)
+    assert seen and seen[0] > os.getpriority(os.PRIO_PROCESS, 0)  # this (foreground) thread is unchanged
