@@ -13,6 +13,8 @@ from collections import deque
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from hindsight_integrations.bench.http_json import send_json
+
 
 class OpenAIStub:
     """Queue replies with ``script``; each is a str (chat content), dict (raw JSON body), or a fault."""
@@ -59,15 +61,7 @@ class OpenAIStub:
                 self._send(200, _chat(reply, body.get("model", "stub")))
 
             def _send(self, status: int, payload: dict[str, Any]) -> None:
-                data = json.dumps(payload).encode()
-                try:
-                    self.send_response(status)
-                    self.send_header("content-type", "application/json")
-                    self.send_header("content-length", str(len(data)))
-                    self.end_headers()
-                    self.wfile.write(data)
-                except (BrokenPipeError, ConnectionResetError):
-                    pass
+                send_json(self, status, payload)
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.server.daemon_threads = True

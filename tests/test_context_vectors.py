@@ -189,11 +189,11 @@ def test_vectors_are_written_a_batch_at_a_time_and_a_waiter_gets_them_at_once() 
     assert target.writes[-1] == ["b0", "b1", "b2", "b3"]
 
 
-def test_held_vectors_are_written_once_nothing_new_arrives_for_the_linger_time() -> None:
+def test_held_vectors_are_written_once_they_have_lingered() -> None:
     target = _Recording()
-    worker = BackgroundContextVectors(_zeros, batch_size=100, linger_seconds=0.05)
+    worker = BackgroundContextVectors(_zeros, batch_size=100, linger_seconds=0.0)
     worker.submit(target, {"m1": "a", "m2": "b"})
-    assert target.written.wait(30)  # no waiter, no full batch: written after the linger time
+    assert target.written.wait(30)  # no waiter, no full batch: written once the linger time is up
     assert target.writes == [["m1", "m2"]]
     assert worker.wait(timeout=30) and worker.pending() == 0
 
@@ -251,3 +251,19 @@ def test_the_worker_runs_at_a_lower_priority_than_the_writes() -> None:
     worker.submit(_Recording(), {"m1": "a"})
     assert worker.wait(timeout=30)
     assert seen and seen[0] > os.getpriority(os.PRIO_PROCESS, 0)  # this (foreground) thread is unchanged
+
+
+def test_a_broken_embedder_reply_neither_kills_the_worker_nor_stalls_a_waiter(caplog) -> None:  # type: ignore[no-untyped-def]
+    target = _Recording()
+    replies = iter([None, _zeros(["x"])])  # first a reply that is not a matrix at all
+
+    def embed(texts):  # type: ignore[no-untyped-def]
+        return next(replies)
+
+    worker = BackgroundContextVectors(embed, batch_size=1, linger_seconds=0.0)
+    with caplog.at_level(logging.WARNING, logger="hindsight_integrations.core.context_vectors"):
+        worker.submit(target, {"m1": "a"})
+        assert worker.wait(timeout=30)  # given up on, and said so
+    assert any("not written" in r.getMessage() for r in caplog.records)
+    worker.submit(target, {"m2": "b"})
+    assert worker.wait(timeout=30) and target.writes == [["m2"]]

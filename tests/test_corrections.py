@@ -35,6 +35,20 @@ def test_a_bare_correction_supersedes_the_value_it_corrects(engine: MemoryEngine
     assert "912 345 687" in hits.records[0].content
 
 
+def test_a_correction_with_a_plain_number_keeps_to_its_own_subject(engine: MemoryEngine) -> None:
+    budget = _say(engine, "My budget for the apartment is 1200 euros a month.", 0).stored.stored[0]
+    _say(engine, "Actually, I have 2 kids, not 3.", 1)  # a number, but nothing to do with the budget
+    assert engine.get(budget.id, namespace="u").status is Status.ACTIVE
+    fixed = _say(engine, "Actually it's 1400 euros.", 2).stored  # the same unit: the budget
+    assert fixed.superseded == [budget.id]
+
+
+def test_a_reversal_is_found_from_either_side(engine: MemoryEngine) -> None:
+    old = _say(engine, "I don't eat meat.", 0).stored.stored[0]
+    new = _say(engine, "I eat meat again.", 10).stored
+    assert new.superseded == [old.id]
+
+
 def test_a_correction_without_a_value_of_an_attribute_changes_nothing(engine: MemoryEngine) -> None:
     old = _say(engine, "My new phone number is +351 912 345 678.", 0).stored.stored[0]
     _say(engine, "Actually, I meant the other restaurant, the one by the river.", 1)
@@ -58,10 +72,12 @@ def test_value_shapes_and_the_slot_a_correction_inherits() -> None:
     [
         ("Lena: I'm allergic to peanuts.", "I'm no longer allergic to peanuts.", True),
         ("I am vegetarian.", "I am not vegetarian anymore.", True),
-        ("我吃素。", "我不再吃素。", False),  # no word boundaries: left to the slot rules (diet) and 不再 cue
+        ("我吃素。", "我不再吃素了。", False),  # 了 is a word more: left to the slot rules (diet) and the 不再 cue
         ("I'm allergic to peanuts.", "I'm not allergic to cats.", False),
         ("I'm allergic to peanuts.", "I'm allergic to peanuts.", False),
         ("I never drink coffee after noon.", "I drink coffee after noon.", True),
+        ("I don't eat meat.", "I eat meat again.", True),
+        ("我吃肉", "我不再吃肉", True),
     ],
 )
 def test_a_reversal_is_the_same_words_turned_around(old: str, new: str, expected: bool) -> None:

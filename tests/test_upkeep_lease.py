@@ -20,6 +20,7 @@ import pytest
 from hindsight_integrations import ConfigurationError, MemoryEngine
 from hindsight_integrations.core.clock import ManualClock
 from hindsight_integrations.core.lease import LEASE_COLLECTION
+from hindsight_integrations.core.upkeep import UpkeepReport
 from hindsight_integrations.core.upkeep_schedule import UpkeepRound, UpkeepSchedule
 from hindsight_integrations.processes import chroma_server, postgres_binaries, postgres_server
 
@@ -217,3 +218,30 @@ def test_a_stopping_replica_gives_its_round_up_at_once(embedded: Replicas) -> No
     assert ran is not None and not ran.completed and [r.namespace for r in ran.reports] == ["n1"]
     over = b.run_due()  # no need to wait for the lease to expire
     assert over is not None and (over.round, over.taken_over_from, over.completed) == (ran.round, "a", True)
+
+
+def test_the_lease_is_renewed_while_one_namespace_takes_long(embedded: Replicas, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """A namespace's upkeep (LLM calls, a read of every record) may outlast the lease: a heartbeat renews it."""
+    short = UpkeepSchedule(embedded.a.engine, holder="a", interval_seconds=INTERVAL, lease_seconds=3.0)
+    other = UpkeepSchedule(embedded.b.engine, holder="b", interval_seconds=INTERVAL, lease_seconds=3.0)
+    renewed = threading.Event()
+    seen: list[Any] = []
+    real_renew = short.lease.renew
+
+    def renew(number: int, now: Any) -> bool:
+        held = real_renew(number, now)
+        if short.lease.state().expires_at > embedded.clock.now() + timedelta(seconds=2):
+            renewed.set()
+        return held
+
+    monkeypatch.setattr(short.lease, "renew", renew)
+
+    def slow_upkeep(namespace: str, number: int):  # type: ignore[no-untyped-def]
+        embedded.clock.advance(seconds=2)  # the lease's first 3 s are nearly gone
+        assert renewed.wait(30)  # the heartbeat (every second here) renewed it meanwhile
+        seen.append(other.run_due())  # so the other replica cannot take the round over
+        return UpkeepReport(namespace=namespace, started_at=embedded.clock.now())
+
+    monkeypatch.setattr(short, "_upkeep", slow_upkeep)
+    done = short.run_due()
+    assert done is not None and done.completed and seen and all(s is None for s in seen)

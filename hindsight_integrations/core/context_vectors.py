@@ -51,7 +51,7 @@ class BackgroundContextVectors:
     ``embed`` turns texts into a float32 matrix (the engine's ``embed_index_matrix``). Work is
     done in the order it was queued; ``wait`` blocks until everything queued before the call is
     written. Vectors are written to Chroma a batch at a time (``batch_size`` of them, or whatever
-    is held once nothing new arrived for ``linger_seconds``, or at once when someone waits): a
+    is held ``linger_seconds`` after the first of them was, or at once when someone waits): a
     Chroma write costs ~5 ms however few records it holds, as much as embedding the framed text,
     and a conversation queues one vector per turn.
     """
@@ -129,12 +129,21 @@ class BackgroundContextVectors:
             with self._changed:
                 self._changed.wait_for(lambda: bool(self._queue) or self._flush_due(), self._linger_left())
                 batch = [self._queue.popleft() for _ in range(min(self._batch_size, len(self._queue)))]
-            if batch:
-                self._hold(batch)
-            with self._changed:
-                due = self._flush_due()
-            if due:
-                self._flush()
+            try:
+                if batch:
+                    self._hold(batch)
+                with self._changed:
+                    due = self._flush_due()
+                if due:
+                    self._flush()
+            except Exception as exc:  # noqa: BLE001 - a worker that died would stall every recall's wait
+                _given_up(len(batch), "this batch's namespaces", exc)
+                with self._changed:
+                    if batch:
+                        self._held_upto = max(self._held_upto, batch[-1][0])
+                    self._done = max(self._done, self._held_upto)
+                    self._held, self._held_count = {}, 0
+                    self._changed.notify_all()
 
     def _flush_due(self) -> bool:
         """Whether what is held should be written now; the caller holds ``_changed``."""
@@ -158,6 +167,10 @@ class BackgroundContextVectors:
         """Embed a batch and hold its vectors for the next write; an embedder outage is logged, never fatal."""
         try:
             vectors = self._embed([text for _, _, _, text in batch])
+            if vectors is None or len(vectors) != len(batch):
+                raise ValueError(
+                    f"the embedder returned {0 if vectors is None else len(vectors)} vectors for {len(batch)}"
+                )
         except Exception as exc:  # noqa: BLE001
             _given_up(len(batch), "this batch's namespaces", exc)
             vectors = None

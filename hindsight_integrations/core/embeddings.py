@@ -352,6 +352,8 @@ class LocalEmbedder:
                 if not self._index_fallback_logged:
                     logger.warning("stored vectors use the float32 model: %s", exc)
                     self._index_fallback_logged = True
+        if background and texts and self._resolve() == "onnx":
+            return self._onnx.encode_array(texts, self._batch_size, background=True)
         return self.embed_array(texts)
 
 

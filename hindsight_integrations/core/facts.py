@@ -23,6 +23,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from .corrections import negated
 from .dedup import normalised
 from .records import FAR_FUTURE
 
@@ -54,6 +55,7 @@ class MemoryFacts:
     slot: str | None = None
     supersedes: tuple[str, ...] = ()  # stored memories this one made history (``SUPERSEDES_KEY``)
     text_key: int = 0  # hash of the normalised content (``text_key``), for long-term memories only
+    negated: bool = False  # carries a negation (``corrections.negated``): one side of a possible reversal
     consolidated_into: str | None = None  # the semantic memory distilled from this one (``consolidation.py``)
 
     @property
@@ -81,6 +83,7 @@ class MemoryFacts:
             slot=fields.get("slot") or None,
             supersedes=tuple(filter(None, str(fields.get(f"m.{SUPERSEDES_KEY}") or "").split(","))),
             text_key=text_key(str(fields.get("content") or "")) if fields.get("tier") != "working" else 0,
+            negated=fields.get("tier") != "working" and negated(str(fields.get("content") or "")),
             consolidated_into=fields.get("consolidated_into") or None,
         )
 
@@ -140,8 +143,9 @@ class FactsIndex:
     @property
     def long_term_share(self) -> float:
         """The share of records that are not conversation turns (1.0 when empty)."""
-        total = len(self._facts)
-        return 1.0 if not total else max(total - self._working, 1) / total
+        with self._lock:
+            total, working = len(self._facts), self._working
+        return 1.0 if not total else max(total - working, 1) / total
 
     def ids_with_context(self) -> list[str]:
         """The memories that have a context window, and so should have a context vector."""

@@ -8,11 +8,12 @@ VNNI) and its vectors agree with the float32 model's at cosine 0.993 on average 
 LoCoMo's turns), which moved LoCoMo's evidence recall@10 by 0.001. Per-tensor quantisation was
 faster still but agreed at only 0.95, so it is not used.
 
-Only context vectors use the copy: a memory's own vector and every query stay float32, so the
-store's model, dedup's thresholds and exports are unchanged (README "Configuration",
-``HINDSIGHT_INDEX_PRECISION``). The copy is derived from the float32 export once per
-machine (~2 s) and cached beside it; deriving it needs the ``onnx`` package, which the ``local``
-extra installs.
+The copy embeds what memories are stored under, their own vectors and their context vectors
+(``embeddings.embed_index_matrix``); every query stays float32. A store written before keeps its
+float32 vectors beside the new int8 ones (the same text agrees at cosine 0.98 at worst), which
+ranking does not notice; ``HINDSIGHT_INDEX_PRECISION=float32`` keeps the float32 model for
+everything. The copy is derived from the float32 export once per machine (~2 s) and cached
+beside it; deriving it needs the ``onnx`` package, which the ``local`` extra installs.
 """
 
 from __future__ import annotations
@@ -57,10 +58,10 @@ def int8_copy(fp32: Path) -> Path:
         if target.is_file():
             return target
         temp = _temp_file(directory, target.name)
-    logger.info("making the int8 copy of %s for context vectors (once per machine): %s", fp32.name, target)
-    quantiser = logging.getLogger()  # the quantiser warns on the root logger about optional pre-processing
-    level = quantiser.level
-    quantiser.setLevel(logging.ERROR)
+    logger.info("making the int8 copy of %s for stored vectors (once per machine): %s", fp32.name, target)
+    quiet = _QuietPreprocessingHint()
+    root = logging.getLogger()  # the quantiser warns on the root logger about optional pre-processing
+    root.addFilter(quiet)
     try:
         quantize_dynamic(
             str(fp32), temp, weight_type=QuantType.QInt8, op_types_to_quantize=["MatMul"], per_channel=True
@@ -70,10 +71,17 @@ def int8_copy(fp32: Path) -> Path:
     except Exception as exc:  # the quantiser raises many kinds; all mean "use float32"
         raise OnnxUnavailable(f"int8 quantisation of {fp32.name} failed: {type(exc).__name__}: {exc}") from exc
     finally:
-        quantiser.setLevel(level)
+        root.removeFilter(quiet)
         if os.path.exists(temp):
             os.unlink(temp)
     return target
+
+
+class _QuietPreprocessingHint(logging.Filter):
+    """Drops the quantiser's advice to pre-process the model (it does not apply to this graph), nothing else."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "pre-processing before quantization" not in record.getMessage()
 
 
 __all__ = ["int8_copy", "int8_path"]

@@ -16,7 +16,7 @@ import os
 import socket
 import threading
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from datetime import timedelta
 from typing import TYPE_CHECKING
 
@@ -127,12 +127,40 @@ class UpkeepSchedule:
                     extra={"fields": {"round": taken.round, "holder": self.holder, "from": taken.taken_over_from}},
                 )
             try:
-                done.completed = self._run_round(taken.round, done.reports)
+                with self._heartbeat(taken.round):
+                    done.completed = self._run_round(taken.round, done.reports)
             finally:
                 self._holding = False
             return done
         finally:
             self._running.release()
+
+    @contextlib.contextmanager
+    def _heartbeat(self, number: int) -> Iterator[None]:
+        """Renew the lease of round ``number`` every third of its duration while the block runs.
+
+        One namespace's upkeep (an LLM call per cluster, a read of every record) can outlast the
+        lease; renewing only between namespaces would let another replica take the round over
+        and keep the same namespace beside this one.
+        """
+        beating = threading.Event()
+        every = max(1.0, self.lease.duration.total_seconds() / 3)
+
+        def beat() -> None:
+            while not beating.wait(every):
+                try:
+                    if not self.lease.renew(number, self.engine.clock.now()):
+                        return  # taken over: the round's next renewal between namespaces says so
+                except Exception as exc:  # noqa: BLE001 - the store may be down: the lease then expires
+                    log.warning("upkeep lease renewal failed: %s", exc)
+
+        thread = threading.Thread(target=beat, name="hindsight-upkeep-lease", daemon=True)
+        thread.start()
+        try:
+            yield
+        finally:
+            beating.set()
+            thread.join(timeout=5)
 
     def _run_round(self, number: int, reports: list[UpkeepReport]) -> bool:
         """Upkeep of each namespace in turn; whether the round ran to its end (then it is marked done)."""

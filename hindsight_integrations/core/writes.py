@@ -21,8 +21,8 @@ import numpy as np
 
 from .arguments import coerce_enum, fraction, whole_number
 from .conflicts import change_cue, detect_slot, is_lasting
-from .corrections import REVERSALS, inherited_slot, value_shapes
-from .dedup import can_repeat, is_repeat, polarity, reinforce
+from .corrections import inherited_slot, negated, value_shapes
+from .dedup import can_repeat, is_repeat, reinforce
 from .errors import InvalidInputError, MemoryNotFoundError
 from .facts import SUPERSEDES_KEY, text_key
 from .inputs import MAX_TTL_SECONDS, MemoryInput, parse_inputs, validate_content
@@ -306,13 +306,13 @@ class Writer:
     def _cutoff(self, record: MemoryRecord, dedup: bool) -> float:
         """The cosine from which a stored neighbour may be a repeat of or be updated by ``record``.
 
-        An LLM judge is shown everything above the floor, and so is a statement that may reverse
-        another (``corrections.reverses``). The rules repeat at ``dedup_threshold`` and update by
-        meaning only with a change cue, at ``update_threshold``; a neighbour further off matters to
-        them only as an exact repeat or a slot-mate (``_that_matter``).
+        An LLM judge is shown everything above the floor. The rules repeat at ``dedup_threshold``
+        and update by meaning only with a change cue, at ``update_threshold``; a neighbour further
+        off matters to them only as an exact repeat, a slot-mate or the other side of a reversal
+        (``_that_matter``).
         """
-        if self._parts.llm is not None or polarity(record.content) & REVERSALS:
-            return self._floor  # the LLM judges anything close; a reversal may be far off ("no longer")
+        if self._parts.llm is not None:
+            return self._floor
         settings = self._parts.settings
         bounds = [settings.dedup_threshold] if dedup else []
         if change_cue(record.content):
@@ -605,18 +605,23 @@ def _that_matter(
 ) -> list[tuple[str, float]]:
     """The hits that can repeat or be updated by ``record``, judged on the facts index before any is read.
 
-    Below ``cutoff`` only an exact repeat (the same normalised text) or a memory of the same slot
-    can; hits not in the facts index yet (another writer's, a moment ago) are kept to be read.
-    Most writes then read no neighbour from Chroma at all.
+    Below ``cutoff`` only an exact repeat (the same normalised text), a memory of the same slot,
+    or one whose negation differs (a reversal either way: "I don't eat meat" / "I eat meat
+    again") can; hits not in the facts index yet (another writer's, a moment ago) are kept to be
+    read. Most writes then read no neighbour from Chroma at all.
     """
     facts = handle.facts.lookup([i for i, s in hits if s < cutoff])
     if not facts:
         return hits
-    key = text_key(record.content)
+    key, negation = text_key(record.content), negated(record.content)
     return [
         (i, s)
         for i, s in hits
-        if s >= cutoff or (f := facts.get(i)) is None or f.text_key == key or (record.slot and f.slot == record.slot)
+        if s >= cutoff
+        or (f := facts.get(i)) is None
+        or f.text_key == key
+        or f.negated != negation
+        or (record.slot and f.slot == record.slot)
     ]
 
 

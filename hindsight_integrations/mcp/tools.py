@@ -88,11 +88,13 @@ RECORD_TURN_DESCRIPTION = (
     "Used by agent frameworks after each message; returns the turn id, what was remembered and any compression."
 )
 MAINTAIN_DESCRIPTION = (
-    "Tidy this user's memory now: summarise conversations whose live window grew past its limit, lower the "
-    "weight of memories not recalled for 30 days, and move stale unimportant ones (and any over the tier "
-    "limits) to cold storage, from where they can be restored; preferences and corrections are never moved. "
-    "The server already does this on a schedule, so call it only when the user asks to clean up or tidy "
-    "their memory, or with dry_run=true to preview what would change. Returns what each step did, with ids."
+    "Tidy this user's memory now: summarise conversations whose live window grew past its limit, merge "
+    "repeated memories and distil facts said in several sessions into lasting ones (this may call the "
+    "server's LLM), lower the weight of memories not recalled for 30 days, and move stale unimportant ones "
+    "(and any over the tier limits) to cold storage, from where they can be restored; preferences and "
+    "corrections are never moved. An HTTP server also does this on a schedule, so call it only when the "
+    "user asks to clean up or tidy their memory, or with dry_run=true to preview what would change. "
+    "Returns what each step did, with ids."
 )
 COMPRESS_DESCRIPTION = (
     "Summarise the oldest turns of a long conversation into compact episodic memories, freeing context. "
