@@ -70,6 +70,7 @@ def run_load(
             progress(f"{len(urls)} replicas up{' with a lock database' if locked else ' (no PostgreSQL: no lock)'}")
         latencies: dict[str, list[float]] = {kind: [] for kind, _ in MIX}
         errors: Counter[str] = Counter()
+        error_examples: dict[str, str] = {}
         acknowledged: list[str] = []
         lock = threading.Lock()
 
@@ -96,6 +97,7 @@ def run_load(
                     except Exception as exc:  # noqa: BLE001 - counted and reported, the load goes on
                         with lock:
                             errors[type(exc).__name__] += 1
+                            error_examples.setdefault(type(exc).__name__, f"{kind}: {exc}"[:300])
                         continue
                     with lock:
                         latencies[kind].append((time.perf_counter() - started) * 1000)
@@ -127,6 +129,7 @@ def run_load(
         "calls_per_second": round(done / seconds, 1) if seconds else 0.0,
         "calls": done,
         "errors": dict(errors),
+        "error_examples": error_examples,
         "acknowledged_writes": len(acknowledged),
         "lost_writes": len(lost),
         "latency_ms": {
