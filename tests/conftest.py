@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -23,7 +24,11 @@ for _var in (
     os.environ.pop(_var, None)
 
 from hindsight_integrations import MemoryEngine  # noqa: E402
+from hindsight_integrations.core.clock import ManualClock  # noqa: E402
 from hindsight_integrations.core.embeddings import LocalEmbedder  # noqa: E402
+
+CLOCK_START = datetime(2024, 3, 1, 9, 0, tzinfo=UTC)
+"""Where the ``clock`` fixture starts: a fixed moment, so tests that move time read the same on any day."""
 
 
 @pytest.fixture(scope="session")
@@ -43,5 +48,19 @@ def store_path(tmp_path: Path) -> Path:
 def engine(store_path: Path, embedder: LocalEmbedder) -> Iterator[MemoryEngine]:
     """An engine on a fresh embedded Chroma directory, no LLM."""
     eng = MemoryEngine(store=store_path, embedder=embedder, llm=False)
+    yield eng
+    eng.chroma.flush_access()
+
+
+@pytest.fixture
+def clock() -> ManualClock:
+    """A clock the test moves instead of sleeping, at ``CLOCK_START``."""
+    return ManualClock(CLOCK_START)
+
+
+@pytest.fixture
+def timed(store_path: Path, embedder: LocalEmbedder, clock: ManualClock) -> Iterator[MemoryEngine]:
+    """An engine on a fresh store whose time is ``clock``."""
+    eng = MemoryEngine(store=store_path, embedder=embedder, llm=False, clock=clock)
     yield eng
     eng.chroma.flush_access()

@@ -7,31 +7,17 @@ assertions below would fail.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 
 import pytest
 
 from hindsight_integrations import Kind, MemoryEngine, Status, Tier
 from hindsight_integrations.core.clock import ManualClock, SystemClock
-from hindsight_integrations.core.embeddings import LocalEmbedder
 
-START = datetime(2024, 3, 1, 9, 0, tzinfo=UTC)
+from .conftest import CLOCK_START
+
+START = CLOCK_START  # where the ``clock`` fixture starts
 NS = "u1"
-
-
-@pytest.fixture
-def clock() -> ManualClock:
-    return ManualClock(START)
-
-
-@pytest.fixture
-def timed(store_path: Path, embedder: LocalEmbedder, clock: ManualClock) -> Iterator[MemoryEngine]:
-    """An engine on a fresh store whose time is ``clock``."""
-    engine = MemoryEngine(store=store_path, embedder=embedder, llm=False, clock=clock)
-    yield engine
-    engine.chroma.flush_access()
 
 
 def _recalled(engine: MemoryEngine, query: str, **options: object) -> list[str]:

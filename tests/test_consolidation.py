@@ -7,37 +7,24 @@ between sessions instead of anyone waiting.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from datetime import UTC, datetime, timedelta
-from pathlib import Path
+from datetime import timedelta
 from typing import Any
 
 import pytest
 
 from hindsight_integrations import InvalidInputError, Kind, MemoryEngine, MemoryRecord, Status, Tier
 from hindsight_integrations.core.clock import ManualClock
-from hindsight_integrations.core.embeddings import LocalEmbedder
 from hindsight_integrations.core.same_fact import joins, same_fact, says_the_same
 
+from .conftest import CLOCK_START
+
 NS = "u1"
-START = datetime(2024, 3, 1, 9, 0, tzinfo=UTC)
+START = CLOCK_START  # where the ``clock`` fixture starts
 WINDOW_SEATS = [  # one preference in three sessions, in other words each time
     "I prefer window seats on trains.",
     "When I travel by train, I prefer window seats.",
     "On long train journeys I prefer a window seat.",
 ]
-
-
-@pytest.fixture
-def clock() -> ManualClock:
-    return ManualClock(START)
-
-
-@pytest.fixture
-def timed(store_path: Path, embedder: LocalEmbedder, clock: ManualClock) -> Iterator[MemoryEngine]:
-    engine = MemoryEngine(store=store_path, embedder=embedder, llm=False, clock=clock)
-    yield engine
-    engine.chroma.flush_access()
 
 
 def _sessions(engine: MemoryEngine, clock: ManualClock, *sessions: list[str]) -> list[list[str]]:

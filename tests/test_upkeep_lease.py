@@ -73,6 +73,12 @@ def served(lock_service: tuple[str, str], embedder) -> Iterator[Replicas]:
     first.chroma.client.delete_collection(LEASE_COLLECTION)  # the next test's schedule starts afresh
 
 
+@pytest.fixture(params=["embedded", pytest.param("served", marks=pytest.mark.server)])
+def replicas(request: pytest.FixtureRequest) -> Replicas:
+    """The same two schedules embedded in one process, and as two engines over one Chroma server."""
+    return request.getfixturevalue(request.param)
+
+
 def _race(replicas: Replicas) -> list[UpkeepRound | None]:
     """Both replicas check at the same moment, as two servers' threads would."""
     start = threading.Barrier(2)
@@ -85,7 +91,7 @@ def _race(replicas: Replicas) -> list[UpkeepRound | None]:
         return list(pool.map(check, [replicas.a, replicas.b]))
 
 
-def _exactly_one_replica_runs_each_due_round(replicas: Replicas) -> None:
+def test_exactly_one_of_two_schedules_runs_each_due_round(replicas: Replicas) -> None:
     done: list[int] = []
     for trial in range(TRIALS):
         ran = [r for r in _race(replicas) if r is not None]
@@ -100,16 +106,7 @@ def _exactly_one_replica_runs_each_due_round(replicas: Replicas) -> None:
     assert done == list(range(1, TRIALS + 1))  # no round ran twice, none was skipped
 
 
-def test_embedded_exactly_one_of_two_schedules_runs_each_due_round(embedded: Replicas) -> None:
-    _exactly_one_replica_runs_each_due_round(embedded)
-
-
-@pytest.mark.server
-def test_two_replicas_over_one_chroma_server_run_each_round_once(served: Replicas) -> None:
-    _exactly_one_replica_runs_each_due_round(served)
-
-
-def _a_dead_holders_round_is_taken_over_once_its_lease_expires(replicas: Replicas) -> None:
+def test_a_dead_holders_round_is_taken_over_once_its_lease_expires(replicas: Replicas) -> None:
     clock, a, b = replicas.clock, replicas.a, replicas.b
     taken = a.lease.take(clock.now())  # replica a takes round 1 ... and dies before running it
     assert taken is not None and taken.round == 1
@@ -126,15 +123,6 @@ def _a_dead_holders_round_is_taken_over_once_its_lease_expires(replicas: Replica
     state = b.lease.state()
     assert (state.round, state.done, state.holder) == (1, True, "b")
     assert state.next_due == clock.now() + timedelta(seconds=INTERVAL)  # an interval after the round began
-
-
-def test_embedded_a_dead_holders_round_is_taken_over_once_its_lease_expires(embedded: Replicas) -> None:
-    _a_dead_holders_round_is_taken_over_once_its_lease_expires(embedded)
-
-
-@pytest.mark.server
-def test_two_replicas_a_dead_holders_round_is_taken_over_once_expired(served: Replicas) -> None:
-    _a_dead_holders_round_is_taken_over_once_its_lease_expires(served)
 
 
 def test_the_holder_renews_its_lease_while_the_round_lasts(embedded: Replicas) -> None:

@@ -108,4 +108,15 @@ def negated(text: str) -> bool:
     return bool(polarity(text) & NEGATIONS)
 
 
-__all__ = ["NEGATIONS", "inherited_slot", "negated", "reverses", "value_shapes"]
+def reversal_key(text: str) -> int:
+    """A hash of what ``text`` is about (its content words), equal for the two sides of a reversal.
+
+    ``reverses`` needs the same content words on both sides, so a write compares these keys
+    (and ``negated``) on the facts index before it reads any neighbour; 0 for a text without
+    content words.
+    """
+    words = _content_words(text)
+    return hash(tuple(sorted(words))) if words else 0
+
+
+__all__ = ["NEGATIONS", "inherited_slot", "negated", "reversal_key", "reverses", "value_shapes"]

@@ -23,7 +23,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from .corrections import negated
+from .corrections import negated, reversal_key
 from .dedup import normalised
 from .records import FAR_FUTURE
 
@@ -56,6 +56,7 @@ class MemoryFacts:
     supersedes: tuple[str, ...] = ()  # stored memories this one made history (``SUPERSEDES_KEY``)
     text_key: int = 0  # hash of the normalised content (``text_key``), for long-term memories only
     negated: bool = False  # carries a negation (``corrections.negated``): one side of a possible reversal
+    reversal_key: int = 0  # what it is about (``corrections.reversal_key``), long-term memories only
     consolidated_into: str | None = None  # the semantic memory distilled from this one (``consolidation.py``)
 
     @property
@@ -66,6 +67,8 @@ class MemoryFacts:
     @classmethod
     def from_fields(cls, fields: dict[str, Any]) -> MemoryFacts:
         """From a record's flat view (``records.unpack``)."""
+        content = str(fields.get("content") or "")
+        long_term = fields.get("tier") != "working"
         return cls(
             tier=sys.intern(str(fields.get("tier", ""))),
             kind=sys.intern(str(fields.get("kind", ""))),
@@ -82,8 +85,9 @@ class MemoryFacts:
             superseded_by=fields.get("superseded_by"),
             slot=fields.get("slot") or None,
             supersedes=tuple(filter(None, str(fields.get(f"m.{SUPERSEDES_KEY}") or "").split(","))),
-            text_key=text_key(str(fields.get("content") or "")) if fields.get("tier") != "working" else 0,
-            negated=fields.get("tier") != "working" and negated(str(fields.get("content") or "")),
+            text_key=text_key(content) if long_term else 0,
+            negated=long_term and negated(content),
+            reversal_key=reversal_key(content) if long_term else 0,
             consolidated_into=fields.get("consolidated_into") or None,
         )
 

@@ -155,31 +155,22 @@ class LLMClient:
 
     def extract_memories(self, exchange: str) -> list[ExtractedMemory]:
         """What of ``exchange`` is worth remembering; ``LLMError`` if the reply cannot be parsed, so rules take over."""
-        reply = self.complete(
-            [{"role": "system", "content": EXTRACTION_PROMPT}, {"role": "user", "content": exchange}], json_mode=True
-        )
+        reply, data = self._ask_json(EXTRACTION_PROMPT, exchange, max_tokens=400, what="extraction")
         try:
-            data = json.loads(_strip_fences(reply))
             items = data.get("memories", []) if isinstance(data, dict) else data
             return [m for m in (ExtractedMemory.model_validate(item) for item in items) if m.should_remember]
-        except (json.JSONDecodeError, ValidationError, AttributeError, TypeError) as exc:
+        except (ValidationError, AttributeError, TypeError) as exc:
             raise LLMError(f"could not parse the extraction reply: {reply[:200]!r}") from exc
 
     def judge_update(self, new: str, stored: Sequence[str]) -> list[str]:
         """One verdict per ``stored`` memory on how ``new`` relates to it; ``LLMError`` if the reply is unusable."""
         listing = "\n".join(f"{n}. {text}" for n, text in enumerate(stored, 1))
-        reply = self.complete(
-            [
-                {"role": "system", "content": UPDATE_PROMPT},
-                {"role": "user", "content": f"NEW: {new}\nSTORED:\n{listing}"},
-            ],
-            json_mode=True,
-            max_tokens=100,
+        reply, data = self._ask_json(
+            UPDATE_PROMPT, f"NEW: {new}\nSTORED:\n{listing}", max_tokens=100, what="update verdicts"
         )
         try:
-            data = json.loads(_strip_fences(reply))
             verdicts = [str(v).strip().lower() for v in (data.get("verdicts", []) if isinstance(data, dict) else data)]
-        except (json.JSONDecodeError, AttributeError, TypeError) as exc:
+        except (AttributeError, TypeError) as exc:
             raise LLMError(f"could not parse the update verdicts: {reply[:200]!r}") from exc
         if len(verdicts) != len(stored) or not set(verdicts) <= _VERDICTS:
             raise LLMError(f"expected {len(stored)} verdicts out of {sorted(_VERDICTS)}, got {reply[:200]!r}")
@@ -193,27 +184,36 @@ class LLMClient:
         then distils by rules.
         """
         listing = "\n".join(f"{n}. {text}" for n, text in enumerate(statements, 1))
-        reply = self.complete(
-            [
-                {"role": "system", "content": CONSOLIDATION_PROMPT},
-                {"role": "user", "content": f"STATEMENTS:\n{listing}"},
-            ],
-            json_mode=True,
-            max_tokens=200,
+        reply, data = self._ask_json(
+            CONSOLIDATION_PROMPT, f"STATEMENTS:\n{listing}", max_tokens=200, what="consolidation"
         )
         try:
-            data = json.loads(_strip_fences(reply))
             if not isinstance(data, dict) or not isinstance(data.get("same_fact", True), bool):
                 raise TypeError("not an object with a boolean same_fact")
             if data.get("same_fact") is False:
                 return None
             fact = DistilledFact.model_validate(data)
-        except (json.JSONDecodeError, ValidationError, TypeError) as exc:
+        except (ValidationError, TypeError) as exc:
             raise LLMError(f"could not parse the consolidation reply: {reply[:200]!r}") from exc
         kind = fact.kind.strip().lower()
         if kind not in _DISTILLED_KINDS or not fact.content.strip():
             raise LLMError(f"the consolidation reply has kind {fact.kind!r} or an empty content: {reply[:200]!r}")
         return fact.model_copy(update={"kind": kind, "content": " ".join(fact.content.split())})
+
+    def _ask_json(self, system: str, user: str, *, max_tokens: int, what: str) -> tuple[str, Any]:
+        """The reply to one system + user exchange in JSON mode, and its JSON (code fences tolerated).
+
+        ``LLMError`` when the call fails or the reply is not JSON; the callers check its shape.
+        """
+        reply = self.complete(
+            [{"role": "system", "content": system}, {"role": "user", "content": user}],
+            json_mode=True,
+            max_tokens=max_tokens,
+        )
+        try:
+            return reply, json.loads(_strip_fences(reply))
+        except json.JSONDecodeError as exc:
+            raise LLMError(f"could not parse the {what} reply: {reply[:200]!r}") from exc
 
     def summarize(self, transcript: str) -> str:
         """A short episodic summary of ``transcript``, for compressing working memory."""

@@ -21,7 +21,7 @@ import numpy as np
 
 from .arguments import coerce_enum, fraction, whole_number
 from .conflicts import change_cue, detect_slot, is_lasting
-from .corrections import inherited_slot, negated, value_shapes
+from .corrections import inherited_slot, negated, reversal_key, value_shapes
 from .dedup import can_repeat, is_repeat, reinforce
 from .errors import InvalidInputError, MemoryNotFoundError
 from .facts import SUPERSEDES_KEY, text_key
@@ -606,21 +606,21 @@ def _that_matter(
     """The hits that can repeat or be updated by ``record``, judged on the facts index before any is read.
 
     Below ``cutoff`` only an exact repeat (the same normalised text), a memory of the same slot,
-    or one whose negation differs (a reversal either way: "I don't eat meat" / "I eat meat
-    again") can; hits not in the facts index yet (another writer's, a moment ago) are kept to be
-    read. Most writes then read no neighbour from Chroma at all.
+    or the other side of a reversal (the same content words, the negation on one side only: "I
+    don't eat meat" / "I eat meat again") can; hits not in the facts index yet (another
+    writer's, a moment ago) are kept to be read. Most writes then read no neighbour at all.
     """
     facts = handle.facts.lookup([i for i, s in hits if s < cutoff])
     if not facts:
         return hits
-    key, negation = text_key(record.content), negated(record.content)
+    key, negation, about = text_key(record.content), negated(record.content), reversal_key(record.content)
     return [
         (i, s)
         for i, s in hits
         if s >= cutoff
         or (f := facts.get(i)) is None
         or f.text_key == key
-        or f.negated != negation
+        or (about and f.reversal_key == about and f.negated != negation)
         or (record.slot and f.slot == record.slot)
     ]
 
