@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from hindsight_integrations import MemoryEngine, Status, Tier
+import pytest
+
+from hindsight_integrations import ConfigurationError, MemoryEngine, Status, Tier
 
 
 def test_decay_archive_and_restore(engine: MemoryEngine) -> None:
@@ -66,6 +68,24 @@ def test_what_lasts_decays_slowly_and_preferences_are_never_archived(engine: Mem
     assert (
         engine.recall("Which seats do I like on the train?", namespace="u1", top_k=1).hits[0].record.id == preference.id
     )
+
+
+def test_the_semantic_tiers_decay_is_a_setting(store_path, embedder, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """HINDSIGHT_SEMANTIC_DECAY=1: a year idle leaves a semantic memory's importance as it was; 0 is refused."""
+    monkeypatch.setenv("HINDSIGHT_SEMANTIC_DECAY", "1")
+    engine = MemoryEngine(store=store_path, embedder=embedder, llm=False)
+    assert engine.settings.semantic_decay == 1.0
+    preference = engine.store("I prefer window seats on trains.", namespace="u1", kind="preference").stored[0]
+    episode = engine.store("We had pizza at the offsite.", namespace="u1", kind="event", importance=0.9).stored[0]
+    start = datetime.now(UTC)
+    decayed: set[str] = set()
+    for month in range(1, 13):
+        decayed.update(engine.maintain(namespace="u1", now=start + timedelta(days=31 * month)).decayed)
+    assert preference.id not in decayed and episode.id in decayed
+    assert engine.get(preference.id, namespace="u1").importance == preference.importance
+    monkeypatch.setenv("HINDSIGHT_SEMANTIC_DECAY", "0")
+    with pytest.raises(ConfigurationError, match="HINDSIGHT_SEMANTIC_DECAY"):
+        MemoryEngine(store=store_path, embedder=embedder, llm=False)
 
 
 def test_maintain_dry_run_on_the_command_line(tmp_path, embedder) -> None:

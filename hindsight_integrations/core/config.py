@@ -123,6 +123,9 @@ class Settings(BaseSettings):
 
     # Upkeep.
     cold_store: Path | None = None
+    # What a semantic memory's importance is multiplied by for each 30 days it goes unrecalled
+    # (an episodic one's: 0.9). 0.98 keeps a 0.9 preference at 0.71 after a year; 1 = never decays.
+    semantic_decay: float = Field(0.98, gt=0, le=1)
     # The HTTP server's scheduled upkeep (core/upkeep_schedule.py): seconds between rounds over the
     # namespaces it serves, 0 = off. Hourly: decay and archive count idle days, so an hour keeps
     # nothing waiting long, while a round reads every record of each namespace once.

@@ -132,7 +132,9 @@ class MemoryEngine:
         self._recaller = Recaller(parts)
         self._working = WorkingMemory(parts, self._writer)
         self._backup = Backup(parts)
-        self._maintenance = Maintenance(settings.resolved_cold_store, self._backup.import_data, self.clock)
+        self._maintenance = Maintenance(
+            settings.resolved_cold_store, self._backup.import_data, self.clock, semantic_decay=settings.semantic_decay
+        )
         self._merger = RepeatMerger(parts)
         self._consolidator = Consolidator(parts, self._merger)
 

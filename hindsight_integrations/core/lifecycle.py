@@ -25,7 +25,8 @@ from .records import Kind, MemoryRecord, Status, Tier
 DECAY_AFTER = timedelta(days=30)
 DECAY_FACTOR = 0.9
 # What lasts decays slowly: a preference never recalled keeps most of its weight for years
-# (0.98 a month: 0.9 → 0.71 after a year) where an episode's fades (0.9 → 0.25).
+# (0.98 a month: 0.9 → 0.71 after a year) where an episode's fades (0.9 → 0.25). The default
+# of ``Settings.semantic_decay`` (HINDSIGHT_SEMANTIC_DECAY; 1 = the semantic tier never decays).
 SEMANTIC_DECAY_FACTOR = 0.98
 # Never archived or evicted by upkeep: what the user asked to be remembered and corrected.
 KEPT_KINDS = frozenset({Kind.PREFERENCE, Kind.CORRECTION})
@@ -73,9 +74,17 @@ def retention(record: MemoryRecord, now: datetime) -> float:
 
 
 def plan(
-    records: list[MemoryRecord], now: datetime, caps: dict[Tier, int] | None = None
+    records: list[MemoryRecord],
+    now: datetime,
+    caps: dict[Tier, int] | None = None,
+    *,
+    semantic_decay: float = SEMANTIC_DECAY_FACTOR,
 ) -> tuple[list[MemoryRecord], list[MemoryRecord], list[MemoryRecord]]:
-    """Decide (decayed copies, to archive, to evict) for a namespace's long-term memories."""
+    """Decide (decayed copies, to archive, to evict) for a namespace's long-term memories.
+
+    An idle memory's importance is multiplied by ``DECAY_FACTOR`` once per ``DECAY_AFTER``, a
+    semantic one's by ``semantic_decay`` (1.0: not at all, and it is then not reported as decayed).
+    """
     caps = DEFAULT_CAPS if caps is None else caps
     active = [r for r in records if r.status is Status.ACTIVE and r.tier is not Tier.WORKING]
     decayed: list[MemoryRecord] = []
@@ -83,15 +92,17 @@ def plan(
     for record in active:
         idle_since = record.last_accessed_at or record.created_at
         last_decay = record.metadata.get("_decayed_at")
-        factor = SEMANTIC_DECAY_FACTOR if record.tier is Tier.SEMANTIC else DECAY_FACTOR
+        factor = semantic_decay if record.tier is Tier.SEMANTIC else DECAY_FACTOR
         if (
             now - idle_since >= ARCHIVE_AFTER
             and record.importance < ARCHIVE_BELOW_IMPORTANCE
             and record.kind not in KEPT_KINDS
         ):
             archive.append(record)
-        elif now - idle_since >= DECAY_AFTER and (
-            last_decay is None or now.timestamp() - float(last_decay) >= DECAY_AFTER.total_seconds()
+        elif (
+            factor < 1.0
+            and now - idle_since >= DECAY_AFTER
+            and (last_decay is None or now.timestamp() - float(last_decay) >= DECAY_AFTER.total_seconds())
         ):
             decayed.append(
                 record.model_copy(
@@ -155,11 +166,17 @@ class Maintenance:
     """
 
     def __init__(
-        self, cold_store: Path, import_data: Callable[[NamespaceStore, dict[str, Any]], int], clock: Clock
+        self,
+        cold_store: Path,
+        import_data: Callable[[NamespaceStore, dict[str, Any]], int],
+        clock: Clock,
+        *,
+        semantic_decay: float = SEMANTIC_DECAY_FACTOR,
     ) -> None:
         self._cold_store = cold_store
         self._import_data = import_data
         self._clock = clock
+        self._semantic_decay = semantic_decay
 
     def cold_path(self, namespace: str) -> Path:
         """The namespace's cold-storage file."""
@@ -172,7 +189,8 @@ class Maintenance:
         now = now or self._clock.now()
         path = self.cold_path(handle.name)
         with handle.writing:
-            decayed, archive, evict = plan([r for r, _ in handle.iterate()], now, caps)
+            records = [r for r, _ in handle.iterate()]
+            decayed, archive, evict = plan(records, now, caps, semantic_decay=self._semantic_decay)
             if dry_run:
                 return _report(handle.name, decayed, archive, evict, path, dry_run=True)
             handle.update(decayed)
