@@ -11,6 +11,7 @@ a lost write. Reported: calls per second, p50/p99 latency per kind, errors by ty
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import sys
@@ -119,6 +120,7 @@ def run_load(
                 if len(page) < 1000:
                     break
         lost = [i for i in acknowledged if i not in present]
+        replica_problems = _logged_problems(Path(tmp)) if errors or lost else []
     done = sum(len(v) for v in latencies.values())
     return {
         "clients": clients,
@@ -130,6 +132,7 @@ def run_load(
         "calls": done,
         "errors": dict(errors),
         "error_examples": error_examples,
+        "replica_problems": replica_problems,
         "acknowledged_writes": len(acknowledged),
         "lost_writes": len(lost),
         "latency_ms": {
@@ -138,6 +141,20 @@ def run_load(
             if v
         },
     }
+
+
+def _logged_problems(workdir: Path, most: int = 20) -> list[str]:
+    """The replicas' last warning and error log lines, so a run with errors says what the servers saw."""
+    lines = []
+    for log in sorted(workdir.glob("replica-*.log")):
+        for line in log.read_text(encoding="utf-8", errors="replace").splitlines():
+            try:
+                level = json.loads(line).get("level")
+            except (ValueError, AttributeError):
+                level = "error" if "Error" in line or "Traceback" in line else None
+            if level in ("warning", "error", "critical"):
+                lines.append(f"{log.stem}: {line[:400]}")
+    return lines[-most:]
 
 
 def load_table(result: dict[str, Any]) -> str:
