@@ -14,16 +14,12 @@ from __future__ import annotations
 
 import base64
 import json
-import secrets
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from types import TracebackType
 from typing import Any
 
 import numpy as np
 
 from ..core.embeddings import Embedder
-from .http_json import error_body, send_json
+from .http_json import LoopbackServer, QuietHandler, error_body, send_json
 
 
 class _Refused(Exception):
@@ -34,31 +30,22 @@ class _Refused(Exception):
         self.status = status
 
 
-class EmbeddingServer:
+class EmbeddingServer(LoopbackServer):
     """Serve ``embedder`` at ``base_url`` (``http://127.0.0.1:PORT/v1``) until ``close``; also a context manager."""
 
     def __init__(self, embedder: Embedder, *, host: str = "127.0.0.1", port: int = 0) -> None:
         self.embedder = embedder
-        self.api_key = secrets.token_urlsafe(24)
         self.requests = 0
         self.texts = 0
         server = self
 
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"  # keep-alive: the openai client reuses its connection
-            # Headers and body go out in separate writes; with Nagle's algorithm on, the body
-            # waits for the client's delayed ACK (~40 ms on Linux) on a kept-alive connection.
-            disable_nagle_algorithm = True
-
-            def log_message(self, format: str, *args: Any) -> None:
-                pass
-
+        class Handler(QuietHandler):
             def do_POST(self) -> None:
                 try:
                     body = self.rfile.read(int(self.headers.get("content-length") or 0))
                     if self.path.rstrip("/") != "/v1/embeddings":
                         raise _Refused(404, f"no such endpoint: POST {self.path} (only /v1/embeddings)")
-                    if self.headers.get("authorization") != f"Bearer {server.api_key}":
+                    if not server.authorised(self):
                         raise _Refused(401, "missing or wrong API key")
                     send_json(self, 200, server.answer(body))
                 except _Refused as exc:
@@ -67,16 +54,7 @@ class EmbeddingServer:
             def do_GET(self) -> None:
                 send_json(self, 404, error_body("only POST /v1/embeddings"))
 
-        self._server = ThreadingHTTPServer((host, port), Handler)
-        self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, name="embedding-server", daemon=True)
-        self._thread.start()
-
-    @property
-    def base_url(self) -> str:
-        """What an OpenAI client takes as ``base_url``."""
-        host, port = self._server.server_address[:2]
-        return f"http://{host!s}:{port}/v1"
+        super().__init__(Handler, host=host, port=port, name="embedding-server")
 
     def answer(self, raw: bytes) -> dict[str, Any]:
         """The response body for one request body, as the OpenAI embeddings API shapes it."""
@@ -119,17 +97,3 @@ class EmbeddingServer:
             "model": self.embedder.name,
             "usage": {"prompt_tokens": 0, "total_tokens": 0},
         }
-
-    def close(self) -> None:
-        """Stop serving and release the port."""
-        self._server.shutdown()
-        self._server.server_close()
-        self._thread.join()
-
-    def __enter__(self) -> EmbeddingServer:
-        return self
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.close()

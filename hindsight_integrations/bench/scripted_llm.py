@@ -28,12 +28,10 @@ import secrets
 import threading
 import time
 from collections import Counter
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from types import TracebackType
 from typing import Any
 
 from ..core.llm import CONSOLIDATION_PROMPT, EXTRACTION_PROMPT, SUMMARY_PROMPT, UPDATE_PROMPT
-from .http_json import error_body, send_json
+from .http_json import LoopbackServer, QuietHandler, error_body, send_json
 from .lifecycle_history import History, Turn, normalised, statement_index
 
 FAULTS = ("429", "500", "timeout", "malformed")
@@ -117,7 +115,7 @@ class ScriptedLLM:
         return " ".join(words) if words else "Small talk only; nothing to keep."
 
 
-class ScriptedLLMServer:
+class ScriptedLLMServer(LoopbackServer):
     """Serve ``ScriptedLLM`` replies at ``base_url`` with faults injected; a context manager.
 
     ``fault_rate`` of the requests get a fault (``FAULTS``), chosen by ``random.Random(seed)``;
@@ -137,7 +135,6 @@ class ScriptedLLMServer:
         if not 0.0 <= fault_rate <= 1.0:
             raise ValueError(f"fault_rate must be between 0 and 1, got {fault_rate}")
         self.script = ScriptedLLM(history)
-        self.api_key = secrets.token_urlsafe(24)
         self.fault_rate = fault_rate
         self.slow_seconds = slow_seconds
         self.requests: Counter[str] = Counter()
@@ -147,19 +144,13 @@ class ScriptedLLMServer:
         self._lock = threading.Lock()
         server = self
 
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-            disable_nagle_algorithm = True
-
-            def log_message(self, format: str, *args: Any) -> None:
-                pass
-
+        class Handler(QuietHandler):
             def do_POST(self) -> None:
                 body = self.rfile.read(int(self.headers.get("content-length") or 0))
                 if self.path.rstrip("/") != "/v1/chat/completions":
                     send_json(self, 404, error_body(f"no such endpoint: POST {self.path}"))
                     return
-                if self.headers.get("authorization") != f"Bearer {server.api_key}":
+                if not server.authorised(self):
                     send_json(self, 401, error_body("missing or wrong API key"))
                     return
                 try:
@@ -174,16 +165,7 @@ class ScriptedLLMServer:
                     time.sleep(delay)
                 send_json(self, status, payload)
 
-        self._server = ThreadingHTTPServer((host, port), Handler)
-        self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, name="scripted-llm", daemon=True)
-        self._thread.start()
-
-    @property
-    def base_url(self) -> str:
-        """What an OpenAI client takes as ``base_url``."""
-        host, port = self._server.server_address[:2]
-        return f"http://{host!s}:{port}/v1"
+        super().__init__(Handler, host=host, port=port, name="scripted-llm")
 
     def respond(self, system: str, user: str, model: str) -> tuple[int, dict[str, Any], float]:
         """(status, body, delay in seconds) for one chat request: the scripted reply, or a fault."""
@@ -223,20 +205,6 @@ class ScriptedLLMServer:
                 "faults_total": sum(self.faults.values()),
                 "faults_by_call": dict(sorted(self.faults_by_call.items())),
             }
-
-    def close(self) -> None:
-        """Stop serving and release the port."""
-        self._server.shutdown()
-        self._server.server_close()
-        self._thread.join()
-
-    def __enter__(self) -> ScriptedLLMServer:
-        return self
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.close()
 
 
 def chat_completion(content: str, model: str) -> dict[str, Any]:
