@@ -36,7 +36,8 @@ MAX_WHERE_DEPTH = 4
 MAX_WHERE_LIST = 1024
 """Values of one ``$in``/``$nin`` (ours name a few tiers, kinds or statuses)."""
 MAX_WHERE_BYTES = 256 * 1024
-"""A ``where`` as JSON: above any filter ``max_filter_bytes`` allows with our own clauses added."""
+"""A ``where`` as JSON: 32 times the default ``max_filter_bytes`` (8 KB), so only a setting raised past
+~250 KB could make a filter that passes its own bound fail this one (with a clear error, not a crash)."""
 
 
 class _Readable(Protocol):
