@@ -160,13 +160,14 @@ def add(
 ) -> None:
     """Store one memory (through the write filter unless --force)."""
     from .core.inputs import parse_inputs
+    from .core.limits import InputLimits
 
     given: dict[str, Any] = {"kind": kind, "importance": importance, "session_id": session, "ttl_seconds": ttl}
     fields = {k: v for k, v in given.items() if v is not None}
     with reported():
         settings = _settings(namespace)
         try:
-            parse_inputs({"content": content, **fields}, max_bytes=settings.max_content_bytes)
+            parse_inputs({"content": content, **fields}, limits=InputLimits.from_settings(settings))
         except InvalidInputError as exc:
             raise _as_option(exc, _ADD_OPTIONS) from None
         result = _engine(settings).store(content, apply_filter=not force, **fields)
@@ -196,6 +197,7 @@ def recall(
     """Recall the memories most relevant to a query."""
     from .core.arguments import whole_number
     from .core.inputs import validate_content
+    from .core.limits import MAX_TOKENS
 
     with reported():
         settings = _settings(namespace)
@@ -205,7 +207,7 @@ def recall(
         except InvalidInputError as exc:
             raise InvalidInputError(exc.field, f"{exc.message} (the most is HINDSIGHT_MAX_TOP_K)") from None
         if budget is not None:
-            whole_number(budget, "--budget", low=1)
+            whole_number(budget, "--budget", low=1, high=MAX_TOKENS)
         result = _engine(settings).recall(query, top_k=top_k, token_budget=budget, include_history=history)
     if as_json:
         console.print_json(result.model_dump_json())
@@ -352,13 +354,14 @@ def compress(
 ) -> None:
     """Compress a session's working memory into episodic summaries."""
     from .core.arguments import whole_number
+    from .core.limits import MAX_TOKENS
 
     with reported():
         settings = _settings(namespace)
         if not session.strip():
             raise InvalidInputError("--session", "is empty; give the id the session's turns were recorded under")
         if threshold is not None:
-            whole_number(threshold, "--threshold", low=1)
+            whole_number(threshold, "--threshold", low=1, high=MAX_TOKENS)
         engine = _engine(settings)
         result = engine.compress(session_id=session, threshold_tokens=threshold, force=force)
         if result is None:

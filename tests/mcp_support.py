@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from hindsight_integrations.processes import free_port, running
+from hindsight_integrations.processes import LocalServer, free_port, running
 
 REPO = Path(__file__).resolve().parent.parent
 SERVER_CMD = [sys.executable, "-m", "hindsight_integrations.mcp"]
@@ -46,6 +46,20 @@ def http_server(
     env: dict[str, str] | None = None,
 ) -> Iterator[str]:
     """A ``--transport http`` server subprocess; yields its base URL (``http://127.0.0.1:PORT``)."""
+    with http_server_process(store, tokens=tokens, namespace=namespace, log_path=log_path, env=env) as server:
+        yield server.url
+
+
+@contextmanager
+def http_server_process(
+    store: Path,
+    *,
+    tokens: dict[str, str] | None = None,
+    namespace: str | None = None,
+    log_path: Path | None = None,
+    env: dict[str, str] | None = None,
+) -> Iterator[LocalServer]:
+    """``http_server``, yielding its process too (to check it is still alive, or how it exited)."""
     port = free_port()
     extra = {"HINDSIGHT_TOKENS": ",".join(f"{t}={ns}" for t, ns in tokens.items())} if tokens else {}
     extra.update(env or {})
@@ -60,9 +74,9 @@ def http_server(
             env=server_env(store, **extra),
             log=log,
             cwd=REPO,
-        ),
+        ) as process,
     ):
-        yield base
+        yield LocalServer(base, process)
 
 
 def inspector_bin() -> Path | None:

@@ -5,16 +5,21 @@ Unicode (lone surrogates, line separators, control characters), NaN and infinity
 negative numbers, nested JSON, wrong types. The property: the call returns, or raises one
 of the library's own errors (``HindsightError``: invalid input, not found); over MCP the
 error is never ``internal_error``; and the engine still stores and recalls afterwards.
+
+The examples drawn are the same on every run (the ``ci`` profile of ``conftest.py``:
+``derandomize``), so the suite cannot fail at random; what a random search found once is kept
+as an explicit ``@example`` below. ``HYPOTHESIS_PROFILE=explore`` searches anew.
 """
 
 from __future__ import annotations
 
 import contextlib
 import math
+import os
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from hindsight_integrations import MemoryEngine
@@ -25,6 +30,8 @@ from hindsight_integrations.mcp.errors import MemoryToolError
 FUZZ = settings(
     max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow]
 )
+LONE = "\ud800"
+"""An unpaired surrogate: valid in a Python string, not encodable as UTF-8 (so not sendable as JSON)."""
 
 odd_text = st.text(alphabet=st.characters(codec=None, exclude_categories=()), max_size=80)
 numbers = st.one_of(
@@ -59,6 +66,10 @@ def _call(method: Any, *args: Any, **kwargs: Any) -> None:
     ttl=anything,
     session=anything,
 )
+@example(content="fact", metadata={"a": {LONE: None}}, entities=[], importance=None, occurred_at=None, ttl=None,
+         session={LONE: None})  # fmt: skip
+@example(content="fact", metadata={LONE: 1}, entities=[LONE], importance=None, occurred_at=None, ttl=None,
+         session=LONE)  # fmt: skip
 def test_store_memories_fuzzed(
     engine: MemoryEngine, content, metadata, entities, importance, occurred_at, ttl, session
 ) -> None:  # type: ignore[no-untyped-def]
@@ -78,6 +89,10 @@ def test_store_memories_fuzzed(
 
 @FUZZ
 @given(query=anything, top_k=anything, min_score=anything, budget=anything, filters=anything, weights=anything)
+@example(query="garden", top_k=None, min_score=None, budget=None, filters={"metadata": {LONE: "x"}}, weights=None)
+@example(query="garden", top_k=None, min_score=None, budget=None, filters={"session_id": {LONE: None}}, weights=None)
+@example(query="garden", top_k=10**15, min_score=None, budget=10**15, filters={"tiers": ["episodic"] * 500},
+         weights=None)  # fmt: skip
 def test_recall_and_list_fuzzed(engine: MemoryEngine, query, top_k, min_score, budget, filters, weights) -> None:  # type: ignore[no-untyped-def]
     _call(
         engine.recall, query, namespace="fz", top_k=top_k, min_score=min_score, token_budget=budget, filters=filters,
@@ -89,6 +104,7 @@ def test_recall_and_list_fuzzed(engine: MemoryEngine, query, top_k, min_score, b
 
 @FUZZ
 @given(memory_id=anything, content=anything, importance=anything, metadata=anything, ttl=anything, role=anything)
+@example(memory_id=LONE, content="fact", importance=None, metadata={"a": [{LONE: 1}]}, ttl=10**15, role="user")
 def test_update_forget_and_turns_fuzzed(
     engine: MemoryEngine, memory_id, content, importance, metadata, ttl, role
 ) -> None:  # type: ignore[no-untyped-def]
@@ -136,13 +152,24 @@ def client(engine: MemoryEngine) -> Any:
         yield opened
 
 
+tool_calls = st.sampled_from(sorted(TOOLS)).flatmap(
+    lambda tool: st.tuples(st.just(tool), st.fixed_dictionaries({}, optional=dict.fromkeys(TOOLS[tool], anything)))
+)
+"""A tool and some of its arguments, each drawn from ``anything``."""
+
+
 @FUZZ
-@given(tool=st.sampled_from(sorted(TOOLS)), data=st.data())
+@given(call=tool_calls)
+# Found by random search on a fresh clone (issue #24, finding 11a): the client raised UnicodeEncodeError.
+@example(call=("get_working_memory", {"session_id": {LONE: None}}))
+@example(call=("record_turn", {"content": "hi", "session_id": {LONE: None}}))
+@example(call=("store_memory", {"content": "fact", "metadata": {"a": {LONE: [1]}}}))
+@example(call=("retrieve_memory", {"query": "q", "filters": {"metadata": {LONE: "x"}}}))
+@example(call=("list_memories", {"filters": {"metadata": {f"k{n}": "v" for n in range(1000)}}}))
 def test_every_tool_answers_nonsense_with_a_readable_error(
-    client: MemoryClient, engine: MemoryEngine, tool, data
-) -> None:  # type: ignore[no-untyped-def]
-    names = data.draw(st.lists(st.sampled_from(TOOLS[tool]), unique=True, max_size=len(TOOLS[tool])))
-    arguments = {name: data.draw(anything) for name in names}
+    client: MemoryClient, engine: MemoryEngine, call: tuple[str, dict[str, Any]]
+) -> None:
+    tool, arguments = call
     try:
         client.call_tool(tool, arguments)
     except MemoryToolError as exc:
@@ -150,3 +177,10 @@ def test_every_tool_answers_nonsense_with_a_readable_error(
     except HindsightError:
         pass  # refused by the client before sending (e.g. NaN, an oversized call)
     _survives(engine)
+
+
+def test_the_fuzz_tests_draw_the_same_examples_on_every_run() -> None:
+    """The ``ci`` profile is in force: a run cannot fail (or pass) by the luck of the draw."""
+    if os.environ.get("HYPOTHESIS_PROFILE", "ci") != "ci":
+        pytest.skip("HYPOTHESIS_PROFILE asks for a random search")
+    assert settings.default.derandomize and FUZZ.derandomize

@@ -6,6 +6,7 @@ arguments), so every check names the argument and what it accepts.
 
 from __future__ import annotations
 
+import json
 from enum import Enum
 from typing import Any, TypeVar
 
@@ -17,19 +18,35 @@ M = TypeVar("M", bound=BaseModel)
 E = TypeVar("E", bound=Enum)
 
 
-def coerce_model(model: type[M], value: M | dict[str, Any] | None, field: str) -> M:
-    """``value`` as ``model``: None → the defaults, a dict → validated, errors naming ``field.sub``."""
+def coerce_model(
+    model: type[M], value: M | dict[str, Any] | str | None, field: str, *, context: dict[str, Any] | None = None
+) -> M:
+    """``value`` as ``model``: None → the defaults, a dict (or its JSON text) → validated, errors naming ``field.sub``.
+
+    An instance of ``model`` is validated again when the model says so (``revalidate_instances``),
+    so it meets the same bounds as a dict; ``context`` is pydantic's validation context (the
+    engine's ``InputLimits.context()``).
+    """
     if value is None:
         return model()
-    if isinstance(value, model):
-        return value
-    if not isinstance(value, dict):
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)  # models send objects as JSON strings
+        except (json.JSONDecodeError, RecursionError):
+            raise InvalidInputError(field, "must be an object, got str (not JSON)") from None
+    if not isinstance(value, (dict, model)):
         raise InvalidInputError(field, f"must be an object, got {type(value).__name__}")
     try:
-        return model.model_validate(value)
+        return model.model_validate(value, context=context)
     except ValidationError as exc:
         err = exc.errors()[0]
-        raise InvalidInputError(f"{field}.{'.'.join(str(p) for p in err['loc'])}", err["msg"]) from None
+        where = ".".join([field, *(str(p) for p in err["loc"])])
+        raise InvalidInputError(where, error_message(err)) from None
+
+
+def error_message(err: Any) -> str:
+    """A pydantic error's message without the "Value error, " pydantic puts before a validator's own."""
+    return str(err["msg"]).removeprefix("Value error, ")
 
 
 def validation_problems(exc: ValidationError, prefix: str) -> list[str]:
@@ -81,4 +98,4 @@ def fraction(value: Any, field: str) -> float:
     return float(value)
 
 
-__all__ = ["coerce_enum", "coerce_model", "fraction", "validation_problems", "whole_number"]
+__all__ = ["coerce_enum", "coerce_model", "error_message", "fraction", "validation_problems", "whole_number"]

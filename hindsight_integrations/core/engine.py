@@ -29,6 +29,7 @@ from .embeddings import Embedder, build_embedder, embed_index_matrix
 from .errors import InvalidInputError
 from .filters import RecallFilters, bounded_filters
 from .lifecycle import Maintenance, MaintenanceReport
+from .limits import MAX_CANDIDATES, MAX_OFFSET, MAX_PAGE
 from .llm import LLMClient
 from .merging import RepeatMerger
 from .namespace_store import NamespaceStore
@@ -302,6 +303,8 @@ class MemoryEngine:
             weights=weights,
             include_history=include_history,
         )
+        if candidates is not None:
+            whole_number(candidates, "candidates", low=1, high=MAX_CANDIDATES)
         handle = self._namespace(namespace, create=False)
         if handle is None:  # nothing was ever written there: a read does not create it
             return RecallResult(query=request.query, hits=[], context="", tokens=0)
@@ -317,8 +320,8 @@ class MemoryEngine:
         offset: int = 0,
     ) -> builtins.list[MemoryRecord]:
         """Memories matching ``filters``, newest first (paged), without ranking."""
-        whole_number(limit, "limit", low=1, high=10_000)
-        whole_number(offset, "offset", low=0)
+        whole_number(limit, "limit", low=1, high=MAX_PAGE)
+        whole_number(offset, "offset", low=0, high=MAX_OFFSET)
         chosen = bounded_filters(filters, self._parts.limits)
         handle = self._namespace(namespace, create=False)
         if handle is None:

@@ -3,21 +3,41 @@
 Dense candidates are narrowed by Chroma itself; lexical candidates come from our own index
 and are checked with ``matches`` on their metadata. Both views are built from one
 definition here so they cannot drift apart.
+
+Chroma turns a ``where`` into one SQLite expression: an ``$and`` of about 985 clauses fails
+("Expression tree is too large"), one of about 8,200 crashes the process in Chroma's Rust
+bindings (a segfault; both measured on chromadb 1.5.9, the first re-checked by
+``tests/test_security_bounds.py``). A filter can ask for at most ``MAX_METADATA_KEYS``
+metadata clauses, and ``bounded_where`` refuses any ``where`` past ``MAX_WHERE_CONDITIONS``
+before it reaches Chroma, whoever built it.
 """
 
 from __future__ import annotations
 
+import json
 import operator
 from collections.abc import Callable
 from datetime import datetime
 from functools import partial
-from typing import Any, Protocol
+from typing import Any, Protocol, Self
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
 from .arguments import coerce_model
-from .limits import InputLimits, check_filters
+from .errors import InvalidInputError
+from .limits import MAX_METADATA_KEYS, FilterMetadata, Identifier, InputLimits, configured_limits, json_size, refusal
 from .records import Kind, Status, Tier, to_epoch
+
+MAX_WHERE_CONDITIONS = 128
+"""Field conditions one Chroma ``where`` may hold: a filter makes at most ~10 plus one per metadata
+key (``MAX_METADATA_KEYS``); Chroma fails at ~985 and crashes at ~8,200."""
+MAX_WHERE_DEPTH = 4
+"""Nested ``$and``/``$or`` levels (ours use one; Chroma refuses past ~60)."""
+MAX_WHERE_LIST = 1024
+"""Values of one ``$in``/``$nin`` (ours name a few tiers, kinds or statuses)."""
+MAX_WHERE_BYTES = 256 * 1024
+"""A ``where`` as JSON: 32 times the default ``max_filter_bytes`` (8 KB), so only a setting raised past
+~250 KB could make a filter that passes its own bound fail this one (with a clear error, not a crash)."""
 
 
 class _Readable(Protocol):
@@ -27,17 +47,29 @@ class _Readable(Protocol):
 class RecallFilters(BaseModel):
     """Narrow recall before ranking. Empty means: every valid long-term memory."""
 
-    model_config = ConfigDict(extra="forbid")
+    # Instances are validated again when the engine receives them (with its configured limits),
+    # so a filter built by hand, or by FastMCP without those limits, is held to them too.
+    model_config = ConfigDict(extra="forbid", revalidate_instances="always")
 
-    session_id: str | None = None
-    agent_id: str | None = None
+    session_id: Identifier | None = None
+    agent_id: Identifier | None = None
     tiers: list[Tier] | None = None
     kinds: list[Kind] | None = None
     statuses: list[Status] | None = None
     since: datetime | None = None
     until: datetime | None = None
     min_importance: float | None = Field(None, ge=0, le=1)
-    metadata: dict[str, str | int | float | bool] | None = None
+    metadata: FilterMetadata | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _json_text(cls, value: Any) -> Any:
+        if isinstance(value, str) and value.strip().startswith("{"):
+            try:
+                return json.loads(value)  # models send objects as JSON strings
+            except (json.JSONDecodeError, RecursionError):
+                pass
+        return value
 
     @field_validator("tiers", "kinds", "statuses", mode="before")
     @classmethod
@@ -45,6 +77,22 @@ class RecallFilters(BaseModel):
         if isinstance(value, str):
             return [value]
         return value
+
+    @field_validator("tiers", "kinds", "statuses")
+    @classmethod
+    def _distinct(cls, value: list[Any] | None) -> list[Any] | None:
+        return None if value is None else list(dict.fromkeys(value))  # at most one clause value per member
+
+    @model_validator(mode="after")
+    def _bounded_size(self, info: ValidationInfo) -> Self:
+        limits = configured_limits(info)
+        if limits is not None:
+            size = json_size(self.model_dump(mode="json", exclude_none=True), "filters")
+            if size > limits.max_filter_bytes:
+                raise refusal(
+                    f"is {size} bytes as JSON; the limit is {limits.max_filter_bytes} (HINDSIGHT_MAX_FILTER_BYTES)"
+                )
+        return self
 
     def narrows(self) -> bool:
         """True when the caller asked for more than "valid long-term memories".
@@ -97,7 +145,7 @@ class RecallFilters(BaseModel):
     def where(self, *, include_history: bool, now: datetime) -> dict[str, Any]:
         """The filter as one Chroma ``where`` (for Chroma's own pre-filtering and ``get``)."""
         clauses = self.clauses(include_history=include_history, now=now)
-        return clauses[0] if len(clauses) == 1 else {"$and": clauses}
+        return bounded_where(clauses[0] if len(clauses) == 1 else {"$and": clauses})
 
     def matcher(self, *, include_history: bool, now: datetime) -> Callable[[_Readable], bool]:
         """A check for Chroma metadata, or anything that reads like it (``MemoryFacts``).
@@ -140,7 +188,48 @@ def _compile(clause: dict[str, Any]) -> tuple[str, Callable[[Any], bool]]:
     return key, lambda value: compare(value, operand)
 
 
-def bounded_filters(value: RecallFilters | dict[str, Any] | None, limits: InputLimits) -> RecallFilters:
-    """``value`` as ``RecallFilters``, after checking a caller's dict against ``limits`` (size, keys, ids)."""
-    check_filters(value, limits)
-    return coerce_model(RecallFilters, value, "filters")
+def bounded_filters(value: RecallFilters | dict[str, Any] | str | None, limits: InputLimits) -> RecallFilters:
+    """``value`` (a dict, a JSON string or a ``RecallFilters``) validated against ``limits``: size, keys, ids."""
+    return coerce_model(RecallFilters, value, "filters", context=limits.context())
+
+
+def bounded_where(where: dict[str, Any], field: str = "filters") -> dict[str, Any]:
+    """``where`` unchanged, or InvalidInputError if it is too large for Chroma to evaluate safely.
+
+    The last check before Chroma, so no path (a caller's filter, an internal query) can hand
+    it an expression tree that fails or crashes it: at most ``MAX_WHERE_CONDITIONS`` field
+    conditions, ``MAX_WHERE_DEPTH`` nested ``$and``/``$or``, ``MAX_WHERE_LIST`` values per
+    ``$in`` and ``MAX_WHERE_BYTES`` of JSON.
+    """
+    conditions = 0
+    stack: list[tuple[Any, int]] = [(where, 0)]
+    while stack:
+        node, depth = stack.pop()
+        if not isinstance(node, dict):
+            raise InvalidInputError(field, f"compiles to a Chroma filter with a {type(node).__name__} clause")
+        for key, value in node.items():
+            if key in ("$and", "$or"):
+                if depth + 1 > MAX_WHERE_DEPTH:
+                    raise InvalidInputError(
+                        field, f"compiles to a Chroma filter nested more than {MAX_WHERE_DEPTH} levels deep"
+                    )
+                if not isinstance(value, list):
+                    raise InvalidInputError(field, f"compiles to a Chroma filter whose {key} is not a list")
+                stack.extend((child, depth + 1) for child in value)
+                continue
+            conditions += 1
+            if conditions > MAX_WHERE_CONDITIONS:
+                raise InvalidInputError(
+                    field, f"compiles to more than {MAX_WHERE_CONDITIONS} Chroma conditions; the limit is "
+                    f"{MAX_WHERE_CONDITIONS} (at most {MAX_METADATA_KEYS} metadata keys)",
+                )  # fmt: skip
+            operands = value.values() if isinstance(value, dict) else ()
+            for operand in operands:
+                if isinstance(operand, list) and len(operand) > MAX_WHERE_LIST:
+                    raise InvalidInputError(
+                        field, f"compiles to a Chroma condition on {len(operand)} values; the limit is {MAX_WHERE_LIST}"
+                    )
+    size = json_size(where, field)
+    if size > MAX_WHERE_BYTES:
+        raise InvalidInputError(field, f"compiles to a Chroma filter of {size} bytes; the limit is {MAX_WHERE_BYTES}")
+    return where

@@ -5,21 +5,32 @@ a model reads and the leniency models need (a bare string item, a JSON string, e
 in the wrong case, metadata sent as a JSON string). The engine's ``MemoryInput`` adds the
 server-only ``source``; the MCP server takes ``MemoryItem`` as the item of a ``store_memory``
 batch and generates that tool's single-memory parameters from its fields, so the three can
-no longer drift apart. Strings are checked here (empty, too large, not valid UTF-8, control
-characters) so that a bad item of a batch is rejected, with its position, before anything of
-the batch is written.
+no longer drift apart. Every bound (``limits.py``) is a validator of these fields, so a bad
+item of a batch is rejected, with its position, before anything of the batch is written,
+whether it came as a dict, a string or a model instance (instances are validated again).
 """
 
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Annotated, Any
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
+from .arguments import error_message
 from .errors import InvalidInputError
-from .limits import InputLimits, check_entities, check_id, check_metadata
+from .limits import Entities, Identifier, InputLimits, Metadata, check_text, configured_limits, refusal
 from .records import Kind, Role, Source, Tier
 from .text import clean_text
 
@@ -41,7 +52,7 @@ def _json_object(value: Any) -> Any:
     if isinstance(value, str):
         try:
             return json.loads(value)
-        except json.JSONDecodeError:
+        except (json.JSONDecodeError, RecursionError):
             return value
     return value
 
@@ -58,13 +69,16 @@ MAX_TTL_SECONDS = 100 * 365 * 24 * 3600
 class MemoryItem(BaseModel):
     """One new memory as any caller may describe it; only ``content`` is required, the rest is inferred.
 
-    Not validated here: size limits and control characters (``parse_inputs`` checks them,
-    against the store's configured limit) and ``source`` (set by the server, see ``MemoryInput``).
+    Validated under the engine's limits (``parse_inputs`` passes ``InputLimits.context()``):
+    content size, emptiness and control characters, and the configured bounds of ids,
+    metadata and entities; without them (FastMCP's own validation) the structural bounds
+    only. ``source`` is set by the server, see ``MemoryInput``.
     """
 
     model_config = ConfigDict(
         extra="forbid",
         str_strip_whitespace=False,
+        revalidate_instances="always",
         json_schema_extra={"description": "One memory of a ``store_memory`` batch."},
     )
 
@@ -77,16 +91,18 @@ class MemoryItem(BaseModel):
         None, description="Force a tier; normally inferred (preferences and corrections are semantic)."
     )
     importance: float | None = Field(None, ge=0, le=1, description="0-1; inferred when omitted.")
-    metadata: Annotated[dict[str, Any], JsonObject] = Field(
+    metadata: Annotated[Metadata, JsonObject] = Field(
         default_factory=dict, description="Free-form JSON attached to the memory; scalar values can be filtered on."
     )
     occurred_at: datetime | None = Field(None, description="ISO 8601 time it was stated; defaults to now.")
     ttl_seconds: int | None = Field(
         None, gt=0, description="Forget automatically after this many seconds (temporary facts)."
     )
-    session_id: str | None = Field(None, description="Conversation the memory came from.")
-    agent_id: str | None = Field(None, description="The agent that wrote it, when several agents share the memory.")
-    entities: list[str] = Field(
+    session_id: Identifier | None = Field(None, description="Conversation the memory came from.")
+    agent_id: Identifier | None = Field(
+        None, description="The agent that wrote it, when several agents share the memory."
+    )
+    entities: Entities = Field(
         default_factory=list, description="Names the memory is about (people, projects); recall favours them."
     )
     context: str | None = Field(
@@ -108,7 +124,7 @@ class MemoryItem(BaseModel):
             if stripped.startswith("{"):
                 try:
                     return json.loads(stripped)
-                except json.JSONDecodeError:
+                except (json.JSONDecodeError, RecursionError):
                     pass
             return {"content": value}
         return value
@@ -119,6 +135,20 @@ class MemoryItem(BaseModel):
         if not isinstance(value, str):
             raise ValueError(f"must be a string, got {type(value).__name__}")
         return value
+
+    @field_validator("content", "context")
+    @classmethod
+    def _bounded_text(cls, value: str | None, info: ValidationInfo) -> str | None:
+        if value is None:
+            return None
+        limits = configured_limits(info)
+        try:
+            if limits is None:
+                check_text(value, info.field_name or "content")
+                return value
+            return validate_content(value, max_bytes=limits.max_content_bytes, field=info.field_name or "content")
+        except InvalidInputError as exc:
+            raise refusal(exc.message) from None
 
     @field_validator("occurred_at")
     @classmethod
@@ -165,13 +195,17 @@ def validate_content(content: str, *, max_bytes: int, field: str = "content") ->
 
 
 def parse_inputs(
-    items: Any, *, max_bytes: int, field: str = "memories", limits: InputLimits | None = None
+    items: Any, *, max_bytes: int | None = None, field: str = "memories", limits: InputLimits | None = None
 ) -> list[MemoryInput]:
-    """Validate a batch. Any bad item raises InvalidInputError naming ``memories[i].field``.
+    """Validate a batch under ``limits``. Any bad item raises InvalidInputError naming ``memories[i].field``.
 
-    ``limits`` bounds ids, metadata and entities (the defaults when not given).
+    ``limits`` bounds content, ids, metadata and entities (the defaults when not given;
+    ``max_bytes`` overrides its content size). Every item is validated, model instances included.
     """
     limits = limits or InputLimits()
+    if max_bytes is not None and max_bytes != limits.max_content_bytes:
+        limits = replace(limits, max_content_bytes=max_bytes)
+    context = limits.context()
     if isinstance(items, (str, dict, MemoryItem)):
         items = [items]
     if not isinstance(items, (list, tuple)):
@@ -186,17 +220,10 @@ def parse_inputs(
         elif isinstance(item, MemoryItem) and not isinstance(item, MemoryInput):
             item = item.model_dump(exclude_unset=True)
         try:
-            parsed = item if isinstance(item, MemoryInput) else MemoryInput.model_validate(item)
+            out.append(MemoryInput.model_validate(item, context=context))
         except ValidationError as exc:
             err = exc.errors()[0]
             loc = ".".join(str(p) for p in err["loc"])
-            raise InvalidInputError(f"{prefix}{loc}" if loc else prefix.rstrip(".") or field, err["msg"]) from None
-        parsed.content = validate_content(parsed.content, max_bytes=max_bytes, field=f"{prefix}content")
-        if parsed.context is not None:
-            parsed.context = validate_content(parsed.context, max_bytes=max_bytes, field=f"{prefix}context")
-        check_id(parsed.session_id, f"{prefix}session_id", limits)
-        check_id(parsed.agent_id, f"{prefix}agent_id", limits)
-        check_metadata(parsed.metadata, f"{prefix}metadata", limits)
-        check_entities(parsed.entities, f"{prefix}entities", limits)
-        out.append(parsed)
+            where = f"{prefix}{loc}" if loc else prefix.rstrip(".") or field
+            raise InvalidInputError(where, error_message(err)) from None
     return out

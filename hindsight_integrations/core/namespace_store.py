@@ -30,6 +30,7 @@ from .access import AccessRecorder
 from .context_vectors import BackgroundContextVectors
 from .coordination import CrossProcessLocks, NamespaceLock
 from .facts import FactsIndex
+from .filters import bounded_where
 from .indexing import body_text, context_text, framed_text
 from .lexical import LexicalIndex
 from .records import MemoryRecord, pack, pack_for_update, unpack
@@ -292,7 +293,12 @@ class NamespaceStore:
 
     def find(self, where: dict[str, Any] | None, *, limit: int | None = None, offset: int = 0) -> list[MemoryRecord]:
         """Records matching a Chroma ``where`` (no ranking): lists, slots, working windows."""
-        got = self.collection.get(where=where, limit=limit, offset=offset or None, include=["documents", "metadatas"])
+        got = self.collection.get(
+            where=bounded_where(where) if where else where,
+            limit=limit,
+            offset=offset or None,
+            include=["documents", "metadatas"],
+        )
         return [MemoryRecord.from_chroma(i, d, m) for i, d, m in zip(got["ids"], got["documents"], got["metadatas"])]
 
     def iterate(self, *, include_embeddings: bool = False) -> Iterator[tuple[MemoryRecord, list[float] | None]]:
@@ -381,6 +387,7 @@ def _nearest(collection: Any, embedding: Vector, *, n: int, where: dict[str, Any
 def _nearest_each(
     collection: Any, embeddings: Sequence[Vector] | np.ndarray, *, n: int, where: dict[str, Any] | None
 ) -> list[list[tuple[str, float]]]:
+    where = bounded_where(where) if where else where
     got = collection.query(query_embeddings=_matrix(embeddings), n_results=n, where=where, include=["distances"])
     return [[(i, 1.0 - float(d)) for i, d in zip(ids, dists)] for ids, dists in zip(got["ids"], got["distances"])]
 

@@ -31,6 +31,7 @@ from .errors import InvalidInputError
 from .facts import MemoryFacts
 from .filters import RecallFilters, bounded_filters
 from .inputs import validate_content
+from .limits import MAX_TOKENS
 from .namespace_store import NamespaceStore, Vector
 from .parts import EngineParts
 from .ranking import Candidate, Ranked, RecallWeights, prefer_consolidated, rank
@@ -307,8 +308,8 @@ def _touched(record: MemoryRecord, now: datetime) -> MemoryRecord:
 
 
 def _budget(value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-        raise InvalidInputError("token_budget", "must be a positive whole number of tokens")
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 < value <= MAX_TOKENS:
+        raise InvalidInputError("token_budget", f"must be a whole number of tokens between 1 and {MAX_TOKENS}")
     return value
 
 

@@ -20,7 +20,7 @@ from .compression import Compressor, transcript
 from .errors import InvalidInputError, LLMError
 from .indexing import body_text
 from .inputs import parse_inputs
-from .limits import check_id
+from .limits import MAX_TOKENS, check_id, check_text
 from .namespace_store import NamespaceStore
 from .parts import EngineParts
 from .records import Kind, MemoryRecord, Role, Source, Status, Tier
@@ -40,6 +40,7 @@ def _speaker(value: object) -> str | None:
         return None
     if not isinstance(value, str):
         raise InvalidInputError("speaker", f"must be a string, got {type(value).__name__}")
+    check_text(value, "speaker")
     text = " ".join(value.split())
     if len(text) > _SPEAKER_CHARS:
         raise InvalidInputError("speaker", f"must be at most {_SPEAKER_CHARS} characters")
@@ -225,7 +226,7 @@ class WorkingMemory:
     ) -> CompressionResult | None:
         """See ``MemoryEngine.compress``."""
         if threshold_tokens is not None:
-            threshold_tokens = whole_number(threshold_tokens, "threshold_tokens", low=1)
+            threshold_tokens = whole_number(threshold_tokens, "threshold_tokens", low=1, high=MAX_TOKENS)
         threshold = threshold_tokens or self._parts.settings.compress_threshold_tokens
         with handle.writing:  # read under the lock: two compressions of one window would fold it twice
             window = self.window(handle, session_id=session_id)

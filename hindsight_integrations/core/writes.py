@@ -26,7 +26,7 @@ from .dedup import can_repeat, is_repeat, reinforce
 from .errors import InvalidInputError, MemoryNotFoundError
 from .facts import SUPERSEDES_KEY, text_key
 from .inputs import MAX_TTL_SECONDS, MemoryInput, parse_inputs, validate_content
-from .limits import check_metadata
+from .limits import check_id, check_memory_id, check_metadata
 from .namespace_store import NamespaceStore
 from .parts import EngineParts
 from .records import Kind, MemoryRecord, Source, Status, Tier
@@ -140,11 +140,11 @@ class Writer:
         the new memories, whatever the filter and settling decide: a conversation turn and the
         memory made from it land together, in one write instead of two.
         """
-        items = parse_inputs(memories, max_bytes=self._parts.settings.max_content_bytes, limits=self._parts.limits)
-        if request_id is not None and (
-            not isinstance(request_id, str) or not request_id.strip() or len(request_id) > 200
-        ):
-            raise InvalidInputError("request_id", "must be a non-empty string of at most 200 characters")
+        items = parse_inputs(memories, limits=self._parts.limits)
+        if request_id is not None:
+            if not isinstance(request_id, str) or not request_id.strip():
+                raise InvalidInputError("request_id", "must be a non-empty string (e.g. a UUID)")
+            check_id(request_id, "request_id", self._parts.limits)
         now = self._parts.clock.now()
         with handle.writing:
             request_hash = _request_hash(items) if request_id else None
@@ -425,6 +425,7 @@ class Writer:
         """The memory ``memory_id`` of this namespace, whatever its status."""
         if not isinstance(memory_id, str) or not memory_id:
             raise InvalidInputError("id", "must be a memory id string")
+        check_memory_id(memory_id)
         found = handle.get([memory_id])
         if not found:
             raise MemoryNotFoundError(memory_id, handle.name)

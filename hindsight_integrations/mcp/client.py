@@ -295,7 +295,10 @@ class MemoryClient:
         ``idempotent=False`` marks a call that must not be resent once it may have reached
         the server (it is retried only when it failed before sending).
         """
-        args = prepare_arguments(arguments)
+        try:
+            args = prepare_arguments(arguments)
+        except InvalidInputError as exc:  # refused before sending, as the server would refuse it
+            raise MemoryToolInputError(tool, str(exc), error_type="invalid_input", field=exc.field) from None
         _check_size(tool, args)
         connection = self._connection
         # The server answered but its store did not: retried like a transport failure, only for
@@ -316,7 +319,13 @@ class MemoryClient:
         return await self._connection.run(self._connection.tool_names())
 
     async def _ask(self, args: ToolArgs, out: type[M], *, idempotent: bool = True) -> M:
-        return out.model_validate(await self.acall_tool(args.tool, args.wire(), idempotent=idempotent))
+        try:
+            arguments = args.wire()
+        except InvalidInputError as exc:
+            if isinstance(exc, MemoryToolInputError):
+                raise
+            raise MemoryToolInputError(args.tool, str(exc), error_type="invalid_input", field=exc.field) from None
+        return out.model_validate(await self.acall_tool(args.tool, arguments, idempotent=idempotent))
 
     # -- the memory API -------------------------------------------------------------------------
     async def astore(

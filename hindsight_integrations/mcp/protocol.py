@@ -16,6 +16,7 @@ from pydantic import ValidationError
 from pydantic_core import to_jsonable_python
 
 from ..core.errors import InvalidInputError
+from ..core.limits import invalid_text_at
 from .errors import MemoryToolError, tool_error
 
 CAPABILITY = "hindsight"
@@ -50,8 +51,8 @@ def validation_message(exc: ValidationError) -> tuple[str, str]:
             loc += f"[{part}]"
         elif part not in ("function-after", "function-before", "str", "int", "float", "dict", "list"):
             loc += f".{part}" if loc else str(part)
-    message = err["msg"]
-    if err["type"] != "missing" and "input" in err:
+    message = str(err["msg"]).removeprefix("Value error, ")
+    if err["type"] not in ("missing", "invalid_input") and "input" in err:
         shown = repr(err["input"])
         if len(shown) > 80:
             shown = shown[:77] + "..."
@@ -63,28 +64,27 @@ def prepare_arguments(arguments: dict[str, Any] | None) -> dict[str, Any]:
     """JSON-ready arguments, None dropped; text that cannot be UTF-8 encoded is refused here.
 
     A lone surrogate cannot be serialised as UTF-8: sent as is, it breaks the transport's
-    writer (on stdio, the whole connection), so it is an input error, caught before sending.
+    writer (on stdio, the whole connection), so it is an input error naming where it is
+    (values and keys, nested, inside models too), caught before sending.
     """
-    args = to_jsonable_python({k: v for k, v in (arguments or {}).items() if v is not None})
-    _check_utf8(args, "")
+    given = {k: v for k, v in (arguments or {}).items() if v is not None}
+    check_text(given, "arguments")
+    try:
+        args = to_jsonable_python(given)
+    except UnicodeEncodeError:  # text in something the walk does not open (e.g. a dataclass)
+        raise InvalidInputError("arguments", "hold text that is not valid UTF-8 (unpaired surrogates)") from None
+    check_text(args, "arguments")
     return args
 
 
-def _check_utf8(value: Any, path: str) -> None:
-    if isinstance(value, str):
-        try:
-            value.encode("utf-8")
-        except UnicodeEncodeError:
-            raise InvalidInputError(
-                path or "arguments", "is not valid UTF-8 text (it contains unpaired surrogates)"
-            ) from None
-    elif isinstance(value, dict):
-        for key, item in value.items():
-            _check_utf8(key, path)
-            _check_utf8(item, f"{path}.{key}" if path else str(key))
-    elif isinstance(value, list):
-        for n, item in enumerate(value):
-            _check_utf8(item, f"{path}[{n}]")
+def check_text(value: dict[str, Any], field: str) -> None:
+    """InvalidInputError naming the argument (``session_id``, ``filters.metadata``...) whose text is not UTF-8."""
+    where = invalid_text_at(value)
+    if where is not None:
+        argument = where.split(".")[0].split("[")[0] or field
+        inner = where.removeprefix(argument).lstrip(".")
+        place = f" (at {inner})" if inner else ""
+        raise InvalidInputError(argument, f"is not valid UTF-8 text: it contains unpaired surrogates{place}")
 
 
 def parse_result(tool: str, result: CallToolResult) -> dict[str, Any]:

@@ -231,6 +231,8 @@ def register_viewer(server: HindsightMCP, engine: MemoryEngine) -> None:
             record = await in_thread(engine.get, memory_id, namespace=namespace)
         except MemoryNotFoundError:
             return show("Not found", '<p class="error" id="error">No such memory here.</p>', namespace, 404)
+        except InvalidInputError as exc:  # an id no memory can have (too long, not UTF-8)
+            return show("Error", f'<p class="error" id="error">{pages.esc(exc)}</p>', namespace, 400)
 
         def related(rec: MemoryRecord) -> tuple[list[MemoryRecord], MemoryRecord | None, MemoryRecord | None]:
             history = engine.list(

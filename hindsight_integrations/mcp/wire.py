@@ -20,7 +20,8 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PlainSeriali
 
 from ..core.errors import InvalidInputError
 from ..core.filters import RecallFilters
-from ..core.inputs import Flag, JsonObject, Lower, MemoryInput, MemoryItem
+from ..core.inputs import MAX_TTL_SECONDS, Flag, JsonObject, Lower, MemoryInput, MemoryItem
+from ..core.limits import MAX_OFFSET, MAX_TOKENS, Identifier, Metadata
 from ..core.records import Kind, MemoryRecord, Role
 from ..core.results import (
     CompressionResult,
@@ -90,7 +91,7 @@ class StoreMemoryArgs(ToolArgs):
     memories: list[MemoryItem] | None = Field(
         None, description=f"A batch of memories (max {MAX_BATCH}); each needs `content`."
     )
-    request_id: str | None = Field(None, description="Idempotency key for this call (e.g. a UUID).")
+    request_id: Identifier | None = Field(None, description="Idempotency key for this call (e.g. a UUID).")
     apply_filter: Flag = Field(
         True,
         description=(
@@ -119,18 +120,19 @@ def batch_item(item: Any) -> Any:
     if isinstance(item, MemoryItem):
         if isinstance(item, MemoryInput) and item.source is not None:
             raise InvalidInputError("source", "provenance (`source`) is set by the server and cannot be sent over MCP")
-        data = item.model_dump(mode="json", exclude_none=True, exclude_defaults=True)
+        # Python values: prepare_arguments makes them JSON after checking their text
+        data = item.model_dump(exclude_none=True, exclude_defaults=True)
         data.setdefault("content", item.content)
         return data
     if isinstance(item, BaseModel):
-        return item.model_dump(mode="json", exclude_none=True)
+        return item.model_dump(exclude_none=True)
     return item
 
 
 def filters_value(filters: RecallFilters | dict[str, Any] | None) -> Any:
     """``filters`` as sent: a ``RecallFilters`` without its unset (None) fields, a dict as given."""
     if isinstance(filters, RecallFilters):
-        return filters.model_dump(mode="json", exclude_none=True)
+        return filters.model_dump(exclude_none=True)  # made JSON by prepare_arguments, after checking its text
     return filters
 
 
@@ -140,13 +142,16 @@ class RetrieveMemoryArgs(ToolArgs):
     tool: ClassVar[str] = "retrieve_memory"
 
     query: str = Field(..., description="What you want to know, in natural language.")
-    top_k: int | None = Field(None, description="How many memories at most (default 5).")
+    top_k: int | None = Field(None, ge=1, le=10_000, description="How many memories at most (default 5).")
     min_score: float | None = Field(None, description="Drop memories less relevant than this (0-1).")
     filters: RecallFilters | None = Field(
         None, description="Narrow by session_id, kinds, tiers, since/until, min_importance, metadata."
     )
     token_budget: int | None = Field(
-        None, description="Fit the context block into this many tokens (default 450, HINDSIGHT_DEFAULT_TOKEN_BUDGET)."
+        None,
+        ge=1,
+        le=MAX_TOKENS,
+        description="Fit the context block into this many tokens (default 450, HINDSIGHT_DEFAULT_TOKEN_BUDGET).",
     )
     include_history: Flag = Field(False, description="Also return superseded (outdated) memories, marked as such.")
 
@@ -157,10 +162,10 @@ class RecordTurnArgs(ToolArgs):
     tool: ClassVar[str] = "record_turn"
 
     content: str = Field(..., description="The message text.")
-    session_id: str = Field(..., description="The conversation id.")
+    session_id: Identifier = Field(..., description="The conversation id.")
     role: Annotated[Role, Lower] = Field(Role.USER, description="user, assistant, tool or system.")
     occurred_at: datetime | None = Field(None, description="ISO 8601 time of the message; default now.")
-    metadata: Annotated[dict[str, Any] | None, JsonObject] = Field(
+    metadata: Annotated[Metadata | None, JsonObject] = Field(
         None, description="Free-form JSON attached to the turn and to what is remembered from it (e.g. a message id)."
     )
     speaker: str | None = Field(
@@ -173,7 +178,7 @@ class GetWorkingMemoryArgs(ToolArgs):
 
     tool: ClassVar[str] = "get_working_memory"
 
-    session_id: str = Field(..., description="The conversation id.")
+    session_id: Identifier = Field(..., description="The conversation id.")
 
 
 class ClearWorkingMemoryArgs(GetWorkingMemoryArgs):
@@ -187,8 +192,10 @@ class CompressMemoryArgs(ToolArgs):
 
     tool: ClassVar[str] = "compress_memory"
 
-    session_id: str = Field(..., description="The conversation to compress.")
-    threshold_tokens: int | None = Field(None, description="Compress until the live window is under this many tokens.")
+    session_id: Identifier = Field(..., description="The conversation to compress.")
+    threshold_tokens: int | None = Field(
+        None, ge=1, le=MAX_TOKENS, description="Compress until the live window is under this many tokens."
+    )
     force: Flag = Field(False, description="Compress at least one group even if under the threshold.")
 
 
@@ -205,14 +212,16 @@ class UpdateMemoryArgs(ToolArgs):
 
     tool: ClassVar[str] = "update_memory"
 
-    id: str = Field(..., description="The memory id.")
+    id: Identifier = Field(..., description="The memory id.")
     content: str | None = Field(None, description="New text (re-indexed).")
     importance: float | None = Field(None, ge=0, le=1, description="New importance 0-1.")
     kind: Annotated[Kind | None, Lower] = Field(None, description="New kind.")
-    metadata: Annotated[dict[str, Any] | None, JsonObject] = Field(
+    metadata: Annotated[Metadata | None, JsonObject] = Field(
         None, description="Keys merged into the memory's metadata."
     )
-    ttl_seconds: int | None = Field(None, gt=0, description="Expire this many seconds from now.")
+    ttl_seconds: int | None = Field(
+        None, gt=0, le=MAX_TTL_SECONDS, description="Expire this many seconds from now (at most 100 years)."
+    )
 
 
 class ForgetMemoryArgs(ToolArgs):
@@ -220,7 +229,7 @@ class ForgetMemoryArgs(ToolArgs):
 
     tool: ClassVar[str] = "forget_memory"
 
-    id: str = Field(..., description="The memory id.")
+    id: Identifier = Field(..., description="The memory id.")
 
 
 class ReviewMemoryArgs(ToolArgs):
@@ -228,7 +237,9 @@ class ReviewMemoryArgs(ToolArgs):
 
     tool: ClassVar[str] = "review_memory"
 
-    id: str = Field(..., description="The quarantined memory's id (list_memories with include_history shows them).")
+    id: Identifier = Field(
+        ..., description="The quarantined memory's id (list_memories with include_history shows them)."
+    )
     accept: Flag = Field(
         ..., description="true applies it (the memory it contradicts becomes history); false rejects it."
     )
@@ -242,7 +253,7 @@ class ListMemoriesArgs(ToolArgs):
     filters: RecallFilters | None = Field(None, description="Same filters as retrieve_memory.")
     include_history: Flag = Field(False, description="Include superseded memories.")
     limit: int = Field(20, ge=1, le=1000, description="Page size (1-1000).")
-    offset: int = Field(0, ge=0, description="Skip this many (paging).")
+    offset: int = Field(0, ge=0, le=MAX_OFFSET, description="Skip this many (paging).")
 
 
 class MemoryStatsArgs(ToolArgs):
