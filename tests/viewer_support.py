@@ -8,20 +8,40 @@ session whose oldest turns were compressed into a summary.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import httpx
+
 from hindsight_integrations.mcp import MemoryClient
 
 from .mcp_support import http_server
 
-ALICE, BOB = "alice-viewer-token-1", "bob-viewer-token-02"
+ALICE, BOB = "alice-viewer-token-5f2c9a7e1b3d4086", "bob-viewer-token-8e4a6c1f9d7b3025"
 T0 = datetime(2025, 3, 3, 9, 0, tzinfo=UTC)
 SCRIPT_TEXT = '<script>document.title="pwned"</script><b>bold</b> is how I like my notes'
 SESSION = "trip-planning"
+
+
+CSRF_FIELD = re.compile(r'<input type="hidden" name="csrf" value="([^"]+)">')
+
+
+def csrf_of(html: str) -> str:
+    """The CSRF token in a viewer page's forms (every form of one page carries the same one)."""
+    found = CSRF_FIELD.search(html)
+    assert found, "the page has no form with a CSRF token"
+    return found.group(1)
+
+
+def post_sign_in(client: httpx.Client, token: str) -> httpx.Response:
+    """Sign ``client`` (which keeps cookies) in as a person would: fetch the form, post it with its CSRF token."""
+    form = client.get("/ui/signin", follow_redirects=False)
+    assert form.status_code == 200, form.text
+    return client.post("/ui/signin", data={"token": token, "csrf": csrf_of(form.text)}, follow_redirects=False)
 
 
 @dataclass(frozen=True)
