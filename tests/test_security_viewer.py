@@ -136,9 +136,9 @@ def test_a_post_from_another_origin_is_refused_even_with_the_right_csrf_token(
     with victim(server.base, ALICE) as browser:
         csrf = csrf_of(browser.get(f"/ui/memory/{memory}").text)
         response = browser.post(f"/ui/memory/{memory}/forget", data={"csrf": csrf}, headers=headers)
+        assert status_of(server.base, ALICE, memory) == "active"
         assert response.status_code == 403 and 'id="refused"' in response.text
         assert "Nothing was changed" in response.text
-        assert status_of(server.base, ALICE, memory) == "active"
         assert signed_in_namespace(browser) == "alice"
     other_tenant_is_served(server.base)
 
@@ -149,8 +149,8 @@ def test_a_post_without_the_forms_csrf_token_is_refused(server: Server) -> None:
         bobs_token = csrf_of(bob.get("/ui").text)
         for data in ({}, {"csrf": ""}, {"csrf": "0" * 40}, {"csrf": bobs_token}):  # none, empty, made up, another's
             response = browser.post(f"/ui/memory/{memory}/forget", data=data)
+            assert status_of(server.base, ALICE, memory) == "active", data
             assert response.status_code == 403 and "CSRF token" in response.text, data
-        assert status_of(server.base, ALICE, memory) == "active"
         same_origin = {"Origin": server.base, "Sec-Fetch-Site": "same-origin"}
         csrf = csrf_of(browser.get("/ui").text)
         done = browser.post(f"/ui/memory/{memory}/forget", data={"csrf": csrf}, headers=same_origin)
@@ -176,13 +176,13 @@ def test_another_sites_form_cannot_sign_the_browser_in_to_the_attackers_namespac
             ({"token": BOB, "csrf": attackers_form}, {"Origin": "http://127.0.0.1:1", "Sec-Fetch-Site": "same-site"}),
         ):
             response = browser.post("/ui/signin", data=data, headers=headers)
+            assert signed_in_namespace(browser) == "alice", (data, headers)
             assert response.status_code == 403 and COOKIE not in response.cookies, (data, headers)
-        assert signed_in_namespace(browser) == "alice"
     with httpx.Client(base_url=server.base) as fresh:  # a browser not signed in at all fares no better
         fresh.get("/ui/signin")
         assert fresh.cookies.get(PRE_COOKIE)
         response = fresh.post("/ui/signin", data={"token": BOB, "csrf": attackers_form})
-        assert response.status_code == 403 and signed_in_namespace(fresh) is None
+        assert signed_in_namespace(fresh) is None and response.status_code == 403
     other_tenant_is_served(server.base)
 
 
@@ -195,9 +195,9 @@ def test_another_sites_form_cannot_sign_the_browser_out(server: Server) -> None:
             ({"csrf": csrf}, {"Origin": f"http://{FOREIGN}", "Sec-Fetch-Site": "cross-site"}),
         ):
             response = browser.post("/ui/signout", data=data, headers=headers)
+            assert "max-age=0" not in response.headers.get("set-cookie", "").lower(), (data, headers)
+            assert signed_in_namespace(browser) == "alice", (data, headers)
             assert response.status_code == 403 and 'id="refused"' in response.text, (data, headers)
-            assert "max-age=0" not in response.headers.get("set-cookie", "").lower()
-        assert signed_in_namespace(browser) == "alice"
         cookie = browser.cookies[COOKIE]
         out = browser.post("/ui/signout", data={"csrf": csrf}, headers={"Sec-Fetch-Site": "same-origin"})
         assert out.status_code == 303 and out.headers["location"] == "/ui/signin"
@@ -446,10 +446,11 @@ def test_without_tokens_a_post_from_another_origin_forgets_nothing(local_ui: tup
             ({"csrf": csrf}, {"Origin": "http://127.0.0.1:1", "Sec-Fetch-Site": "same-site"}),
         ):
             response = page_user.post(f"/ui/memory/{memory}/forget", data=data, headers=headers)
+            assert status_of(base, None, memory) == "active", (data, headers)
             assert response.status_code == 403, (data, headers)
         with httpx.Client(base_url=base) as stranger:  # a form elsewhere has no cookie of this browser
-            assert stranger.post(f"/ui/memory/{memory}/forget", data={"csrf": csrf}).status_code == 403
-        assert status_of(base, None, memory) == "active"
+            refused = stranger.post(f"/ui/memory/{memory}/forget", data={"csrf": csrf})
+            assert status_of(base, None, memory) == "active" and refused.status_code == 403
         own = page_user.post(f"/ui/memory/{memory}/forget", data={"csrf": csrf}, headers={"Origin": base})
         assert own.status_code == 303 and status_of(base, None, memory) == "deleted"
         assert page_user.post(f"/ui/memory/{memory}/restore", data={"csrf": csrf}).status_code == 303

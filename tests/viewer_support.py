@@ -66,10 +66,13 @@ CSRF_FIELD = re.compile(r'<input type="hidden" name="csrf" value="([^"]+)">')
 
 
 def csrf_of(html: str) -> str:
-    """The CSRF token in a viewer page's forms (every form of one page carries the same one)."""
+    """The CSRF token in a viewer page's forms (every form of one page carries the same one); "" if none.
+
+    No assertion here: a page without one fails where its form is posted (403), and an attack
+    test run against a viewer without CSRF tokens fails on what the attack did, not on this.
+    """
     found = CSRF_FIELD.search(html)
-    assert found, "the page has no form with a CSRF token"
-    return found.group(1)
+    return found.group(1) if found else ""
 
 
 def post_sign_in(client: httpx.Client, token: str) -> httpx.Response:
