@@ -1,5 +1,5 @@
 """The `hindsight` command: demo, add, recall, dump, export, import, stats, compress, maintain, consolidate, review,
-restore, serve, ui, bench.
+restore, serve, token, ui, bench.
 
 Global options pick the store (``--store PATH`` or ``--chroma-url URL``) and namespace;
 they default to ``HINDSIGHT_*`` environment variables, then ``./.hindsight`` and
@@ -589,6 +589,19 @@ def serve(
             store=str(_opts.store) if _opts.store else None,
             chroma_url=_opts.chroma_url,
         )
+
+
+@app.command()
+def token() -> None:
+    """Print a new random bearer token for HINDSIGHT_TOKENS or a --tokens-file (43 URL-safe characters)."""
+    import secrets
+
+    from .mcp.auth import token_weakness
+
+    value = secrets.token_urlsafe(32)  # 256 random bits
+    while token_weakness(value) is not None:  # fewer than 10 distinct characters: never in practice
+        value = secrets.token_urlsafe(32)
+    typer.echo(value)
 
 
 @app.command()

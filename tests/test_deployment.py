@@ -23,6 +23,7 @@ from mcp.client.streamable_http import streamablehttp_client
 from hindsight_integrations.processes import chroma_server, free_port, running
 
 REPO = Path(__file__).resolve().parent.parent
+ALICE_TOKEN, BOB_TOKEN = "token-alice-1-6f2b8d4a9c7e31059a", "token-bob-22-3a9e7c1f5b2d80647e1"
 
 
 def test_compose_file_describes_the_topology() -> None:
@@ -79,24 +80,24 @@ async def _call(base: str, token: str, tool: str, arguments: dict) -> dict:
 async def test_two_stateless_replicas_share_one_chroma(tmp_path: Path) -> None:
     with ExitStack() as stack:
         chroma_url = stack.enter_context(chroma_server(tmp_path / "chroma")).url
-        a = stack.enter_context(_replica(chroma_url, "token-alice-1=alice,token-bob-22=bob"))
-        b = stack.enter_context(_replica(chroma_url, "token-alice-1=alice,token-bob-22=bob"))
+        a = stack.enter_context(_replica(chroma_url, f"{ALICE_TOKEN}=alice,{BOB_TOKEN}=bob"))
+        b = stack.enter_context(_replica(chroma_url, f"{ALICE_TOKEN}=alice,{BOB_TOKEN}=bob"))
         stored = await _call(
             a,
-            "token-alice-1",
+            ALICE_TOKEN,
             "store_memory",
             {"content": "Alice's build server is named ORION-77.", "request_id": "r1"},
         )
         assert stored["ids"]
-        found = await _call(b, "token-alice-1", "retrieve_memory", {"query": "ORION-77", "top_k": 3})
+        found = await _call(b, ALICE_TOKEN, "retrieve_memory", {"query": "ORION-77", "top_k": 3})
         assert found["memories"][0]["content"] == "Alice's build server is named ORION-77."
         again = await _call(
             b,
-            "token-alice-1",
+            ALICE_TOKEN,
             "store_memory",
             {"content": "Alice's build server is named ORION-77.", "request_id": "r1"},
         )
         assert again["ids"] == stored["ids"]  # idempotent across replicas
-        other = await _call(b, "token-bob-22", "retrieve_memory", {"query": "ORION-77 build server", "top_k": 3})
+        other = await _call(b, BOB_TOKEN, "retrieve_memory", {"query": "ORION-77 build server", "top_k": 3})
         assert other["memories"] == []  # bob's token never sees alice's namespace
         assert httpx.post(f"{a}/mcp", json={}).status_code == 401

@@ -42,7 +42,7 @@ TOOLS = {
     "get_working_memory",
     "clear_working_memory",
 }
-TOKEN = "contract-token-0001"
+TOKEN = "contract-token-0001-7e3b9d5f1a2c8e46"
 
 
 @pytest.fixture(

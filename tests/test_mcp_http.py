@@ -23,7 +23,7 @@ from hindsight_integrations.mcp.errors import MemoryToolError, MemoryToolInputEr
 from .mcp_support import REPO, free_port, http_server
 
 pytestmark = pytest.mark.server
-ALICE, BOB = "alice-token-0001", "bob-token-00002"
+ALICE, BOB = "alice-token-0001-5d8f2a7c9e1b3f46", "bob-token-00002-a9c4e1f7b3d52861"
 HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
 
 

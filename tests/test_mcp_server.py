@@ -77,13 +77,14 @@ def test_rate_limit_refuses_with_a_retry_hint(engine: MemoryEngine) -> None:
 def test_token_configuration_is_validated(tmp_path: Path) -> None:
     assert parse_token_env("tok-aaaaaaa1=u1, tok-bbbbbbb2=u2") == {"tok-aaaaaaa1": "u1", "tok-bbbbbbb2": "u2"}
     path = tmp_path / "tokens.json"
-    path.write_text(json.dumps({"tokens": {"long-enough-token": "team.a"}}))
-    assert load_token_map(path, environ={}) == {"long-enough-token": "team.a"}
+    strong = "long-enough-token-8c2e6a4f1d9b7305"
+    path.write_text(json.dumps({"tokens": {strong: "team.a"}}))
+    assert load_token_map(path, environ={}) == {strong: "team.a"}
     assert load_token_map(None, environ={}) is None
     for bad in (
         {"HINDSIGHT_TOKENS": "no-equals-sign"},
         {"HINDSIGHT_TOKENS": "short=ns"},
-        {"HINDSIGHT_TOKENS": "long-enough-token=bad/ns"},
+        {"HINDSIGHT_TOKENS": f"{strong}=bad/ns"},
     ):
         with pytest.raises(ConfigurationError):
             load_token_map(None, environ=bad)

@@ -174,7 +174,7 @@ def http_over_seeded_store(tmp_path: Path, embedder) -> Iterator[tuple[str, Path
     port, log_path = free_port(), tmp_path / "server.log"
     env = server_env(
         store,
-        HINDSIGHT_TOKENS="keeper-token-0001=keeper,other-token-0002=other",
+        HINDSIGHT_TOKENS="keeper-token-0001-4b8d2f6a9c3e7150=keeper,other-token-0002-9e5c1a7f3b8d2046=other",
         HINDSIGHT_CONTEXT_WINDOW_TOKENS=WINDOW,
         HINDSIGHT_UPKEEP_INTERVAL_SECONDS="3600",
         HINDSIGHT_LOG_LEVEL="INFO",
@@ -190,7 +190,7 @@ def test_the_http_server_runs_upkeep_on_its_schedule_shows_it_on_metrics_and_sto
     http_over_seeded_store: tuple[str, Path, Any],
 ) -> None:
     base, log_path, process = http_over_seeded_store
-    auth = {"Authorization": "Bearer keeper-token-0001"}
+    auth = {"Authorization": "Bearer keeper-token-0001-4b8d2f6a9c3e7150"}
 
     def scheduled_runs() -> float:
         values = _metric_values(httpx.get(f"{base}/metrics", headers=auth).text)
@@ -201,9 +201,9 @@ def test_the_http_server_runs_upkeep_on_its_schedule_shows_it_on_metrics_and_sto
     assert values[("hindsight_upkeep_memories_total", (("action", "compressed"),))] >= 6
     assert values[("hindsight_upkeep_last_success_timestamp_seconds", ())] > 0
     assert values[("hindsight_upkeep_lease_held", ())] in (0.0, 1.0)
-    with MemoryClient.http(f"{base}/mcp", token="keeper-token-0001") as keeper:
+    with MemoryClient.http(f"{base}/mcp", token="keeper-token-0001-4b8d2f6a9c3e7150") as keeper:
         assert len(keeper.working_memory("long")) < len(TURNS)
-    with MemoryClient.http(f"{base}/mcp", token="other-token-0002") as other:
+    with MemoryClient.http(f"{base}/mcp", token="other-token-0002-9e5c1a7f3b8d2046") as other:
         assert other.maintain().steps == []  # a token's own namespace only, and "other" holds nothing
     assert scheduled_runs() == 1  # "other" does not exist, so the round did not create or keep it
 

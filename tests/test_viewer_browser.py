@@ -22,25 +22,14 @@ from pathlib import Path
 import pytest
 
 from .mcp_support import REPO
-from .viewer_support import ALICE, BOB, SCRIPT_TEXT, SESSION, Seeded, seeded_server
+from .viewer_support import ALICE, BOB, NEEDS_CHROMIUM, SCRIPT_TEXT, SESSION, Seeded, chromium, seeded_server
 
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-CHROMEDRIVER = "/usr/bin/chromedriver"
 ARTIFACTS = REPO / "test-artifacts" / "viewer"
 DOCS_SCREENSHOT = REPO / "docs" / "viewer.png"
 
-pytestmark = [
-    pytest.mark.server,
-    pytest.mark.skipif(
-        not (Path(CHROMIUM).exists() and Path(CHROMEDRIVER).exists()),
-        reason="needs Debian's chromium and chromium-driver (apt-get install chromium chromium-driver; "
-        "scripts/setup installs them when run as root)",
-    ),
-]
+pytestmark = [pytest.mark.server, NEEDS_CHROMIUM]
 webdriver = pytest.importorskip("selenium.webdriver", reason="needs selenium (pip install -e '.[dev]')")
 
-from selenium.webdriver.chrome.options import Options  # noqa: E402
-from selenium.webdriver.chrome.service import Service  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.remote.webdriver import WebDriver  # noqa: E402
 from selenium.webdriver.support import expected_conditions as ec  # noqa: E402
@@ -58,12 +47,8 @@ def seeded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Seeded]:
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[WebDriver]:
-    """Headless Chromium through the system chromedriver (given by path: Selenium Manager is not used)."""
-    options = Options()
-    options.binary_location = CHROMIUM
-    for arg in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu", "--window-size=1280,800"):
-        options.add_argument(arg)
-    driver = webdriver.Chrome(service=Service(executable_path=CHROMEDRIVER), options=options)
+    """Headless Chromium through the system chromedriver (``viewer_support.chromium``)."""
+    driver = chromium()
     try:
         yield driver
     finally:

@@ -21,7 +21,7 @@ from mcp.shared.exceptions import McpError
 from hindsight_integrations.mcp.viewer import COOKIE
 
 from .mcp_support import http_server
-from .viewer_support import ALICE, BOB, SCRIPT_TEXT, SESSION, Seeded, seeded_server
+from .viewer_support import ALICE, BOB, SCRIPT_TEXT, SESSION, Seeded, csrf_of, post_sign_in, seeded_server
 
 pytestmark = pytest.mark.server
 
@@ -36,8 +36,8 @@ def seeded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Seeded]:
 def signed_in(seeded: Seeded, token: str) -> Iterator[httpx.Client]:
     """A browser-like client (cookies, redirects followed) signed in with ``token``."""
     with httpx.Client(base_url=seeded.base, follow_redirects=True) as client:
-        response = client.post("/ui/signin", data={"token": token})
-        assert response.status_code == 200 and response.url.path == "/ui", response.text
+        response = post_sign_in(client, token)
+        assert response.status_code == 303 and response.headers["location"] == "/ui", response.text
         yield client
 
 
@@ -53,12 +53,14 @@ def test_without_a_session_every_page_is_the_sign_in_form_and_never_data(seeded:
 
 
 def test_a_wrong_token_gets_the_form_again_and_no_cookie(seeded: Seeded) -> None:
-    response = httpx.post(f"{seeded.base}/ui/signin", data={"token": "not-a-token-at-all"})
+    with httpx.Client(base_url=seeded.base) as client:
+        response = post_sign_in(client, "not-a-token-at-all")
     assert response.status_code == 401 and "not valid" in response.text and COOKIE not in response.cookies
 
 
 def test_sign_in_sets_an_httponly_session_cookie_that_is_not_the_token(seeded: Seeded) -> None:
-    response = httpx.post(f"{seeded.base}/ui/signin", data={"token": ALICE})
+    with httpx.Client(base_url=seeded.base) as client:
+        response = post_sign_in(client, ALICE)
     assert response.status_code == 303 and response.headers["location"] == "/ui"
     cookie = response.headers["set-cookie"]
     assert "httponly" in cookie.lower() and "samesite=strict" in cookie.lower() and ALICE not in cookie
@@ -108,7 +110,7 @@ def test_another_namespaces_token_sees_none_of_it(seeded: Seeded) -> None:
     with signed_in(seeded, BOB) as client:
         listing = client.get("/ui").text
         alien = client.get(f"/ui/memory/{seeded.new_city}")
-        forget = client.post(f"/ui/memory/{seeded.new_city}/forget")
+        forget = client.post(f"/ui/memory/{seeded.new_city}/forget", data={"csrf": csrf_of(listing)})
         export = client.get("/ui/export.json").json()
         sessions = client.get("/ui/sessions").text
     assert "locker code" in listing and "Munich" not in listing and "peanuts" not in listing
@@ -120,10 +122,11 @@ def test_another_namespaces_token_sees_none_of_it(seeded: Seeded) -> None:
 
 def test_forget_and_restore(seeded: Seeded) -> None:
     with signed_in(seeded, ALICE) as client:
-        forgotten = client.post(f"/ui/memory/{seeded.dentist}/forget")
+        csrf = csrf_of(client.get(f"/ui/memory/{seeded.dentist}").text)
+        forgotten = client.post(f"/ui/memory/{seeded.dentist}/forget", data={"csrf": csrf})
         assert forgotten.url.path == f"/ui/memory/{seeded.dentist}" and "Forgotten" in forgotten.text
         assert "Dentist" not in client.get("/ui").text
-        restored = client.post(f"/ui/memory/{seeded.dentist}/restore")
+        restored = client.post(f"/ui/memory/{seeded.dentist}/restore", data={"csrf": csrf})
         assert "Restored" in restored.text and 'id="forget"' in restored.text
         assert "Dentist" in client.get("/ui").text
 
@@ -149,7 +152,8 @@ def test_session_page_shows_the_window_and_the_compression_summary(seeded: Seede
 def test_sign_out_ends_the_session(seeded: Seeded) -> None:
     with signed_in(seeded, ALICE) as client:
         cookie = client.cookies[COOKIE]
-        client.post("/ui/signout")
+        signed_out = client.post("/ui/signout", data={"csrf": csrf_of(client.get("/ui").text)})
+        assert signed_out.url.path == "/ui/signin"
         again = httpx.get(f"{seeded.base}/ui", cookies={COOKIE: cookie})
     assert again.status_code == 303 and again.headers["location"] == "/ui/signin"
 
@@ -168,7 +172,7 @@ def test_a_tampered_or_foreign_cookie_is_refused(seeded: Seeded, tmp_path: Path)
     fingerprint, expires, nonce, signature = cookie.split(".")
     forged = f"{fingerprint}.{int(expires) + 10**6}.{nonce}.{signature}"
     assert httpx.get(f"{seeded.base}/ui", cookies={COOKIE: forged}).status_code == 303
-    with http_server(tmp_path / "other", tokens={"carol-viewer-token": "carol"}) as other:
+    with http_server(tmp_path / "other", tokens={"carol-viewer-token-7c1e5a9f3b2d8046": "carol"}) as other:
         assert httpx.get(f"{other}/ui", cookies={COOKIE: cookie}).status_code == 303
 
 

@@ -12,10 +12,10 @@ import re
 from collections.abc import Iterable, Mapping
 from difflib import get_close_matches
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import AliasChoices, Field, ValidationError, field_validator, model_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from .errors import ConfigurationError
 
@@ -23,6 +23,9 @@ from .errors import ConfigurationError
 # Checked with fullmatch: "$" would accept a trailing newline.
 NAMESPACE_PATTERN = re.compile(r"(?!.*\.\.)[A-Za-z0-9](?:[A-Za-z0-9_.-]{0,46}[A-Za-z0-9])?")
 DEFAULT_LOCAL_MODEL = "all-MiniLM-L6-v2"
+# A Host header value: a DNS name or IP literal (IPv6 in brackets), with an optional port or ":*" (any port).
+_LABEL = r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
+HOST_PATTERN = re.compile(rf"(?:\[[0-9A-Fa-f:.]+\]|{_LABEL}(?:\.{_LABEL})*)(?::(?:\*|[0-9]{{1,5}}))?")
 
 
 def validate_namespace(value: object, field: str = "namespace") -> str:
@@ -142,6 +145,20 @@ class Settings(BaseSettings):
     consolidation_min_members: int = Field(3, ge=2, le=1000)
     consolidation_window_days: float = Field(30.0, gt=0)
 
+    # The HTTP server's defences (mcp/hosts.py, mcp/throttle.py, mcp/viewer.py; README "Security").
+    # Host names the server answers besides the loopback ones (comma-separated: name, name:port, or name:*
+    # for any port), for a server reached under a public name behind a reverse proxy. A server without
+    # tokens, or bound to loopback, refuses every other Host header (DNS rebinding); with this set, so does
+    # any server.
+    allowed_hosts: Annotated[list[str], NoDecode] = Field(default_factory=list)
+    # Failed authentications (a wrong bearer token, a wrong sign-in token) one client address may make
+    # within the window; past that it gets 429 with Retry-After until the window has passed.
+    auth_failure_limit: int = Field(10, ge=1, le=100_000)
+    auth_failure_window_seconds: float = Field(60.0, gt=0, le=86_400)
+    # How long a replica trusts that a viewer session it checked is not signed out: a sign-out on one replica
+    # is refused by the others within this time (0: every request asks the store).
+    session_revocation_cache_seconds: float = Field(2.0, ge=0, le=300)
+
     @field_validator("namespace")
     @classmethod
     def _namespace(cls, value: str) -> str:
@@ -158,6 +175,26 @@ class Settings(BaseSettings):
         if 0 < value < 1:
             raise ValueError(f"must be 0 (no scheduled upkeep) or at least 1 second, got {value}")
         return value
+
+    @field_validator("allowed_hosts", mode="before")
+    @classmethod
+    def _allowed_hosts(cls, value: object) -> object:
+        items = value.split(",") if isinstance(value, str) else value
+        if not isinstance(items, list | tuple):
+            return value  # pydantic says what type it wanted
+        hosts = []
+        for item in items:
+            host = str(item).strip()
+            if not host:
+                continue
+            port = host.rpartition(":")[2] if not host.endswith("]") else ""
+            if not HOST_PATTERN.fullmatch(host) or (port.isdigit() and not 0 < int(port) < 65536):
+                raise ValueError(
+                    f"{host!r} is not a host name like memory.example.com, memory.example.com:8443 or "
+                    "memory.example.com:* (no scheme, no path; separate several with commas)"
+                )
+            hosts.append(host.lower())
+        return hosts
 
     @field_validator("cache_dir", mode="before")
     @classmethod

@@ -7,6 +7,11 @@ missing or unknown, and records the namespace both in a contextvar and in the AS
 The scope copy matters: the MCP SDK runs tool handlers in the session's task, not the
 request's, so the server reads the namespace back from the request the message arrived on
 (``request_context.request``) and re-binds ``current_namespace`` around each tool call.
+
+Tokens are secrets that replace a password, so the server refuses to start with one that could
+be guessed: ``validate_token_map`` wants at least ``MIN_TOKEN_CHARS`` characters, of at least
+``MIN_DISTINCT_CHARS`` different ones (``hindsight token`` prints a good one). Failed
+authentications are counted per client address and throttled (``throttle.AuthFailures``).
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from ..core.config import validate_namespace
 from ..core.errors import ConfigurationError, InvalidInputError
+from .throttle import AuthFailures, client_address, retry_after_header, security_event
 
 current_namespace: ContextVar[str | None] = ContextVar("hindsight_namespace", default=None)
 """The namespace of the tool call being served (set by the server around every call)."""
@@ -32,6 +38,9 @@ SCOPE_KEY = "hindsight_namespace"
 # ``authorization: {credentials: ...}``).
 PUBLIC_PATHS = frozenset({"/health"})
 VIEWER_PREFIX = "/ui"  # the viewer signs browsers in itself (token form → session cookie, ``viewer.py``)
+MIN_TOKEN_CHARS = 32
+MIN_DISTINCT_CHARS = 10
+GENERATE_TOKEN = '`hindsight token` or `python -c "import secrets; print(secrets.token_urlsafe(32))"`'
 
 
 def parse_token_env(value: str) -> dict[str, str]:
@@ -75,14 +84,32 @@ def load_token_map(
     return validate_token_map(tokens)
 
 
+def token_weakness(token: str) -> str | None:
+    """Why ``token`` could be guessed (too short, too few different characters), or None when it is strong enough."""
+    if len(token) < MIN_TOKEN_CHARS:
+        return f"is {len(token)} characters; tokens need at least {MIN_TOKEN_CHARS}"
+    if len(set(token)) < MIN_DISTINCT_CHARS:
+        return f"uses {len(set(token))} different characters; tokens need at least {MIN_DISTINCT_CHARS}"
+    if token != token.strip() or any(c.isspace() for c in token):
+        return "holds whitespace, which a header or form would not carry intact"
+    return None
+
+
 def validate_token_map(tokens: Mapping[str, str]) -> dict[str, str]:
-    """The token map with every namespace checked; short tokens refused (they could be guessed)."""
+    """The token map with every namespace checked and every weak token refused (it could be guessed).
+
+    The error names the token by its namespace and position, never by its text: start-up
+    errors end up in logs.
+    """
     if not tokens:
         raise ConfigurationError("token map is empty: give at least one token, or no token map to disable auth")
     out = {}
-    for token, namespace in tokens.items():
-        if len(token) < 8:
-            raise ConfigurationError("bearer tokens must be at least 8 characters")
+    for position, (token, namespace) in enumerate(tokens.items(), start=1):
+        weakness = token_weakness(token)
+        if weakness is not None:
+            raise ConfigurationError(
+                f"bearer token #{position} (for namespace {namespace!r}) {weakness}: generate one with {GENERATE_TOKEN}"
+            )
         try:
             out[token] = validate_namespace(namespace)
         except InvalidInputError as exc:
@@ -94,12 +121,16 @@ class BearerNamespaceMiddleware:
     """ASGI middleware: authenticate every HTTP request and bind its namespace.
 
     Not ``/health`` (public: up or not) nor the viewer under ``/ui``, which checks the same
-    tokens through its sign-in form and answers with a sign-in page, not a 401.
+    tokens through its sign-in form and answers with a sign-in page, not a 401. A client whose
+    recent failures reached the limit (``failures``) gets 429 before its token is looked at;
+    each failure and each refusal is logged as a security event. A request without any
+    ``Authorization`` header gets its 401 but is no failure: it guessed nothing.
     """
 
-    def __init__(self, app: ASGIApp, token_map: Mapping[str, str]) -> None:
+    def __init__(self, app: ASGIApp, token_map: Mapping[str, str], failures: AuthFailures) -> None:
         self.app = app
         self._tokens = [(t.encode(), ns) for t, ns in token_map.items()]
+        self._failures = failures
 
     def _lookup(self, presented: bytes) -> str | None:
         found = None
@@ -115,11 +146,30 @@ class BearerNamespaceMiddleware:
         if scope["type"] != "http" or path in PUBLIC_PATHS or viewer:
             await self.app(scope, receive, send)
             return
+        client = client_address(scope)
+        wait = self._failures.retry_after(client)
+        if wait > 0:
+            count = self._failures.failures(client)
+            security_event(
+                "auth_throttled",
+                client=client,
+                path=path,
+                reason="too many failed authentications",
+                count=count,
+                retry_after=retry_after_header(wait),
+            )
+            await _throttled(send, wait)
+            return
         header = dict(scope.get("headers") or []).get(b"authorization", b"")
         scheme, _, presented = header.partition(b" ")
         namespace = self._lookup(presented.strip()) if scheme.lower() == b"bearer" and presented.strip() else None
         if namespace is None:
-            reason = "missing bearer token" if not header else "invalid bearer token"
+            if not header:  # no credential, no guess: a browser's /favicon.ico, a scraper not yet configured
+                await _unauthorized(send, "missing bearer token")
+                return
+            reason = "invalid bearer token" if scheme.lower() == b"bearer" else "not a bearer token"
+            count = self._failures.record(client)
+            security_event("auth_failure", client=client, path=path, reason=reason, count=count)
             await _unauthorized(send, reason)
             return
         scope.setdefault("state", {})[SCOPE_KEY] = namespace
@@ -128,6 +178,29 @@ class BearerNamespaceMiddleware:
             await self.app(scope, receive, send)
         finally:
             current_namespace.reset(token)
+
+
+async def _throttled(send: Send, wait: float) -> None:
+    seconds = retry_after_header(wait)
+    body = json.dumps(
+        {
+            "error": "too_many_failed_authentications",
+            "message": f"too many failed authentications from this address; retry in {seconds} s",
+            "retry_after": int(seconds),
+        }
+    ).encode()
+    await send(
+        {
+            "type": "http.response.start",
+            "status": 429,
+            "headers": [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(body)).encode()),
+                (b"retry-after", seconds.encode()),
+            ],
+        }
+    )
+    await send({"type": "http.response.body", "body": body})
 
 
 async def _unauthorized(send: Send, reason: str) -> None:

@@ -27,11 +27,13 @@ from ..core.config import validate_namespace
 from ..core.errors import HindsightError, InvalidInputError, MemoryNotFoundError, StoreUnavailableError
 from .auth import SCOPE_KEY, BearerNamespaceMiddleware, current_namespace, validate_token_map
 from .body_guard import BodyGuard
+from .hosts import HostGuard, allowed_hosts, transport_security
 from .observability import RateLimiter, ServerMetrics, log, log_upkeep, quote_briefly, summarize_arguments
 from .protocol import capability, validation_message
 from .resources import register_resources
 from .routes import register_routes
 from .startup import run
+from .throttle import AuthFailures
 from .tools import register_tools
 from .viewer import register_viewer
 
@@ -89,7 +91,21 @@ class HindsightMCP(FastMCP):
         self.token_map = token_map
         self.metrics = ServerMetrics()
         self.limiter = RateLimiter(rate_limit_per_minute) if rate_limit_per_minute else None
+        self.auth_failures = AuthFailures.from_settings(engine.settings)
+        self.allowed_hosts: list[str] | None = None
+        self.serve_on(self.settings.host)
         self._announce_namespace()
+
+    def serve_on(self, bind_host: str) -> None:
+        """Answer only the Host names of a server bound to ``bind_host`` (``hosts.allowed_hosts``), on every route.
+
+        Called again by ``startup`` with the address it binds; sets the MCP SDK's ``/mcp`` check to
+        the same list (``HostGuard`` covers the other routes).
+        """
+        self.allowed_hosts = allowed_hosts(
+            self.engine.settings.allowed_hosts, bind_host=bind_host, auth=self.token_map is not None
+        )
+        self.settings.transport_security = transport_security(self.allowed_hosts)
 
     def _announce_namespace(self) -> None:
         """Report the session's namespace in every initialize result (``protocol.CAPABILITY``).
@@ -212,11 +228,13 @@ class HindsightMCP(FastMCP):
 
     # -- HTTP app -------------------------------------------------------------------------------
     def streamable_http_app(self) -> Starlette:
-        """The streamable-HTTP app, behind the bearer-token middleware when tokens are configured."""
+        """The streamable-HTTP app, behind the Host check and the bearer-token middleware when they apply."""
         app = super().streamable_http_app()
         app.add_middleware(BodyGuard)  # added first, so it runs after authentication
         if self.token_map is not None:
-            app.add_middleware(BearerNamespaceMiddleware, token_map=self.token_map)
+            app.add_middleware(BearerNamespaceMiddleware, token_map=self.token_map, failures=self.auth_failures)
+        if self.allowed_hosts is not None:
+            app.add_middleware(HostGuard, allowed=self.allowed_hosts)  # outermost: a foreign Host learns nothing
         return app
 
 

@@ -8,7 +8,6 @@ stdio mode stdout is the protocol stream, so it is reserved before anything can 
 from __future__ import annotations
 
 import io
-import ipaddress
 import os
 import sys
 import time
@@ -17,6 +16,7 @@ from typing import TYPE_CHECKING
 import anyio
 
 from ..core.errors import ConfigurationError, InvalidInputError
+from .hosts import is_loopback
 from .observability import configure_logging, log
 
 if TYPE_CHECKING:
@@ -152,16 +152,6 @@ def _protect_stdout() -> io.TextIOWrapper:
     return io.TextIOWrapper(os.fdopen(protocol_fd, "wb"), encoding="utf-8", newline="\n")
 
 
-def is_loopback(host: str) -> bool:
-    """Whether ``host`` only accepts connections from this machine (then DNS-rebinding protection stays on)."""
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
 async def _serve_stdio(server: HindsightMCP, protocol_out: io.TextIOWrapper) -> None:
     from mcp.server.stdio import stdio_server
 
@@ -172,12 +162,9 @@ async def _serve_stdio(server: HindsightMCP, protocol_out: io.TextIOWrapper) -> 
 
 def _serve_http(server: HindsightMCP, host: str, port: int) -> None:
     import uvicorn
-    from mcp.server.transport_security import TransportSecuritySettings
 
-    if not is_loopback(host):
-        # Behind a load balancer the Host header is the public name; DNS-rebinding protection
-        # (meant for browsers reaching a localhost server) would reject every request.
-        server.settings.transport_security = TransportSecuritySettings(enable_dns_rebinding_protection=False)
+    # Which Host names every route answers (DNS rebinding): see hosts.allowed_hosts.
+    server.serve_on(host)
     app = server.streamable_http_app()
     uvicorn.run(
         app, host=host, port=port, log_level=os.environ.get("HINDSIGHT_UVICORN_LOG_LEVEL", "warning"), access_log=False

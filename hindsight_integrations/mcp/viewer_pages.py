@@ -2,6 +2,8 @@
 
 Memory text is written by users and by models, so it may hold HTML or script; nothing goes
 into a page except through ``esc`` (text and attribute values) or ``query_string`` (URLs).
+Every form that changes something (sign-in, sign-out, forget, restore, review) carries the
+request's CSRF token in a hidden ``csrf`` field (``csrf_field``), which ``viewer.py`` checks.
 The page needs no build step and fetches nothing from elsewhere: the style sheet and the
 little script are inline. Tables turn into stacked cards below 700 px so the page is usable
 on a phone without horizontal scrolling.
@@ -91,12 +93,21 @@ def memory_link(memory_id: str, label: str | None = None) -> str:
     return f'<a href="/ui/memory/{quote(memory_id, safe="")}">{esc(label or memory_id[:8])}</a>'
 
 
-def page(title: str, body: str, *, namespace: str | None, signed_in: bool) -> str:
+CSRF_FIELD = "csrf"
+
+
+def csrf_field(token: str) -> str:
+    """The hidden form field that proves a post came from one of the viewer's own pages."""
+    return f'<input type="hidden" name="{CSRF_FIELD}" value="{esc(token)}">'
+
+
+def page(title: str, body: str, *, namespace: str | None, signed_in: bool, csrf: str = "") -> str:
     """A whole page: header (namespace, navigation, sign-out), ``body``, the inline style and script."""
     nav = ""
     if namespace is not None:
         sign_out = (
-            '<form method="post" action="/ui/signout"><button class="plain" id="sign-out">Sign out</button></form>'
+            f'<form method="post" action="/ui/signout">{csrf_field(csrf)}'
+            '<button class="plain" id="sign-out">Sign out</button></form>'
             if signed_in
             else ""
         )
@@ -114,13 +125,17 @@ def page(title: str, body: str, *, namespace: str | None, signed_in: bool) -> st
     )
 
 
-def sign_in(error: str | None = None) -> str:
-    """The token form: the token is posted once and kept in a server-side session, never in a URL."""
+def sign_in(csrf: str, error: str | None = None) -> str:
+    """The token form: the token is posted once and exchanged for a session cookie, never put in a URL.
+
+    ``csrf`` is bound to the browser's pre-session cookie, so a form on another site cannot
+    sign this browser in to the attacker's namespace.
+    """
     message = f'<p class="error" id="sign-in-error">{esc(error)}</p>' if error else ""
     body = (
         '<div class="box" style="max-width:28rem"><h1>Sign in</h1>'
         '<p class="note">Paste the bearer token your server gave you; it selects whose memories you see.</p>'
-        f'{message}<form method="post" action="/ui/signin" id="sign-in">'
+        f'{message}<form method="post" action="/ui/signin" id="sign-in">{csrf_field(csrf)}'
         '<p><label>Token<br><input type="password" name="token" id="token" autocomplete="off" required '
         'style="width:100%"></label></p><button type="submit">Sign in</button></form></div>'
     )
@@ -227,26 +242,26 @@ def search_results(hits: Sequence[RecallHit], params: Mapping[str, str | None]) 
     return f"<h1>Search: “{esc(params.get('q'))}”</h1>{filter_form(params)}{table}"
 
 
-def _action(path: str, label: str, button_id: str, *, danger: bool = False, value: str | None = None) -> str:
+def _action(path: str, label: str, button_id: str, csrf: str, *, danger: bool = False, value: str | None = None) -> str:
     hidden = f'<input type="hidden" name="decision" value="{esc(value)}">' if value else ""
     css = ' class="danger"' if danger else ""
     button = f'<button{css} id="{esc(button_id)}">{esc(label)}</button>'
-    return f'<form method="post" action="{esc(path)}">{hidden}{button}</form>'
+    return f'<form method="post" action="{esc(path)}">{csrf_field(csrf)}{hidden}{button}</form>'
 
 
-def memory_actions(record: MemoryRecord) -> str:
+def memory_actions(record: MemoryRecord, csrf: str) -> str:
     """What can be done to the memory in its status: review, forget, or restore."""
     base = f"/ui/memory/{quote(record.id, safe='')}"
     buttons = []
     if record.status is Status.QUARANTINED:
-        buttons.append(_action(f"{base}/review", "Accept", "accept", value="accept"))
-        buttons.append(_action(f"{base}/review", "Reject", "reject", danger=True, value="reject"))
+        buttons.append(_action(f"{base}/review", "Accept", "accept", csrf, value="accept"))
+        buttons.append(_action(f"{base}/review", "Reject", "reject", csrf, danger=True, value="reject"))
     elif record.status is Status.DELETED:
-        buttons.append(_action(f"{base}/restore", "Restore", "restore"))
+        buttons.append(_action(f"{base}/restore", "Restore", "restore", csrf))
     elif record.status is Status.ARCHIVED:
-        buttons.append(_action(f"{base}/restore", "Restore from cold storage", "restore"))
+        buttons.append(_action(f"{base}/restore", "Restore from cold storage", "restore", csrf))
     if record.status in (Status.ACTIVE, Status.SUPERSEDED):
-        buttons.append(_action(f"{base}/forget", "Forget", "forget", danger=True))
+        buttons.append(_action(f"{base}/forget", "Forget", "forget", csrf, danger=True))
     return f'<div class="actions box">{"".join(buttons)}</div>' if buttons else ""
 
 
@@ -256,6 +271,7 @@ def memory_detail(
     superseded: Sequence[MemoryRecord],
     superseded_by: MemoryRecord | None,
     conflicts_with: MemoryRecord | None,
+    csrf: str,
     message: str | None = None,
 ) -> str:
     """One memory: every field, its provenance and its history, and the actions its status allows."""
@@ -309,7 +325,7 @@ def memory_detail(
     notice = f'<p class="box" id="message">{esc(message)}</p>' if message else ""
     return (
         f'{notice}<h1>Memory</h1><div class="box"><p class="content" id="memory-content">{esc(record.content)}</p>'
-        f"{_definitions(fields)}</div>{memory_actions(record)}"
+        f"{_definitions(fields)}</div>{memory_actions(record, csrf)}"
         f'<h2>Provenance</h2><div class="box" id="provenance">{_definitions(provenance)}'
         f"{'<h3>Merged inputs</h3><ul>' + merged + '</ul>' if merged else ''}</div>"
         f'<h2>History</h2><div class="box" id="history">'
@@ -323,7 +339,7 @@ def _definitions(items: Sequence[tuple[str, str]]) -> str:
     return "<dl>" + "".join(f"<dt>{esc(k)}</dt><dd>{v}</dd>" for k, v in items) + "</dl>"
 
 
-def review_list(records: Sequence[MemoryRecord], contradicted: Mapping[str, MemoryRecord]) -> str:
+def review_list(records: Sequence[MemoryRecord], contradicted: Mapping[str, MemoryRecord], csrf: str) -> str:
     """Quarantined memories, each beside what it contradicts, with accept and reject buttons."""
     if not records:
         return '<h1>Review</h1><p class="note" id="empty">Nothing waits for review.</p>'
@@ -338,7 +354,7 @@ def review_list(records: Sequence[MemoryRecord], contradicted: Mapping[str, Memo
         )
         items.append(
             f'<div class="box quarantined" data-id="{esc(r.id)}"><p class="content">{esc(r.content)}</p>{against}'
-            f"{memory_actions(r)}</div>"
+            f"{memory_actions(r, csrf)}</div>"
         )
     return "<h1>Review</h1><p class=note>Low-trust contradictions of important memories wait here.</p>" + "".join(items)
 
@@ -381,15 +397,36 @@ def session_detail(session_id: str, window: Sequence[MemoryRecord], summaries: S
     )
 
 
+def refused(reason: str, *, signed_in: bool) -> str:
+    """The page of a post the viewer refused (403): what was wrong, that nothing changed, what to do."""
+    body = (
+        '<div class="box" style="max-width:40rem" id="refused"><h1>Request refused</h1>'
+        f'<p class="error" id="refused-reason">{esc(reason)}</p>'
+        "<p>Nothing was changed. If you clicked a button in this viewer, go back, reload the page and try "
+        "again; if another web page sent you here, it tried to act in your name.</p>"
+        f'<p><a href="{"/ui" if signed_in else "/ui/signin"}">Back to the viewer</a></p></div>'
+    )
+    return page("Refused", body, namespace=None, signed_in=False)
+
+
+def throttled(seconds: str, csrf: str) -> str:
+    """The sign-in form of a client that failed too often: it may try again in ``seconds``."""
+    return sign_in(csrf, f"Too many failed sign-ins from your address: try again in {seconds} seconds.")
+
+
 __all__ = [
+    "CSRF_FIELD",
+    "csrf_field",
     "esc",
     "memory_detail",
     "memory_list",
     "page",
     "query_string",
+    "refused",
     "review_list",
     "search_results",
     "session_detail",
     "sessions_list",
     "sign_in",
+    "throttled",
 ]
