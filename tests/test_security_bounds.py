@@ -45,6 +45,7 @@ from hindsight_integrations.mcp.errors import MemoryToolError, MemoryToolInputEr
 from hindsight_integrations.processes import LocalServer
 
 from .mcp_support import http_server_process
+from .viewer_support import post_sign_in
 
 MALLORY = "mallory-token-3f9c2a7e5b1d4c8a9e0f6b2d"  # the attacking tenant
 VICTIM = "victim-token-8d1e4b7a2c9f5e3d6a0b4c7e"  # everyone else on the server
@@ -189,7 +190,7 @@ def test_debug_memories_refuses_paging_past_its_bounds(server: LocalServer, vict
 @pytest.mark.timeout(600)
 def test_viewer_pages_refuse_arguments_past_their_bounds(server: LocalServer, victim: MemoryClient) -> None:
     with httpx.Client(base_url=server.url, follow_redirects=True, timeout=60) as browser:
-        assert browser.post("/ui/signin", data={"token": VICTIM}).url.path == "/ui"
+        assert post_sign_in(browser, VICTIM).status_code == 303
         for path, params, needle in (
             ("/ui", {"offset": str(10**15)}, "offset"),
             ("/ui", {"q": "x" * 40_000}, "HINDSIGHT_MAX_CONTENT_BYTES"),
