@@ -60,6 +60,11 @@ class Settings(BaseSettings):
     embedding_model: str = DEFAULT_LOCAL_MODEL
     embedding_batch_size: int = Field(64, ge=1, le=4096)
     embedding_device: str = "cpu"
+    # Logs carry the size and a short hash of memory text (content, queries, metadata values,
+    # entities, context, error messages quoting them), never the text (core/redaction.py). True
+    # quotes it, for debugging on a machine of your own: UNSAFE on a server shared by tenants.
+    log_content: bool = False
+
     # What runs a local model: "onnx" (onnxruntime, ~2.5x faster queries), "torch", or "auto" = onnx, else torch.
     embedding_backend: Literal["auto", "onnx", "torch"] = "auto"
     # What embeds the vectors memories are stored under (own and context) on the ONNX backend: an

@@ -36,6 +36,7 @@ from .parts import EngineParts
 from .progress import ProgressCallback
 from .ranking import RecallWeights
 from .recall import Recaller
+from .redaction import set_content_in_logs
 from .records import Kind, MemoryRecord, Role, Status, Tier
 from .results import (
     CompressionResult,
@@ -97,6 +98,7 @@ class MemoryEngine:
             changes = {"store": Path(store) if store else None, "chroma_url": chroma_url, "namespace": namespace}
             settings = settings.model_copy(update={k: v for k, v in {**changes, **overrides}.items() if v is not None})
         self.settings = settings
+        set_content_in_logs(settings.log_content)
         self.clock: Clock = clock or SystemClock()
         self.embedder = embedder or build_embedder(settings, embedding_function)
         self.llm = LLMClient.from_settings(settings) if llm is True or llm is None else (llm or None)

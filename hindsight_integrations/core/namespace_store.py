@@ -33,6 +33,7 @@ from .facts import FactsIndex
 from .indexing import body_text, context_text, framed_text
 from .lexical import LexicalIndex
 from .records import MemoryRecord, pack, pack_for_update, unpack
+from .redaction import describe_error
 from .session_windows import SessionWindows
 from .vector_copy import Vector, VectorCopy
 
@@ -147,7 +148,7 @@ class NamespaceStore:
         try:
             self.sync_indexes(force=True)
         except Exception as exc:  # noqa: BLE001 - a dropped namespace or a server hiccup: the next recall retries
-            log.warning("background index sync failed: %s", exc)
+            log.warning("background index sync failed: %s", describe_error(exc))
         finally:
             self._syncing = False
 

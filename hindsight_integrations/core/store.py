@@ -27,6 +27,7 @@ from .coordination import CrossProcessLocks
 from .errors import EmbeddingModelMismatchError, StoreUnavailableError
 from .namespace_store import NamespaceStore, StoreOptions
 from .records import LAYOUT
+from .redaction import describe_error
 
 COLLECTION_PREFIX = "hindsight_"
 # Adds Chroma has not yet written into its HNSW files. Each add costs time in proportion to
@@ -215,7 +216,7 @@ class ChromaStore:
                 try:
                     self.on_open(handle)
                 except Exception as exc:  # noqa: BLE001 - the namespace must open; the next open retries
-                    log.warning("namespace %r: finishing interrupted writes failed: %s", name, exc)
+                    log.warning("namespace %r: finishing interrupted writes failed: %s", name, describe_error(exc))
             return handle
 
     def _run_in_background(self, job: Callable[[], None]) -> None:

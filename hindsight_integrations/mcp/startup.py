@@ -46,7 +46,10 @@ def run(
     if transport not in ("stdio", "http"):
         raise InvalidInputError("transport", f"{transport!r} is not 'stdio' or 'http'")
     protocol_out = _protect_stdout() if transport == "stdio" else None
-    configure_logging(os.environ.get("HINDSIGHT_LOG_LEVEL", "INFO"))
+    configure_logging(
+        os.environ.get("HINDSIGHT_LOG_LEVEL", "INFO"),
+        sdk_level=os.environ.get("HINDSIGHT_MCP_SDK_LOG_LEVEL", "WARNING"),
+    )
     if rate_limit_per_minute is None and (limit := os.environ.get("HINDSIGHT_RATE_LIMIT")):
         try:
             rate_limit_per_minute = float(limit)
