@@ -79,6 +79,7 @@ def run_load(
             rng = random.Random(seed + n)
             mine: list[str] = []
             with MemoryClient.http(urls[n % len(urls)], token=token, retries=2) as client:
+        error_texts: list[str] = []  # every error in full, so a failed run says exactly what went wrong
                 for k in range(operations):
                     kind = rng.choices([m for m, _ in MIX], weights=[w for _, w in MIX])[0]
                     topic = rng.choice(TOPICS)
@@ -106,6 +107,7 @@ def run_load(
                 acknowledged.extend(mine)
 
         started = time.perf_counter()
+                            error_texts.append(f"client {n} call {k} ({kind}): {type(exc).__name__}: {exc}")
         threads = [threading.Thread(target=client_run, args=(n,)) for n in range(clients)]
         for thread in threads:
             thread.start()
@@ -140,6 +142,7 @@ def run_load(
             for kind, v in latencies.items()
             if v
         },
+        "error_texts": error_texts,
     }
 
 
@@ -153,7 +156,7 @@ def _logged_problems(workdir: Path, most: int = 20) -> list[str]:
             except (ValueError, AttributeError):
                 level = "error" if "Error" in line or "Traceback" in line else None
             if level in ("warning", "error", "critical"):
-                lines.append(f"{log.stem}: {line[:400]}")
+                lines.append(f"{log.stem}: {line}")
     return lines[-most:]
 
 

@@ -22,6 +22,7 @@ import numpy as np
 from tenacity import RetryError, retry, stop_after_attempt, wait_exponential
 
 from .access import AccessRecorder
+from .chroma_reads import RetryingReads
 from .context_vectors import BackgroundContextVectors
 from .coordination import CrossProcessLocks
 from .errors import EmbeddingModelMismatchError, StoreUnavailableError
@@ -232,7 +233,7 @@ class ChromaStore:
         hnsw = (collection.configuration or {}).get("hnsw") or {}
         if hnsw.get("sync_threshold", _SYNC_THRESHOLD) > _SYNC_THRESHOLD:  # made by an older version
             collection.modify(configuration={"hnsw": {"sync_threshold": _SYNC_THRESHOLD}})
-        return collection
+        return RetryingReads(collection)  # a server's reads can fail a moment while first records land
 
     def _collection_metadata(self, name: str) -> dict[str, Any]:
         # "schema" is the record layout new collections start with; older collections may hold
