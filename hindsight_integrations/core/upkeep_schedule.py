@@ -113,6 +113,9 @@ class UpkeepSchedule:
         replica's lease on the current round is still live, or when this process is already
         running a round in another thread.
         """
+        writers = self.engine.chroma.writers
+        if writers is not None and not writers.may_write():
+            return None  # another replica owns this Chroma server and runs its upkeep (replicas.py)
         if not self._running.acquire(blocking=False):
             return None
         try:
