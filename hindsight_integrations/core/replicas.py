@@ -279,13 +279,20 @@ class WriterRegistry:
                 log.debug("could not remove dead writers' entries: %s", type(exc).__name__)
 
     def _beat(self) -> None:
+        failing = False
         while not self._stop.wait(self.interval):
             try:
                 with self._lock:
                     if self._registered:
                         self._refresh()
             except Exception as exc:  # noqa: BLE001 - Chroma may be down a moment: the next beat retries
-                log.warning("writer registry heartbeat failed: %s", type(exc).__name__)
+                if not failing:  # once per outage, not every few seconds
+                    log.warning("writer registry heartbeat failed; retrying: %s", type(exc).__name__)
+                failing = True
+                continue
+            if failing:
+                log.info("writer registry heartbeat works again")
+            failing = False
 
     def _writers(self) -> Any:
         if self._collection is None:
