@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -106,3 +107,39 @@ def test_a_chroma_outage_is_a_typed_retried_error(tmp_path: Path, embedder) -> N
             metrics = generate_latest(client.server.metrics.registry).decode()  # type: ignore[union-attr]
             line = 'hindsight_mcp_tool_calls_total{outcome="store_unavailable",tool="retrieve_memory"}'
             assert f"{line} 2.0" in metrics  # the first try and one retry
+
+
+def test_reads_racing_a_new_namespaces_first_write_do_not_fail(server_url: str, embedder) -> None:
+    """Chroma fails a read of a collection whose first add is landing ("Nothing found on disk"); we retry it.
+
+    The load benchmark's sporadic ``retrieve_memory failed: internal error ... Error creating hnsw
+    segment reader: Nothing found on disk`` was this: one replica's first recall of a namespace
+    while the other replica wrote its first memory (core/chroma_reads.py).
+    """
+    from concurrent.futures import ThreadPoolExecutor
+
+    writer = MemoryEngine(chroma_url=server_url, embedder=embedder, llm=False)
+    failures: list[str] = []
+    for trial in range(25):
+        reader = MemoryEngine(chroma_url=server_url, embedder=embedder, llm=False)  # opens the namespace itself
+        start = threading.Barrier(3)
+        with ThreadPoolExecutor(3) as pool:
+            jobs = [pool.submit(_first_write, writer, start, trial)]
+            jobs += [pool.submit(_reads, reader, start, trial, failures) for _ in range(2)]
+            for job in jobs:
+                job.result()
+    assert not failures, "\n".join(failures)
+
+
+def _first_write(engine: MemoryEngine, start: threading.Barrier, trial: int) -> None:
+    start.wait()
+    engine.store(f"Trial {trial}: the staging server is called kestrel.", namespace=f"fresh-{trial}")
+
+
+def _reads(engine: MemoryEngine, start: threading.Barrier, trial: int, failures: list[str]) -> None:
+    start.wait()
+    for _ in range(15):
+        try:
+            engine.recall("what is the staging server called?", namespace=f"fresh-{trial}")
+        except Exception as exc:  # collected: the assertion shows every one
+            failures.append(f"trial {trial}: {type(exc).__name__}: {exc}")

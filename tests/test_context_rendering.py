@@ -35,3 +35,29 @@ def test_the_working_window_and_the_dump_are_quoted_too(engine: MemoryEngine) ->
     window_text = records_text("Working memory", engine.working_window(session_id="s1", namespace="u1"))
     for block in (window_text, engine.dump(namespace="u1")):
         assert not any(line.startswith(("System:", "### End", "- (2020")) for line in _lines(block)), block
+
+
+BIDI_CONTROLS = "\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\u200e\u200f\u061c"
+
+
+def test_characters_that_reorder_displayed_text_are_escaped_visibly(engine: MemoryEngine) -> None:
+    """A U+202E would show the rest of the line, closing quote and all, right to left (#24)."""
+    engine.store_memories([f"The invoice attachment {BIDI_CONTROLS}gpj.exe came from the 👩‍💻 team."], namespace="u1")
+    context = engine.recall("Where did the invoice attachment come from?", namespace="u1").context
+    dump = engine.dump(namespace="u1")
+    for block in (context, dump):
+        assert not any(c in block for c in BIDI_CONTROLS), block
+        assert all(f"\\u{ord(c):04x}" in block for c in BIDI_CONTROLS), block
+        assert "👩‍💻" in block  # a zero-width joiner only joins an emoji: left as it is
+    from hindsight_integrations.core.context import quoted
+
+    assert quoted("a\u009bb\u007fc") == '"a\\u009bb\\u007fc"'  # C1 (a terminal's CSI) and DEL, for dumps
+
+
+def test_the_viewer_shows_display_controls_as_escapes() -> None:
+    from hindsight_integrations.mcp.viewer_pages import esc
+
+    assert (
+        esc(f"<b>{BIDI_CONTROLS}</b>")
+        == "&lt;b&gt;" + "".join(f"\\u{ord(c):04x}" for c in BIDI_CONTROLS) + "&lt;/b&gt;"
+    )

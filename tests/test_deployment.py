@@ -1,8 +1,8 @@
 """The scale-out topology: docker-compose.yml checked, and the same topology run on loopback.
 
 No Docker engine runs here, so the compose file is validated structurally and the topology
-it describes (a Chroma server + two stateless MCP HTTP replicas) is started as processes:
-`chroma run` and two `hindsight serve --transport http` pointed at it.
+it describes (a Chroma server + two stateless MCP HTTP replicas + their lock database) is started
+as processes: `chroma run`, a throw-away PostgreSQL and two `hindsight serve --transport http`.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import yaml
 from mcp import ClientSession
 from mcp.client.streamable_http import streamablehttp_client
 
-from hindsight_integrations.processes import chroma_server, free_port, running
+from hindsight_integrations.processes import chroma_server, free_port, postgres_binaries, postgres_server, running
 
 REPO = Path(__file__).resolve().parent.parent
 ALICE_TOKEN, BOB_TOKEN = "token-alice-1-6f2b8d4a9c7e31059a", "token-bob-22-3a9e7c1f5b2d80647e1"
@@ -47,11 +47,12 @@ def test_compose_file_describes_the_topology() -> None:
 
 
 @contextmanager
-def _replica(chroma_url: str, tokens: str) -> Iterator[str]:
+def _replica(chroma_url: str, tokens: str, lock_url: str) -> Iterator[str]:
     port = free_port()
     env = {
         **os.environ,
         "HINDSIGHT_CHROMA_URL": chroma_url,
+        "HINDSIGHT_LOCK_URL": lock_url,  # as in docker-compose.yml: replicas without one refuse writes
         "HINDSIGHT_TOKENS": tokens,
         "HINDSIGHT_LEXICAL_SYNC_SECONDS": "0",
         "HF_HUB_OFFLINE": "1",
@@ -77,11 +78,13 @@ async def _call(base: str, token: str, tool: str, arguments: dict) -> dict:
 
 @pytest.mark.server
 @pytest.mark.slow
+@pytest.mark.skipif(postgres_binaries() is None, reason="PostgreSQL (the replicas' lock service) is not installed")
 async def test_two_stateless_replicas_share_one_chroma(tmp_path: Path) -> None:
     with ExitStack() as stack:
         chroma_url = stack.enter_context(chroma_server(tmp_path / "chroma")).url
-        a = stack.enter_context(_replica(chroma_url, f"{ALICE_TOKEN}=alice,{BOB_TOKEN}=bob"))
-        b = stack.enter_context(_replica(chroma_url, f"{ALICE_TOKEN}=alice,{BOB_TOKEN}=bob"))
+        locks = stack.enter_context(postgres_server())
+        a = stack.enter_context(_replica(chroma_url, f"{ALICE_TOKEN}=alice,{BOB_TOKEN}=bob", locks))
+        b = stack.enter_context(_replica(chroma_url, f"{ALICE_TOKEN}=alice,{BOB_TOKEN}=bob", locks))
         stored = await _call(
             a,
             ALICE_TOKEN,

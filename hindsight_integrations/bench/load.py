@@ -1,9 +1,10 @@
 """Load against the scale-out topology (`hindsight bench load`): N clients × M mixed calls, two replicas.
 
 Starts, on 127.0.0.1, one ``chroma run`` server, a throw-away PostgreSQL as the replicas' lock
-service (when PostgreSQL is installed; without it the run says so), and two HTTP replicas of
-our server, then runs ``clients`` threads, each with its own ``MemoryClient`` on one of the
-replicas (alternating), making ``operations`` calls drawn from a fixed mix: store (with a
+service, and two HTTP replicas of our server (without PostgreSQL, one replica: a second one
+without a lock service would refuse its writes, ``core/replicas.py``; the run says so), then
+runs ``clients`` threads, each with its own ``MemoryClient`` on one of the replicas
+(alternating), making ``operations`` calls drawn from a fixed mix: store (with a
 request id), recall, record a turn, update an earlier memory of its own. Every acknowledged
 store is checked afterwards: a memory id the server returned and the store no longer has is
 a lost write. Reported: calls per second, p50/p99 latency per kind, errors by type, lost.
@@ -35,7 +36,11 @@ TOPICS = ("garden", "train", "database", "holiday", "budget", "dentist", "guitar
 
 @contextmanager
 def topology(workdir: Path, token: str, *, replicas: int = 2) -> Iterator[tuple[list[str], bool]]:
-    """Chroma server, lock database (if PostgreSQL is installed) and ``replicas`` servers; yields (URLs, locked)."""
+    """Chroma server, lock database (if PostgreSQL is installed) and ``replicas`` servers; yields (URLs, locked).
+
+    Without PostgreSQL only one replica starts: replicas without a shared lock service refuse
+    each other's writes.
+    """
     with ExitStack() as stack:
         chroma = stack.enter_context(chroma_server(workdir / "chroma"))
         env = {
@@ -47,6 +52,8 @@ def topology(workdir: Path, token: str, *, replicas: int = 2) -> Iterator[tuple[
         locked = postgres_binaries() is not None
         if locked:
             env["HINDSIGHT_LOCK_URL"] = stack.enter_context(postgres_server())
+        else:
+            replicas = 1
         urls = []
         for n in range(replicas):
             port = free_port()
@@ -68,10 +75,11 @@ def run_load(
     token = "load-" + uuid.uuid4().hex
     with tempfile.TemporaryDirectory(prefix="hindsight-load-") as tmp, topology(Path(tmp), token) as (urls, locked):
         if progress:
-            progress(f"{len(urls)} replicas up{' with a lock database' if locked else ' (no PostgreSQL: no lock)'}")
+            progress(f"{len(urls)} replicas up{' with a lock database' if locked else ' (no PostgreSQL: one replica)'}")
         latencies: dict[str, list[float]] = {kind: [] for kind, _ in MIX}
         errors: Counter[str] = Counter()
         error_examples: dict[str, str] = {}
+        error_texts: list[str] = []  # every error in full, so a failed run says exactly what went wrong
         acknowledged: list[str] = []
         lock = threading.Lock()
 
@@ -99,6 +107,7 @@ def run_load(
                         with lock:
                             errors[type(exc).__name__] += 1
                             error_examples.setdefault(type(exc).__name__, f"{kind}: {exc}"[:300])
+                            error_texts.append(f"client {n} call {k} ({kind}): {type(exc).__name__}: {exc}")
                         continue
                     with lock:
                         latencies[kind].append((time.perf_counter() - started) * 1000)
@@ -120,18 +129,20 @@ def run_load(
                 if len(page) < 1000:
                     break
         lost = [i for i in acknowledged if i not in present]
+        replica_count = len(urls)
         replica_problems = _logged_problems(Path(tmp)) if errors or lost else []
     done = sum(len(v) for v in latencies.values())
     return {
         "clients": clients,
         "operations_per_client": operations,
-        "replicas": 2,
+        "replicas": replica_count,
         "lock_database": locked,
         "seconds": round(seconds, 2),
         "calls_per_second": round(done / seconds, 1) if seconds else 0.0,
         "calls": done,
         "errors": dict(errors),
         "error_examples": error_examples,
+        "error_texts": error_texts,
         "replica_problems": replica_problems,
         "acknowledged_writes": len(acknowledged),
         "lost_writes": len(lost),
@@ -153,7 +164,7 @@ def _logged_problems(workdir: Path, most: int = 20) -> list[str]:
             except (ValueError, AttributeError):
                 level = "error" if "Error" in line or "Traceback" in line else None
             if level in ("warning", "error", "critical"):
-                lines.append(f"{log.stem}: {line[:400]}")
+                lines.append(f"{log.stem}: {line}")
     return lines[-most:]
 
 
@@ -164,7 +175,7 @@ def load_table(result: dict[str, Any]) -> str:
         lines.append(f"| {kind} | {row['n']} | {row['p50']} | {row['p99']} |")
     errors = ", ".join(f"{k} {v}" for k, v in result["errors"].items()) or "none"
     lines.append(
-        f"\n{result['clients']} clients × {result['operations_per_client']} calls on 2 replicas "
+        f"\n{result['clients']} clients × {result['operations_per_client']} calls on {result['replicas']} replicas "
         f"({'with' if result['lock_database'] else 'without'} the lock database): "
         f"{result['calls_per_second']} calls/s; errors: {errors}; "
         f"{result['acknowledged_writes']} acknowledged writes, {result['lost_writes']} lost"

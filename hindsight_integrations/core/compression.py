@@ -25,6 +25,7 @@ from .errors import LLMError
 from .namespace_store import NamespaceStore
 from .parts import EngineParts
 from .records import Kind, MemoryRecord, Role, Source, Status, Tier
+from .redaction import describe_error
 from .results import CompressionResult
 from .write_filter import assess
 
@@ -172,7 +173,7 @@ class Compressor:
             try:
                 return llm.summarize(transcript(turns))
             except LLMError as exc:
-                log.warning("LLM summary failed, using the extractive one: %s", exc)
+                log.warning("LLM summary failed, using the extractive one: %s", describe_error(exc))
         return extractive_summary(turns, fallback=fallback) or transcript(turns)[:400]
 
 

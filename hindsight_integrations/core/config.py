@@ -56,7 +56,17 @@ class Settings(BaseSettings):
     # postgresql:// URL of a database whose advisory locks serialise writes across processes
     # sharing one Chroma server (HTTP replicas); unset: writers serialise within a process only.
     lock_url: str | None = None
+    # Every process writing through a Chroma server keeps an entry in the store's writer registry
+    # (core/replicas.py), renewed in the background; one whose entry has not been renewed for this
+    # long is taken for dead, and replicas it blocked may write again. Far above a heartbeat (a
+    # third of it, at most 5 s) and any clock skew between the replicas' machines.
+    replica_expiry_seconds: float = Field(30.0, ge=1)
     namespace: str = "default"
+
+    # Logs carry the size and a short hash of memory text (content, queries, metadata values,
+    # entities, context, error messages quoting them), never the text (core/redaction.py). True
+    # quotes it, for debugging on a machine of your own: UNSAFE on a server shared by tenants.
+    log_content: bool = False
 
     # Embeddings: "local" = sentence-transformers, offline; "openai" = any OpenAI-compatible API.
     embedding_provider: Literal["local", "openai"] = "local"

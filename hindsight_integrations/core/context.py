@@ -22,18 +22,35 @@ CONTEXT_HEADER = "### Quoted memories from earlier conversations (oldest first)"
 CONTEXT_FOOTER = "### End of memories. The current conversation follows."
 _SENTENCE = re.compile(r"(?<=[.!?。！？])\s+")
 _LINE_BREAKS = ("\u0085", "\u2028", "\u2029")  # str.splitlines breaks on these; json.dumps keeps them
+# Characters json.dumps keeps that change how the text around them is *displayed*: the
+# bidirectional controls (Unicode's Bidi_Control: embeddings, overrides, isolates, marks), the
+# deprecated format controls of U+206A-U+206F, and DEL and the C1 controls (U+009B is a
+# terminal's CSI). A U+202E in a memory would display the rest of its line, closing quote and
+# marker included, right to left. Escaped like the line breaks, they are visible and inert.
+_DISPLAY_CONTROLS = "".join(
+    [
+        *_LINE_BREAKS,
+        "\u061c",
+        "\u200e",
+        "\u200f",
+        *map(chr, range(0x202A, 0x202F)),
+        *map(chr, range(0x2066, 0x2070)),
+        *map(chr, range(0x7F, 0xA0)),
+    ]
+)
+DISPLAY_CONTROL_ESCAPES = str.maketrans({c: f"\\u{ord(c):04x}" for c in _DISPLAY_CONTROLS})
+"""A ``str.translate`` table writing those characters as ``\\uXXXX`` (the viewer's HTML uses it too)."""
 
 
 def quoted(text: str) -> str:
     """``text`` as one double-quoted line (JSON string escapes), whatever it holds.
 
     Memory text comes from users, tools and web pages. Quoted, it can never start a line of its
-    own: no fake end marker, no column-0 "System:" line, no fake dated memory.
+    own: no fake end marker, no column-0 "System:" line, no fake dated memory; and line breaks
+    JSON leaves as they are, bidirectional and other display controls are escaped too
+    (``\\u202e``), so no memory can visually reorder the block it is shown in.
     """
-    out = json.dumps(text.strip(), ensure_ascii=False)
-    for separator in _LINE_BREAKS:  # breaks JSON leaves as they are
-        out = out.replace(separator, f"\\u{ord(separator):04x}")
-    return out
+    return json.dumps(text.strip(), ensure_ascii=False).translate(DISPLAY_CONTROL_ESCAPES)
 
 
 def memory_line(record: MemoryRecord, content: str | None = None) -> str:

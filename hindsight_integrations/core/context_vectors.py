@@ -29,6 +29,8 @@ from typing import Protocol
 
 import numpy as np
 
+from .redaction import describe_error
+
 log = logging.getLogger(__name__)
 
 _BATCH = 32
@@ -219,11 +221,10 @@ def _yield_to_foreground() -> None:
 
 def _given_up(count: int, where: str, exc: Exception) -> None:
     log.warning(
-        "%d context vectors of %s were not written (%s: %s); they are queued again when the namespace is next opened",
+        "%d context vectors of %s were not written (%s); they are queued again when the namespace is next opened",
         count,
         where,
-        type(exc).__name__,
-        exc,
+        describe_error(exc),
     )
 
 

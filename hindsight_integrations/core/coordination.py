@@ -37,13 +37,24 @@ class CrossProcessLocks(Protocol):
 class NamespaceLock:
     """``with handle.writing:`` — this process's lock for the namespace, then the cross-process one."""
 
-    def __init__(self, namespace: str, shared: CrossProcessLocks | None) -> None:
+    def __init__(
+        self,
+        namespace: str,
+        shared: CrossProcessLocks | None,
+        *,
+        may_write: Callable[[], None] | None = None,
+    ) -> None:
+        """``may_write`` raises when this process must not write at all (``replicas.WriterRegistry.check``):
+        a refused write then fails before anything is read or locked."""
         self._namespace = namespace
         self._local = threading.Lock()
         self._shared = shared
+        self._may_write = may_write
         self._release: Callable[[], None] | None = None
 
     def __enter__(self) -> NamespaceLock:
+        if self._may_write is not None:
+            self._may_write()
         self._local.acquire()
         if self._shared is not None:
             try:
@@ -90,6 +101,29 @@ class PostgresLocks:
     def check(self) -> None:
         """Connect once now, so a wrong URL fails at start-up rather than at the first write."""
         self._give_back(self._connection())
+
+    def identity(self) -> str:
+        """Which database the locks live in (cluster id and database name, however the URL spells the host).
+
+        Advisory locks are per database, so replicas coordinate exactly when this is the same;
+        the writer registry (``replicas.py``) compares it across replicas.
+        """
+        connection = self._connection()
+        try:
+            try:
+                row = connection.execute(
+                    "SELECT system_identifier::text, current_database() FROM pg_control_system()"
+                ).fetchone()
+            except self._psycopg.Error:  # a role not allowed to read it: the server's address instead
+                row = connection.execute(
+                    "SELECT coalesce(host(inet_server_addr()), 'socket') || ':' || current_setting('port'), "
+                    "current_database()"
+                ).fetchone()
+        except self._psycopg.Error as exc:
+            connection.close()
+            raise _unavailable(exc) from exc
+        self._give_back(connection)
+        return f"{row[0]}/{row[1]}"
 
     def acquire(self, namespace: str) -> Callable[[], None]:
         """Take the namespace's advisory lock on a pooled connection; the returned function releases it."""

@@ -23,6 +23,7 @@ import numpy as np
 from .errors import LLMError
 from .llm import LLMClient
 from .records import Kind, MemoryRecord
+from .redaction import describe_error
 from .same_fact import content_words
 from .values import values_of
 
@@ -93,7 +94,7 @@ class Distiller:
         try:
             fact = self._llm.distil_fact([m.content for m in members])
         except LLMError as exc:
-            log.warning("LLM consolidation failed, distilling by rules: %s", exc)
+            log.warning("LLM consolidation failed, distilling by rules: %s", describe_error(exc))
             return rules
         if fact is None:
             log.info("the LLM found %d clustered memories not to state one fact; left as they are", len(members))
@@ -101,7 +102,7 @@ class Distiller:
         known = frozenset().union(*(values_of(m.content) for m in members))
         invented = values_of(fact.content) - known
         if invented:
-            log.warning("LLM consolidation named values no member has (%s); distilling by rules", sorted(invented))
+            log.warning("LLM consolidation named %d values no member has; distilling by rules", len(invented))
             return rules
         return Distilled(content=fact.content, kind=Kind(fact.kind), importance=fact.importance, by="llm")
 

@@ -24,7 +24,7 @@ from .clock import Clock, SystemClock
 from .compression import Compressor
 from .config import Settings, check_setting_names, load_settings, validate_namespace
 from .consolidation import Consolidator
-from .coordination import cross_process_locks
+from .coordination import CrossProcessLocks, cross_process_locks
 from .embeddings import Embedder, build_embedder, embed_index_matrix
 from .errors import InvalidInputError
 from .filters import RecallFilters, bounded_filters
@@ -38,6 +38,8 @@ from .progress import ProgressCallback
 from .ranking import RecallWeights
 from .recall import Recaller
 from .records import Kind, MemoryRecord, Role, Status, Tier
+from .redaction import set_content_in_logs
+from .replicas import WriterRegistry, lock_fingerprint, registry_for
 from .results import (
     CompressionResult,
     ConsolidationReport,
@@ -98,6 +100,7 @@ class MemoryEngine:
             changes = {"store": Path(store) if store else None, "chroma_url": chroma_url, "namespace": namespace}
             settings = settings.model_copy(update={k: v for k, v in {**changes, **overrides}.items() if v is not None})
         self.settings = settings
+        set_content_in_logs(settings.log_content)
         self.clock: Clock = clock or SystemClock()
         self.embedder = embedder or build_embedder(settings, embedding_function)
         self.llm = LLMClient.from_settings(settings) if llm is True or llm is None else (llm or None)
@@ -107,6 +110,7 @@ class MemoryEngine:
             attempts=settings.chroma_connect_attempts,
             timeout=settings.chroma_connect_timeout,
         )
+        shared_locks = cross_process_locks(settings.lock_url)
         self.chroma = ChromaStore(
             client,
             embedding_model=self.embedder.name,
@@ -116,7 +120,8 @@ class MemoryEngine:
             time_aware=settings.time_aware_text,
             copy_vectors=settings.copy_vectors,
             embed_context=lambda texts: embed_index_matrix(self.embedder, texts, background=True),
-            shared_locks=cross_process_locks(settings.lock_url),
+            shared_locks=shared_locks,
+            writers=_writer_registry(client, settings, shared_locks),
         )
         self.tokens = counter_for(settings.tokenizer)
         parts = EngineParts(
@@ -535,6 +540,24 @@ class MemoryEngine:
     def drop_namespace(self, namespace: str) -> None:
         """Delete a namespace and everything in it, for good."""
         self.chroma.drop_namespace(validate_namespace(namespace))
+
+
+def _writer_registry(client: Any, settings: Settings, locks: CrossProcessLocks | None) -> WriterRegistry | None:
+    """This process's entry in the writer registry of the Chroma server, or None on an embedded store.
+
+    Only a Chroma *server* can have several writing processes; an embedded directory is one
+    process's. The entry is made at the first write (or at a server's start-up), not here, so
+    a process that only reads never counts as a writer.
+    """
+    if not settings.chroma_url:
+        return None
+    identity = getattr(locks, "identity", None)
+    return registry_for(
+        client,
+        url=settings.chroma_url,
+        lock=lock_fingerprint(identity()) if callable(identity) else None,
+        expiry_seconds=settings.replica_expiry_seconds,
+    )
 
 
 __all__ = ["MemoryEngine"]

@@ -39,6 +39,15 @@ class ConfigurationError(HindsightError):
     """Settings are missing or inconsistent; the message says which and how to fix it."""
 
 
+class ReplicaConflictError(ConfigurationError):
+    """Another process writes to the same Chroma server without a lock service shared with this one.
+
+    Chroma has no conditional write, so two such writers lose updates and resurrect forgotten
+    memories; this process refuses its writes instead (reads still work) until the other stops
+    or both share one ``HINDSIGHT_LOCK_URL`` (``core/replicas.py``).
+    """
+
+
 class StoreUnavailableError(HindsightError):
     """The Chroma store could not be opened or reached (after retries)."""
 

@@ -30,6 +30,7 @@ from pydantic import BaseModel, ValidationError
 
 from .coordination import CrossProcessLocks
 from .errors import StoreUnavailableError
+from .redaction import describe_error
 
 LEASE_COLLECTION = "hindsightlease_upkeep"
 """The lease's collection: it does not start with ``store.COLLECTION_PREFIX``, so it is never a namespace."""
@@ -184,7 +185,7 @@ class UpkeepLease:
             return LeaseState.model_validate_json(documents[0])
         except ValidationError as exc:
             # A damaged record must not stop upkeep for good: the next write replaces it.
-            log.warning("the upkeep lease record is unreadable, starting afresh: %s", exc)
+            log.warning("the upkeep lease record is unreadable, starting afresh: %s", describe_error(exc))
             return LeaseState()
 
     def _write(self, state: LeaseState) -> None:

@@ -34,6 +34,7 @@ from .filters import bounded_where
 from .indexing import body_text, context_text, framed_text
 from .lexical import LexicalIndex
 from .records import MemoryRecord, pack, pack_for_update, unpack
+from .redaction import describe_error
 from .session_windows import SessionWindows
 from .vector_copy import Vector, VectorCopy
 
@@ -71,6 +72,7 @@ class NamespaceStore:
         run_in_background: Callable[[Callable[[], None]], None],
         context_vectors: BackgroundContextVectors | None = None,
         shared_locks: CrossProcessLocks | None = None,
+        may_write: Callable[[], None] | None = None,
     ) -> None:
         self.name = name
         self.collection = collection
@@ -81,7 +83,8 @@ class NamespaceStore:
         self.windows = SessionWindows()
         self.vector_copy: VectorCopy | None = VectorCopy() if options.copy_vectors else None
         self.context_copy: VectorCopy | None = VectorCopy() if options.copy_vectors else None
-        self.writing = NamespaceLock(name, shared_locks)
+        self.writing = NamespaceLock(name, shared_locks, may_write=may_write)
+        self._may_write = may_write  # raises while this process must not write (replicas.py)
         self._lock = threading.RLock()  # Chroma write + index update, as one step
         self._sync_flag = threading.Lock()  # never held across I/O: recall checks it on every call
         self._access = access
@@ -148,7 +151,7 @@ class NamespaceStore:
         try:
             self.sync_indexes(force=True)
         except Exception as exc:  # noqa: BLE001 - a dropped namespace or a server hiccup: the next recall retries
-            log.warning("background index sync failed: %s", exc)
+            log.warning("background index sync failed: %s", describe_error(exc))
         finally:
             self._syncing = False
 
@@ -174,6 +177,7 @@ class NamespaceStore:
         """Write new records with their vectors (and context vectors, for records that have a context)."""
         if not records:
             return
+        self._check_may_write()
         with self._lock:
             self._write_context(context_embeddings)
             ids, flats = [r.id for r in records], [r.flat_fields() for r in records]
@@ -217,6 +221,7 @@ class NamespaceStore:
         """Write back changed records; changed content needs new ``embeddings``."""
         if not records:
             return
+        self._check_may_write()
         with self._lock:
             self._write_context(context_embeddings)
             ids, flats = [r.id for r in records], [r.flat_fields() for r in records]
@@ -227,6 +232,12 @@ class NamespaceStore:
             self._index(ids, flats)
             if embeddings is not None and self.vector_copy is not None:
                 self.vector_copy.upsert(ids, embeddings)
+
+    def _check_may_write(self) -> None:
+        """Refuse a record write while another replica owns the store (context vectors and recall
+        counts are derived, merged into what is there, and go on)."""
+        if self._may_write is not None:
+            self._may_write()
 
     def _write_context(self, vectors: Mapping[str, Vector] | None) -> None:
         if vectors:
@@ -239,6 +250,7 @@ class NamespaceStore:
         """Hard delete (cold-storage archive and purge only; user-facing forget is soft)."""
         if not ids:
             return
+        self._check_may_write()
         with self._lock:
             self.collection.delete(ids=list(ids))
             self.context_collection.delete(ids=list(ids))

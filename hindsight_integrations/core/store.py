@@ -22,11 +22,14 @@ import numpy as np
 from tenacity import RetryError, retry, stop_after_attempt, wait_exponential
 
 from .access import AccessRecorder
+from .chroma_reads import RetryingReads
 from .context_vectors import BackgroundContextVectors
 from .coordination import CrossProcessLocks
 from .errors import EmbeddingModelMismatchError, StoreUnavailableError
 from .namespace_store import NamespaceStore, StoreOptions
 from .records import LAYOUT
+from .redaction import describe_error
+from .replicas import WriterRegistry
 
 COLLECTION_PREFIX = "hindsight_"
 # Adds Chroma has not yet written into its HNSW files. Each add costs time in proportion to
@@ -147,10 +150,12 @@ class ChromaStore:
         copy_vectors: bool = True,
         embed_context: Callable[[Sequence[str]], np.ndarray] | None = None,
         shared_locks: CrossProcessLocks | None = None,
+        writers: WriterRegistry | None = None,
     ) -> None:
         """``embed_context`` embeds context vectors left to the background (``context_vectors.py``);
         without it every writer must pass its records' context vectors. ``shared_locks`` serialise
-        each namespace's writes across processes (``coordination.py``)."""
+        each namespace's writes across processes (``coordination.py``); ``writers`` is this process's
+        entry in a Chroma server's writer registry, which every write checks first (``replicas.py``)."""
         self.client = client
         self.embedding_model = embedding_model
         self.embedding_dim = embedding_dim
@@ -166,6 +171,7 @@ class ChromaStore:
         self._syncer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="hindsight-sync")  # threads start on use
         self.context_vectors = BackgroundContextVectors(embed_context) if embed_context is not None else None
         self._shared_locks = shared_locks
+        self.writers = writers
         self.on_open: Callable[[NamespaceStore], object] | None = None
         """Called once with each namespace this process opens (the engine finishes interrupted writes)."""
 
@@ -173,6 +179,11 @@ class ChromaStore:
     def shared_locks(self) -> CrossProcessLocks | None:
         """The cross-process locks this store's writers share (None: one process writes it)."""
         return self._shared_locks
+
+    def check_writes(self) -> None:
+        """Raise ``ReplicaConflictError`` if this process must not write now (another replica owns the server)."""
+        if self.writers is not None:
+            self.writers.check()
 
     @overload
     def namespace(self, name: str) -> NamespaceStore: ...
@@ -209,13 +220,14 @@ class ChromaStore:
                 run_in_background=self._run_in_background,
                 context_vectors=self.context_vectors,
                 shared_locks=self._shared_locks,
+                may_write=self.check_writes if self.writers is not None else None,
             )
             self._namespaces[name] = handle
             if self.on_open is not None:
                 try:
                     self.on_open(handle)
                 except Exception as exc:  # noqa: BLE001 - the namespace must open; the next open retries
-                    log.warning("namespace %r: finishing interrupted writes failed: %s", name, exc)
+                    log.warning("namespace %r: finishing interrupted writes failed: %s", name, describe_error(exc))
             return handle
 
     def _run_in_background(self, job: Callable[[], None]) -> None:
@@ -231,7 +243,7 @@ class ChromaStore:
         hnsw = (collection.configuration or {}).get("hnsw") or {}
         if hnsw.get("sync_threshold", _SYNC_THRESHOLD) > _SYNC_THRESHOLD:  # made by an older version
             collection.modify(configuration={"hnsw": {"sync_threshold": _SYNC_THRESHOLD}})
-        return collection
+        return RetryingReads(collection)  # a server's reads can fail a moment while first records land
 
     def _collection_metadata(self, name: str) -> dict[str, Any]:
         # "schema" is the record layout new collections start with; older collections may hold
@@ -264,6 +276,7 @@ class ChromaStore:
 
     def drop_namespace(self, name: str) -> None:
         """Delete a namespace's collections for good (used by `demo` and tests, not by forget)."""
+        self.check_writes()
         with self._lock:
             self._namespaces.pop(name, None)
             for prefix in (COLLECTION_PREFIX, CONTEXT_PREFIX):

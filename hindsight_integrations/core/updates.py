@@ -33,6 +33,7 @@ from .dedup import can_repeat, polarity
 from .errors import LLMError
 from .llm import LLMClient
 from .records import MemoryRecord, Role, Status
+from .redaction import describe_error
 from .subjects import different_subjects
 from .values import differing_values
 
@@ -115,7 +116,7 @@ class UpdateJudge:
                 judged = self._llm.judge_update(new.content, [n.record.content for n in candidates])
                 return [(n, Verdict(v)) for n, v in zip(candidates, judged)]
             except LLMError as exc:
-                log.warning("LLM update judgement failed, falling back to rules: %s", exc)
+                log.warning("LLM update judgement failed, falling back to rules: %s", describe_error(exc))
         return [(n, rule_verdict(n.record, new, n.similarity, self.threshold)) for n in candidates]
 
 

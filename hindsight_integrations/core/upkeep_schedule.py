@@ -24,6 +24,7 @@ from pydantic import BaseModel, Field
 
 from .errors import ConfigurationError
 from .lease import UpkeepLease
+from .redaction import describe_error
 from .upkeep import StepReport, UpkeepReport
 
 if TYPE_CHECKING:
@@ -112,6 +113,9 @@ class UpkeepSchedule:
         replica's lease on the current round is still live, or when this process is already
         running a round in another thread.
         """
+        writers = self.engine.chroma.writers
+        if writers is not None and not writers.may_write():
+            return None  # another replica owns this Chroma server and runs its upkeep (replicas.py)
         if not self._running.acquire(blocking=False):
             return None
         try:
@@ -152,7 +156,7 @@ class UpkeepSchedule:
                     if not self.lease.renew(number, self.engine.clock.now()):
                         return  # taken over: the round's next renewal between namespaces says so
                 except Exception as exc:  # noqa: BLE001 - the store may be down: the lease then expires
-                    log.warning("upkeep lease renewal failed: %s", exc)
+                    log.warning("upkeep lease renewal failed: %s", describe_error(exc))
 
         thread = threading.Thread(target=beat, name="hindsight-upkeep-lease", daemon=True)
         thread.start()

@@ -24,6 +24,7 @@ from .limits import MAX_TOKENS, check_id, check_text
 from .namespace_store import NamespaceStore
 from .parts import EngineParts
 from .records import Kind, MemoryRecord, Role, Source, Status, Tier
+from .redaction import describe_error
 from .results import CompressionResult, StoreResult, TurnResult
 from .session_context import NEIGHBOURS_BEFORE
 from .write_filter import assess, event_ttl
@@ -175,7 +176,7 @@ class WorkingMemory:
                     return None
                 return self._store(handle, items, apply_filter=False, origin="extraction", turn=(turn, vector))
             except (LLMError, InvalidInputError) as exc:
-                log.warning("LLM extraction failed, falling back to rules: %s", exc)
+                log.warning("LLM extraction failed, falling back to rules: %s", describe_error(exc))
         item = {
             "content": remembered_text(turn),
             "role": turn.role,

@@ -36,6 +36,7 @@ from llama_index.core.base.llms.types import (
 
 from ..core.errors import InvalidInputError
 from ..core.records import MemoryRecord, Role
+from ..core.redaction import describe_error
 
 log = logging.getLogger("hindsight.llama_index")
 
@@ -149,7 +150,7 @@ def turn_to_message(record: MemoryRecord) -> ChatMessage:
         try:
             return ChatMessage.model_validate(data)
         except Exception as exc:  # noqa: BLE001 - a snapshot from another version must not break the chat
-            log.warning("could not restore the message of turn %s (%s); using its text", record.id, exc)
+            log.warning("could not restore the message of turn %s (%s); using its text", record.id, describe_error(exc))
     if record.role is Role.TOOL:
         # A tool result without its call id cannot be replayed as a tool message.
         return ChatMessage(role=MessageRole.ASSISTANT, content=f"[tool result] {record.content}")

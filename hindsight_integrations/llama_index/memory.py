@@ -27,6 +27,7 @@ from llama_index.core.memory.types import BaseMemory
 
 from ..core.errors import InvalidInputError
 from ..core.records import MemoryRecord, Role
+from ..core.redaction import describe_error
 from ..mcp.resolve import resolve_client, resolve_namespace
 from ._messages import (
     CONTEXT_FLAG,
@@ -175,7 +176,7 @@ class HindsightChatMemory(BaseMemory):
             except InvalidInputError as exc:
                 if not rejected_text(exc, "content"):
                     raise
-                log.warning("message not recorded in memory: %s", exc)
+                log.warning("message not recorded in memory: %s", describe_error(exc))
 
     async def aput(self, message: ChatMessage) -> None:
         """``BaseMemory.aput``: ``put`` through the client's ``arecord_turn``."""
@@ -186,7 +187,7 @@ class HindsightChatMemory(BaseMemory):
             except InvalidInputError as exc:
                 if not rejected_text(exc, "content"):
                     raise
-                log.warning("message not recorded in memory: %s", exc)
+                log.warning("message not recorded in memory: %s", describe_error(exc))
 
     def put_messages(self, messages: list[ChatMessage]) -> None:
         """``BaseMemory.put_messages``: ``put`` each message in order, one ``record_turn`` each."""
@@ -309,7 +310,7 @@ class HindsightChatMemory(BaseMemory):
             except InvalidInputError as exc:
                 if not rejected_text(exc, "query"):
                     raise
-                log.warning("recall skipped: %s", exc)
+                log.warning("recall skipped: %s", describe_error(exc))
         return self._assemble(window, history, result)
 
     async def aget(self, input: str | None = None, **kwargs: Any) -> list[ChatMessage]:
@@ -324,7 +325,7 @@ class HindsightChatMemory(BaseMemory):
             except InvalidInputError as exc:
                 if not rejected_text(exc, "query"):
                     raise
-                log.warning("recall skipped: %s", exc)
+                log.warning("recall skipped: %s", describe_error(exc))
         return self._assemble(window, history, result)
 
 

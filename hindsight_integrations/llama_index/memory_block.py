@@ -25,6 +25,7 @@ from llama_index.core.memory.memory import BaseMemoryBlock
 
 from ..core.context import CONTEXT_FOOTER, CONTEXT_HEADER
 from ..core.errors import InvalidInputError
+from ..core.redaction import describe_error
 from ..core.tokens import estimate_tokens
 from ..mcp.resolve import resolve_client, resolve_namespace
 from ._messages import hindsight_role, is_injected_context, latest_user_text, message_text, rejected_text
@@ -107,7 +108,7 @@ class HindsightMemoryBlock(BaseMemoryBlock[str]):
         except InvalidInputError as exc:
             if not rejected_text(exc, "query"):
                 raise
-            log.warning("recall skipped: %s", exc)
+            log.warning("recall skipped: %s", describe_error(exc))
             return ""
         selected = select_hits(result.hits, self.recall_options, query=query)
         context = context_of(selected)
@@ -149,14 +150,18 @@ class HindsightMemoryBlock(BaseMemoryBlock[str]):
             if not rejected_text(exc, "content"):
                 raise
             # One bad item (e.g. over the size limit) must not cost the others.
-            log.warning("storing %d flushed messages as a batch failed (%s); storing them one by one", len(items), exc)
+            log.warning(
+                "storing %d flushed messages as a batch failed (%s); storing them one by one",
+                len(items),
+                describe_error(exc),
+            )
             for item in items:
                 try:
                     await self._client.astore([item], request_id=_request_id([item]))
                 except InvalidInputError as item_exc:
                     if not rejected_text(item_exc, "content"):
                         raise
-                    log.warning("flushed message not stored: %s", item_exc)
+                    log.warning("flushed message not stored: %s", describe_error(item_exc))
 
     async def atruncate(self, content: str, tokens_to_truncate: int) -> str | None:
         """``BaseMemoryBlock.atruncate``: drop the lowest-scoring memories until ``tokens_to_truncate`` are freed.

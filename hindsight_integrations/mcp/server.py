@@ -25,10 +25,20 @@ from starlette.requests import Request
 
 from ..core.config import validate_namespace
 from ..core.errors import HindsightError, InvalidInputError, MemoryNotFoundError, StoreUnavailableError
+from ..core.redaction import call_text, describe_error, text_summary
 from .auth import SCOPE_KEY, BearerNamespaceMiddleware, current_namespace, validate_token_map
 from .body_guard import BodyGuard
 from .hosts import HostGuard, allowed_hosts, transport_security
-from .observability import RateLimiter, ServerMetrics, log, log_upkeep, quote_briefly, summarize_arguments
+from .observability import (
+    RateLimiter,
+    ServerMetrics,
+    call_strings,
+    log,
+    log_upkeep,
+    loggable_error,
+    quote_briefly,
+    summarize_arguments,
+)
 from .protocol import capability, validation_message
 from .resources import register_resources
 from .routes import register_routes
@@ -151,10 +161,20 @@ class HindsightMCP(FastMCP):
         """Run tool ``name`` for the caller's namespace; every failure is an error result, logged and counted.
 
         Refused before the tool runs: no authenticated namespace, an unknown tool or argument
-        (the message lists the accepted ones), the namespace's rate limit.
+        (the message lists the accepted ones), the namespace's rate limit. While it runs, no log
+        line may show the strings the call carried (``redaction.call_text``).
         """
-        started = time.perf_counter()
         arguments = arguments or {}
+        if self.engine.settings.log_content:
+            return await self._dispatch(name, arguments)
+        tool = self._tool_manager.get_tool(name)
+        names = set(tool.parameters.get("properties", {})) if tool is not None else None
+        secrets, keep = call_strings(arguments, names=names, tool=None if tool is not None else name)
+        with call_text(secrets, keep):
+            return await self._dispatch(name, arguments)
+
+    async def _dispatch(self, name: str, arguments: dict[str, Any]) -> Any:
+        started = time.perf_counter()
         namespace: str | None = None
         outcome = "ok"
         error: dict[str, Any] | None = None
@@ -200,17 +220,24 @@ class HindsightMCP(FastMCP):
             outcome, error = "internal_error", {"type": "internal_error", "message": f"{type(exc).__name__}: {exc}"}
         seconds = time.perf_counter() - started
         # Label values come from a fixed set: a caller-chosen tool name must not become a series.
-        known = self._tool_manager.get_tool(name) is not None
+        called = self._tool_manager.get_tool(name)
+        known = called is not None
         self.metrics.observe_call(name if known else "unknown", "ok" if error is None else outcome, seconds)
+        # Logs carry sizes, ids and numbers, never memory text (observability.summarize_arguments).
+        log_content = self.engine.settings.log_content
+        names = set(called.parameters.get("properties", {})) if called is not None else None
         fields = {
-            "tool": name if known else quote_briefly(name),
+            "tool": name if known else quote_briefly(name) if log_content else f"unknown {text_summary(name)}",
             "namespace": namespace,
-            "arguments": summarize_arguments(arguments),
+            "arguments": summarize_arguments(arguments, names=names, content=log_content),
             "latency_ms": round(seconds * 1000, 2),
             "outcome": "ok" if error is None else outcome,
         }
         if error is not None:
-            fields["error"] = quote_briefly(error["message"], 300)
+            fields["error_type"] = error["type"]
+            fields["error"] = loggable_error(
+                error["message"], arguments, names=names, keep=(namespace,), content=log_content
+            )
             log.info("tool_call", extra={"fields": fields})
             return CallToolResult(
                 content=[TextContent(type="text", text=f"Error: {error['message']}")],
@@ -253,9 +280,10 @@ def _describe_failure(tool: str, exc: ToolError) -> tuple[str, dict[str, Any]]:
             "memory_id": cause.memory_id,
             "namespace": cause.namespace,
         }
-    if _store_outage(cause):
+    if cause is not None and _store_outage(cause):
         log.warning(
-            "the memory store did not answer", extra={"fields": {"tool": tool, "error": quote_briefly(str(cause), 300)}}
+            "the memory store did not answer",
+            extra={"fields": {"tool": tool, "error": quote_briefly(describe_error(cause), 300)}},
         )
         return "store_unavailable", {
             "type": "store_unavailable",

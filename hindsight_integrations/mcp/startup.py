@@ -15,11 +15,12 @@ from typing import TYPE_CHECKING
 
 import anyio
 
-from ..core.errors import ConfigurationError, InvalidInputError
+from ..core.errors import ConfigurationError, InvalidInputError, StoreUnavailableError
 from .hosts import is_loopback
 from .observability import configure_logging, log
 
 if TYPE_CHECKING:
+    from ..core.engine import MemoryEngine
     from ..core.upkeep_schedule import UpkeepSchedule
     from .server import HindsightMCP
 
@@ -46,7 +47,10 @@ def run(
     if transport not in ("stdio", "http"):
         raise InvalidInputError("transport", f"{transport!r} is not 'stdio' or 'http'")
     protocol_out = _protect_stdout() if transport == "stdio" else None
-    configure_logging(os.environ.get("HINDSIGHT_LOG_LEVEL", "INFO"))
+    configure_logging(
+        os.environ.get("HINDSIGHT_LOG_LEVEL", "INFO"),
+        sdk_level=os.environ.get("HINDSIGHT_MCP_SDK_LOG_LEVEL", "WARNING"),
+    )
     if rate_limit_per_minute is None and (limit := os.environ.get("HINDSIGHT_RATE_LIMIT")):
         try:
             rate_limit_per_minute = float(limit)
@@ -68,6 +72,7 @@ def run(
     )
     started = time.perf_counter()
     engine.warm()
+    writes = _register_writer(engine)
     log.info(
         "ready",
         extra={
@@ -79,6 +84,7 @@ def run(
                 "store": engine.settings.chroma_url or str(engine.settings.store),
                 "embedding_model": engine.embedder.name,
                 "warm_ms": round((time.perf_counter() - started) * 1000, 1),
+                "writes": writes,
                 **(
                     {"url": f"http://{host}:{port}{server.settings.streamable_http_path}"}
                     if transport == "http"
@@ -97,7 +103,24 @@ def run(
         if schedule is not None and not schedule.stop():
             log.warning("the upkeep thread was still busy at shutdown; its lease expires by itself")
         engine.chroma.flush_access()
+        if engine.chroma.writers is not None:
+            engine.chroma.writers.close()  # a replica this one blocked may write at once
         log.info("stopped", extra={"fields": {"transport": transport}})
+
+
+def _register_writer(engine: MemoryEngine) -> str:
+    """Enter the Chroma server's writer registry now (``core/replicas.py``), so a replica that must
+    refuse writes says so in its log at start-up, not at its first write; what writes will do."""
+    writers = engine.chroma.writers
+    if writers is None:
+        return "allowed (embedded store)"
+    try:
+        return "allowed" if writers.may_write() else "refused (another replica writes without a shared lock)"
+    except StoreUnavailableError as exc:
+        log.warning(
+            "could not enter the writer registry; every write checks again", extra={"fields": {"error": str(exc)}}
+        )
+        return "unknown"
 
 
 def start_scheduled_upkeep(server: HindsightMCP) -> UpkeepSchedule | None:

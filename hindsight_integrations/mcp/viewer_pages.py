@@ -16,6 +16,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from urllib.parse import quote, urlencode
 
+from ..core.context import DISPLAY_CONTROL_ESCAPES
 from ..core.records import Kind, MemoryRecord, Status, Tier
 from ..core.results import NamespaceStats, RecallHit
 
@@ -67,7 +68,7 @@ document.querySelectorAll('[data-local-time]').forEach(function (t) {
 
 def esc(value: object) -> str:
     """``value`` as HTML text or a quoted attribute value (quotes escaped too)."""
-    return html.escape("" if value is None else str(value), quote=True)
+    return html.escape("" if value is None else str(value), quote=True).translate(DISPLAY_CONTROL_ESCAPES)
 
 
 def query_string(params: Mapping[str, str | None]) -> str:
