@@ -42,7 +42,7 @@ from hindsight_integrations.mcp import MemoryClient
 from hindsight_integrations.mcp.auth import validate_token_map
 from hindsight_integrations.mcp.throttle import AuthFailures
 from hindsight_integrations.mcp.viewer import COOKIE, PRE_COOKIE
-from hindsight_integrations.processes import chroma_server, free_port
+from hindsight_integrations.processes import chroma_server, free_port, postgres_binaries, postgres_server
 
 from .mcp_support import REPO, SERVER_CMD, http_server, server_env
 from .viewer_support import ALICE, BOB, csrf_of, local_viewer, post_sign_in, remember, status_of
@@ -208,8 +208,12 @@ def test_another_sites_form_cannot_sign_the_browser_out(server: Server) -> None:
 
 @pytest.mark.slow
 @pytest.mark.timeout(600)
+@pytest.mark.skipif(postgres_binaries() is None, reason="two writing replicas need PostgreSQL (HINDSIGHT_LOCK_URL)")
 def test_a_sign_out_on_one_replica_is_refused_by_another_sharing_the_store(tmp_path: Path) -> None:
-    """Two server processes on one ``chroma run``: stateless, so sign-ins and CSRF tokens cross; so does a sign-out."""
+    """Two server processes on one ``chroma run``: stateless, so sign-ins and CSRF tokens cross; so does a sign-out.
+
+    Both replicas write (a forget on B, a sign-out on A), so they share a lock database, as replicas must.
+    """
     tokens = {ALICE: "alice", BOB: "bob"}
     env = {
         "HINDSIGHT_LEXICAL_SYNC_SECONDS": "0",
@@ -218,6 +222,7 @@ def test_a_sign_out_on_one_replica_is_refused_by_another_sharing_the_store(tmp_p
     }
     with ExitStack() as stack:
         env["HINDSIGHT_CHROMA_URL"] = stack.enter_context(chroma_server(tmp_path / "chroma")).url
+        env["HINDSIGHT_LOCK_URL"] = stack.enter_context(postgres_server())
         a = stack.enter_context(http_server(tmp_path / "unused-a", tokens=tokens, env=env))
         b = stack.enter_context(http_server(tmp_path / "unused-b", tokens=tokens, env=env))
         memory = remember(a, ALICE, "The spare house key is under the blue flower pot.")
