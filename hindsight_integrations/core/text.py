@@ -18,8 +18,9 @@ _CJK_RUN = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf
 _WORD = re.compile(r"[^\W_]+(?:[-'._][^\W_]+)*", re.UNICODE)
 _JOINER = re.compile(r"[-'._]")
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
-# Where a sentence ends: one character, so finding the ends is linear whatever the text.
-_SENTENCE_END = re.compile(r"[.!?;](?=\s)|[。！？；\n]")
+# Where a sentence ends (with the spaces after it, so the next span starts at a word): one
+# punctuation character, then spaces consumed once, so finding the ends is linear.
+_SENTENCE_END = re.compile(r"[.!?;]\s+|[。！？；\n]\s*")
 _SOFT_BREAKS = frozenset(" \t\r\n\f\v,，、:：)）]")
 
 SPAN_CHARS = 400

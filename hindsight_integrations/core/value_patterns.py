@@ -357,5 +357,5 @@ _CAPITALISED = re.compile(r"[A-ZÀ-Þ][A-Za-zÀ-ÿ'’-]*(?:[ \t]+[A-ZÀ-Þ][A-Z
 _URL_PREFIX = re.compile(r"^(?:https?://)?(?:www\.)?")
 _NOT_DIGIT = re.compile(r"\D")
 _DIGIT_RUN = re.compile(r"\d+")
-_MODAL_AFTER_MAY = re.compile(r"\s+(?:i|we|you|he|she|they|it|be|not)\b", re.I)  # "May I …": the verb
+_MODAL_AFTER_MAY = re.compile(r"(?<!\s)\s+(?:i|we|you|he|she|they|it|be|not)\b", re.I)  # "May I …": the verb
 _SENTENCE_ENDS = frozenset('.!?:;\n"“([。！？：；')
