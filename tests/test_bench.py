@@ -279,7 +279,7 @@ def test_adversarial_command_reports_every_attack_against_a_real_server(tmp_path
     result = CliRunner().invoke(app, ["bench", "adversarial", *arguments, "--out", str(out)])
     assert result.exit_code == 0, result.output
     data = json.loads(out.read_text())
-    assert data["benchmark"] == "adversarial" and data["size_chars"] == 600
+    assert data["benchmark"] == "adversarial" and data["size_bytes"] == 600
     assert set(data["other_tenant_idle"]) == {"recalls", "p50_ms", "max_ms", "errors"}
     rows = data["rows"]
     calls = {(row["input"], row["call"]) for row in rows}

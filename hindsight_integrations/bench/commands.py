@@ -315,9 +315,7 @@ def bench_load(
 
 @bench_app.command("adversarial")
 def bench_adversarial(
-    size: Annotated[
-        int, typer.Option(help="Characters of each pathological text (the content limit is 32 KB).")
-    ] = 32_000,
+    size: Annotated[int, typer.Option(help="Bytes of each pathological text (the content limit is 32 KB).")] = 32_000,
     recalls: Annotated[int, typer.Option(help="Recalls timed after the long memories are stored.")] = 3,
     filter_keys: Annotated[int, typer.Option(help="Keys of the huge metadata filter.")] = 10_000,
     depth: Annotated[int, typer.Option(help="Levels of the deeply nested metadata.")] = 10_000,
