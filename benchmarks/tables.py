@@ -11,6 +11,7 @@ import json
 import sys
 from pathlib import Path
 
+from hindsight_integrations.bench.adversarial import adversarial_table
 from hindsight_integrations.bench.load import load_table
 from hindsight_integrations.bench.report import (
     default_path_table,
@@ -38,6 +39,7 @@ def main() -> int:
         ("scale.json", "Scale", lambda r: scale_table(r)),
         ("load.json", "Load on two replicas", lambda r: load_table(r)),
         ("lifecycle.json", "Lifecycle", lambda r: lifecycle_table(r)),
+        ("adversarial.json", "Pathological inputs on a shared server", lambda r: adversarial_table(r)),
     ]
     for filename, title, render in sections:
         path = RESULTS / filename

@@ -266,3 +266,27 @@ def test_distinct_facts_are_kept_and_repeats_merged(tmp_path: Path) -> None:
     assert result["distinct_kept"] == 1.0 and result["copies_per_repeated_fact"] == 1.0
     assert result["unrelated_statements"] == 300 and 0 <= result["unrelated_made_history"] <= 6
     assert result["active_memories"] == 21
+
+
+@pytest.mark.server
+@pytest.mark.timeout(600)
+def test_adversarial_command_reports_every_attack_against_a_real_server(tmp_path: Path) -> None:
+    """``hindsight bench adversarial`` on small inputs: every row, its ratio, the other tenant's waits, the JSON."""
+    from hindsight_integrations.cli import app
+
+    out = tmp_path / "adversarial.json"
+    arguments = ["--size", "600", "--recalls", "1", "--filter-keys", "20", "--depth", "20", "--idle-seconds", "0.5"]
+    result = CliRunner().invoke(app, ["bench", "adversarial", *arguments, "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    data = json.loads(out.read_text())
+    assert data["benchmark"] == "adversarial" and data["size_bytes"] == 600
+    assert set(data["other_tenant_idle"]) == {"recalls", "p50_ms", "max_ms", "errors"}
+    rows = data["rows"]
+    calls = {(row["input"], row["call"]) for row in rows}
+    assert ('"a@b.c" × n', "store_memory") in calls and ("digits", "record_turn") in calls
+    assert ("20-key metadata filter", "list_memories") in calls and rows[-1]["input"] == "20-key metadata filter"
+    assert len(rows) == 9 * 3 + 2 + 3
+    for row in rows:
+        assert row["result"] and row["normal_result"] and row["ratio"] >= 0
+        assert row["other_tenant"]["recalls"] + row["other_tenant"]["errors"] >= 1
+    assert "| input | call | result |" in result.output

@@ -1,4 +1,4 @@
-"""`hindsight bench …`: the benchmark commands (recall quality, tokens, grid, peers, scale, start-up, lifecycle).
+"""`hindsight bench …`: the benchmarks (recall quality, tokens, grid, peers, scale, start-up, lifecycle, attacks).
 
 Each imports its benchmark module only when run, so ``hindsight --help`` stays quick; results
 are printed as a Markdown table (or JSON with ``--json``) and written to ``benchmarks/results``.
@@ -311,6 +311,39 @@ def bench_load(
     with reported(), _user_errors():
         result = run_load(clients=clients, operations=operations, progress=_say)
     _emit(result, as_json=as_json, out=out, table=load_table(result))
+
+
+@bench_app.command("adversarial")
+def bench_adversarial(
+    size: Annotated[int, typer.Option(help="Bytes of each pathological text (the content limit is 32 KB).")] = 32_000,
+    recalls: Annotated[int, typer.Option(help="Recalls timed after the long memories are stored.")] = 3,
+    filter_keys: Annotated[int, typer.Option(help="Keys of the huge metadata filter.")] = 10_000,
+    depth: Annotated[int, typer.Option(help="Levels of the deeply nested metadata.")] = 10_000,
+    idle_seconds: Annotated[
+        float, typer.Option(help="Seconds the other tenant recalls alone first (its baseline).")
+    ] = 5.0,
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object on stdout.")] = False,
+    out: Annotated[Path | None, typer.Option(help="JSON results file.")] = RESULTS / "adversarial.json",
+) -> None:
+    """Pathological inputs against a real HTTP server with two tenants: cost × normal, and the other tenant's wait."""
+    from ..core.arguments import whole_number
+
+    with reported():
+        whole_number(size, "size", low=100, high=32 * 1024)
+        whole_number(recalls, "recalls", low=1, high=100)
+        whole_number(filter_keys, "filter_keys", low=1, high=1_000_000)
+        whole_number(depth, "depth", low=1, high=1_000_000)
+        if not 0 < idle_seconds <= 600:
+            raise InvalidInputError("idle_seconds", f"{idle_seconds} is not between 0 and 600 seconds")
+    _check_out(out)
+    _bench_env()
+    from .adversarial import adversarial_table, run_adversarial
+
+    with reported(), _user_errors():
+        result = run_adversarial(
+            size=size, recalls=recalls, filter_keys=filter_keys, depth=depth, idle_seconds=idle_seconds, progress=_say
+        )
+    _emit(result, as_json=as_json, out=out, table=adversarial_table(result))
 
 
 @bench_app.command("lifecycle")

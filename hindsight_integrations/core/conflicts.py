@@ -33,8 +33,10 @@ time share a slot.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 from .subjects import owner_of, project_slot
+from .text import Searcher, in_spans, rule_spans
 
 _CATEGORIES: dict[str, tuple[str, ...]] = {
     "database": (
@@ -103,7 +105,7 @@ _PROJECT_CUES = (
 
 _I = r"\b(?:i|we)"  # the speaker
 _AUX = r"(?:'m|\s+am|'re|\s+are|'ve|\s+have|\s+had|'d|\s+was|\s+were)?"  # I'm, I have, we were…
-_ADV = r"(?:\s+(?:now|just|recently|finally|already|currently|still|also|officially|actually))*"
+_ADV = r"(?:\s+(?:now|just|recently|finally|already|currently|still|also|officially|actually)){0,8}"
 _NAME_AHEAD = r"\s+(?-i:(?!The\b|A\b|An\b|My\b|Our\b)[A-Z])"  # a capitalised object: an organisation, a person
 _DIETS = (
     r"(?:vegetarian|vegan|pescatarian|pescetarian|keto|paleo|gluten[- ]free|flexitarian|omnivore|carnivore"
@@ -114,20 +116,74 @@ _PARTNERS = r"(?:partner|girlfriend|boyfriend|wife|husband|spouse|fianc[ée]e?)"
 _MANAGERS = r"(?:manager|boss|supervisor|team\s+lead)"
 
 
-def _rules(*patterns: str) -> tuple[re.Pattern[str], ...]:
-    return tuple(re.compile(p, re.I) for p in patterns)
+def _rules(*patterns: str | Searcher) -> tuple[Searcher, ...]:
+    return tuple(re.compile(p, re.I) if isinstance(p, str) else p for p in patterns)
 
 
-# (subject, attribute, patterns), checked in order: the first rule that matches names the slot.
-_SLOT_RULES: tuple[tuple[str, str, tuple[re.Pattern[str], ...]], ...] = (
+class _Followed:
+    """``first`` and, starting later on its line, ``then``: what ``first(?=.*then)`` says, in linear time.
+
+    With ``either_order`` also ``then`` followed by ``first`` (``first.*then|then.*first``), the
+    leftmost of the two. The regular expression retries ``.*`` from every start, the square of
+    the text; here each line is read a bounded number of times. Matches like a pattern: the
+    match returned is ``first``'s (or ``then``'s, in the other order).
+    """
+
+    def __init__(self, first: str, then: str, *, either_order: bool = False) -> None:
+        self._first = re.compile(first, re.I)
+        self._then = re.compile(then, re.I)
+        self._either_order = either_order
+
+    def search(self, string: str, pos: int = 0) -> re.Match[str] | None:
+        """The leftmost match of ``first`` with ``then`` after it on its line (either way round if asked)."""
+        found = _followed(self._first, self._then, string, pos)
+        if not self._either_order:
+            return found
+        other = _followed(self._then, self._first, string, pos)
+        if found is None or (other is not None and other.start() < found.start()):
+            return other
+        return found
+
+
+def _followed(first: re.Pattern[str], then: re.Pattern[str], text: str, pos: int) -> re.Match[str] | None:
+    """The first match of ``first`` at or after ``pos`` such that ``then`` starts after it on the same line."""
+    later: re.Match[str] | None = None  # the leftmost ``then`` at or after the last search's start
+    line_end = -1  # the end of the line of the latest ``first`` (each line is looked up once)
+    for match in first.finditer(text, pos):
+        if later is None or later.start() < match.end():
+            later = then.search(text, match.end())
+            if later is None:
+                return None  # no ``then`` after this one: none after any later ``first`` either
+        if line_end < match.end():
+            found = text.find("\n", match.end())
+            line_end = len(text) if found < 0 else found
+        if later.start() <= line_end:
+            return match
+    return None
+
+
+class _Leftmost:
+    """The leftmost match of any of ``rules`` (what their alternation would find first)."""
+
+    def __init__(self, *rules: str | Searcher) -> None:
+        self._rules = _rules(*rules)
+
+    def search(self, string: str, pos: int = 0) -> re.Match[str] | None:
+        """The match that starts first among the rules' first matches (the earlier rule on a tie)."""
+        found = [m for rule in self._rules if (m := rule.search(string, pos)) is not None]
+        return min(found, key=lambda m: m.start()) if found else None
+
+
+# (subject, attribute, rules), checked in order: the first rule that matches names the slot.
+_SLOT_RULES: tuple[tuple[str, str, tuple[Searcher, ...]], ...] = (
     (
         "user",
         "phone",
         _rules(
             r"\b(?:phone|mobile|cell|cellphone|telephone)(?:\s+phone)?\s*(?:number|no\.|#)",
-            r"\b(?:my|new|our)\s+(?:\w+\s+)?(?:number|phone|mobile|cell)\b(?=.*\d[\d\s().-]{5,}\d)",
+            _Followed(r"\b(?:my|new|our)\s+(?:\w+\s+)?(?:number|phone|mobile|cell)\b", r"\d[\d\s().-]{5,40}\d"),
             r"\b(?:call|text|reach)\s+me\s+(?:at|on)\s+\+?\(?\d",
-            r"电话|手机号|号码|手机(?=.*\d{5,})",
+            _Leftmost(r"电话|手机号|号码", _Followed(r"手机", r"\d{5,}")),
         ),
     ),
     (
@@ -139,7 +195,7 @@ _SLOT_RULES: tuple[tuple[str, str, tuple[re.Pattern[str], ...]], ...] = (
         "user",
         "email",
         _rules(
-            r"\be-?mail\b.*[\w.+-]+@[\w-]+\.\w|[\w.+-]+@[\w-]+\.\w.*\be-?mail\b",
+            _Followed(r"\be-?mail\b", r"[\w.+-]{1,64}@[\w-]{1,63}\.\w", either_order=True),
             r"\b(?:my|our)\s+(?:new\s+|current\s+|work\s+|personal\s+)?e-?mail(?:\s+address)?\s+(?:is|was|has|changed)\b",
             r"\bnew\s+e-?mail\b",
             r"我的(?:新)?(?:邮箱|电子邮件|邮件地址|email)",
@@ -149,7 +205,7 @@ _SLOT_RULES: tuple[tuple[str, str, tuple[re.Pattern[str], ...]], ...] = (
         "user",
         "address",
         _rules(
-            r"\b(?:my|our)\s+(?:new\s+|current\s+|home\s+|mailing\s+|postal\s+|shipping\s+)*address\b",
+            r"\b(?:my|our)\s+(?:new\s+|current\s+|home\s+|mailing\s+|postal\s+|shipping\s+){0,6}address\b",
             r"\bnew\s+address\b",
             rf"{_I}{_AUX}{_ADV}\s+(?:live|living)\s+at\s+\d",
             r"我(?:的|家)(?:新)?(?:地址|住址|收货地址)",
@@ -170,7 +226,7 @@ _SLOT_RULES: tuple[tuple[str, str, tuple[re.Pattern[str], ...]], ...] = (
         "user",
         "role",
         _rules(
-            r"\bmy\s+(?:new\s+|current\s+|official\s+)*(?:job\s+)?(?:title|role|position)\b",
+            r"\bmy\s+(?:new\s+|current\s+|official\s+){0,3}(?:job\s+)?(?:title|role|position)\b",
             rf"{_I}{_AUX}{_ADV}\s+(?:got\s+|been\s+)?promoted\b",
             rf"{_I}{_AUX}{_ADV}\s+work(?:ing)?\s+as\b",
             r"\bnew\s+(?:role|position|title)\s+as\b",
@@ -224,8 +280,8 @@ _SLOT_RULES: tuple[tuple[str, str, tuple[re.Pattern[str], ...]], ...] = (
         "user",
         "manager",
         _rules(
-            rf"\bmy\s+(?:new\s+|current\s+|direct\s+|line\s+)*{_MANAGERS}\s+(?:is|is\s+now|will\s+be){_NAME_AHEAD}",
-            rf"(?-i:[A-Z])\w*\s+(?:is|is\s+now|will\s+be)\s+my\s+(?:new\s+)?{_MANAGERS}\b",
+            rf"\bmy\s+(?:new\s+|current\s+|direct\s+|line\s+){{0,4}}{_MANAGERS}\s+(?:is|is\s+now|will\s+be){_NAME_AHEAD}",
+            rf"(?-i:[A-Z])\w{{0,40}}\s+(?:is|is\s+now|will\s+be)\s+my\s+(?:new\s+)?{_MANAGERS}\b",
             rf"{_I}{_ADV}\s+(?:now\s+)?report\s+to\b",
             r"我的(?:新)?(?:领导|老板|上司|经理|主管|直属领导)|我.{0,4}?向.{1,8}?汇报",
         ),
@@ -236,7 +292,7 @@ _SLOT_RULES: tuple[tuple[str, str, tuple[re.Pattern[str], ...]], ...] = (
         _rules(
             rf"\bmy\s+(?:new\s+|current\s+)?{_PARTNERS}(?:'s\s+name)?\s+(?:is|is\s+now|is\s+called|is\s+named)"
             rf"{_NAME_AHEAD}",
-            rf"(?-i:[A-Z])\w*\s+(?:is|is\s+now)\s+my\s+(?:new\s+)?{_PARTNERS}\b",
+            rf"(?-i:[A-Z])\w{{0,40}}\s+(?:is|is\s+now)\s+my\s+(?:new\s+)?{_PARTNERS}\b",
             rf"\bi(?:'m|\s+am){_ADV}\s+(?:dating|seeing|married\s+to|engaged\s+to)\b",
             rf"\bi{_AUX}{_ADV}\s+(?:married|broke\s+up\s+with|divorced|got\s+engaged)\b",
             r"我(?:的)?(?:新)?(?:女朋友|男朋友|老婆|老公|妻子|丈夫|对象|伴侣|未婚夫|未婚妻)(?:是|叫)",
@@ -390,22 +446,28 @@ def is_lasting(slot: str | None) -> bool:
 
 
 def detect_slot(content: str) -> str | None:
-    """Return ``"subject:attribute"`` if the text sets a recognisable attribute, else None."""
-    return _explicit_slot(content) or _category_slot(content) or _generic_slot(content)
+    """Return ``"subject:attribute"`` if the text sets a recognisable attribute, else None.
+
+    The rules run on the text's bounded spans (``text.rule_spans``): a text of normal length is
+    one span, and a long one costs time in proportion to its length whatever the rule.
+    """
+    spans = rule_spans(content)
+    return _explicit_slot(content, spans) or _category_slot(content) or _generic_slot(content, spans)
 
 
 def change_cue(content: str) -> bool:
     """Whether the text signals a change of an earlier value ("now", "moved to", "no longer", 改成, 不再…)."""
-    return _CHANGE_CUE.search(content) is not None
+    return in_spans(_CHANGE_CUE, content)
 
 
-def _explicit_slot(content: str) -> str | None:
-    for subject, attribute, patterns in _SLOT_RULES:
-        for pattern in patterns:
-            if match := pattern.search(content):
-                if subject == "project":
-                    return project_slot(content, attribute)
-                return f"{owner_of(content, match.start()) or subject}:{attribute}"
+def _explicit_slot(content: str, spans: Sequence[str]) -> str | None:
+    for subject, attribute, rules in _SLOT_RULES:
+        for rule in rules:
+            for span in spans:
+                if match := rule.search(span):
+                    if subject == "project":
+                        return project_slot(content, attribute)
+                    return f"{owner_of(span, match.start()) or subject}:{attribute}"
     return None
 
 
@@ -422,15 +484,15 @@ def _about_project(lowered: str, attribute: str) -> bool:
     return attribute in lowered or any(cue in lowered for cue in _PROJECT_CUES)
 
 
-def _generic_slot(content: str) -> str | None:
+def _generic_slot(content: str, spans: Sequence[str]) -> str | None:
     for pattern in (_MY_X_IS, _X_IS_NOW):
-        match = pattern.search(content)
+        match = next((m for span in spans if (m := pattern.search(span))), None)
         attribute = _attribute(match.group(1)) if match else None
         if match and attribute:
             subject = _SUBJECT_OF.get(attribute, "user")
             if subject == "project":
                 return project_slot(content, attribute)
-            return f"{owner_of(content, match.start()) or subject}:{attribute}"
+            return f"{owner_of(match.string, match.start()) or subject}:{attribute}"
     return None
 
 

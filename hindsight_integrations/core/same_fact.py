@@ -42,6 +42,7 @@ def _word_set(text: str) -> frozenset[str]:
     return frozenset(text.split())
 
 
+_SENTENCE_START = re.compile(r"(?:^|[.!?:]\s+)([A-Za-z]+)")
 _TOKEN = re.compile(r"[A-Za-z0-9]+(?:['’][A-Za-z]+)?|[\u3400-\u9fff]")
 # Words that say nothing of the fact itself: articles, auxiliaries, fillers, restatement cues.
 _FILLERS = _word_set(
@@ -129,7 +130,7 @@ def _sentence_starts(*texts: str) -> set[str]:
     """Words capitalised only because they open a sentence (or follow a "Speaker:" label)."""
     out = set()
     for text in texts:
-        for match in re.finditer(r"(?:^|[.!?:]\s+)([A-Za-z]+)", text):
+        for match in _SENTENCE_START.finditer(text):
             out.add(_stem(match.group(1).lower()))
     return out
 

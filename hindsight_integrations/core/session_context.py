@@ -19,6 +19,8 @@ import re
 import threading
 from collections import OrderedDict, deque
 
+from .text import SPAN_CHARS
+
 NEIGHBOURS_BEFORE = 2
 NEIGHBOUR_CHARS = 600  # per neighbour: enough for the embedding (256 word pieces), no more
 _MAX_SESSIONS = 10_000
@@ -37,7 +39,7 @@ _NOT_SPEAKERS = frozenset(
 
 def speaker_of(text: str) -> str | None:
     """The name a transcript line starts with ("Caroline: ..."), if it names someone."""
-    match = _SPEAKER.match(text)
+    match = _SPEAKER.match(text, 0, SPAN_CHARS)  # a label opens the text: no need to read further
     if match is None:
         return None
     name = match.group(1)
@@ -46,7 +48,7 @@ def speaker_of(text: str) -> str | None:
 
 def without_speaker(text: str) -> str:
     """``text`` after a leading "Name: " label, if it has one (what was said, not who said it)."""
-    match = _SPEAKER.match(text)
+    match = _SPEAKER.match(text, 0, SPAN_CHARS)
     return text[match.end() - 1 :] if match else text
 
 

@@ -19,23 +19,28 @@ from __future__ import annotations
 import re
 
 from .session_context import without_speaker
+from .text import search_spans
 from .values import differing_values
 
 # Someone else's attribute: "Priya's new phone", "my sister's address", "Mateo changed his phone",
 # "Mateo has a new phone" (the text before the matched attribute words).
-_POSSESSIVE = re.compile(r"\b(?!I\b)([A-Z][\w-]+)['’]s\s+(?:[\w-]+\s+){0,2}$")
-_RELATIVE_POSSESSIVE = re.compile(r"\b(?:my|our)\s+([a-z]+)['’]s\s+(?:[\w-]+\s+){0,2}$", re.I)
+# Words are at most 40 characters: a name, a relative or an attribute word is never longer, and
+# a bounded word keeps each try short (``[\w-]+`` from every start of "A-A-A-…" is quadratic).
+_POSSESSIVE = re.compile(r"\b(?!I\b)([A-Z][\w-]{1,40})['’]s\s+(?:[\w-]{1,40}\s+){0,2}$")
+_RELATIVE_POSSESSIVE = re.compile(r"\b(?:my|our)\s+([a-z]{1,40})['’]s\s+(?:[\w-]{1,40}\s+){0,2}$", re.I)
 _THIRD_PERSON = re.compile(
-    r"\s*(?!(?:I|We|My|Our|The|A|An|New|Update|Please|Call|Text|Reach|This|That|Here|It|Its|Now|So|And|But)\b)"
-    r"([A-Z][\w-]+)\s+(?:(?:just|now|recently|finally|also|has|had|have)\s+)*"
+    r"\A\s*(?!(?:I|We|My|Our|The|A|An|New|Update|Please|Call|Text|Reach|This|That|Here|It|Its|Now|So|And|But)\b)"
+    r"([A-Z][\w-]{1,40})\s+(?:(?:just|now|recently|finally|also|has|had|have)\s+){0,6}"
     r"(?:(?:changed|updated|switched|got|gets|has|had|gave\s+me)\s+)?(?:his|her|their|a|an)\s+(?:new\s+)?$"
 )
 
 # "project Ember", "the Ember project": a project named, whose deadline and stack are its own.
 _NOT_NAMES = r"(?!(?:The|This|That|Our|My|Your|Their|Each|Every|Any|New|Next|Last|Same|Whole|Side)\b)"
-_PROJECT_NAME = re.compile(rf"\b[Pp]roject\s+{_NOT_NAMES}([A-Z][\w-]*)|\b{_NOT_NAMES}([A-Z][\w-]*)\s+[Pp]roject\b")
+_PROJECT_NAME = re.compile(
+    rf"\b[Pp]roject\s+{_NOT_NAMES}([A-Z][\w-]{{0,40}})|\b{_NOT_NAMES}([A-Z][\w-]{{0,40}})\s+[Pp]roject\b"
+)
 # What a deadline is for: "deadline for the report", "the report deadline", "the design doc ... is due".
-_THING = r"((?:[a-z][\w-]*\s+){0,2}?[a-z][\w-]*)"
+_THING = r"((?:[a-z][\w-]{0,40}\s+){0,2}?[a-z][\w-]{0,40})"
 _DUE_THING = (
     re.compile(
         rf"\bdeadline\s+(?:for|of|on)\s+(?:the\s+|our\s+|my\s+|this\s+)?{_THING}"
@@ -44,14 +49,15 @@ _DUE_THING = (
     ),
     re.compile(rf"\b(?:the|our|my|this)\s+{_THING}\s+(?:deadline|due\s+date)\b", re.I),
     re.compile(
-        rf"\b(?:the|our|my|this)\s+{_THING}\s+(?:for\s+project\s+[\w-]+\s+)?(?:is|are|was)\s+(?:now\s+)?due\b", re.I
+        rf"\b(?:the|our|my|this)\s+{_THING}\s+(?:for\s+project\s+[\w-]{{1,40}}\s+)?(?:is|are|was)\s+(?:now\s+)?due\b",
+        re.I,
     ),
 )
 _NOT_DUE_THINGS = frozenset({"project", "new", "final", "current", "updated", "official", "hard", "the", "our", "my"})
 # An identifier: letters with a run of three or more digits (order, ticket, invoice numbers);
 # short version numbers ("v2", "v2.3.1") are values that change, not names.
 _IDENTIFIER = re.compile(r"^(?=[\w-]*[a-z])[\w-]*\d{3,}[\w-]*$")
-_RELATIVE_OF = re.compile(r"\b(?!I\b)([A-Z][\w-]+)['’]s\s+([a-z]+)\b")
+_RELATIVE_OF = re.compile(r"\b(?!I\b)([A-Z][\w-]{1,40})['’]s\s+([a-z]{1,40})\b")
 
 
 def project_slot(content: str, attribute: str) -> str:
@@ -60,13 +66,13 @@ def project_slot(content: str, attribute: str) -> str:
     "The design doc for project Falcon is due on Sunday" and "the release notes for project
     Ember is due on Friday" are two deadlines, not one deadline changed.
     """
-    named = _PROJECT_NAME.search(content)
+    named = search_spans(_PROJECT_NAME, content)
     name = (named.group(1) or named.group(2)).lower() if named else None
     subject = f"project {name}" if name else "project"
     if attribute != "deadline":
         return f"{subject}:{attribute}"
     for pattern in _DUE_THING:
-        if found := pattern.search(content):
+        if found := search_spans(pattern, content):
             words = [w for w in found.group(1).lower().split() if w not in _NOT_DUE_THINGS and w != name]
             if words:
                 return f"{subject}:deadline of {' '.join(words)}"

@@ -1,14 +1,30 @@
-"""Text normalisation shared by the lexical index, the write filter and query analysis."""
+"""Text normalisation shared by the lexical index, the write filter and query analysis.
+
+Also the bounded spans every rule runs on (``rule_spans``): the rules of the write path are
+regular expressions, and one of them that backtracks costs the square of the text it scans.
+Cut into sentences of at most ``SPAN_CHARS`` characters, a 32 KB memory costs at most
+``32 KB × SPAN_CHARS`` steps per pattern whatever the pattern, and text of normal length
+(one span) is matched exactly as before.
+"""
 
 from __future__ import annotations
 
 import re
 import unicodedata
+from functools import lru_cache
+from typing import Protocol
 
 _CJK_RUN = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]+")
 _WORD = re.compile(r"[^\W_]+(?:[-'._][^\W_]+)*", re.UNICODE)
 _JOINER = re.compile(r"[-'._]")
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+# Where a sentence ends (with the spaces after it, so the next span starts at a word): one
+# punctuation character, then spaces consumed once, so finding the ends is linear.
+_SENTENCE_END = re.compile(r"[.!?;]\s+|[。！？；\n]\s*")
+_SOFT_BREAKS = frozenset(" \t\r\n\f\v,，、:：)）]")
+
+SPAN_CHARS = 400
+"""Longest span (in characters) a rule pattern is run on at once: a few sentences, far more than any rule reads."""
 
 STOPWORDS = frozenset(
     [
@@ -196,3 +212,65 @@ def query_terms(text: str) -> list[str]:
         if token not in STOPWORDS and token not in seen:
             seen[token] = None
     return list(seen)
+
+
+class Searcher(Protocol):
+    """What a rule is to ``search_spans``: a compiled pattern, or anything with its ``search``."""
+
+    def search(self, string: str, pos: int = 0) -> re.Match[str] | None:
+        """The first match in ``string`` from ``pos``, or None."""
+        ...
+
+
+@lru_cache(maxsize=256)
+def rule_spans(text: str, limit: int = SPAN_CHARS) -> tuple[str, ...]:
+    """``text`` as consecutive spans of at most ``limit`` characters that rules are matched on.
+
+    Whole sentences are packed into a span while they fit, so a text of normal length is one
+    span (itself) and matches exactly as the whole text would; only a sentence longer than
+    ``limit`` is cut, at the last whitespace or punctuation of its second half where it has
+    one, else at ``limit``. The spans join back to ``text``, each in one pass: O(len(text)).
+    """
+    if len(text) <= limit:
+        return (text,)
+    ends = [m.end() for m in _SENTENCE_END.finditer(text)]
+    if not ends or ends[-1] != len(text):
+        ends.append(len(text))
+    spans: list[str] = []
+    start = end = 0  # the span being built is text[start:end]
+    for cut in ends:
+        if cut - start <= limit:
+            end = cut
+            continue
+        if end > start:
+            spans.append(text[start:end])
+            start = end
+        while cut - start > limit:  # a sentence longer than a span: cut it by length
+            split = _soft_cut(text, start, limit)
+            spans.append(text[start:split])
+            start = split
+        end = cut
+    if end > start:
+        spans.append(text[start:end])
+    return tuple(spans)
+
+
+def _soft_cut(text: str, start: int, limit: int) -> int:
+    """Where a span of a long sentence from ``start`` ends: after a break in its second half, else at ``limit``."""
+    for index in range(start + limit, start + limit // 2, -1):
+        if text[index - 1] in _SOFT_BREAKS:
+            return index
+    return start + limit
+
+
+def search_spans(rule: Searcher, text: str) -> re.Match[str] | None:
+    """The first match of ``rule`` in ``text``'s spans (``match.string`` is the span it was found in)."""
+    for span in rule_spans(text):
+        if (match := rule.search(span)) is not None:
+            return match
+    return None
+
+
+def in_spans(rule: Searcher, text: str) -> bool:
+    """Whether ``rule`` matches in one of ``text``'s spans."""
+    return search_spans(rule, text) is not None

@@ -304,10 +304,14 @@ _MONTH_ALT = "|".join(sorted(_MONTHS, key=len, reverse=True))
 _WEEKDAY_ALT = "|".join(sorted(_WEEKDAYS, key=len, reverse=True))
 _CURRENCY_WORDS = "|".join(c for c in sorted(_CURRENCIES, key=len, reverse=True) if c.isalpha() and c.isascii())
 _CURRENCY_CJK = "|".join(sorted((c for c in _CURRENCIES if not c.isascii() and len(c) > 1), key=len, reverse=True))
-_NUMBER = r"\d{1,3}(?:\.\d{3}){2,}(?![\d.])|\d+(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?"
+# Thousands groups are bounded (30 digits, 12 groups): "111,111,…" tried from every group is
+# otherwise quadratic. A plain run of digits is read whole, however long (one pass).
+_NUMBER = r"\d{1,3}(?:\.\d{3}){2,12}(?![\d.])|\d{1,30}(?:,\d{3}){1,12}(?:\.\d{1,30})?|\d+(?:\.\d+)?"
 
 _URL = re.compile(r"(?:https?://|www\.)[^\s<>\"'，。）)]+", re.I)
-_EMAIL = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+", re.ASCII)
+# The lengths an address can have (RFC 5321: 64 before the @, 63 a label): an unbounded local
+# part is tried from every character of a long word, the square of its length.
+_EMAIL = re.compile(r"[\w.+-]{1,64}@[\w-]{1,63}(?:\.[\w-]{1,63}){1,8}", re.ASCII)
 _DOMAIN = re.compile(
     r"(?<![A-Za-z0-9_@.-])[a-z0-9-]+(?:\.[a-z0-9-]+)*\.(?:com|org|net|io|dev|ai|cn|co|app)(?![A-Za-z0-9_-])", re.I
 )
@@ -346,8 +350,12 @@ _RELATIVE_WORDS = re.compile(
 )
 _EN_MONTH = re.compile(r"\b(" + "|".join(_MONTH_NAMES) + r")\b", re.I)
 _ZH_MONTH = re.compile(rf"([\d{_ZH_NUMERAL}]{{1,3}})月(?!份?[\d{_ZH_NUMERAL}])")
-_ZH_COUNT = re.compile(rf"(第)?([{_ZH_NUMERAL}]+)(?=(?:{_ZH_CLASSIFIERS}))|第([{_ZH_NUMERAL}]+)")
+_ZH_COUNT = re.compile(rf"(第)?([{_ZH_NUMERAL}]{{1,20}})(?=(?:{_ZH_CLASSIFIERS}))|第([{_ZH_NUMERAL}]{{1,20}})")
 _ZH_CITY = re.compile("|".join(sorted(_ZH_CITIES, key=len, reverse=True)))
 _ZH_PLACE = re.compile(r"(?:在|到|去|于|来自|回)([\u4e00-\u9fff]{2,4}?(?:市|省|县|区|镇|路|街))")
 _CAPITALISED = re.compile(r"[A-ZÀ-Þ][A-Za-zÀ-ÿ'’-]*(?:[ \t]+[A-ZÀ-Þ][A-Za-zÀ-ÿ'’-]*)*")
+_URL_PREFIX = re.compile(r"^(?:https?://)?(?:www\.)?")
+_NOT_DIGIT = re.compile(r"\D")
+_DIGIT_RUN = re.compile(r"\d+")
+_MODAL_AFTER_MAY = re.compile(r"(?<!\s)\s+(?:i|we|you|he|she|they|it|be|not)\b", re.I)  # "May I …": the verb
 _SENTENCE_ENDS = frozenset('.!?:;\n"“([。！？：；')

@@ -37,6 +37,7 @@ from collections.abc import Callable, Iterator
 from decimal import Decimal, InvalidOperation
 from functools import lru_cache
 
+from .text import rule_spans
 from .value_patterns import (
     _CAPITALISED,
     _CLOCK_12,
@@ -45,16 +46,19 @@ from .value_patterns import (
     _CURRENCIES,
     _CURRENCY,
     _DAY_MONTH,
+    _DIGIT_RUN,
     _DOMAIN,
     _EMAIL,
     _EN_MONTH,
     _EN_WEEKDAY,
     _IP,
     _ISO_DATE,
+    _MODAL_AFTER_MAY,
     _MONTH_DAY,
     _MONTH_NAMES,
     _MONTHS,
     _NOON,
+    _NOT_DIGIT,
     _NOT_NAMES,
     _PHONE,
     _PLAIN_NUMBER,
@@ -65,6 +69,7 @@ from .value_patterns import (
     _SENTENCE_ENDS,
     _SLASH_DATE,
     _URL,
+    _URL_PREFIX,
     _WEEKDAYS,
     _ZH_BIG_UNITS,
     _ZH_CITIES,
@@ -81,9 +86,16 @@ from .value_patterns import (
     _ZH_WEEKDAYS,
 )
 
+MAX_NUMBER_DIGITS = 30
+"""Longer runs of digits are kept as written: identifiers, not amounts (and ``int`` refuses over 4,300)."""
+
 
 def _number(text: str, scale: int = 1) -> str:
-    """``1,000`` → ``1000``, ``3.50`` → ``3.5``, times a scale; digits kept as written if odd."""
+    """``1,000`` → ``1000``, ``3.50`` → ``3.5``, times a scale; digits kept as written if odd or too long."""
+    if len(text) > MAX_NUMBER_DIGITS + 20:  # a long token: not worth counting its digits
+        return text
+    if sum(c.isdigit() for c in text) > MAX_NUMBER_DIGITS:
+        return text
     try:
         plain = text.replace(".", "") if text.count(".") > 1 else text  # 1.000.000
         value = Decimal(plain.replace(",", "")) * scale
@@ -95,7 +107,9 @@ def _number(text: str, scale: int = 1) -> str:
 
 
 def _zh_number(text: str) -> int | None:
-    """``十二`` → 12, ``两万三千`` → 23000, ``2`` → 2; None when it is no numeral."""
+    """``十二`` → 12, ``两万三千`` → 23000, ``2`` → 2; None when it is no numeral (or an implausibly long one)."""
+    if len(text) > 20:
+        return None
     if text.isdigit():
         return int(text)
     total, section, digit = 0, 0, None
@@ -132,7 +146,7 @@ Extractor = Callable[[re.Match[str]], Iterator[str]]
 
 
 def _url(m: re.Match[str]) -> Iterator[str]:
-    url = re.sub(r"^(?:https?://)?(?:www\.)?", "", m.group(0).lower()).rstrip(".,;!?/")
+    url = _URL_PREFIX.sub("", m.group(0).lower()).rstrip(".,;!?/")
     yield url
 
 
@@ -170,8 +184,8 @@ def _slash_date(m: re.Match[str]) -> Iterator[str]:
 
 
 def _phone(m: re.Match[str]) -> Iterator[str]:
-    digits = re.sub(r"\D", "", m.group(0))
-    groups = re.findall(r"\d+", m.group(0))
+    digits = _NOT_DIGIT.sub("", m.group(0))
+    groups = _DIGIT_RUN.findall(m.group(0))
     years = len(groups) == 2 and all(len(g) == 4 and g[:2] in ("19", "20") for g in groups)
     if len(digits) >= 7 and not years:  # else a range ("10-20", "2023-2024"), left to the number rule
         yield digits
@@ -239,7 +253,7 @@ def _en_month(m: re.Match[str]) -> Iterator[str]:
     word = m.group(1)
     if word.lower() == "may" and not word[0].isupper():
         return  # the modal verb
-    if word == "May" and re.match(r"\s+(?:i|we|you|he|she|they|it|be|not)\b", m.string[m.end() :], re.I):
+    if word == "May" and _MODAL_AFTER_MAY.match(m.string, m.end()):
         return
     yield word.lower()
 
@@ -345,7 +359,19 @@ def _names(text: str) -> Iterator[str]:
 
 @lru_cache(maxsize=4096)
 def values_of(text: str) -> frozenset[str]:
-    """The normalised values ``text`` carries: numbers, amounts, dates, times, days, codes, names."""
+    """The normalised values ``text`` carries: numbers, amounts, dates, times, days, codes, names.
+
+    Read span by span (``text.rule_spans``): a text of normal length is one span, and a long
+    one costs time in proportion to its length whatever the rule.
+    """
+    spans = rule_spans(text)
+    if len(spans) == 1:
+        return _span_values(text)
+    return frozenset().union(*(_span_values(span) for span in spans))
+
+
+@lru_cache(maxsize=4096)
+def _span_values(text: str) -> frozenset[str]:
     found: set[str] = set()
     has_cjk = _CJK.search(text) is not None
     for pattern, extract in _RULES:

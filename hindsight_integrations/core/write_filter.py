@@ -32,15 +32,18 @@ import re
 from dataclasses import dataclass
 
 from .records import Kind, Role
+from .text import in_spans, rule_spans
 
 _SEP = r"[\s!.,?~。！，？、:;)(…\-]*"
+# No word here is two others run together ("goodbye" is "good" + "bye", "no thanks" is "no" + "thanks",
+# each still matched): a text of such words could split two ways per word, exponential to refuse.
 _ACK_WORD = (
-    r"(hi|hello|hey|yo|hiya|howdy|greetings|good (morning|afternoon|evening|night|day)|morning|"
-    r"thanks?( you)?( so much| a lot| very much| again)?|thank u|thx|ty|tysm|cheers|"
+    r"(hi|hello|hey|yo|hiya|howdy|greetings|good (afternoon|evening|night|day)|morning|"
+    r"thanks?( you)?( so much| a lot| very much)?|thank u|thx|ty|tysm|cheers|"
     r"ok(ay)?|k++|sure( thing)?|cool|great|nice|awesome|good|fine|got it|gotcha|sounds good|makes sense|i see|"
-    r"yes( please)?|yeah|yep|yup|no( thanks?)?|nope|right|exactly|indeed|true|of course|absolutely|will do|"
-    r"bye|goodbye|see (you|ya)|later|lol|lmao|ha[ha]*+|he[he]*+|hm++|u[hm]++|oh|ah|wow|alright|perfect|np|"
-    r"all good|looks good|lgtm|that (works|worked|helps|helped|fixed it)|it works( now)?|works for me|"
+    r"yes( please)?|yeah|yep|yup|no|nope|right|exactly|indeed|true|of course|absolutely|will do|"
+    r"bye|see (you|ya)|later|lol|lmao|ha[ha]*+|he[he]*+|hm++|u[hm]++|oh|ah|wow|alright|perfect|np|"
+    r"looks good|lgtm|that (works|worked|helps|helped|fixed it)|it works( now)?|works for me|"
     r"good to know|that'?s (great|perfect|fine|good|right|all|it)|"
     r"no (problem|worries)|don'?t worry( about it)?|never ?mind|nvm|you'?re welcome|welcome|there|all|everyone|"
     r":\)|:d|:p|xd|"
@@ -50,7 +53,10 @@ _ACK_WORD = (
     r"你好|您好|大家好|谢谢你?|多谢|感谢|好的|好吧|好|嗯++|哈++|呵++|再见|拜拜|晚安|早上好|收到|明白了?|知道了|了解|"
     r"懂了|行|可以|没问题|不客气|没事|对|是的|哦++|噢++)"
 )
-_ACK = re.compile(rf"^{_SEP}{_ACK_WORD}({_SEP}{_ACK_WORD})*{_SEP}$")
+ACK_MAX_CHARS = 200
+"""Longest text read as a bare acknowledgement (a long "thanks so much, that works perfectly, see you
+tomorrow!" is 55): past it a text says more than thanks, and the match stays short whatever the words."""
+_ACK = re.compile(rf"^(?=[\s\S]{{0,{ACK_MAX_CHARS}}}\Z){_SEP}{_ACK_WORD}({_SEP}{_ACK_WORD})*{_SEP}$")
 _CONTENT_CHAR = re.compile(r"[^\W_]")  # a letter, digit or CJK character: emoji and punctuation are not
 _THOUGHT = re.compile(r"^\s*(<think>|thought:|thinking:|let me think|reasoning:|chain of thought)")
 
@@ -167,6 +173,10 @@ _STATE_TOOL = re.compile(
 _DIGIT = re.compile(r"\d")
 _WORD = re.compile(r"[a-z0-9]+(?:'[a-z]+)?")
 _CJK = re.compile(r"[\u4e00-\u9fff\u3040-\u30ff\uac00-\ud7af]")
+_TODAY = re.compile(r"\b(today|tonight)\b|今天")
+_TOMORROW = re.compile(r"\b(tomorrow)\b|明天")
+_THIS_WEEK = re.compile(r"\b(this week|this weekend|on (monday|tuesday|wednesday|thursday|friday|saturday|sunday))\b")
+_NEXT_WEEK = re.compile(r"\bnext (week|monday|tuesday|wednesday|thursday|friday)\b|下周")
 _ASSISTANT_DECISION = re.compile(
     r"\b(we decided|decided to|decision|we'?ll go with|let'?s go with|the plan is|agreed|i'?ve (set|configured|created|"
     r"scheduled|booked|deployed|changed|updated)|is now (set|configured|scheduled)|todo|next step)\b|"
@@ -206,7 +216,7 @@ def _statement_part(text: str) -> str:
     if not _QUESTION_MARK.search(text) and not _INTERROGATIVE.search(text):
         return text
     kept: list[str] = []
-    for sentence in _SENTENCE.split(text):
+    for sentence in (span for part in _SENTENCE.split(text) for span in rule_spans(part)):
         sentence = sentence.strip()
         if not sentence or _ACK.match(sentence):
             continue
@@ -235,16 +245,16 @@ def assess(content: str, role: Role = Role.USER) -> WriteDecision:
         return WriteDecision(False, Kind.TURN, 0.0, "chain-of-thought is never stored")
     if _ACK.match(text):
         return WriteDecision(False, Kind.TURN, 0.2, "greeting or acknowledgement")
-    if _ERROR.search(text) or (role is Role.TOOL and _TOOL_ERROR.search(text)):
+    if _ERROR.search(text) or (role is Role.TOOL and in_spans(_TOOL_ERROR, text)):
         return WriteDecision(False, Kind.TURN, 0.2, "error output: kept as a conversation turn only, not a fact")
     if role is Role.TOOL:
-        if _TRANSIENT_TOOL.search(text) and not _STATE_TOOL.search(text):
+        if in_spans(_TRANSIENT_TOOL, text) and not in_spans(_STATE_TOOL, text):
             return WriteDecision(False, Kind.TURN, 0.2, "transient tool lookup")
         return WriteDecision(True, Kind.CONTEXT, 0.8, "tool result describing state")
     if role is not Role.USER:
         # Assistant and system turns mostly restate the user; keep only decisions and actions.
         said = _statement_part(text)
-        if _ASSISTANT_DECISION.search(said) and _word_count(said) >= 4:
+        if in_spans(_ASSISTANT_DECISION, said) and _word_count(said) >= 4:
             return WriteDecision(True, Kind.CONTEXT, 0.7, "decision or action stated by the assistant")
         return WriteDecision(False, Kind.TURN, 0.3, f"{role.value} turn without a decision or new fact")
     if _POLITE_INSTRUCTION.match(text):
@@ -256,20 +266,24 @@ def assess(content: str, role: Role = Role.USER) -> WriteDecision:
 
 
 def _user_statement(text: str) -> WriteDecision:
-    """Kind and importance of a user statement (admitted whatever its length: importance ranks it)."""
-    if _CORRECTION.search(text):
+    """Kind and importance of a user statement (admitted whatever its length: importance ranks it).
+
+    Each rule is tried on the text's bounded spans (``text.rule_spans``); in a text longer than
+    one span, a rule's ``^`` is the start of a span, i.e. of one of its sentences.
+    """
+    if in_spans(_CORRECTION, text):
         return WriteDecision(True, Kind.CORRECTION, 0.9, "correction of an earlier fact")
-    if _PREFERENCE.search(text):
+    if in_spans(_PREFERENCE, text):
         return WriteDecision(True, Kind.PREFERENCE, 0.9, "explicit preference or instruction")
-    if _DECISION.search(text):
+    if in_spans(_DECISION, text):
         return WriteDecision(True, Kind.CONTEXT, 0.8, "decision")
-    if _EVENT.search(text):
+    if in_spans(_EVENT, text):
         return WriteDecision(True, Kind.EVENT, 0.7, "time-bound event", ttl_seconds=event_ttl(text))
-    if _CONSTRAINT.search(text):
+    if in_spans(_CONSTRAINT, text):
         return WriteDecision(True, Kind.CONTEXT, 0.9, "explicit constraint")
-    if _HABIT.search(text):
+    if in_spans(_HABIT, text):
         return WriteDecision(True, Kind.PREFERENCE, 0.8, "habit or tool the user relies on")
-    if _CONTEXT.search(text):
+    if in_spans(_CONTEXT, text):
         return WriteDecision(True, Kind.CONTEXT, CONTEXT_IMPORTANCE, "project or personal context")
     if _word_count(text) < 4 and not _DIGIT.search(text):
         return WriteDecision(True, Kind.FACT, 0.3, "short statement: kept, ranked low")
@@ -283,12 +297,12 @@ def event_ttl(text: str) -> int | None:
     the rules when it is over.
     """
     text = text.lower()
-    if re.search(r"\b(today|tonight)\b|今天", text):
+    if in_spans(_TODAY, text):
         return 2 * 86400
-    if re.search(r"\b(tomorrow)\b|明天", text):
+    if in_spans(_TOMORROW, text):
         return 3 * 86400
-    if re.search(r"\b(this week|this weekend|on (monday|tuesday|wednesday|thursday|friday|saturday|sunday))\b", text):
+    if in_spans(_THIS_WEEK, text):
         return 8 * 86400
-    if re.search(r"\bnext (week|monday|tuesday|wednesday|thursday|friday)\b|下周", text):
+    if in_spans(_NEXT_WEEK, text):
         return 15 * 86400
     return None

@@ -15,9 +15,10 @@ import functools
 import inspect
 import time
 from collections.abc import Awaitable, Callable, Mapping
-from typing import TYPE_CHECKING, Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar, get_args
 
 import anyio
+from mcp.server.fastmcp.utilities.func_metadata import FuncMetadata
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel, Field
 
@@ -172,6 +173,23 @@ class GeneratedTool:
         return await self._call(arguments)
 
 
+class _TextArgumentsKept(FuncMetadata):
+    """FastMCP's argument handling, except that the argument of a text parameter is never read as JSON.
+
+    FastMCP reads every string argument of a parameter not typed exactly ``str`` as JSON first
+    (for clients that send lists and objects as strings). For an optional text such as
+    ``store_memory``'s ``content: str | None`` that turned the text "[1, 2]" into a list and
+    "null" into no content, and 32,000 digits into an int conversion past Python's digit limit:
+    an internal error (security issue #24, finding 4). Lists and objects are still read.
+    """
+
+    def pre_parse_json(self, data: dict[str, Any]) -> dict[str, Any]:
+        """``data`` with JSON strings of non-text parameters parsed; text arguments as they came."""
+        text = {name for name, field in self.arg_model.model_fields.items() if str in get_args(field.annotation)}
+        parsed = super().pre_parse_json({k: v for k, v in data.items() if k not in text})
+        return {k: data[k] if k in text else parsed[k] for k in data}
+
+
 def add_tool(
     server: HindsightMCP,
     name: str,
@@ -184,6 +202,9 @@ def add_tool(
     """Register ``call`` as tool ``name`` with the generated signature ``params``."""
     tool = GeneratedTool(name, params, call)
     server.add_tool(tool, name=name, description=description, annotations=annotations, structured_output=False)
+    registered = server._tool_manager.get_tool(name)
+    if registered is not None:
+        registered.fn_metadata = _TextArgumentsKept.model_construct(**dict(registered.fn_metadata))
 
 
 def add_model_tool(
