@@ -10,6 +10,7 @@ from typing import Any
 import anyio
 import pytest
 
+from hindsight_integrations.core.config import Settings
 from hindsight_integrations.core.inputs import MemoryInput, MemoryItem
 from hindsight_integrations.core.records import Kind, MemoryRecord, Role, Source, Status, Tier
 from hindsight_integrations.core.results import (
@@ -134,7 +135,7 @@ def test_memory_items_are_lenient_where_models_are_sloppy() -> None:
 @pytest.fixture(scope="module")
 def server():
     """A server on a stand-in engine: listing tools and refusing arguments never reach the engine."""
-    return build_server(types.SimpleNamespace(settings=types.SimpleNamespace(namespace="wire")))
+    return build_server(types.SimpleNamespace(settings=Settings(namespace="wire")))
 
 
 def tools_of(server) -> dict[str, Any]:

@@ -369,8 +369,8 @@ def test_packing_long_memories_into_a_budget_is_bounded_and_keeps_the_budget() -
 
 # -- a real HTTP server, two tenants ---------------------------------------------------------------
 
-ATTACKER = "attacker-token-" + "a" * 32
-VICTIM = "victim-token-" + "v" * 32
+ATTACKER = "attacker-token-3f9c1a7e5b2d8046c1e9a7b3f5d2"
+VICTIM = "victim-token-8d2b6f4a1c9e7305b8d1f6a2c4e9"
 
 
 @pytest.fixture(scope="module")

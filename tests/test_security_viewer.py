@@ -251,8 +251,8 @@ def test_a_revocation_is_seen_by_another_replica_once_its_cache_has_expired(tmp_
     """``RevokedSessions`` on one embedded store, two instances standing for two replicas, on a test clock."""
     now = [1_000_000.0]
     client = open_client(path=tmp_path / "store")
-    first = RevokedSessions(client, cache_seconds=2.0, clock=lambda: now[0])
-    second = RevokedSessions(client, cache_seconds=2.0, clock=lambda: now[0])
+    first = RevokedSessions(lambda: client, cache_seconds=2.0, clock=lambda: now[0])
+    second = RevokedSessions(lambda: client, cache_seconds=2.0, clock=lambda: now[0])
     assert not second.is_revoked("session-1")  # checked: live, remembered for 2 s
     first.revoke("session-1", expires_at=now[0] + 3600)
     assert first.is_revoked("session-1")  # at once where it was signed out
@@ -261,7 +261,7 @@ def test_a_revocation_is_seen_by_another_replica_once_its_cache_has_expired(tmp_
     now[0] += 1.5
     assert second.is_revoked("session-1")  # and asks again once that is 2 s old
     assert not second.is_revoked("session-2")
-    third = RevokedSessions(client, cache_seconds=0.0, clock=lambda: now[0])
+    third = RevokedSessions(lambda: client, cache_seconds=0.0, clock=lambda: now[0])
     assert third.is_revoked("session-1") and not third.is_revoked("session-2")
 
 

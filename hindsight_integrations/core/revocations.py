@@ -32,11 +32,14 @@ _CACHE_ENTRIES = 4096  # live sessions remembered per replica; beyond that the l
 class RevokedSessions:
     """The signed-out sessions of the store that ``client`` opens, with a short per-replica cache.
 
-    ``client`` is a Chroma client (``MemoryEngine.chroma.client``); ``clock`` gives Unix time,
-    so tests can expire records without waiting.
+    ``client`` gives the Chroma client (``lambda: engine.chroma.client``), asked for on the first
+    sign-out or check, so a server is built without touching the store; ``clock`` gives Unix
+    time, so tests can expire records without waiting.
     """
 
-    def __init__(self, client: Any, *, cache_seconds: float, clock: Callable[[], float] = time.time) -> None:
+    def __init__(
+        self, client: Callable[[], Any], *, cache_seconds: float, clock: Callable[[], float] = time.time
+    ) -> None:
         self._client = client
         self.cache_seconds = cache_seconds
         self._clock = clock
@@ -96,7 +99,7 @@ class RevokedSessions:
     def _records(self) -> Any:
         if self._collection is None:
             try:
-                self._collection = self._client.get_or_create_collection(
+                self._collection = self._client().get_or_create_collection(
                     REVOKED_COLLECTION, embedding_function=None, metadata={"hindsight": "signed-out viewer sessions"}
                 )
             except Exception as exc:

@@ -254,7 +254,9 @@ Handler = Callable[[Request], Awaitable[Response]]
 
 def register_viewer(server: HindsightMCP, engine: MemoryEngine) -> None:
     """Add the ``/ui`` pages and the ``/debug`` endpoints to ``server``'s HTTP app."""
-    revoked = RevokedSessions(engine.chroma.client, cache_seconds=engine.settings.session_revocation_cache_seconds)
+    revoked = RevokedSessions(
+        lambda: engine.chroma.client, cache_seconds=engine.settings.session_revocation_cache_seconds
+    )
     sessions = ViewerSessions(server.token_map, revoked=revoked)
     failures = server.auth_failures
     pre_max_age = int(sessions.lifetime.total_seconds())
