@@ -34,7 +34,7 @@ from langchain_core.messages import AIMessage, BaseMessage, SystemMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.prompts import ChatPromptTemplate, MessagesPlaceholder
 
-from hindsight_integrations.core.context import CONTEXT_HEADER
+from hindsight_integrations.core.recall.context import CONTEXT_HEADER
 from hindsight_integrations.langchain import HindsightMemory, memory_tools
 
 NAMESPACE = "example-agent-executor"  # this example's own user: never another example's memories

@@ -35,7 +35,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 
-from hindsight_integrations.core.context import CONTEXT_HEADER
+from hindsight_integrations.core.recall.context import CONTEXT_HEADER
 from hindsight_integrations.langchain import HindsightMiddleware, memory_tools
 
 NAMESPACE = "example-create-agent"  # this example's own user: never another example's memories

@@ -36,7 +36,7 @@ from llama_index.core.llms import LLM
 from llama_index.core.llms.callbacks import llm_chat_callback, llm_completion_callback
 from llama_index.core.llms.custom import CustomLLM
 
-from hindsight_integrations.core.context import CONTEXT_HEADER
+from hindsight_integrations.core.recall.context import CONTEXT_HEADER
 from hindsight_integrations.llama_index import HindsightChatMemory
 
 NAMESPACE = "example-llamaindex"  # this example's own user: never another example's memories

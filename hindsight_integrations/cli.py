@@ -49,7 +49,7 @@ if TYPE_CHECKING:
 
     from .core.config import Settings
     from .core.engine import MemoryEngine
-    from .core.upkeep import UpkeepReport
+    from .core.upkeep.runner import UpkeepReport
 
 app = typer.Typer(
     help="Hindsight: long-term memory for LLM agents.", no_args_is_help=True, pretty_exceptions_enable=False
@@ -112,7 +112,7 @@ def _engine(settings: Settings) -> MemoryEngine:
 
     The first use of the local model on a machine exports it to ONNX (10-30 s): a spinner says so.
     """
-    from .core.embeddings import slow_model_start
+    from .core.embedding.models import slow_model_start
     from .core.engine import MemoryEngine
 
     with spinner(slow_model_start(settings)):
@@ -159,8 +159,8 @@ def add(
     namespace: NamespaceOption = None,
 ) -> None:
     """Store one memory (through the write filter unless --force)."""
-    from .core.inputs import parse_inputs
-    from .core.limits import InputLimits
+    from .core.model.inputs import parse_inputs
+    from .core.model.limits import InputLimits
 
     given: dict[str, Any] = {"kind": kind, "importance": importance, "session_id": session, "ttl_seconds": ttl}
     fields = {k: v for k, v in given.items() if v is not None}
@@ -195,9 +195,9 @@ def recall(
     namespace: NamespaceOption = None,
 ) -> None:
     """Recall the memories most relevant to a query."""
-    from .core.arguments import whole_number
-    from .core.inputs import validate_content
-    from .core.limits import MAX_TOKENS
+    from .core.model.arguments import whole_number
+    from .core.model.inputs import validate_content
+    from .core.model.limits import MAX_TOKENS
 
     with reported():
         settings = _settings(namespace)
@@ -353,8 +353,8 @@ def compress(
     namespace: NamespaceOption = None,
 ) -> None:
     """Compress a session's working memory into episodic summaries."""
-    from .core.arguments import whole_number
-    from .core.limits import MAX_TOKENS
+    from .core.model.arguments import whole_number
+    from .core.model.limits import MAX_TOKENS
 
     with reported():
         settings = _settings(namespace)
@@ -377,7 +377,7 @@ def compress(
 
 def _why_nothing_to_compress(engine: MemoryEngine, session: str, threshold: int | None) -> str:
     """Why ``compress`` did nothing, and what would make it act; an error if the session does not exist."""
-    from .core.records import Status
+    from .core.model.records import Status
 
     namespace = engine.settings.namespace
     window = engine.working_window(session_id=session)

@@ -22,8 +22,8 @@ from rich.table import Table
 
 from .core.engine import MemoryEngine
 from .core.errors import LLMError
-from .core.records import Kind, MemoryRecord, Role, Status, Tier
-from .core.results import TurnResult
+from .core.model.records import Kind, MemoryRecord, Role, Status, Tier
+from .core.model.results import TurnResult
 from .demo_conversation import OFF_TOPIC, QUESTIONS, Session, Turn, build_sessions
 
 _WHY = {

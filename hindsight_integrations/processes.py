@@ -115,7 +115,7 @@ def postgres_binaries() -> Path | None:
 def postgres_server(startup_seconds: float = 60.0) -> Iterator[str]:
     """A throw-away PostgreSQL on a free loopback port (trust auth); yields its ``postgresql://`` URL.
 
-    Used as the lock service of several replicas (``core/coordination.py``). PostgreSQL refuses
+    Used as the lock service of several replicas (``core/storage/locks.py``). PostgreSQL refuses
     to run as root, so as root the cluster belongs to the ``postgres`` user.
     """
     import tempfile

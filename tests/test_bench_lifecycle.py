@@ -37,7 +37,7 @@ from hindsight_integrations.bench.lifecycle_history import (
 from hindsight_integrations.bench.scripted_llm import FAULTS, ScriptedLLM, ScriptedLLMServer
 from hindsight_integrations.core.errors import LLMError
 from hindsight_integrations.core.llm import LLMClient
-from hindsight_integrations.core.records import MemoryRecord, Source, Status, Tier
+from hindsight_integrations.core.model.records import MemoryRecord, Source, Status, Tier
 from hindsight_integrations.mcp import MemoryClient
 
 T0 = datetime(2024, 1, 8, 19, tzinfo=UTC)

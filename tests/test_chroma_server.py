@@ -64,7 +64,7 @@ def test_embedded_and_server_share_code_paths(server_url: str, tmp_path: Path, e
 
 def test_server_mode_rewrites_layout_1_records_on_update(server_url: str, embedder) -> None:
     """Deleting the old keys relies on Chroma's update taking None values, over HTTP too."""
-    from hindsight_integrations.core.records import PACKED_KEY, MemoryRecord
+    from hindsight_integrations.core.model.records import PACKED_KEY, MemoryRecord
 
     from .test_record_layout import _legacy_metadata
 
@@ -114,7 +114,7 @@ def test_reads_racing_a_new_namespaces_first_write_do_not_fail(server_url: str, 
 
     The load benchmark's sporadic ``retrieve_memory failed: internal error ... Error creating hnsw
     segment reader: Nothing found on disk`` was this: one replica's first recall of a namespace
-    while the other replica wrote its first memory (core/chroma_reads.py).
+    while the other replica wrote its first memory (core/storage/chroma_reads.py).
     """
     from concurrent.futures import ThreadPoolExecutor
 

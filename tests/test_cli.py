@@ -13,7 +13,7 @@ import pytest
 from typer.testing import CliRunner
 
 from hindsight_integrations.cli import app
-from hindsight_integrations.core.context import CONTEXT_HEADER
+from hindsight_integrations.core.recall.context import CONTEXT_HEADER
 
 runner = CliRunner()
 

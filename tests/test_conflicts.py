@@ -1,10 +1,10 @@
-"""Conflict rules (core/conflicts.py): which slot a statement sets, and whether it announces a change."""
+"""Conflict rules (core/language/slots.py): which slot a statement sets, and whether it announces a change."""
 
 from __future__ import annotations
 
 import pytest
 
-from hindsight_integrations.core.conflicts import change_cue, detect_slot
+from hindsight_integrations.core.language.slots import change_cue, detect_slot
 
 
 @pytest.mark.parametrize(

@@ -14,7 +14,7 @@ import pytest
 
 from hindsight_integrations import InvalidInputError, Kind, MemoryEngine, MemoryRecord, Status, Tier
 from hindsight_integrations.core.clock import ManualClock
-from hindsight_integrations.core.same_fact import joins, same_fact, says_the_same
+from hindsight_integrations.core.language.sameness import joins, same_fact, says_the_same
 
 from .conftest import CLOCK_START
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from hindsight_integrations import MemoryEngine
-from hindsight_integrations.core.context import CONTEXT_FOOTER, CONTEXT_HEADER
+from hindsight_integrations.core.recall.context import CONTEXT_FOOTER, CONTEXT_HEADER
 from hindsight_integrations.mcp.render import records_text  # the text get_working_memory returns
 
 FORGED = (
@@ -49,7 +49,7 @@ def test_characters_that_reorder_displayed_text_are_escaped_visibly(engine: Memo
         assert not any(c in block for c in BIDI_CONTROLS), block
         assert all(f"\\u{ord(c):04x}" in block for c in BIDI_CONTROLS), block
         assert "👩‍💻" in block  # a zero-width joiner only joins an emoji: left as it is
-    from hindsight_integrations.core.context import quoted
+    from hindsight_integrations.core.recall.context import quoted
 
     assert quoted("a\u009bb\u007fc") == '"a\\u009bb\\u007fc"'  # C1 (a terminal's CSI) and DEL, for dumps
 

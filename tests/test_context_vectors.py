@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 from hindsight_integrations import MemoryEngine
-from hindsight_integrations.core.context_vectors import BackgroundContextVectors
-from hindsight_integrations.core.embeddings import LocalEmbedder
+from hindsight_integrations.core.embedding.models import LocalEmbedder
+from hindsight_integrations.core.storage.context_vectors import BackgroundContextVectors
 
 TALK = [
     ("Maya", "My dog Biscuit loves the beach at Ocean Park."),
@@ -59,7 +59,7 @@ def test_an_embedder_outage_loses_nothing_and_the_next_open_repairs_it(
         raise ConnectionError("embedding service unavailable")
 
     worker._embed = outage  # what a remote embedder's outage looks like to the worker
-    with caplog.at_level(logging.WARNING, logger="hindsight_integrations.core.context_vectors"):
+    with caplog.at_level(logging.WARNING, logger="hindsight_integrations.core.storage.context_vectors"):
         _talk(first)
         assert first.chroma.namespace("u1").wait_for_context(timeout=30)
     assert "were not written (ConnectionError: embedding service unavailable)" in caplog.text
@@ -261,7 +261,7 @@ def test_a_broken_embedder_reply_neither_kills_the_worker_nor_stalls_a_waiter(ca
         return next(replies)
 
     worker = BackgroundContextVectors(embed, batch_size=1, linger_seconds=0.0)
-    with caplog.at_level(logging.WARNING, logger="hindsight_integrations.core.context_vectors"):
+    with caplog.at_level(logging.WARNING, logger="hindsight_integrations.core.storage.context_vectors"):
         worker.submit(target, {"m1": "a"})
         assert worker.wait(timeout=30)  # given up on, and said so
     assert any("not written" in r.getMessage() for r in caplog.records)

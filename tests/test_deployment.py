@@ -38,7 +38,7 @@ def test_compose_file_describes_the_topology() -> None:
         assert service["depends_on"]["chroma"]["condition"] == "service_healthy"
         assert service["environment"]["HINDSIGHT_CHROMA_URL"] == "http://chroma:8000"
         assert int(service["environment"]["HINDSIGHT_CHROMA_CONNECT_ATTEMPTS"]) > 1  # start-up retry
-        # replicas serialise each namespace's writes through the lock database (core/coordination.py)
+        # replicas serialise each namespace's writes through the lock database (core/storage/locks.py)
         assert service["environment"]["HINDSIGHT_LOCK_URL"].startswith("postgresql://postgres@locks:")
         assert service["depends_on"]["locks"]["condition"] == "service_healthy"
     tokens = json.loads((REPO / compose["secrets"]["hindsight_tokens"]["file"]).read_text())

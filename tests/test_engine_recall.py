@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from hindsight_integrations import Kind, MemoryEngine, RecallFilters, Status, Tier
-from hindsight_integrations.core.context import CONTEXT_FOOTER, CONTEXT_HEADER
+from hindsight_integrations.core.recall.context import CONTEXT_FOOTER, CONTEXT_HEADER
 
 
 def _orders(engine: MemoryEngine, ns: str = "orders") -> None:

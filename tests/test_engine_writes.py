@@ -12,8 +12,8 @@ import pytest
 
 from hindsight_integrations import EmbeddingModelMismatchError, Kind, MemoryEngine, Role, Status, Tier
 from hindsight_integrations.core.clock import ManualClock
-from hindsight_integrations.core.embeddings import ChromaFunctionEmbedder, LocalEmbedder
-from hindsight_integrations.core.write_filter import assess
+from hindsight_integrations.core.embedding.models import ChromaFunctionEmbedder, LocalEmbedder
+from hindsight_integrations.core.write.admission import assess
 
 
 @pytest.mark.parametrize("text", ["hi", "Hello!", "ok thanks", "Thanks!", "好的", "谢谢", "sure", "lol"])

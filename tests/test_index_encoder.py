@@ -11,10 +11,10 @@ import pytest
 
 from hindsight_integrations.core import onnx_quantize
 from hindsight_integrations.core.config import load_settings
-from hindsight_integrations.core.embeddings import LocalEmbedder, build_embedder, embed_index_matrix
+from hindsight_integrations.core.embedding.models import LocalEmbedder, build_embedder, embed_index_matrix
+from hindsight_integrations.core.embedding.onnx.encoder import OnnxEncoder
+from hindsight_integrations.core.embedding.onnx.export import OnnxUnavailable
 from hindsight_integrations.core.errors import ConfigurationError
-from hindsight_integrations.core.onnx_encoder import OnnxEncoder
-from hindsight_integrations.core.onnx_export import OnnxUnavailable
 
 FRAMED = [
     "Maya: My dog Biscuit loves the beach. Tom: Mine swims in the lake.\nOn 8 May 2023, Maya: He runs along the water.",
@@ -73,7 +73,7 @@ def test_without_the_copy_context_vectors_use_float32_and_say_so_once(
     local = LocalEmbedder(backend="onnx")
     local._resolve()
     local._onnx = encoder
-    with caplog.at_level(logging.WARNING, logger="hindsight_integrations.core.embeddings"):
+    with caplog.at_level(logging.WARNING, logger="hindsight_integrations.core.embedding.models"):
         first = local.embed_index_array(FRAMED)
         second = local.embed_index_array(FRAMED[:1])
     assert np.allclose(first, encoder.encode_array(FRAMED), atol=1e-6)  # the float32 model itself

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from hindsight_integrations import MemoryEngine, Status
-from hindsight_integrations.core.namespace_store import NamespaceStore
+from hindsight_integrations.core.storage.namespace_store import NamespaceStore
 
 
 class Crash(BaseException):

@@ -16,8 +16,8 @@ from langchain_core.messages import AIMessage, HumanMessage
 from langchain_core.prompts import ChatPromptTemplate, MessagesPlaceholder
 
 from hindsight_integrations import MemoryEngine
-from hindsight_integrations.core.context import CONTEXT_HEADER
 from hindsight_integrations.core.errors import ConfigurationError
+from hindsight_integrations.core.recall.context import CONTEXT_HEADER
 from hindsight_integrations.langchain import HindsightMemory, memory_tools
 from hindsight_integrations.mcp.errors import MemoryServerUnavailableError
 from hindsight_integrations.mcp.resolve import clear_client_cache

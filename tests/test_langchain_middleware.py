@@ -12,8 +12,8 @@ from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, Tool
 from langgraph.checkpoint.memory import InMemorySaver
 
 from hindsight_integrations import MemoryEngine
-from hindsight_integrations.core.context import CONTEXT_HEADER
 from hindsight_integrations.core.errors import ConfigurationError
+from hindsight_integrations.core.recall.context import CONTEXT_HEADER
 from hindsight_integrations.langchain import HindsightMiddleware, memory_tools
 
 try:  # tests/ may or may not be a package, depending on how the suite is laid out

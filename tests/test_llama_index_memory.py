@@ -23,8 +23,8 @@ from llama_index.core.chat_engine import CondensePlusContextChatEngine, ContextC
 from llama_index.core.llms.mock import MockFunctionCallingLLMWithChatMemoryOfLastCall, MockLLMWithChatMemoryOfLastCall
 from llama_index.core.tools import FunctionTool
 
-from hindsight_integrations.core.context import CONTEXT_HEADER
 from hindsight_integrations.core.errors import ConfigurationError
+from hindsight_integrations.core.recall.context import CONTEXT_HEADER
 from hindsight_integrations.llama_index import HindsightChatMemory, HindsightRetriever
 from hindsight_integrations.mcp import resolve
 

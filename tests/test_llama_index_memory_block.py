@@ -11,7 +11,7 @@ from llama_index.core.chat_engine import SimpleChatEngine
 from llama_index.core.llms.mock import MockFunctionCallingLLMWithChatMemoryOfLastCall, MockLLMWithChatMemoryOfLastCall
 from llama_index.core.memory import Memory
 
-from hindsight_integrations.core.context import CONTEXT_HEADER
+from hindsight_integrations.core.recall.context import CONTEXT_HEADER
 from hindsight_integrations.llama_index import HindsightMemoryBlock
 
 from .llama_index_support import Stores, stores, texts  # noqa: F401

@@ -15,7 +15,7 @@ from collections.abc import Iterator
 import pytest
 
 from hindsight_integrations import InvalidInputError, MemoryEngine, MemoryNotFoundError, RecallResult, StoreResult
-from hindsight_integrations.core.records import Kind, MemoryRecord, Status
+from hindsight_integrations.core.model.records import Kind, MemoryRecord, Status
 from hindsight_integrations.mcp import (
     MAX_BATCH,
     MemoryClient,

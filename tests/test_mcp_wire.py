@@ -11,9 +11,9 @@ import anyio
 import pytest
 
 from hindsight_integrations.core.config import Settings
-from hindsight_integrations.core.inputs import MemoryInput, MemoryItem
-from hindsight_integrations.core.records import Kind, MemoryRecord, Role, Source, Status, Tier
-from hindsight_integrations.core.results import (
+from hindsight_integrations.core.model.inputs import MemoryInput, MemoryItem
+from hindsight_integrations.core.model.records import Kind, MemoryRecord, Role, Source, Status, Tier
+from hindsight_integrations.core.model.results import (
     CompressionResult,
     RecallHit,
     RecallResult,

@@ -15,7 +15,7 @@ import pytest
 
 from hindsight_integrations.core import embeddings, onnx_encoder, onnx_export
 from hindsight_integrations.core.config import load_settings
-from hindsight_integrations.core.embeddings import LocalEmbedder, build_embedder
+from hindsight_integrations.core.embedding.models import LocalEmbedder, build_embedder
 from hindsight_integrations.core.errors import ConfigurationError
 
 TEXTS = [

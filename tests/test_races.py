@@ -2,8 +2,8 @@
 
 Within one process the namespace's write lock serialises read-decide-write sequences; across
 HTTP replicas sharing one Chroma server, a PostgreSQL advisory lock does (``HINDSIGHT_LOCK_URL``,
-core/coordination.py), and without one the second replica refuses its writes (#24: the writer
-registry, core/replicas.py). Each race runs many trials with both writers released together.
+core/storage/locks.py), and without one the second replica refuses its writes (#24: the writer
+registry, core/storage/replicas.py). Each race runs many trials with both writers released together.
 """
 
 from __future__ import annotations
@@ -129,7 +129,7 @@ def unlocked_replicas(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tupl
 def test_without_a_lock_service_the_second_replica_refuses_its_writes_so_nothing_is_lost(
     unlocked_replicas: tuple[MemoryClient, MemoryClient],
 ) -> None:
-    """Before the writer registry (core/replicas.py) these races lost an update in 15 of 15 trials."""
+    """Before the writer registry (core/storage/replicas.py) these races lost an update in 15 of 15 trials."""
     for n in range(TRIALS // 5):
         _refused_trial(*unlocked_replicas, n)
 

@@ -6,7 +6,7 @@ import json
 from datetime import UTC, datetime
 
 from hindsight_integrations import MemoryEngine, Status
-from hindsight_integrations.core.records import PACKED_KEY, Kind, MemoryRecord, Role, Source, Tier
+from hindsight_integrations.core.model.records import PACKED_KEY, Kind, MemoryRecord, Role, Source, Tier
 
 # What a layout-2 record may hold as separate Chroma keys (besides m.<key> user metadata).
 SEPARATE = {

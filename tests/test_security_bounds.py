@@ -30,16 +30,16 @@ import pytest
 
 from hindsight_integrations import MemoryEngine
 from hindsight_integrations.core.errors import InvalidInputError
-from hindsight_integrations.core.filters import (
+from hindsight_integrations.core.model.inputs import MemoryInput, MemoryItem
+from hindsight_integrations.core.model.limits import MAX_MEMORY_ID_CHARS, MAX_METADATA_KEYS, MAX_OFFSET, MAX_TOKENS
+from hindsight_integrations.core.model.records import Kind, Status, Tier
+from hindsight_integrations.core.recall.filters import (
     MAX_WHERE_CONDITIONS,
     MAX_WHERE_DEPTH,
     MAX_WHERE_LIST,
     RecallFilters,
     bounded_where,
 )
-from hindsight_integrations.core.inputs import MemoryInput, MemoryItem
-from hindsight_integrations.core.limits import MAX_MEMORY_ID_CHARS, MAX_METADATA_KEYS, MAX_OFFSET, MAX_TOKENS
-from hindsight_integrations.core.records import Kind, Status, Tier
 from hindsight_integrations.mcp import MemoryClient
 from hindsight_integrations.mcp.errors import MemoryToolError, MemoryToolInputError
 from hindsight_integrations.processes import LocalServer

@@ -45,7 +45,7 @@ from hindsight_integrations.core import (
     values,
     write_filter,
 )
-from hindsight_integrations.core.records import MemoryRecord, Role
+from hindsight_integrations.core.model.records import MemoryRecord, Role
 from hindsight_integrations.mcp import MemoryClient
 
 from .mcp_support import http_server

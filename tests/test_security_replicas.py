@@ -3,7 +3,7 @@
 Without ``HINDSIGHT_LOCK_URL`` two replicas lost a metadata update in 15 of 15 races and
 brought a forgotten memory back in 8 of 15, and neither said anything. Now every process
 writing through a Chroma server has an entry in the store's writer registry
-(``core/replicas.py``): a replica that finds another live writer it shares no lock database
+(``core/storage/replicas.py``): a replica that finds another live writer it shares no lock database
 with refuses its writes with an error naming ``HINDSIGHT_LOCK_URL``, and writes again once that
 writer stops or its entry expires. Everything here runs on real processes: ``chroma run``, our
 HTTP server, the CLI, throw-away PostgreSQL servers.
@@ -28,7 +28,7 @@ import chromadb
 import pytest
 
 from hindsight_integrations.core.errors import ConfigurationError, ReplicaConflictError
-from hindsight_integrations.core.replicas import WriterEntry, WriterRegistry, decide
+from hindsight_integrations.core.storage.replicas import WriterEntry, WriterRegistry, decide
 from hindsight_integrations.mcp import MemoryClient, MemoryToolError
 from hindsight_integrations.processes import chroma_server, free_port, postgres_binaries, postgres_server, running
 

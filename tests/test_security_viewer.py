@@ -36,8 +36,8 @@ import pytest
 
 from hindsight_integrations.core.config import Settings
 from hindsight_integrations.core.errors import ConfigurationError
-from hindsight_integrations.core.revocations import RevokedSessions
-from hindsight_integrations.core.store import open_client
+from hindsight_integrations.core.storage.revocations import RevokedSessions
+from hindsight_integrations.core.storage.store import open_client
 from hindsight_integrations.mcp import MemoryClient
 from hindsight_integrations.mcp.auth import validate_token_map
 from hindsight_integrations.mcp.throttle import AuthFailures

@@ -6,8 +6,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from hindsight_integrations import MemoryEngine
-from hindsight_integrations.core.embeddings import LocalEmbedder
-from hindsight_integrations.core.session_windows import SessionWindows, context_line
+from hindsight_integrations.core.embedding.models import LocalEmbedder
+from hindsight_integrations.core.storage.session_windows import SessionWindows, context_line
 
 TURNS = [
     ("Maya", "My dog Biscuit loves the beach at Ocean Park."),

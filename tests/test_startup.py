@@ -20,7 +20,7 @@ from typer.testing import CliRunner
 from hindsight_integrations import MemoryEngine
 from hindsight_integrations.cli import app
 from hindsight_integrations.core import onnx_export
-from hindsight_integrations.core.embeddings import LocalEmbedder
+from hindsight_integrations.core.embedding.models import LocalEmbedder
 
 HEAVY = ("torch", "sentence_transformers", "transformers")
 TEXTS = ["hi", "", "我喜欢在早上喝绿茶。", "The quarterly report is due on Friday. " * 60, "Ça va? naïve café!"]
@@ -54,7 +54,7 @@ def _python(code: str, cache: Path, *args: str) -> dict[str, Any]:
 
 EMBED = """
 import json, sys
-from hindsight_integrations.core.embeddings import LocalEmbedder
+from hindsight_integrations.core.embedding.models import LocalEmbedder
 model = LocalEmbedder()
 dimension = model.dimension
 after_dimension = sorted(m for m in ("onnxruntime", "torch", "sentence_transformers") if m in sys.modules)

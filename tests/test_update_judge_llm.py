@@ -11,7 +11,7 @@ import pytest
 
 from hindsight_integrations import MemoryEngine
 from hindsight_integrations.core.llm import LLMClient
-from hindsight_integrations.core.records import Status
+from hindsight_integrations.core.model.records import Status
 
 from .openai_stub import OpenAIStub
 

@@ -12,7 +12,7 @@ import pytest
 
 from hindsight_integrations import InvalidInputError, MemoryEngine, Status, Tier
 from hindsight_integrations.core.clock import ManualClock
-from hindsight_integrations.core.upkeep import run_upkeep
+from hindsight_integrations.core.upkeep.runner import run_upkeep
 
 NS = "keep"
 TURNS = [

@@ -19,9 +19,9 @@ import pytest
 
 from hindsight_integrations import ConfigurationError, MemoryEngine
 from hindsight_integrations.core.clock import ManualClock
-from hindsight_integrations.core.lease import LEASE_COLLECTION
-from hindsight_integrations.core.upkeep import UpkeepReport
-from hindsight_integrations.core.upkeep_schedule import UpkeepRound, UpkeepSchedule
+from hindsight_integrations.core.upkeep.lease import LEASE_COLLECTION
+from hindsight_integrations.core.upkeep.runner import UpkeepReport
+from hindsight_integrations.core.upkeep.schedule import UpkeepRound, UpkeepSchedule
 from hindsight_integrations.processes import chroma_server, postgres_binaries, postgres_server
 
 INTERVAL, LEASE = 3600.0, 600.0

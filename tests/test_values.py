@@ -1,10 +1,10 @@
-"""Values a statement carries (core/values.py): distinct facts never look the same to dedup."""
+"""Values a statement carries (core/language/values.py): distinct facts never look the same to dedup."""
 
 from __future__ import annotations
 
 import pytest
 
-from hindsight_integrations.core.values import differing_values, same_values, values_of
+from hindsight_integrations.core.language.values import differing_values, same_values, values_of
 
 
 @pytest.mark.parametrize(

@@ -15,7 +15,7 @@ import pytest
 
 from hindsight_integrations import MemoryEngine
 from hindsight_integrations.core.config import load_settings
-from hindsight_integrations.core.vector_copy import VectorCopy
+from hindsight_integrations.core.storage.vector_copy import VectorCopy
 
 NS = "copy"
 MEMORIES = [

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from hindsight_integrations.core.records import Kind, Role
-from hindsight_integrations.core.write_filter import assess
+from hindsight_integrations.core.model.records import Kind, Role
+from hindsight_integrations.core.write.admission import assess
 
 KEPT = [
     # Real facts the old minimum word count dropped as small talk.

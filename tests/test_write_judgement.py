@@ -15,7 +15,7 @@ import pytest
 
 from hindsight_integrations import MemoryEngine
 from hindsight_integrations.core.errors import InvalidInputError
-from hindsight_integrations.core.records import Role, Status
+from hindsight_integrations.core.model.records import Role, Status
 
 # Recent enough that time-bound events (with their TTLs) have not expired.
 T0 = datetime.now(UTC).replace(microsecond=0) - timedelta(days=40)

@@ -13,9 +13,9 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from hindsight_integrations import MemoryEngine
-from hindsight_integrations.core.embeddings import LocalEmbedder
-from hindsight_integrations.core.facts import FactsIndex
-from hindsight_integrations.core.records import Status
+from hindsight_integrations.core.embedding.models import LocalEmbedder
+from hindsight_integrations.core.model.records import Status
+from hindsight_integrations.core.storage.field_index import FactsIndex
 
 T0 = datetime(2025, 3, 1, tzinfo=UTC)
 

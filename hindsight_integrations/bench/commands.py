@@ -256,7 +256,7 @@ def bench_startup(
     out: Annotated[Path | None, typer.Option(help="JSON results file.")] = RESULTS / "startup.json",
 ) -> None:
     """Whole-process time of `hindsight --help`, `stats` and `recall` (min/median), and whether torch was imported."""
-    from ..core.arguments import whole_number
+    from ..core.model.arguments import whole_number
 
     with reported():
         whole_number(runs, "runs", low=1, high=1000)
@@ -279,7 +279,7 @@ def bench_distinct(
     out: Annotated[Path | None, typer.Option(help="JSON results file.")] = RESULTS / "distinct.json",
 ) -> None:
     """Distinct facts kept (dates, amounts, codes that differ) and copies per repeated fact, on the default path."""
-    from ..core.arguments import fraction, whole_number
+    from ..core.model.arguments import fraction, whole_number
 
     with reported():
         whole_number(count, "count", low=2, high=100_000)
@@ -326,7 +326,7 @@ def bench_adversarial(
     out: Annotated[Path | None, typer.Option(help="JSON results file.")] = RESULTS / "adversarial.json",
 ) -> None:
     """Pathological inputs against a real HTTP server with two tenants: cost × normal, and the other tenant's wait."""
-    from ..core.arguments import whole_number
+    from ..core.model.arguments import whole_number
 
     with reported():
         whole_number(size, "size", low=100, high=32 * 1024)
@@ -365,7 +365,7 @@ def bench_lifecycle(
     out: Annotated[Path | None, typer.Option(help="Also write the JSON here, with a PNG plot beside it.")] = None,
 ) -> None:
     """A scripted 14-month history written week by week, upkeep on schedule, scored at each month."""
-    from ..core.arguments import fraction, whole_number
+    from ..core.model.arguments import fraction, whole_number
     from .lifecycle_history import WEEKS
 
     modes = {"none": ("none",), "scripted": ("scripted",), "both": ("none", "scripted")}.get(llm.strip().lower())

@@ -22,10 +22,10 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..core.context import format_context, pack_within_budget
 from ..core.engine import MemoryEngine
 from ..core.progress import ProgressCallback, prefixed, report
-from ..core.ranking import RecallWeights
+from ..core.recall.context import format_context, pack_within_budget
+from ..core.recall.ranking import RecallWeights
 from .locomo import CONTEXT_BUDGET, LOCOMO_WEIGHTS, ingest, namespace_for, reciprocal_rank
 from .locomo_data import Conversation, load_directory
 

@@ -49,13 +49,13 @@ from pathlib import Path
 from typing import Any
 
 from ..core.clock import ManualClock
-from ..core.embeddings import Embedder
+from ..core.embedding.models import Embedder
 from ..core.engine import MemoryEngine
-from ..core.lifecycle import read_cold
-from ..core.merging import CONSOLIDATION_ORIGIN
-from ..core.records import MemoryRecord, Status, Tier
-from ..core.upkeep import UPKEEP_ACTIONS
-from ..core.upkeep_schedule import UpkeepSchedule
+from ..core.model.records import MemoryRecord, Status, Tier
+from ..core.upkeep.merging import CONSOLIDATION_ORIGIN
+from ..core.upkeep.retention import read_cold
+from ..core.upkeep.runner import UPKEEP_ACTIONS
+from ..core.upkeep.schedule import UpkeepSchedule
 from ..mcp.client import MemoryClient
 from .lifecycle_history import USER, WEEKS, History, Session, Turn, build_history, normalised
 

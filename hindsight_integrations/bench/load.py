@@ -2,7 +2,7 @@
 
 Starts, on 127.0.0.1, one ``chroma run`` server, a throw-away PostgreSQL as the replicas' lock
 service, and two HTTP replicas of our server (without PostgreSQL, one replica: a second one
-without a lock service would refuse its writes, ``core/replicas.py``; the run says so), then
+without a lock service would refuse its writes, ``core/storage/replicas.py``; the run says so), then
 runs ``clients`` threads, each with its own ``MemoryClient`` on one of the replicas
 (alternating), making ``operations`` calls drawn from a fixed mix: store (with a
 request id), recall, record a turn, update an earlier memory of its own. Every acknowledged

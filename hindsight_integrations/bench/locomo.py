@@ -25,11 +25,11 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..core.context import format_context
 from ..core.engine import MemoryEngine
+from ..core.model.records import MemoryRecord
 from ..core.progress import ProgressCallback, prefixed, report
-from ..core.ranking import RecallWeights
-from ..core.records import MemoryRecord
+from ..core.recall.context import format_context
+from ..core.recall.ranking import RecallWeights
 from .locomo_data import (
     CATEGORY_NAMES,
     Conversation,

@@ -47,9 +47,9 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
-from ..core.embeddings import LocalEmbedder
+from ..core.embedding.models import LocalEmbedder
 from ..core.engine import MemoryEngine
-from ..core.ranking import RecallWeights
+from ..core.recall.ranking import RecallWeights
 from .embedding_server import EmbeddingServer
 from .locomo import CONTEXT_BUDGET, LOCOMO_WEIGHTS, evidence_scores, ingest, reciprocal_rank
 from .locomo_data import Conversation, Turn, load_directory

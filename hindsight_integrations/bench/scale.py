@@ -42,10 +42,10 @@ from typing import Any
 import numpy as np
 
 from ..core import recall as recall_module
-from ..core.embeddings import LocalEmbedder, embed_index_matrix, embed_matrix
+from ..core.embedding.models import LocalEmbedder, embed_index_matrix, embed_matrix
 from ..core.engine import MemoryEngine
-from ..core.indexing import body_text
-from ..core.records import to_epoch
+from ..core.model.records import to_epoch
+from ..core.storage.indexing import body_text
 from ..processes import chroma_server
 from . import synthetic
 
@@ -157,8 +157,8 @@ def store_stage_timer(engine: MemoryEngine, namespace: str) -> Iterator[dict[str
 
 def ann_filter_cost(engine: MemoryEngine, namespace: str, queries: Sequence[str], pool: int = 50) -> dict[str, float]:
     """Chroma ANN with recall's default ``where`` vs without it, same vectors: the cost of pre-filtering."""
-    from ..core.filters import RecallFilters
-    from ..core.records import utcnow
+    from ..core.model.records import utcnow
+    from ..core.recall.filters import RecallFilters
 
     state = engine.chroma.namespace(namespace)
     vectors = engine.embedder.embed(list(queries))

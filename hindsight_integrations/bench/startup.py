@@ -83,9 +83,9 @@ def _environment(store: Path) -> dict[str, str]:
 def fill_store(store: Path, memories: int) -> dict[str, Any]:
     """Write ``memories`` synthetic memories with the configured embedder; say which backend it used."""
     from ..core.config import load_settings
-    from ..core.embeddings import LocalEmbedder, resolve_local_model
+    from ..core.embedding.models import LocalEmbedder, resolve_local_model
+    from ..core.embedding.onnx.export import cached_export
     from ..core.engine import MemoryEngine
-    from ..core.onnx_export import cached_export
     from .synthetic import memories as synthetic_memories
 
     settings = load_settings(store=store, namespace=NAMESPACE).model_copy(update={"chroma_url": None})

@@ -22,11 +22,9 @@ if TYPE_CHECKING:
         MemoryNotFoundError,
         StoreUnavailableError,
     )
-    from .filters import RecallFilters
-    from .inputs import MemoryInput
-    from .ranking import RecallWeights
-    from .records import Kind, MemoryRecord, Role, Source, Status, Tier
-    from .results import (
+    from .model.inputs import MemoryInput
+    from .model.records import Kind, MemoryRecord, Role, Source, Status, Tier
+    from .model.results import (
         CompressionResult,
         ConsolidationReport,
         MergedRepeat,
@@ -37,6 +35,8 @@ if TYPE_CHECKING:
         StoreResult,
         TurnResult,
     )
+    from .recall.filters import RecallFilters
+    from .recall.ranking import RecallWeights
 
 _WHERE = {
     "MemoryEngine": "engine",
@@ -53,10 +53,10 @@ _WHERE = {
         ],
         "errors",
     ),
-    "RecallFilters": "filters",
-    "MemoryInput": "inputs",
-    "RecallWeights": "ranking",
-    **dict.fromkeys(["Kind", "MemoryRecord", "Role", "Source", "Status", "Tier"], "records"),
+    "RecallFilters": "recall.filters",
+    "MemoryInput": "model.inputs",
+    "RecallWeights": "recall.ranking",
+    **dict.fromkeys(["Kind", "MemoryRecord", "Role", "Source", "Status", "Tier"], "model.records"),
     **dict.fromkeys(
         [
             "CompressionResult",
@@ -69,7 +69,7 @@ _WHERE = {
             "StoreResult",
             "TurnResult",
         ],
-        "results",
+        "model.results",
     ),
 }
 

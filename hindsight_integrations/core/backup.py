@@ -13,14 +13,14 @@ from typing import Any
 import numpy as np
 from pydantic import ValidationError
 
-from .arguments import validation_problems
-from .context import memory_line
 from .errors import InvalidInputError, InvalidRecordsError
-from .namespace_store import NamespaceStore, Vector
+from .model.arguments import validation_problems
+from .model.records import MemoryRecord, Status, Tier
+from .model.results import NamespaceStats
 from .parts import EngineParts
 from .progress import ProgressCallback, report
-from .records import MemoryRecord, Status, Tier
-from .results import NamespaceStats
+from .recall.context import memory_line
+from .storage.namespace_store import NamespaceStore, Vector
 
 EXPORT_FORMAT = "hindsight-export"
 # Progress stages (see ``progress.ProgressCallback``) and how often each is reported.

@@ -57,7 +57,7 @@ class Settings(BaseSettings):
     # sharing one Chroma server (HTTP replicas); unset: writers serialise within a process only.
     lock_url: str | None = None
     # Every process writing through a Chroma server keeps an entry in the store's writer registry
-    # (core/replicas.py), renewed in the background; one whose entry has not been renewed for this
+    # (core/storage/replicas.py), renewed in the background; one whose entry has not been renewed for this
     # long is taken for dead, and replicas it blocked may write again. Far above a heartbeat (a
     # third of it, at most 5 s) and any clock skew between the replicas' machines.
     replica_expiry_seconds: float = Field(30.0, ge=1)
@@ -96,14 +96,14 @@ class Settings(BaseSettings):
 
     # Writing.
     max_content_bytes: int = Field(32 * 1024, ge=64)
-    # Bounds on the rest of a memory and on filters (core/limits.py).
+    # Bounds on the rest of a memory and on filters (core/model/limits.py).
     max_metadata_bytes: int = Field(8192, ge=64)
     max_id_chars: int = Field(200, ge=1)
     max_entities: int = Field(50, ge=1)
     max_filter_bytes: int = Field(8192, ge=64)
-    dedup_threshold: float = Field(0.92, gt=0, le=1)  # and the same values: see core/dedup.py
+    dedup_threshold: float = Field(0.92, gt=0, le=1)  # and the same values: see core/write/repeats.py
     update_threshold: float = Field(0.85, gt=0, le=1)  # similarity at which a change cue makes an update
-    time_aware_text: bool = True  # index "On 8 May 2023, <content>" (see core/indexing.py)
+    time_aware_text: bool = True  # index "On 8 May 2023, <content>" (see core/storage/indexing.py)
     tokenizer: str = "estimate"
 
     # Working memory.
@@ -139,17 +139,17 @@ class Settings(BaseSettings):
     # What a semantic memory's importance is multiplied by for each 30 days it goes unrecalled
     # (an episodic one's: 0.9). 0.98 keeps a 0.9 preference at 0.71 after a year; 1 = never decays.
     semantic_decay: float = Field(0.98, gt=0, le=1)
-    # The HTTP server's scheduled upkeep (core/upkeep_schedule.py): seconds between rounds over the
+    # The HTTP server's scheduled upkeep (core/upkeep/schedule.py): seconds between rounds over the
     # namespaces it serves, 0 = off. Hourly: decay and archive count idle days, so an hour keeps
     # nothing waiting long, while a round reads every record of each namespace once.
     upkeep_interval_seconds: float = Field(3600.0, ge=0)
     # How long a replica's hold on a round lasts without renewal (it renews before each namespace):
     # after a replica dies mid-round, another takes the round over this long after its last renewal.
     upkeep_lease_seconds: float = Field(600.0, gt=0)
-    # Periodic merge (core/merging.py): active memories this close and with the same values are one.
+    # Periodic merge (core/upkeep/merging.py): active memories this close and with the same values are one.
     merge_threshold: float = Field(0.95, gt=0, le=1)
-    # Consolidation (core/consolidation.py): memories this close (and stating one fact, see
-    # core/same_fact.py) are a cluster; a cluster needs this many statements, from at least two
+    # Consolidation (core/upkeep/consolidation.py): memories this close (and stating one fact, see
+    # core/language/sameness.py) are a cluster; a cluster needs this many statements, from at least two
     # sessions or days, each within this many days of the one before, to become a semantic memory.
     consolidation_threshold: float = Field(0.75, gt=0, le=1)
     consolidation_min_members: int = Field(3, ge=2, le=1000)

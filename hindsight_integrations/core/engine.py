@@ -18,29 +18,17 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, overload
 
-from .arguments import whole_number
 from .backup import EXPORT_FORMAT, Backup
 from .clock import Clock, SystemClock
-from .compression import Compressor
 from .config import Settings, check_setting_names, load_settings, validate_namespace
-from .consolidation import Consolidator
-from .coordination import CrossProcessLocks, cross_process_locks
-from .embeddings import Embedder, build_embedder, embed_index_matrix
+from .embedding.models import Embedder, build_embedder, embed_index_matrix
 from .errors import InvalidInputError
-from .filters import RecallFilters, bounded_filters
-from .lifecycle import Maintenance, MaintenanceReport
-from .limits import MAX_CANDIDATES, MAX_OFFSET, MAX_PAGE
+from .language.tokens import counter_for
 from .llm import LLMClient
-from .merging import RepeatMerger
-from .namespace_store import NamespaceStore
-from .parts import EngineParts
-from .progress import ProgressCallback
-from .ranking import RecallWeights
-from .recall import Recaller
-from .records import Kind, MemoryRecord, Role, Status, Tier
-from .redaction import set_content_in_logs
-from .replicas import WriterRegistry, lock_fingerprint, registry_for
-from .results import (
+from .model.arguments import whole_number
+from .model.limits import MAX_CANDIDATES, MAX_OFFSET, MAX_PAGE
+from .model.records import Kind, MemoryRecord, Role, Status, Tier
+from .model.results import (
     CompressionResult,
     ConsolidationReport,
     MergedRepeat,
@@ -49,9 +37,20 @@ from .results import (
     StoreResult,
     TurnResult,
 )
-from .store import ChromaStore, open_client
-from .tokens import counter_for
-from .upkeep import (
+from .parts import EngineParts
+from .progress import ProgressCallback
+from .recall.filters import RecallFilters, bounded_filters
+from .recall.pipeline import Recaller
+from .recall.ranking import RecallWeights
+from .redaction import set_content_in_logs
+from .storage.locks import CrossProcessLocks, cross_process_locks
+from .storage.namespace_store import NamespaceStore
+from .storage.replicas import WriterRegistry, lock_fingerprint, registry_for
+from .storage.store import ChromaStore, open_client
+from .upkeep.consolidation import Consolidator
+from .upkeep.merging import RepeatMerger
+from .upkeep.retention import Maintenance, MaintenanceReport
+from .upkeep.runner import (
     ConsolidationStepReport,
     SessionCompressionReport,
     UpkeepReport,
@@ -59,8 +58,9 @@ from .upkeep import (
     compress_due_sessions,
     run_upkeep,
 )
-from .working import WorkingMemory
-from .writes import Writer
+from .working.compression import Compressor
+from .working.window import WorkingMemory
+from .write.writer import Writer
 
 
 class MemoryEngine:

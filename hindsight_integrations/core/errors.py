@@ -44,7 +44,7 @@ class ReplicaConflictError(ConfigurationError):
 
     Chroma has no conditional write, so two such writers lose updates and resurrect forgotten
     memories; this process refuses its writes instead (reads still work) until the other stops
-    or both share one ``HINDSIGHT_LOCK_URL`` (``core/replicas.py``).
+    or both share one ``HINDSIGHT_LOCK_URL`` (``core/storage/replicas.py``).
     """
 
 

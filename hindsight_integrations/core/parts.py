@@ -19,13 +19,13 @@ import numpy as np
 
 from .clock import Clock, SystemClock
 from .config import Settings
-from .embeddings import Embedder, _QueryCache, embed_index_matrix
-from .indexing import body_text, framed_text
-from .limits import InputLimits
+from .embedding.models import Embedder, _QueryCache, embed_index_matrix
+from .language.tokens import TokenCounter
 from .llm import LLMClient
-from .records import Kind, MemoryRecord, Role, Tier
-from .store import ChromaStore
-from .tokens import TokenCounter
+from .model.limits import InputLimits
+from .model.records import Kind, MemoryRecord, Role, Tier
+from .storage.indexing import body_text, framed_text
+from .storage.store import ChromaStore
 
 
 @dataclass

@@ -3,7 +3,7 @@
 Classic chains call ``load_memory_variables`` before the run and ``save_context`` after
 it. We answer the first with two variables — the session's working window (the live
 conversation, so a restarted process resumes it) and the long-term memories recalled for
-the current input, formatted as the fenced, dated context block (``core/context.py``) —
+the current input, formatted as the fenced, dated context block (``core/recall/context.py``) —
 and turn the second into two ``record_turn`` calls through the MCP client, so the write
 filter, extraction and compression happen server-side exactly as for every other MCP
 client (docs/architecture.md, "Writing").
@@ -19,9 +19,9 @@ from langchain_classic.memory.utils import get_prompt_input_key
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, get_buffer_string
 from pydantic import ConfigDict, Field, PrivateAttr, model_validator
 
-from ..core.context import format_context
-from ..core.records import MemoryRecord, Role
-from ..core.results import RecallResult
+from ..core.model.records import MemoryRecord, Role
+from ..core.model.results import RecallResult
+from ..core.recall.context import format_context
 from ..mcp.resolve import ClientPool, require_session, resolve_namespace
 
 

@@ -28,7 +28,7 @@ from langgraph.runtime import Runtime
 
 from ..core.config import validate_namespace
 from ..core.errors import ConfigurationError
-from ..core.results import RecallResult
+from ..core.model.results import RecallResult
 from ..mcp.resolve import ClientPool
 from .tools import MEMORY_TOOL_NAMES
 

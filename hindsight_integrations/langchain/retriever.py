@@ -15,7 +15,7 @@ from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 from pydantic import ConfigDict, Field, PrivateAttr, model_validator
 
-from ..core.results import RecallHit, RecallResult
+from ..core.model.results import RecallHit, RecallResult
 from ..mcp.resolve import ClientPool, resolve_namespace
 
 

@@ -48,7 +48,7 @@ from langgraph.store.base import (
 )
 from langgraph.store.base.embed import get_text_at_path, tokenize_path
 
-from ..core.records import MemoryRecord
+from ..core.model.records import MemoryRecord
 from ..mcp.resolve import ClientPool, resolve_namespace
 
 MARK = "lg_item"

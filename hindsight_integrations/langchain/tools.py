@@ -15,9 +15,9 @@ from typing import Any, Literal
 from langchain_core.tools import BaseTool, StructuredTool, ToolException
 from pydantic import BaseModel, Field
 
-from ..core.context import memory_line
 from ..core.errors import HindsightError
-from ..core.results import RecallResult, StoreResult
+from ..core.model.results import RecallResult, StoreResult
+from ..core.recall.context import memory_line
 from ..mcp.resolve import ClientPool, resolve_namespace
 
 REMEMBER = "remember"

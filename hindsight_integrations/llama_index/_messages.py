@@ -35,7 +35,7 @@ from llama_index.core.base.llms.types import (
 )
 
 from ..core.errors import InvalidInputError
-from ..core.records import MemoryRecord, Role
+from ..core.model.records import MemoryRecord, Role
 from ..core.redaction import describe_error
 
 log = logging.getLogger("hindsight.llama_index")

@@ -13,9 +13,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from ..core.context import format_context, pack_within_budget
-from ..core.filters import RecallFilters
-from ..core.results import RecallHit
+from ..core.model.results import RecallHit
+from ..core.recall.context import format_context, pack_within_budget
+from ..core.recall.filters import RecallFilters
 
 _SERVER_TOP_K_CAP = 200
 DEFAULT_TOKEN_BUDGET = 500  # injected context ≤ 500 tokens: a few relevant memories, not the history

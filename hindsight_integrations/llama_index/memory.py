@@ -11,7 +11,7 @@ Drop it in wherever LlamaIndex takes ``memory=``: ``SimpleChatEngine``,
   memory, and it compresses the window when it grows past its threshold.
 * ``get`` returns the working window (so a restarted process resumes the conversation) with
   one system message in front holding the long-term memories recalled for the current
-  input, in the dated context-block format (``core/context.py``).
+  input, in the dated context-block format (``core/recall/context.py``).
 * ``reset`` clears the session's working memory only; what was learned stays.
 """
 
@@ -26,7 +26,7 @@ from llama_index.core.bridge.pydantic import Field, PrivateAttr, field_validator
 from llama_index.core.memory.types import BaseMemory
 
 from ..core.errors import InvalidInputError
-from ..core.records import MemoryRecord, Role
+from ..core.model.records import MemoryRecord, Role
 from ..core.redaction import describe_error
 from ..mcp.resolve import resolve_client, resolve_namespace
 from ._messages import (
@@ -45,7 +45,7 @@ from ._recall import DEFAULT_TOKEN_BUDGET, RecallOptions, check_filters, context
 
 if TYPE_CHECKING:
     from ..core.engine import MemoryEngine
-    from ..core.results import RecallResult
+    from ..core.model.results import RecallResult
     from ..mcp.client import MemoryClient
 
 log = logging.getLogger("hindsight.llama_index")

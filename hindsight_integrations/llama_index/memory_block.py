@@ -7,7 +7,7 @@ the long-term side of that design:
 * ``_aput`` receives the flushed messages and stores them through the MCP client; the
   server's write filter drops chit-chat and keeps preferences, facts and decisions.
 * ``_aget`` recalls the memories relevant to the latest messages and returns them as the
-  dated context block (``core/context.py``), which ``Memory`` renders into its system message.
+  dated context block (``core/recall/context.py``), which ``Memory`` renders into its system message.
 * ``atruncate`` gives up the lowest-scoring memories first when ``Memory`` needs the
   tokens back (only for blocks with ``priority`` > 0: priority 0 means never truncate).
 """
@@ -23,10 +23,10 @@ from llama_index.core.base.llms.types import ChatMessage
 from llama_index.core.bridge.pydantic import Field, PrivateAttr, field_validator
 from llama_index.core.memory.memory import BaseMemoryBlock
 
-from ..core.context import CONTEXT_FOOTER, CONTEXT_HEADER
 from ..core.errors import InvalidInputError
+from ..core.language.tokens import estimate_tokens
+from ..core.recall.context import CONTEXT_FOOTER, CONTEXT_HEADER
 from ..core.redaction import describe_error
-from ..core.tokens import estimate_tokens
 from ..mcp.resolve import resolve_client, resolve_namespace
 from ._messages import hindsight_role, is_injected_context, latest_user_text, message_text, rejected_text
 from ._recall import DEFAULT_TOKEN_BUDGET, RecallOptions, Selected, check_filters, context_of, select_hits

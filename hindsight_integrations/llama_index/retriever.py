@@ -15,13 +15,13 @@ from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.callbacks import CallbackManager
 from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 
-from ..core.results import RecallHit
+from ..core.model.results import RecallHit
 from ..mcp.resolve import resolve_client, resolve_namespace
 from ._recall import RecallOptions
 
 if TYPE_CHECKING:
     from ..core.engine import MemoryEngine
-    from ..core.results import RecallResult
+    from ..core.model.results import RecallResult
     from ..mcp.client import MemoryClient
 
 # Metadata the LLM sees next to the memory text; everything else is for the application.

@@ -32,10 +32,9 @@ from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait
 
 from ..core.config import Settings, load_settings, validate_namespace
 from ..core.errors import InvalidInputError
-from ..core.filters import RecallFilters
-from ..core.inputs import MemoryItem
-from ..core.records import MemoryRecord, Role
-from ..core.results import (
+from ..core.model.inputs import MemoryItem
+from ..core.model.records import MemoryRecord, Role
+from ..core.model.results import (
     CompressionResult,
     ConsolidationReport,
     NamespaceStats,
@@ -43,7 +42,8 @@ from ..core.results import (
     StoreResult,
     TurnResult,
 )
-from ..core.upkeep import UpkeepReport
+from ..core.recall.filters import RecallFilters
+from ..core.upkeep.runner import UpkeepReport
 from . import transports
 from .body_guard import MAX_BODY_BYTES
 from .errors import MemoryStoreUnavailableError, MemoryTimeoutError, MemoryToolInputError

@@ -21,9 +21,9 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
-from ..core.records import Kind, Role, Status, Tier
+from ..core.model.records import Kind, Role, Status, Tier
 from ..core.redaction import caller_strings, content_in_logs, redact, safe_traceback, text_summary
-from ..core.upkeep import UPKEEP_ACTIONS, UpkeepReport
+from ..core.upkeep.runner import UPKEEP_ACTIONS, UpkeepReport
 
 log = logging.getLogger("hindsight.mcp")
 

@@ -16,7 +16,7 @@ from pydantic import ValidationError
 from pydantic_core import to_jsonable_python
 
 from ..core.errors import InvalidInputError
-from ..core.limits import invalid_text_at
+from ..core.model.limits import invalid_text_at
 from .errors import MemoryToolError, tool_error
 
 CAPABILITY = "hindsight"

@@ -7,10 +7,10 @@ The structured half is ``wire``'s result models; these functions render those sa
 
 from __future__ import annotations
 
-from ..core.context import memory_line
-from ..core.records import MemoryRecord
-from ..core.results import ConsolidationReport, NamespaceStats
-from ..core.upkeep import UpkeepReport
+from ..core.model.records import MemoryRecord
+from ..core.model.results import ConsolidationReport, NamespaceStats
+from ..core.recall.context import memory_line
+from ..core.upkeep.runner import UpkeepReport
 from .wire import CompressOut, RecallOut, StoreOut, TurnOut
 
 

@@ -49,7 +49,7 @@ from .viewer import register_viewer
 
 if TYPE_CHECKING:
     from ..core.engine import MemoryEngine
-    from ..core.upkeep import UpkeepReport
+    from ..core.upkeep.runner import UpkeepReport
 
 SERVER_NAME = "hindsight-memory"
 INSTRUCTIONS = (

@@ -21,7 +21,7 @@ from .observability import configure_logging, log
 
 if TYPE_CHECKING:
     from ..core.engine import MemoryEngine
-    from ..core.upkeep_schedule import UpkeepSchedule
+    from ..core.upkeep.schedule import UpkeepSchedule
     from .server import HindsightMCP
 
 
@@ -109,7 +109,7 @@ def run(
 
 
 def _register_writer(engine: MemoryEngine) -> str:
-    """Enter the Chroma server's writer registry now (``core/replicas.py``), so a replica that must
+    """Enter the Chroma server's writer registry now (``core/storage/replicas.py``), so a replica that must
     refuse writes says so in its log at start-up, not at its first write; what writes will do."""
     writers = engine.chroma.writers
     if writers is None:
@@ -130,7 +130,7 @@ def start_scheduled_upkeep(server: HindsightMCP) -> UpkeepSchedule | None:
     namespace's run is logged and counted in ``/metrics`` (``HindsightMCP.record_upkeep``), and
     ``hindsight_upkeep_lease_held`` says whether this replica is running a round.
     """
-    from ..core.upkeep_schedule import UpkeepSchedule
+    from ..core.upkeep.schedule import UpkeepSchedule
 
     engine = server.engine
     settings = engine.settings

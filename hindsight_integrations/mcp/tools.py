@@ -23,7 +23,7 @@ from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel, Field
 
 from ..core.errors import InvalidInputError
-from ..core.inputs import MemoryItem
+from ..core.model.inputs import MemoryItem
 from . import render
 from .auth import current_namespace
 from .wire import (

@@ -49,8 +49,8 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, PlainTextResponse, RedirectResponse, Response
 
 from ..core.errors import HindsightError, InvalidInputError, MemoryNotFoundError, StoreUnavailableError
-from ..core.records import MemoryRecord, Status, Tier
-from ..core.revocations import RevokedSessions
+from ..core.model.records import MemoryRecord, Status, Tier
+from ..core.storage.revocations import RevokedSessions
 from . import viewer_pages as pages
 from .auth import SCOPE_KEY
 from .throttle import client_address, retry_after_header, security_event

@@ -16,9 +16,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from urllib.parse import quote, urlencode
 
-from ..core.context import DISPLAY_CONTROL_ESCAPES
-from ..core.records import Kind, MemoryRecord, Status, Tier
-from ..core.results import NamespaceStats, RecallHit
+from ..core.model.records import Kind, MemoryRecord, Status, Tier
+from ..core.model.results import NamespaceStats, RecallHit
+from ..core.recall.context import DISPLAY_CONTROL_ESCAPES
 
 STYLE = """
 *{box-sizing:border-box}

@@ -19,11 +19,10 @@ from typing import Annotated, Any, ClassVar
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PlainSerializer
 
 from ..core.errors import InvalidInputError
-from ..core.filters import RecallFilters
-from ..core.inputs import MAX_TTL_SECONDS, Flag, JsonObject, Lower, MemoryInput, MemoryItem
-from ..core.limits import MAX_OFFSET, MAX_TOKENS, Identifier, Metadata
-from ..core.records import Kind, MemoryRecord, Role
-from ..core.results import (
+from ..core.model.inputs import MAX_TTL_SECONDS, Flag, JsonObject, Lower, MemoryInput, MemoryItem
+from ..core.model.limits import MAX_OFFSET, MAX_TOKENS, Identifier, Metadata
+from ..core.model.records import Kind, MemoryRecord, Role
+from ..core.model.results import (
     CompressionResult,
     ConsolidationReport,
     NamespaceStats,
@@ -33,7 +32,8 @@ from ..core.results import (
     StoreResult,
     TurnResult,
 )
-from ..core.upkeep import UpkeepReport
+from ..core.recall.filters import RecallFilters
+from ..core.upkeep.runner import UpkeepReport
 
 MAX_BATCH = 1000
 """Largest ``memories`` batch one ``store_memory`` call accepts; larger batches must be split."""

@@ -1,0 +1,1 @@
+"""How recall finds, filters, ranks and packs memories into a context block."""

@@ -1,0 +1,180 @@
+"""Context assembly: the block of memories injected before a model call (docs/architecture.md, "Recall").
+
+Memories are taken in score order until the token budget is spent, then put in
+chronological order, one dated line each, between clear markers so the model can tell
+remembered facts from the live conversation. When the best memories do not fit whole,
+the top few stay whole and the rest are trimmed to their sentences that match the query
+(one shared length cap, as high as the budget allows) before any is dropped: ten short
+relevant lines beat five long ones.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Sequence
+
+from ..language.text import query_terms
+from ..language.tokens import TokenCounter, estimate_tokens
+from ..model.records import MemoryRecord, Status
+
+CONTEXT_HEADER = "### Quoted memories from earlier conversations (oldest first)"  # quoted: see ``quoted``
+CONTEXT_FOOTER = "### End of memories. The current conversation follows."
+_SENTENCE = re.compile(r"(?<=[.!?。！？])\s+")
+_WORDS = re.compile(r"\w+")
+_LINE_BREAKS = ("\u0085", "\u2028", "\u2029")  # str.splitlines breaks on these; json.dumps keeps them
+# Characters json.dumps keeps that change how the text around them is *displayed*: the
+# bidirectional controls (Unicode's Bidi_Control: embeddings, overrides, isolates, marks), the
+# deprecated format controls of U+206A-U+206F, and DEL and the C1 controls (U+009B is a
+# terminal's CSI). A U+202E in a memory would display the rest of its line, closing quote and
+# marker included, right to left. Escaped like the line breaks, they are visible and inert.
+_DISPLAY_CONTROLS = "".join(
+    [
+        *_LINE_BREAKS,
+        "\u061c",
+        "\u200e",
+        "\u200f",
+        *map(chr, range(0x202A, 0x202F)),
+        *map(chr, range(0x2066, 0x2070)),
+        *map(chr, range(0x7F, 0xA0)),
+    ]
+)
+DISPLAY_CONTROL_ESCAPES = str.maketrans({c: f"\\u{ord(c):04x}" for c in _DISPLAY_CONTROLS})
+"""A ``str.translate`` table writing those characters as ``\\uXXXX`` (the viewer's HTML uses it too)."""
+
+
+def quoted(text: str) -> str:
+    """``text`` as one double-quoted line (JSON string escapes), whatever it holds.
+
+    Memory text comes from users, tools and web pages. Quoted, it can never start a line of its
+    own: no fake end marker, no column-0 "System:" line, no fake dated memory; and line breaks
+    JSON leaves as they are, bidirectional and other display controls are escaped too
+    (``\\u202e``), so no memory can visually reorder the block it is shown in.
+    """
+    return json.dumps(text.strip(), ensure_ascii=False).translate(DISPLAY_CONTROL_ESCAPES)
+
+
+def memory_line(record: MemoryRecord, content: str | None = None) -> str:
+    """One dated line of the context block (``content`` replaces the record's, e.g. trimmed)."""
+    line = f"- ({record.occurred_at.date().isoformat()}) {quoted(content if content is not None else record.content)}"
+    if record.status is Status.SUPERSEDED:
+        until = record.valid_until.date().isoformat() if record.valid_until else "later"
+        line += f" [superseded on {until}]"
+    return line
+
+
+def trim_to_query(text: str, max_chars: int, terms: Sequence[str]) -> str:
+    """Keep the sentences sharing most words with the query (in their order) within ``max_chars``."""
+    return _Trimmable(text, terms).within(max_chars)
+
+
+class _Trimmable:
+    """A memory's text split into sentences and ranked against the query once, then cut to any length.
+
+    ``pack_within_budget`` tries many lengths; splitting and ranking at every try cost the
+    square of the text. Without a sentence that fits, the text is cut by length (a 32 KB
+    memory without a sentence break becomes its first ``max_chars`` characters).
+    """
+
+    def __init__(self, text: str, terms: Sequence[str]) -> None:
+        self.text = text
+        self._sentences = [s for s in _SENTENCE.split(text) if s]
+        prefixes = {t[:5] for t in terms}
+        matches = [sum(w[:5] in prefixes for w in _WORDS.findall(s.lower())) for s in self._sentences]
+        self._ranked = sorted(range(len(self._sentences)), key=lambda i: (-matches[i], i))
+
+    def within(self, max_chars: int) -> str:
+        """The best-matching sentences (in their order) within ``max_chars``, else the text cut by length."""
+        if len(self.text) <= max_chars:
+            return self.text
+        keep: list[int] = []
+        used = 0
+        for i in self._ranked:
+            if used + len(self._sentences[i]) + 1 <= max_chars - 2:
+                keep.append(i)
+                used += len(self._sentences[i]) + 1
+        if not keep:
+            cut = self.text[: max(1, max_chars - 2)]
+            return (cut.rsplit(" ", 1)[0] if " " in cut else cut) + " …"
+        return " ".join(self._sentences[i] for i in sorted(keep)) + " …"
+
+
+def pack_within_budget(
+    records: Sequence[MemoryRecord],
+    budget: int | None,
+    *,
+    query: str = "",
+    counter: TokenCounter | None = None,
+    keep_whole: int = 3,
+    min_chars: int = 60,
+) -> list[tuple[MemoryRecord, str]]:
+    """Fit records (best first) into ``budget`` tokens: whole, then trimmed, then dropped from the end.
+
+    Trimmed means: the top ``keep_whole`` whole and the rest cut to one shared length cap (then
+    all of them), the highest cap on a 10-character grid that fits, found by binary search
+    (the cost grows with the cap), so a recall costs a few passes over the text it packs.
+    """
+    count = counter.count if counter else estimate_tokens
+    items = [(r, r.content.strip()) for r in records]
+    if budget is None:
+        return items
+
+    def cost(chosen: Sequence[tuple[MemoryRecord, str]]) -> int:
+        return count(format_context(chosen))
+
+    terms = query_terms(query)
+    texts: list[_Trimmable] | None = None  # split into sentences only when something must be trimmed
+    while items:
+        if cost(items) <= budget:
+            return items
+        if texts is None:
+            texts = [_Trimmable(c, terms) for _, c in items]
+        for whole in (min(keep_whole, len(items) - 1), 0):
+            if (
+                packed := _trimmed_to_fit(items, texts, whole, lambda chosen: cost(chosen) <= budget, min_chars)
+            ) is not None:
+                return packed
+        items, texts = items[:-1], texts[:-1]
+    return []
+
+
+def _trimmed_to_fit(
+    items: Sequence[tuple[MemoryRecord, str]],
+    texts: Sequence[_Trimmable],
+    whole: int,
+    fits: Callable[[list[tuple[MemoryRecord, str]]], bool],
+    min_chars: int,
+) -> list[tuple[MemoryRecord, str]] | None:
+    """``items``, all but the first ``whole`` cut to the highest cap that fits (10-character steps from the longest)."""
+    top = max(len(c) for _, c in items[whole:])
+
+    def trimmed(step: int) -> list[tuple[MemoryRecord, str]]:
+        cap = top - 10 * step
+        return [*items[:whole], *((r, text.within(cap)) for (r, _), text in zip(items[whole:], texts[whole:]))]
+
+    steps = (top - min_chars) // 10 + 1 if top >= min_chars else 0
+    step = _first_fitting(steps, lambda k: fits(trimmed(k)))
+    return None if step is None else trimmed(step)
+
+
+def _first_fitting(steps: int, fits: Callable[[int], bool]) -> int | None:
+    """The smallest ``k < steps`` with ``fits(k)``, for ``fits`` false up to some k and true after; None if none."""
+    if steps <= 0 or not fits(steps - 1):
+        return None
+    low, high = 0, steps - 1  # fits(high) holds
+    while low < high:
+        middle = (low + high) // 2
+        if fits(middle):
+            high = middle
+        else:
+            low = middle + 1
+    return low
+
+
+def format_context(items: Sequence[MemoryRecord | tuple[MemoryRecord, str]]) -> str:
+    """The injected block: chronological, dated, fenced. Empty string when nothing was recalled."""
+    if not items:
+        return ""
+    pairs = [item if isinstance(item, tuple) else (item, item.content) for item in items]
+    ordered = sorted(pairs, key=lambda p: p[0].occurred_at)
+    return "\n".join([CONTEXT_HEADER, *(memory_line(r, c) for r, c in ordered), CONTEXT_FOOTER])

@@ -1,0 +1,243 @@
+"""Structured recall filters, compiled to a Chroma ``where`` and checked in Python.
+
+Dense candidates are narrowed by Chroma itself; lexical candidates come from our own index
+and are checked with ``matches`` on their metadata. Both views are built from one
+definition here so they cannot drift apart.
+
+Chroma turns a ``where`` into one SQLite expression: an ``$and`` of about 985 clauses fails
+("Expression tree is too large"), one of about 8,200 crashes the process in Chroma's Rust
+bindings (a segfault; both measured on chromadb 1.5.9, the first re-checked by
+``tests/test_security_bounds.py``). A filter can ask for at most ``MAX_METADATA_KEYS``
+metadata clauses, and ``bounded_where`` refuses any ``where`` past ``MAX_WHERE_CONDITIONS``
+before it reaches Chroma, whoever built it.
+"""
+
+from __future__ import annotations
+
+import json
+import operator
+from collections.abc import Callable
+from datetime import datetime
+from functools import partial
+from typing import Any, Protocol, Self
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
+
+from ..errors import InvalidInputError
+from ..model.arguments import coerce_model
+from ..model.limits import (
+    MAX_METADATA_KEYS,
+    FilterMetadata,
+    Identifier,
+    InputLimits,
+    configured_limits,
+    json_size,
+    refusal,
+)
+from ..model.records import Kind, Status, Tier, to_epoch
+
+MAX_WHERE_CONDITIONS = 128
+"""Field conditions one Chroma ``where`` may hold: a filter makes at most ~10 plus one per metadata
+key (``MAX_METADATA_KEYS``); Chroma fails at ~985 and crashes at ~8,200."""
+MAX_WHERE_DEPTH = 4
+"""Nested ``$and``/``$or`` levels (ours use one; Chroma refuses past ~60)."""
+MAX_WHERE_LIST = 1024
+"""Values of one ``$in``/``$nin`` (ours name a few tiers, kinds or statuses)."""
+MAX_WHERE_BYTES = 256 * 1024
+"""A ``where`` as JSON: 32 times the default ``max_filter_bytes`` (8 KB), so only a setting raised past
+~250 KB could make a filter that passes its own bound fail this one (with a clear error, not a crash)."""
+
+
+class _Readable(Protocol):
+    def get(self, key: str, default: Any = None, /) -> Any: ...
+
+
+class RecallFilters(BaseModel):
+    """Narrow recall before ranking. Empty means: every valid long-term memory."""
+
+    # Instances are validated again when the engine receives them (with its configured limits),
+    # so a filter built by hand, or by FastMCP without those limits, is held to them too.
+    model_config = ConfigDict(extra="forbid", revalidate_instances="always")
+
+    session_id: Identifier | None = None
+    agent_id: Identifier | None = None
+    tiers: list[Tier] | None = None
+    kinds: list[Kind] | None = None
+    statuses: list[Status] | None = None
+    since: datetime | None = None
+    until: datetime | None = None
+    min_importance: float | None = Field(None, ge=0, le=1)
+    metadata: FilterMetadata | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _json_text(cls, value: Any) -> Any:
+        if isinstance(value, str) and value.strip().startswith("{"):
+            try:
+                return json.loads(value)  # models send objects as JSON strings
+            except (json.JSONDecodeError, RecursionError):
+                pass
+        return value
+
+    @field_validator("tiers", "kinds", "statuses", mode="before")
+    @classmethod
+    def _one_or_many(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            return [value]
+        return value
+
+    @field_validator("tiers", "kinds", "statuses")
+    @classmethod
+    def _distinct(cls, value: list[Any] | None) -> list[Any] | None:
+        return None if value is None else list(dict.fromkeys(value))  # at most one clause value per member
+
+    @model_validator(mode="after")
+    def _bounded_size(self, info: ValidationInfo) -> Self:
+        limits = configured_limits(info)
+        if limits is not None:
+            size = json_size(self.model_dump(mode="json", exclude_none=True), "filters")
+            if size > limits.max_filter_bytes:
+                raise refusal(
+                    f"is {size} bytes as JSON; the limit is {limits.max_filter_bytes} (HINDSIGHT_MAX_FILTER_BYTES)"
+                )
+        return self
+
+    def narrows(self) -> bool:
+        """True when the caller asked for more than "valid long-term memories".
+
+        Chroma pre-filters a ``where`` by scanning metadata, which costs more than the vector
+        search itself on large namespaces; the default filter keeps nearly everything, so it
+        is cheaper to over-fetch unfiltered and check candidates afterwards.
+        """
+        custom = (
+            self.session_id,
+            self.agent_id,
+            self.kinds,
+            self.statuses,
+            self.since,
+            self.until,
+            self.min_importance,
+            self.metadata,
+        )
+        return any(v is not None for v in custom) or (
+            self.tiers is not None and set(self.tiers) != {Tier.EPISODIC, Tier.SEMANTIC}
+        )
+
+    def clauses(self, *, include_history: bool, now: datetime) -> list[dict[str, Any]]:
+        """The filter as single-key Chroma ``where`` clauses; ``where`` and ``matcher`` are built from these."""
+        out: list[dict[str, Any]] = []
+        if self.session_id is not None:
+            out.append({"session_id": self.session_id})
+        if self.agent_id is not None:
+            out.append({"agent_id": self.agent_id})
+        tiers = self.tiers or [Tier.EPISODIC, Tier.SEMANTIC]
+        out.append(_in("tier", [t.value for t in tiers]))
+        if self.kinds:
+            out.append(_in("kind", [k.value for k in self.kinds]))
+        statuses = self.statuses or ([Status.ACTIVE, Status.SUPERSEDED] if include_history else [Status.ACTIVE])
+        out.append(_in("status", [s.value for s in statuses]))
+        if not include_history:
+            stamp = to_epoch(now)
+            out.append({"expires_at": {"$gt": stamp}})
+            out.append({"valid_until": {"$gt": stamp}})
+        if self.since is not None:
+            out.append({"occurred_at": {"$gte": to_epoch(self.since)}})
+        if self.until is not None:
+            out.append({"occurred_at": {"$lte": to_epoch(self.until)}})
+        if self.min_importance is not None:
+            out.append({"importance": {"$gte": self.min_importance}})
+        for key, value in (self.metadata or {}).items():
+            out.append({f"m.{key}": value})
+        return out
+
+    def where(self, *, include_history: bool, now: datetime) -> dict[str, Any]:
+        """The filter as one Chroma ``where`` (for Chroma's own pre-filtering and ``get``)."""
+        clauses = self.clauses(include_history=include_history, now=now)
+        return bounded_where(clauses[0] if len(clauses) == 1 else {"$and": clauses})
+
+    def matcher(self, *, include_history: bool, now: datetime) -> Callable[[_Readable], bool]:
+        """A check for Chroma metadata, or anything that reads like it (``MemoryFacts``).
+
+        Compiled once per recall: the clauses are the same for every candidate.
+        """
+        tests = [_compile(clause) for clause in self.clauses(include_history=include_history, now=now)]
+
+        def matches(meta: _Readable) -> bool:
+            for key, test in tests:
+                value = meta.get(key)
+                if value is None or not test(value):
+                    return False
+            return True
+
+        return matches
+
+
+def _in(key: str, values: list[str]) -> dict[str, Any]:
+    return {key: values[0]} if len(values) == 1 else {key: {"$in": values}}
+
+
+_OPERATORS: dict[str, Callable[[Any, Any], bool]] = {
+    "$in": lambda value, operand: value in operand,
+    "$gt": operator.gt,
+    "$gte": operator.ge,
+    "$lte": operator.le,
+}
+
+
+def _compile(clause: dict[str, Any]) -> tuple[str, Callable[[Any], bool]]:
+    """One ``where`` clause as (key, test of a present value); an absent key never matches."""
+    ((key, condition),) = clause.items()
+    if not isinstance(condition, dict):
+        return key, partial(operator.eq, condition)
+    ((op, operand),) = condition.items()
+    if op not in _OPERATORS:
+        raise ValueError(f"unsupported filter operator {op}")
+    compare = _OPERATORS[op]
+    return key, lambda value: compare(value, operand)
+
+
+def bounded_filters(value: RecallFilters | dict[str, Any] | str | None, limits: InputLimits) -> RecallFilters:
+    """``value`` (a dict, a JSON string or a ``RecallFilters``) validated against ``limits``: size, keys, ids."""
+    return coerce_model(RecallFilters, value, "filters", context=limits.context())
+
+
+def bounded_where(where: dict[str, Any], field: str = "filters") -> dict[str, Any]:
+    """``where`` unchanged, or InvalidInputError if it is too large for Chroma to evaluate safely.
+
+    The last check before Chroma, so no path (a caller's filter, an internal query) can hand
+    it an expression tree that fails or crashes it: at most ``MAX_WHERE_CONDITIONS`` field
+    conditions, ``MAX_WHERE_DEPTH`` nested ``$and``/``$or``, ``MAX_WHERE_LIST`` values per
+    ``$in`` and ``MAX_WHERE_BYTES`` of JSON.
+    """
+    conditions = 0
+    stack: list[tuple[Any, int]] = [(where, 0)]
+    while stack:
+        node, depth = stack.pop()
+        if not isinstance(node, dict):
+            raise InvalidInputError(field, f"compiles to a Chroma filter with a {type(node).__name__} clause")
+        for key, value in node.items():
+            if key in ("$and", "$or"):
+                if depth + 1 > MAX_WHERE_DEPTH:
+                    raise InvalidInputError(
+                        field, f"compiles to a Chroma filter nested more than {MAX_WHERE_DEPTH} levels deep"
+                    )
+                if not isinstance(value, list):
+                    raise InvalidInputError(field, f"compiles to a Chroma filter whose {key} is not a list")
+                stack.extend((child, depth + 1) for child in value)
+                continue
+            conditions += 1
+            if conditions > MAX_WHERE_CONDITIONS:
+                raise InvalidInputError(
+                    field, f"compiles to more than {MAX_WHERE_CONDITIONS} Chroma conditions; the limit is "
+                    f"{MAX_WHERE_CONDITIONS} (at most {MAX_METADATA_KEYS} metadata keys)",
+                )  # fmt: skip
+            operands = value.values() if isinstance(value, dict) else ()
+            for operand in operands:
+                if isinstance(operand, list) and len(operand) > MAX_WHERE_LIST:
+                    raise InvalidInputError(
+                        field, f"compiles to a Chroma condition on {len(operand)} values; the limit is {MAX_WHERE_LIST}"
+                    )
+    size = json_size(where, field)
+    if size > MAX_WHERE_BYTES:
+        raise InvalidInputError(field, f"compiles to a Chroma filter of {size} bytes; the limit is {MAX_WHERE_BYTES}")
+    return where

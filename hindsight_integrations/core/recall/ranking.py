@@ -1,0 +1,266 @@
+"""Ranking of recall candidates: dense + lexical relevance fused, then re-scored (docs/architecture.md, "Recall").
+
+score = (similarity_weight·relevance + recency_weight·recency + importance_weight·importance
+         + access_weight·access_frequency) / (sum of the weights)
+
+where relevance fuses dense similarity (the memory's own vector and its context vector)
+with the BM25 score of the lexical index, each min-max normalised over the candidates
+(the mix LoCoMo tuning favoured over reciprocal-rank fusion), plus a bonus when the query
+names exactly one of the candidates' entities (a speaker, a project). Recency falls with the
+logarithm of the memory's age (1 at once, 0 after ``recency_horizon_days``), so facts weeks
+and months apart still differ, where ``exp(-0.01·hours)`` was ~0 for both after a few weeks;
+a query that asks about the present ("now", "currently", "still", 现在...) doubles its weight.
+History (returned only on request) ranks just under the memory that superseded it, so the
+current value of an attribute comes first whatever its age. Access
+frequency saturates logarithmically.
+Every weight can be changed per call. ``min_score`` compares raw cosine similarity, as in
+the usual practice ("0.7–0.8 on pure similarity").
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from datetime import datetime
+
+import numpy as np
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field
+
+from ..model.records import MemoryRecord, to_epoch
+from ..model.results import RecallHit
+from ..storage.field_index import MemoryFacts
+from ..storage.vector_copy import Vector
+
+
+class RecallWeights(BaseModel):
+    """Fusion weights; tune with `hindsight bench grid`.
+
+    Defaults (relevance 1.0, recency 0.1, importance 0.1, access 0.05) are what LoCoMo's
+    development split measured for the default write path: the common starting point
+    0.5/0.2/0.2/0.1 gave 0.727 evidence recall@10 against 0.781, its importance weight
+    outranking relevant plain statements with preferences (README "Results").
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    similarity: float = Field(1.0, ge=0, description="weight of relevance (dense + lexical) in the score")
+    recency: float = Field(0.1, ge=0)
+    importance: float = Field(0.1, ge=0)
+    access: float = Field(0.05, ge=0)
+    dense: float = Field(0.5, ge=0, description="share of dense similarity inside relevance")
+    lexical: float = Field(0.5, ge=0, description="share of BM25 inside relevance")
+    context: float = Field(
+        0.5,
+        ge=0,
+        le=1,
+        validation_alias=AliasChoices("context", "window"),  # "window" before 0.2: now only the working window
+        description="share of the context vector (the memory framed by its context) inside dense similarity",
+    )
+    entity_boost: float = Field(
+        0.2, ge=0, description="relevance bonus when the one entity named in the query is the memory's"
+    )
+    recency_lambda: float | None = Field(
+        None, ge=0, description="per hour; when set, recency is exp(-λ·hours) instead of log-scaled age"
+    )
+    recency_horizon_days: float = Field(3650.0, gt=0, description="age at which log-scaled recency reaches 0")
+    access_saturation: int = Field(20, ge=1)
+
+
+@dataclass
+class Candidate:
+    """A memory up for ranking, before its record is fetched.
+
+    ``similarity`` (own vector) and ``context_similarity`` are known for hits of the
+    respective vector search; otherwise the vector is carried so the cosine can be computed.
+    A memory without a context has neither: its own similarity stands in.
+    """
+
+    id: str
+    facts: MemoryFacts
+    lexical_raw: float
+    similarity: float | None = None
+    vector: Vector | None = None
+    context_similarity: float | None = None
+    context_vector: Vector | None = None
+
+
+@dataclass(frozen=True)
+class Ranked:
+    """A candidate's score and its parts; becomes a ``RecallHit`` once its record is fetched."""
+
+    id: str
+    score: float
+    relevance: float
+    similarity: float
+    lexical: float
+    recency: float
+
+    def hit(self, record: MemoryRecord) -> RecallHit:
+        """This ranking with the fetched ``record``, as returned to callers."""
+        return RecallHit(
+            record=record,
+            score=self.score,
+            relevance=self.relevance,
+            similarity=self.similarity,
+            lexical=self.lexical,
+            recency=self.recency,
+        )
+
+
+_PRESENT = re.compile(
+    r"\b(now|nowadays|currently|current|still|these days|at the moment|right now|today|anymore|latest)\b"
+    r"|现在|目前|如今|当前|还在|最近"
+)
+
+
+def _below_successors(score: np.ndarray, candidates: Sequence[Candidate]) -> None:
+    """A superseded memory scores just under the memory that replaced it, when both are candidates.
+
+    So the current value of an attribute comes first whatever its age, and history asked for
+    still ranks where its relevance puts it otherwise.
+    """
+    position = {c.id: n for n, c in enumerate(candidates)}
+    replaced = [(n, position[s]) for n, c in enumerate(candidates) if (s := c.facts.superseded_by) in position]
+    for _ in range(3):  # chains of corrections are short; each pass settles one more link
+        for old, new in replaced:
+            score[old] = min(score[old], score[new] - 1e-6)
+
+
+def _recency(hours: np.ndarray, weights: RecallWeights) -> np.ndarray:
+    if weights.recency_lambda is not None:
+        return np.exp(-weights.recency_lambda * hours)
+    horizon = math.log1p(weights.recency_horizon_days * 24.0)
+    return np.clip(1.0 - np.log1p(hours) / horizon, 0.0, 1.0)
+
+
+def _minmax(values: np.ndarray) -> np.ndarray:
+    if values.size == 0:
+        return values
+    lo, hi = float(values.min()), float(values.max())
+    if hi - lo < 1e-9:
+        return np.ones_like(values)
+    return (values - lo) / (hi - lo)
+
+
+def _cosines(vectors: list[Vector | None], query: np.ndarray) -> np.ndarray:
+    out = np.zeros(len(vectors), dtype=np.float32)
+    rows = [i for i, v in enumerate(vectors) if v is not None]
+    if rows:
+        matrix = np.asarray([vectors[i] for i in rows], dtype=np.float32)
+        norms = np.linalg.norm(matrix, axis=1) * (float(np.linalg.norm(query)) or 1.0)
+        out[rows] = (matrix @ query) / np.where(norms == 0, 1.0, norms)
+    return out
+
+
+def _known_or_cosine(known: list[float | None], vectors: list[Vector | None], query: np.ndarray) -> np.ndarray:
+    """Similarities the search returned, else computed from the vectors carried (else 0)."""
+    out = _cosines([v if k is None else None for k, v in zip(known, vectors)], query)
+    for n, k in enumerate(known):
+        if k is not None:
+            out[n] = k
+    return out
+
+
+def named_entity(query: str, candidates: Sequence[Candidate]) -> str | None:
+    """The single candidate entity (e.g. a speaker's name) the query mentions, if exactly one."""
+    lowered = query.lower()
+    names = {e for c in candidates for e in c.facts.entities if e and e.lower() in lowered}  # cheap test first
+    mentioned = {e for e in names if re.search(rf"(?<!\w){re.escape(e.lower())}(?!\w)", lowered)}
+    return mentioned.pop() if len(mentioned) == 1 else None
+
+
+def rank(
+    candidates: Sequence[Candidate],
+    *,
+    query: str,
+    query_vector: Vector,
+    weights: RecallWeights,
+    now: datetime,
+) -> list[Ranked]:
+    """Score already-filtered candidates; best first.
+
+    Dense similarity mixes the memory's own vector with its context vector; both
+    signals are min-max normalised over the candidate set before fusion, which keeps
+    BM25's unbounded scores and cosine's narrow band on one scale.
+    """
+    if not candidates:
+        return []
+    q = np.asarray(query_vector, dtype=np.float32)
+    own = _known_or_cosine([c.similarity for c in candidates], [c.vector for c in candidates], q)
+    framed = _known_or_cosine([c.context_similarity for c in candidates], [c.context_vector for c in candidates], q)
+    without = [n for n, c in enumerate(candidates) if c.context_similarity is None and c.context_vector is None]
+    framed[without] = own[without]
+    similarity = (1 - weights.context) * own + weights.context * framed
+    dense = _minmax(similarity)
+    raw_lexical = np.asarray([c.lexical_raw for c in candidates], dtype=np.float32)
+    lexical = np.zeros_like(raw_lexical)
+    matched = raw_lexical > 0
+    lexical[matched] = _minmax(raw_lexical[matched]) if matched.sum() > 1 else 1.0
+    share = (weights.dense + weights.lexical) or 1.0
+    relevance = ((weights.dense * dense + weights.lexical * lexical) / share).astype(np.float64)
+    facts = [c.facts for c in candidates]
+    entity = named_entity(query, candidates) if weights.entity_boost else None
+    if entity:  # a bonus for the named one, kept within [0, 1]
+        relevance[[entity not in f.entities for f in facts]] /= 1 + weights.entity_boost
+    now_epoch = to_epoch(now) or 0.0
+    occurred = np.array([f.occurred_at or now_epoch for f in facts], dtype=np.float64)
+    recency = _recency(np.maximum(0.0, (now_epoch - occurred) / 3600.0), weights)
+    access = np.minimum(
+        1.0,
+        np.log1p(np.array([f.access_count for f in facts], dtype=np.float64)) / math.log1p(weights.access_saturation),
+    )
+    importance = np.array([f.importance for f in facts], dtype=np.float64)
+    recency_weight = weights.recency * (2.0 if _PRESENT.search(query.lower()) else 1.0)
+    total = (weights.similarity + recency_weight + weights.importance + weights.access) or 1.0
+    score = (
+        weights.similarity * relevance
+        + recency_weight * recency
+        + weights.importance * importance
+        + weights.access * access
+    ) / total  # a weighted mean: scores stay in [0, 1] whatever the weights
+    _below_successors(score, candidates)
+    order = np.argsort(-score, kind="stable").tolist()  # ties keep candidate order
+    scores, rels, sims, lexs, recs = (
+        score.tolist(),
+        relevance.tolist(),
+        similarity.tolist(),
+        lexical.tolist(),
+        recency.tolist(),
+    )
+    return [
+        Ranked(
+            id=candidates[n].id,
+            score=scores[n],
+            relevance=rels[n],
+            similarity=sims[n],
+            lexical=lexs[n],
+            recency=recs[n],
+        )
+        for n in order
+    ]
+
+
+def prefer_consolidated(ranked: Sequence[Ranked], facts: Mapping[str, MemoryFacts]) -> list[Ranked]:
+    """A consolidated memory in place of its sources: where both ranked, it takes the best place of them, they go.
+
+    Its sources say what it says (``consolidation.py``); returning both spends the token budget
+    twice on one fact. A source whose consolidated memory is not among ``ranked`` (filtered out,
+    forgotten) stays where it ranked.
+    """
+    present = {r.id: r for r in ranked}
+    out: list[Ranked] = []
+    placed: set[str] = set()
+    for entry in ranked:
+        found = facts.get(entry.id)
+        into = found.consolidated_into if found is not None else None
+        if into is not None and into in present:
+            if into not in placed:
+                best = present[into]
+                out.append(replace(best, score=max(best.score, entry.score)))
+                placed.add(into)
+        elif entry.id not in placed:
+            out.append(entry)
+            placed.add(entry.id)
+    return out

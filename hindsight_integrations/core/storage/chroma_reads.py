@@ -1,0 +1,82 @@
+"""Reads a Chroma server fails for a moment while the first records of a collection are landing.
+
+A ``chroma run`` server (chromadb 1.5) answers a query, or a get that includes embeddings, on a
+collection whose first add is still being applied with ``InternalError: Error executing plan:
+Internal error: Error creating hnsw segment reader: Nothing found on disk`` (the vector segment
+exists but is not loaded yet), or ``... Error finding id`` (a record's metadata is written, its
+vector not yet). The same read succeeds a moment later: in a test adding one record to a fresh
+collection while three threads queried it, 18 of 40 collections gave the error, and none once
+the add had returned. Two replicas' first calls on a new namespace race exactly like that (the
+load benchmark's sporadic ``retrieve_memory failed: internal error``), and a busy machine
+widens the window.
+
+So every read of a namespace's collections (``get``, ``query``, ``count``) is retried on these
+errors, with a short exponential backoff (about 3 s in all); if it still fails, it is the
+retryable ``StoreUnavailableError``, never an internal error. Writes are not retried here: they
+are not affected, and retrying one is the request id's job.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from tenacity import RetryError, Retrying, retry_if_exception, stop_after_attempt, wait_exponential
+
+from ..errors import StoreUnavailableError
+
+T = TypeVar("T")
+_TRANSIENT = ("Nothing found on disk", "Error finding id")
+_ATTEMPTS = 8
+
+
+def is_transient_read_error(exc: BaseException) -> bool:
+    """Whether ``exc`` is Chroma's passing failure to read a collection whose first records are landing."""
+    return type(exc).__module__.startswith("chromadb") and any(marker in str(exc) for marker in _TRANSIENT)
+
+
+def read_retrying(read: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    """``read(*args, **kwargs)``, retried while Chroma gives a transient read error (see the module docstring)."""
+    retrying = Retrying(
+        retry=retry_if_exception(is_transient_read_error),
+        stop=stop_after_attempt(_ATTEMPTS),
+        wait=wait_exponential(multiplier=0.02, max=1.0),
+        reraise=False,
+    )
+    try:
+        return retrying(read, *args, **kwargs)
+    except RetryError as exc:
+        cause = exc.last_attempt.exception()
+        raise StoreUnavailableError(
+            f"Chroma could not read the collection after {_ATTEMPTS} attempts ({cause}); retry shortly"
+        ) from cause
+
+
+class RetryingReads:
+    """A Chroma collection whose reads are ``read_retrying``; everything else is the collection's own."""
+
+    def __init__(self, collection: Any) -> None:
+        self._collection = collection
+
+    @property
+    def wrapped(self) -> Any:
+        """The Chroma collection itself."""
+        return self._collection
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._collection, name)
+
+    def get(self, *args: Any, **kwargs: Any) -> Any:
+        """``Collection.get``, retried on a transient read error."""
+        return read_retrying(self._collection.get, *args, **kwargs)
+
+    def query(self, *args: Any, **kwargs: Any) -> Any:
+        """``Collection.query``, retried on a transient read error."""
+        return read_retrying(self._collection.query, *args, **kwargs)
+
+    def count(self) -> int:
+        """``Collection.count``, retried on a transient read error."""
+        return int(read_retrying(self._collection.count))
+
+
+__all__ = ["RetryingReads", "is_transient_read_error", "read_retrying"]

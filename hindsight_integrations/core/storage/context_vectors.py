@@ -1,0 +1,231 @@
+"""Context vectors embedded in the background, in batches.
+
+A memory written in a conversation has a second vector besides its own: the memory framed by
+the turns before it (``indexing.framed_text``), which lets recall find "yes, that one" by what
+was being discussed. Embedding it is a second model run, about half of what writing a turn
+costs, and nothing in the write needs it: dedup and updates compare the memory's own vector.
+So a statement written on its own (a conversation turn, one ``store_memory``) is written and
+acknowledged with its own vector, and its context vector follows from here, embedded together
+with whatever else is waiting, and written to Chroma a batch at a time.
+
+The context vector is an index derived from the record, like the lexical index: the record
+holds the context text, so nothing is lost if the process dies first. A namespace that finds
+records without their context vector when it is opened queues them again
+(``NamespaceStore``), and a recall first waits for the context vectors queued before it in
+this process, so it ranks what was just written exactly as it ranks the rest.
+"""
+
+from __future__ import annotations
+
+import atexit
+import logging
+import os
+import sys
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Mapping, Sequence
+from typing import Protocol
+
+import numpy as np
+
+from ..redaction import describe_error
+
+log = logging.getLogger(__name__)
+
+_BATCH = 32
+_LINGER_SECONDS = 1.0  # at most this long between a vector's embedding and its write, when idle
+_EXIT_WAIT_SECONDS = 10.0
+
+
+class ContextTarget(Protocol):
+    """Where context vectors go: a namespace's store (``NamespaceStore.write_context``)."""
+
+    name: str
+
+    def write_context(self, vectors: Mapping[str, np.ndarray]) -> None:
+        """Store these context vectors (memory id → vector) for the memories that still exist."""
+
+
+class BackgroundContextVectors:
+    """One worker thread that embeds queued framed texts and writes them to their namespaces.
+
+    ``embed`` turns texts into a float32 matrix (the engine's ``embed_index_matrix``). Work is
+    done in the order it was queued; ``wait`` blocks until everything queued before the call is
+    written. Vectors are written to Chroma a batch at a time (``batch_size`` of them, or whatever
+    is held ``linger_seconds`` after the first of them was, or at once when someone waits): a
+    Chroma write costs ~5 ms however few records it holds, as much as embedding the framed text,
+    and a conversation queues one vector per turn.
+    """
+
+    def __init__(
+        self,
+        embed: Callable[[Sequence[str]], np.ndarray],
+        *,
+        batch_size: int = _BATCH,
+        linger_seconds: float = _LINGER_SECONDS,
+    ) -> None:
+        self._embed = embed
+        self._batch_size = batch_size
+        self._linger = linger_seconds
+        self._queue: deque[tuple[int, ContextTarget, str, str]] = deque()
+        self._changed = threading.Condition()
+        self._queued = 0  # sequence number of the last item queued
+        self._done = 0  # every item up to this number has been written (or given up on)
+        self._last: dict[int, int] = {}  # id(target) → sequence number of its last item queued
+        self._held: dict[int, tuple[ContextTarget, dict[str, np.ndarray]]] = {}  # embedded, not yet written
+        self._held_count = 0
+        self._held_upto = 0  # every item up to this number is embedded (held) or given up on
+        self._held_since = 0.0
+        self._waiting = 0  # callers blocked in ``wait``: what is held is written at once
+        self._worker: threading.Thread | None = None
+        self._exit_hook = False
+
+    def submit(self, target: ContextTarget, framed: Mapping[str, str]) -> None:
+        """Queue ``framed`` (memory id → framed text) for ``target``; returns at once."""
+        if not framed:
+            return
+        with self._changed:
+            for memory_id, text in framed.items():
+                self._queued += 1
+                self._queue.append((self._queued, target, memory_id, text))
+            self._last[id(target)] = self._queued
+            self._start()
+            self._changed.notify_all()
+
+    def pending(self) -> int:
+        """How many context vectors are queued and not yet written."""
+        with self._changed:
+            return self._queued - self._done
+
+    def wait(self, timeout: float | None = None, *, target: ContextTarget | None = None) -> bool:
+        """Block until everything queued before this call (for ``target``, if given) is written.
+
+        False if ``timeout`` ran out first. Work is done in order, so waiting for a target's
+        last item waits for whatever was queued before it, but not for what comes after.
+        """
+        with self._changed:
+            goal = self._queued if target is None else self._last.get(id(target), 0)
+            if self._done >= goal:
+                return True
+            self._waiting += 1
+            self._changed.notify_all()
+            try:
+                return self._changed.wait_for(lambda: self._done >= goal, timeout)
+            finally:
+                self._waiting -= 1
+
+    def _start(self) -> None:
+        if self._worker is None or not self._worker.is_alive():
+            self._worker = threading.Thread(target=self._run, name="hindsight-context-vectors", daemon=True)
+            self._worker.start()
+        if not self._exit_hook:
+            # A daemon thread dies with the interpreter; give queued work a moment to land first
+            # (what does not is repaired when the namespace is next opened).
+            atexit.register(self.wait, _EXIT_WAIT_SECONDS)
+            self._exit_hook = True
+
+    def _run(self) -> None:
+        _yield_to_foreground()
+        while True:
+            with self._changed:
+                self._changed.wait_for(lambda: bool(self._queue) or self._flush_due(), self._linger_left())
+                batch = [self._queue.popleft() for _ in range(min(self._batch_size, len(self._queue)))]
+            try:
+                if batch:
+                    self._hold(batch)
+                with self._changed:
+                    due = self._flush_due()
+                if due:
+                    self._flush()
+            except Exception as exc:  # noqa: BLE001 - a worker that died would stall every recall's wait
+                _given_up(len(batch), "this batch's namespaces", exc)
+                with self._changed:
+                    if batch:
+                        self._held_upto = max(self._held_upto, batch[-1][0])
+                    self._done = max(self._done, self._held_upto)
+                    self._held, self._held_count = {}, 0
+                    self._changed.notify_all()
+
+    def _flush_due(self) -> bool:
+        """Whether what is held should be written now; the caller holds ``_changed``."""
+        if self._held_upto <= self._done:
+            return False
+        if not self._held_count:
+            return True  # only given-up items: nothing to write, they are done
+        return (
+            self._held_count >= self._batch_size
+            or self._waiting > 0
+            or time.monotonic() - self._held_since >= self._linger
+        )
+
+    def _linger_left(self) -> float | None:
+        """Seconds until what is held must be written (None: nothing held); the caller holds ``_changed``."""
+        if not self._held_count:
+            return None
+        return max(0.0, self._held_since + self._linger - time.monotonic())
+
+    def _hold(self, batch: list[tuple[int, ContextTarget, str, str]]) -> None:
+        """Embed a batch and hold its vectors for the next write; an embedder outage is logged, never fatal."""
+        try:
+            vectors = self._embed([text for _, _, _, text in batch])
+            if vectors is None or len(vectors) != len(batch):
+                raise ValueError(
+                    f"the embedder returned {0 if vectors is None else len(vectors)} vectors for {len(batch)}"
+                )
+        except Exception as exc:  # noqa: BLE001
+            _given_up(len(batch), "this batch's namespaces", exc)
+            vectors = None
+        with self._changed:
+            if vectors is not None:
+                if not self._held_count:
+                    self._held_since = time.monotonic()
+                for (_, target, memory_id, _), vector in zip(batch, vectors):
+                    self._held.setdefault(id(target), (target, {}))[1][memory_id] = vector
+                    self._held_count += 1
+            self._held_upto = batch[-1][0]
+
+    def _flush(self) -> None:
+        """Write what is held, one Chroma write per namespace; a store outage is logged, never fatal."""
+        with self._changed:
+            held, upto = self._held, self._held_upto
+            self._held, self._held_count = {}, 0
+        for target, written in held.values():
+            try:
+                target.write_context(written)
+            except Exception as exc:  # noqa: BLE001
+                _given_up(len(written), f"namespace {target.name!r}", exc)
+        with self._changed:
+            self._done = max(self._done, upto)
+            self._changed.notify_all()
+
+
+_NICENESS = 10
+
+
+def _yield_to_foreground() -> None:
+    """Lower this thread's CPU priority, so the writes and recalls it works behind run first.
+
+    On two cores a write's own model run, Chroma and this thread's model run compete; a turn
+    took ~21 ms with this thread at the same priority and ~16 ms with no background work at all.
+    Linux schedules threads as tasks, so ``setpriority`` on the thread id lowers this thread
+    (and onnxruntime's one-thread runs, which happen on it) only; elsewhere it is left alone.
+    """
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), _NICENESS)
+    except OSError as exc:  # a container may forbid it: work at the same priority then
+        log.debug("could not lower the context-vector thread's priority: %s", exc)
+
+
+def _given_up(count: int, where: str, exc: Exception) -> None:
+    log.warning(
+        "%d context vectors of %s were not written (%s); they are queued again when the namespace is next opened",
+        count,
+        where,
+        describe_error(exc),
+    )
+
+
+__all__ = ["BackgroundContextVectors", "ContextTarget"]

@@ -1,0 +1,416 @@
+"""One namespace's memories in Chroma, and the indexes this process derives from them.
+
+A namespace is two Chroma collections: its records (one vector per memory: the memory's own
+text) and its *context vectors* (one per memory that has a context, e.g. the turns around a
+conversation turn: the memory framed by that context, see ``indexing.framed_text``). Four
+indexes are derived data, kept per namespace in this process: the lexical (BM25) index, the
+facts recall filters and ranks on (``facts.py``), each session's live window
+(``session_windows.py``) and, unless turned off, float16 copies of
+both kinds of vector (``vector_copy.py``). All are filled from Chroma when the namespace is
+first opened in this process, updated on this process's writes, and caught up with other
+writers' changes by an ``updated_at`` watermark query once they are older than
+``sync_seconds``. Recall starts that query in the background rather than waiting for it:
+it is a metadata scan (~15 ms at 100k memories), and what it brings is only other
+processes' newest writes, which recall still finds by vector search meanwhile.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import numpy as np
+
+from ..model.records import MemoryRecord, pack, pack_for_update, unpack
+from ..recall.filters import bounded_where
+from ..redaction import describe_error
+from .access import AccessRecorder
+from .context_vectors import BackgroundContextVectors
+from .field_index import FactsIndex
+from .indexing import body_text, context_text, framed_text
+from .lexical import LexicalIndex
+from .locks import CrossProcessLocks, NamespaceLock
+from .session_windows import SessionWindows
+from .vector_copy import Vector, VectorCopy
+
+_PAGE = 2000
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class StoreOptions:
+    """What every namespace of one store shares: set once by ``ChromaStore``."""
+
+    time_aware: bool = True
+    sync_seconds: float = 1.0
+    copy_vectors: bool = True
+    max_batch: int = 1000
+
+
+class NamespaceStore:
+    """Records, vectors and derived indexes of one namespace; get one from ``ChromaStore.namespace``.
+
+    Every write goes through ``add``/``update``/``delete`` so the derived indexes stay in step
+    with Chroma. ``writing`` is the lock the engine holds across a read-decide-write sequence
+    (dedup, supersede, compression, updates) so two writers never interleave one: those of
+    this process, and with ``HINDSIGHT_LOCK_URL`` those of every replica (``coordination.py``).
+    """
+
+    def __init__(
+        self,
+        name: str,
+        collection: Any,
+        context_collection: Any,
+        *,
+        options: StoreOptions,
+        access: AccessRecorder,
+        run_in_background: Callable[[Callable[[], None]], None],
+        context_vectors: BackgroundContextVectors | None = None,
+        shared_locks: CrossProcessLocks | None = None,
+        may_write: Callable[[], None] | None = None,
+    ) -> None:
+        self.name = name
+        self.collection = collection
+        self.context_collection = context_collection
+        self.options = options
+        self.lexical = LexicalIndex()
+        self.facts = FactsIndex()
+        self.windows = SessionWindows()
+        self.vector_copy: VectorCopy | None = VectorCopy() if options.copy_vectors else None
+        self.context_copy: VectorCopy | None = VectorCopy() if options.copy_vectors else None
+        self.writing = NamespaceLock(name, shared_locks, may_write=may_write)
+        self._may_write = may_write  # raises while this process must not write (replicas.py)
+        self._lock = threading.RLock()  # Chroma write + index update, as one step
+        self._sync_flag = threading.Lock()  # never held across I/O: recall checks it on every call
+        self._access = access
+        self._run_in_background = run_in_background
+        self._watermark = 0.0
+        self._synced_at = 0.0
+        self._syncing = False
+        self._context_vectors = context_vectors
+        self._load_indexes()
+
+    # -- derived indexes ------------------------------------------------------------------
+    def _load_indexes(self) -> None:
+        for got in _pages(self.collection, include=self._index_fields()):
+            self._index(got["ids"], _flat_views(got))
+            _copy_into(self.vector_copy, got)
+        if self.context_copy is not None:
+            for got in _pages(self.context_collection, include=["embeddings"]):
+                _copy_into(self.context_copy, got)
+        self.lexical.rebuild()
+        self._synced_at = time.monotonic()
+        self._queue_missing_context()
+
+    def _queue_missing_context(self) -> None:
+        """Queue the context vectors of records written just before a crash (see ``context_vectors.py``)."""
+        if self._context_vectors is None:
+            return
+        framed = self.facts.ids_with_context()
+        if len(framed) <= self.context_collection.count():
+            return
+        have: set[str] = set()
+        for got in _pages(self.context_collection, include=[]):
+            have.update(got["ids"])
+        missing = [i for i in framed if i not in have]
+        if missing:
+            log.info("namespace %r: %d records lack their context vector; embedding them", self.name, len(missing))
+            self._queue_context(self._read_flat(missing, with_content=True))
+
+    def _index_fields(self) -> list[str]:
+        return ["documents", "metadatas"] + (["embeddings"] if self.vector_copy is not None else [])
+
+    def sync_indexes(self, *, force: bool = False) -> None:
+        """Catch up with writes made by other processes since our watermark, now."""
+        if not force and not self._stale():
+            return
+        with self._lock:
+            got = self.collection.get(where={"updated_at": {"$gt": self._watermark}}, include=self._index_fields())
+            flats = _flat_views(got)
+            self._index(got["ids"], flats)
+            _copy_into(self.vector_copy, got)
+            framed = [i for i, f in zip(got["ids"], flats) if f.get("context")]
+            if self.context_copy is not None and framed:
+                _copy_into(self.context_copy, self.context_collection.get(ids=framed, include=["embeddings"]))
+            self._synced_at = time.monotonic()
+
+    def refresh_indexes(self) -> None:
+        """Start ``sync_indexes`` in the background if the indexes are stale; never waits."""
+        with self._sync_flag:
+            if self._syncing or not self._stale():
+                return
+            self._syncing = True
+        self._run_in_background(self._background_sync)
+
+    def _background_sync(self) -> None:
+        try:
+            self.sync_indexes(force=True)
+        except Exception as exc:  # noqa: BLE001 - a dropped namespace or a server hiccup: the next recall retries
+            log.warning("background index sync failed: %s", describe_error(exc))
+        finally:
+            self._syncing = False
+
+    def _stale(self) -> bool:
+        return time.monotonic() - self._synced_at >= self.options.sync_seconds
+
+    def _index(self, ids: Sequence[str], flats: Sequence[dict[str, Any]]) -> None:
+        if not ids:
+            return
+        time_aware = self.options.time_aware
+        self.lexical.upsert((i, body_text(f, time_aware=time_aware), context_text(f)) for i, f in zip(ids, flats))
+        self.facts.upsert(zip(ids, flats))
+        self.windows.upsert(zip(ids, flats))
+        self._watermark = max(self._watermark, *(f.get("updated_at", 0.0) for f in flats))
+
+    # -- writes ---------------------------------------------------------------------------
+    def add(
+        self,
+        records: Sequence[MemoryRecord],
+        embeddings: Sequence[Vector] | np.ndarray,
+        context_embeddings: Mapping[str, Vector] | None = None,
+    ) -> None:
+        """Write new records with their vectors (and context vectors, for records that have a context)."""
+        if not records:
+            return
+        self._check_may_write()
+        with self._lock:
+            self._write_context(context_embeddings)
+            ids, flats = [r.id for r in records], [r.flat_fields() for r in records]
+            metas = [pack(f) for f in flats]
+            step = self.options.max_batch
+            for start in range(0, len(records), step):
+                self.collection.add(
+                    ids=ids[start : start + step],
+                    metadatas=metas[start : start + step],
+                    embeddings=_matrix(embeddings[start : start + step]),
+                )
+            self._index(ids, flats)
+            if self.vector_copy is not None:
+                self.vector_copy.upsert(ids, embeddings)
+        given = context_embeddings or {}
+        self._queue_context({i: f for i, f in zip(ids, flats) if i not in given})
+
+    def _queue_context(self, flats: Mapping[str, dict[str, Any]]) -> None:
+        """Have the context vectors of these records (those with a context) embedded in the background."""
+        if self._context_vectors is None:
+            return
+        framed = {i: t for i, f in flats.items() if (t := framed_text(f))}
+        self._context_vectors.submit(self, framed)
+
+    def write_context(self, vectors: Mapping[str, Vector]) -> None:
+        """Store context vectors made in the background, for the records that still exist."""
+        with self._lock:
+            live = self.facts.lookup(list(vectors))
+            self._write_context({i: v for i, v in vectors.items() if i in live})
+
+    def wait_for_context(self, timeout: float | None = None) -> bool:
+        """Block until this namespace's context vectors queued so far in this process are written (False on timeout)."""
+        return self._context_vectors.wait(timeout, target=self) if self._context_vectors is not None else True
+
+    def update(
+        self,
+        records: Sequence[MemoryRecord],
+        embeddings: Sequence[Vector] | np.ndarray | None = None,
+        context_embeddings: Mapping[str, Vector] | None = None,
+    ) -> None:
+        """Write back changed records; changed content needs new ``embeddings``."""
+        if not records:
+            return
+        self._check_may_write()
+        with self._lock:
+            self._write_context(context_embeddings)
+            ids, flats = [r.id for r in records], [r.flat_fields() for r in records]
+            kwargs: dict[str, Any] = {"ids": ids, "metadatas": [pack_for_update(f) for f in flats]}
+            if embeddings is not None:
+                kwargs["embeddings"] = _matrix(embeddings)
+            self.collection.update(**kwargs)
+            self._index(ids, flats)
+            if embeddings is not None and self.vector_copy is not None:
+                self.vector_copy.upsert(ids, embeddings)
+
+    def _check_may_write(self) -> None:
+        """Refuse a record write while another replica owns the store (context vectors and recall
+        counts are derived, merged into what is there, and go on)."""
+        if self._may_write is not None:
+            self._may_write()
+
+    def _write_context(self, vectors: Mapping[str, Vector] | None) -> None:
+        if vectors:
+            matrix = _matrix(list(vectors.values()))
+            self.context_collection.upsert(ids=list(vectors), embeddings=matrix)
+            if self.context_copy is not None:
+                self.context_copy.upsert(list(vectors), matrix)
+
+    def delete(self, ids: Sequence[str]) -> None:
+        """Hard delete (cold-storage archive and purge only; user-facing forget is soft)."""
+        if not ids:
+            return
+        self._check_may_write()
+        with self._lock:
+            self.collection.delete(ids=list(ids))
+            self.context_collection.delete(ids=list(ids))
+            self.lexical.remove(ids)
+            self.facts.remove(ids)
+            self.windows.remove(ids)
+            for copy in (self.vector_copy, self.context_copy):
+                if copy is not None:
+                    copy.remove(ids)
+
+    def record_access(self, ids: Sequence[str], when: datetime) -> None:
+        """Count a recall of ``ids``. Written in the background: a Chroma write costs more than a recall."""
+        self.facts.count_access(dict.fromkeys(ids, 1))
+        self._access.record(self, ids, when)
+
+    def apply_access_counts(self, counts: dict[str, tuple[int, float]]) -> None:
+        """Add queued recall counts to what Chroma holds (called by the ``AccessRecorder``).
+
+        Only ``access_count`` and ``last_accessed_at`` are written (Chroma merges metadata on
+        update), re-reading the current count first, so a concurrent status change or another
+        process's counts are never overwritten.
+        """
+        with self._lock:
+            got = self.collection.get(ids=list(counts), include=["metadatas"])
+            metas = []
+            for memory_id, meta in zip(got["ids"], got["metadatas"]):
+                n, last = counts[memory_id]
+                metas.append(
+                    {
+                        "access_count": int(meta.get("access_count", 0)) + n,
+                        "last_accessed_at": max(last, meta.get("last_accessed_at", 0.0)),
+                    }
+                )
+            if metas:
+                self.collection.update(ids=got["ids"], metadatas=metas)
+
+    # -- reads ----------------------------------------------------------------------------
+    def get(
+        self, ids: Sequence[str], *, include_embeddings: bool = False
+    ) -> list[tuple[MemoryRecord, list[float] | None]]:
+        """Records by id (missing ids are left out), with their own vectors if asked."""
+        if not ids:
+            return []
+        include = ["documents", "metadatas"] + (["embeddings"] if include_embeddings else [])
+        got = self.collection.get(ids=list(ids), include=include)
+        embeddings = got.get("embeddings") if include_embeddings else None
+        out = []
+        for n, memory_id in enumerate(got["ids"]):
+            vector = list(map(float, embeddings[n])) if embeddings is not None else None
+            out.append((MemoryRecord.from_chroma(memory_id, got["documents"][n], got["metadatas"][n]), vector))
+        return out
+
+    def find(self, where: dict[str, Any] | None, *, limit: int | None = None, offset: int = 0) -> list[MemoryRecord]:
+        """Records matching a Chroma ``where`` (no ranking): lists, slots, working windows."""
+        got = self.collection.get(
+            where=bounded_where(where) if where else where,
+            limit=limit,
+            offset=offset or None,
+            include=["documents", "metadatas"],
+        )
+        return [MemoryRecord.from_chroma(i, d, m) for i, d, m in zip(got["ids"], got["documents"], got["metadatas"])]
+
+    def iterate(self, *, include_embeddings: bool = False) -> Iterator[tuple[MemoryRecord, list[float] | None]]:
+        """Every record, page by page (stats, dumps, exports, upkeep)."""
+        include = ["documents", "metadatas"] + (["embeddings"] if include_embeddings else [])
+        for got in _pages(self.collection, include=include):
+            for n, memory_id in enumerate(got["ids"]):
+                vector = list(map(float, got["embeddings"][n])) if include_embeddings else None
+                yield MemoryRecord.from_chroma(memory_id, got["documents"][n], got["metadatas"][n]), vector
+
+    def flat_views(self, ids: Sequence[str]) -> dict[str, dict[str, Any]]:
+        """Current flat views by id, content included: to check before building ``MemoryRecord``s."""
+        return self._read_flat(ids, with_content=True)
+
+    def metadata(self, ids: Sequence[str]) -> dict[str, dict[str, Any]]:
+        """Flat views by id without content (cheaper): for filtering candidates."""
+        return self._read_flat(ids, with_content=False)
+
+    def _read_flat(self, ids: Sequence[str], *, with_content: bool) -> dict[str, dict[str, Any]]:
+        if not ids:
+            return {}
+        got = self.collection.get(ids=list(ids), include=["documents", "metadatas"] if with_content else ["metadatas"])
+        documents = got["documents"] if with_content else [None] * len(got["ids"])
+        return {i: unpack(document, meta) for i, document, meta in zip(got["ids"], documents, got["metadatas"])}
+
+    def vectors(self, ids: Sequence[str], *, context: bool = False) -> dict[str, Vector]:
+        """Own (or context) vectors by id, for scoring candidates: from the copy, else from Chroma."""
+        if not ids:
+            return {}
+        copy = self.context_copy if context else self.vector_copy
+        found: dict[str, Vector] = dict(copy.lookup(ids)) if copy is not None else {}
+        missing = [i for i in ids if i not in found]
+        if missing:
+            got = (self.context_collection if context else self.collection).get(ids=missing, include=["embeddings"])
+            if copy is not None and got["ids"]:
+                copy.fill(got["ids"], got["embeddings"])
+            found.update(zip(got["ids"], got["embeddings"]))
+        return found
+
+    def context_vectors(self, ids: Sequence[str]) -> dict[str, list[float]]:
+        """Context vectors as plain lists, exactly as Chroma holds them: for exports and the cold archive."""
+        if not ids:
+            return {}
+        self.wait_for_context()
+        got = self.context_collection.get(ids=list(ids), include=["embeddings"])
+        return {i: list(map(float, v)) for i, v in zip(got["ids"], got["embeddings"])}
+
+    def query(self, embedding: Vector, *, n: int, where: dict[str, Any] | None) -> list[tuple[str, float]]:
+        """Nearest records by their own vector, as (id, cosine similarity)."""
+        return _nearest(self.collection, embedding, n=n, where=where)
+
+    def query_many(
+        self, embeddings: Sequence[Vector] | np.ndarray, *, n: int, where: dict[str, Any] | None = None
+    ) -> list[list[tuple[str, float]]]:
+        """``query`` for several vectors in one Chroma call (a batch of writes looking for neighbours)."""
+        return _nearest_each(self.collection, embeddings, n=n, where=where) if len(embeddings) else []
+
+    def query_context(self, embedding: Vector, *, n: int) -> list[tuple[str, float]]:
+        """Nearest context vectors as (id, cosine similarity); unfiltered: callers filter on the records."""
+        return _nearest(self.context_collection, embedding, n=n, where=None)
+
+    def count(self) -> int:
+        """How many records the namespace holds, every status included."""
+        return int(self.collection.count())
+
+
+def _pages(collection: Any, *, include: list[str]) -> Iterator[dict[str, Any]]:
+    offset = 0
+    while True:
+        got = collection.get(limit=_PAGE, offset=offset, include=include)
+        if not got["ids"]:
+            return
+        yield got
+        offset += len(got["ids"])
+
+
+def _copy_into(copy: VectorCopy | None, got: dict[str, Any]) -> None:
+    if copy is not None and got["ids"]:
+        copy.upsert(got["ids"], got["embeddings"])
+
+
+def _nearest(collection: Any, embedding: Vector, *, n: int, where: dict[str, Any] | None) -> list[tuple[str, float]]:
+    return _nearest_each(collection, [embedding], n=n, where=where)[0]
+
+
+def _nearest_each(
+    collection: Any, embeddings: Sequence[Vector] | np.ndarray, *, n: int, where: dict[str, Any] | None
+) -> list[list[tuple[str, float]]]:
+    where = bounded_where(where) if where else where
+    got = collection.query(query_embeddings=_matrix(embeddings), n_results=n, where=where, include=["distances"])
+    return [[(i, 1.0 - float(d)) for i, d in zip(ids, dists)] for ids, dists in zip(got["ids"], got["distances"])]
+
+
+def _flat_views(got: dict[str, Any]) -> list[dict[str, Any]]:
+    return [unpack(d, m) for d, m in zip(got["documents"], got["metadatas"])]
+
+
+def _matrix(vectors: Sequence[Vector] | np.ndarray) -> np.ndarray:
+    """One float32 array: Chroma converts each row of a list of lists on its own."""
+    return np.asarray(vectors, dtype=np.float32)
+
+
+__all__ = ["NamespaceStore", "StoreOptions", "Vector"]

@@ -1,0 +1,298 @@
+"""The Chroma store: one pair of collections per namespace, opened as ``NamespaceStore`` handles.
+
+Embedded (``PersistentClient`` at a path) and server (``HttpClient`` at a URL) modes share
+every code path below ``open_client``. Each collection records the embedding model's name
+and dimension in its metadata; opening it with another model raises
+``EmbeddingModelMismatchError`` instead of mixing vector spaces.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import tempfile
+import threading
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any, Literal, overload
+from urllib.parse import urlparse
+
+import numpy as np
+from tenacity import RetryError, retry, stop_after_attempt, wait_exponential
+
+from ..errors import EmbeddingModelMismatchError, StoreUnavailableError
+from ..model.records import LAYOUT
+from ..redaction import describe_error
+from .access import AccessRecorder
+from .chroma_reads import RetryingReads
+from .context_vectors import BackgroundContextVectors
+from .locks import CrossProcessLocks
+from .namespace_store import NamespaceStore, StoreOptions
+from .replicas import WriterRegistry
+
+COLLECTION_PREFIX = "hindsight_"
+# Adds Chroma has not yet written into its HNSW files. Each add costs time in proportion to
+# that backlog (measured here: a one-record add took 5 ms after a sync and 26 ms 800 adds
+# later with Chroma's default of 1000), so a conversation written a turn at a time pays for
+# a long backlog on every turn; at 100 a one-record add stays at 5-7 ms and a 500-record
+# batch costs the same as before.
+_SYNC_THRESHOLD = 100
+# The context vectors' collection. The name predates "context vector" and stays, so stores
+# written by earlier versions open as they are; it never matches COLLECTION_PREFIX, so it is
+# never listed as a namespace.
+CONTEXT_PREFIX = "hindsightwin_"
+log = logging.getLogger(__name__)
+
+
+def open_client(*, path: Path | None = None, url: str | None = None, attempts: int = 5, timeout: float = 10.0) -> Any:
+    """Open Chroma: a server at ``url`` (retried with backoff until it answers), else a local path."""
+    import chromadb
+
+    if url:
+        parsed = urlparse(url)
+        host = parsed.hostname or "127.0.0.1"
+        port, ssl = parsed.port or (443 if parsed.scheme == "https" else 8000), parsed.scheme == "https"
+
+        @retry(stop=stop_after_attempt(attempts), wait=wait_exponential(multiplier=0.2, max=5), reraise=False)
+        def connect() -> Any:
+            client = chromadb.HttpClient(host=host, port=port, ssl=ssl, settings=_client_settings(timeout))
+            client.heartbeat()
+            return client
+
+        try:
+            return connect()
+        except RetryError as exc:
+            cause = exc.last_attempt.exception()
+            raise StoreUnavailableError(
+                f"Chroma server at {url} did not answer after {attempts} attempts ({cause}). "
+                "Start it (`chroma run --path DIR --port 8000`) or fix the URL (--chroma-url or HINDSIGHT_CHROMA_URL)."
+            ) from None
+    if path is None:
+        raise StoreUnavailableError("no store given: pass a path (HINDSIGHT_STORE) or a Chroma server URL")
+    # Chroma keeps one client per path *string* in a process: an absolute path makes the relative
+    # default (./.hindsight) mean the current directory's store, not the one first opened under that name.
+    path = Path(path).resolve()
+    _check_writable(path)
+    _write_ahead_log(path)
+    try:
+        return chromadb.PersistentClient(path=str(path), settings=_client_settings())
+    except Exception as exc:
+        raise StoreUnavailableError(f"could not open the Chroma store at {path}: {exc}") from exc
+
+
+def _client_settings(timeout: float | None = None) -> Any:
+    import chromadb
+
+    settings = chromadb.Settings(anonymized_telemetry=False)
+    if timeout is not None and hasattr(settings, "chroma_server_http_timeout"):
+        settings.chroma_server_http_timeout = timeout
+    return settings
+
+
+_OPENED: set[Path] = set()  # stores this process has opened (Chroma keeps one client per path)
+
+
+def _write_ahead_log(path: Path) -> None:
+    """Put the store's SQLite file in write-ahead-log mode, once (SQLite keeps the mode in the file).
+
+    Chroma creates it in rollback-journal mode, where every commit writes and syncs a journal
+    and the database, and deletes the journal: a conversation commits once a turn, and a one-turn
+    ``add`` took ~7 ms, ~1.5 ms of it those extra syncs (5.4 ms in WAL mode, measured on this
+    machine). Commits stay durable (``synchronous`` is FULL). A file another connection holds
+    (Chroma already opened it in this process) is left as it is; a copy of the store must now
+    include ``chroma.sqlite3-wal`` while the store is open.
+    """
+    import sqlite3
+
+    database = path / "chroma.sqlite3"
+    if path in _OPENED:
+        return  # Chroma's own connections hold it: never touch the file under them
+    _OPENED.add(path)
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        with contextlib.closing(sqlite3.connect(database, timeout=0.1)) as connection:
+            if connection.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+                connection.execute("PRAGMA journal_mode=WAL")
+    except (sqlite3.Error, OSError) as exc:
+        log.debug("left the journal mode of %s as it is: %s", database, exc)
+
+
+def _check_writable(path: Path) -> None:
+    if path.exists() and not path.is_dir():
+        raise StoreUnavailableError(
+            f"the store path {str(path)!r} is a file, not a directory; "
+            "choose a directory with --store or HINDSIGHT_STORE"
+        )
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=path, prefix=".write-test-"):
+            pass
+    except OSError as exc:
+        raise StoreUnavailableError(
+            f"the store path {str(path)!r} is not writable ({exc.strerror or exc}); "
+            "choose another with --store or HINDSIGHT_STORE"
+        ) from None
+
+
+class ChromaStore:
+    """Every namespace of one Chroma, each opened once per process as a ``NamespaceStore``."""
+
+    def __init__(
+        self,
+        client: Any,
+        *,
+        embedding_model: str,
+        embedding_dim: int | None,
+        lexical_sync_seconds: float = 1.0,
+        access_flush_seconds: float = 10.0,
+        time_aware: bool = True,
+        copy_vectors: bool = True,
+        embed_context: Callable[[Sequence[str]], np.ndarray] | None = None,
+        shared_locks: CrossProcessLocks | None = None,
+        writers: WriterRegistry | None = None,
+    ) -> None:
+        """``embed_context`` embeds context vectors left to the background (``context_vectors.py``);
+        without it every writer must pass its records' context vectors. ``shared_locks`` serialise
+        each namespace's writes across processes (``coordination.py``); ``writers`` is this process's
+        entry in a Chroma server's writer registry, which every write checks first (``replicas.py``)."""
+        self.client = client
+        self.embedding_model = embedding_model
+        self.embedding_dim = embedding_dim
+        self.options = StoreOptions(
+            time_aware=time_aware,
+            sync_seconds=lexical_sync_seconds,
+            copy_vectors=copy_vectors,
+            max_batch=_max_batch(client),
+        )
+        self._namespaces: dict[str, NamespaceStore] = {}
+        self._lock = threading.Lock()
+        self._access = AccessRecorder(access_flush_seconds)
+        self._syncer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="hindsight-sync")  # threads start on use
+        self.context_vectors = BackgroundContextVectors(embed_context) if embed_context is not None else None
+        self._shared_locks = shared_locks
+        self.writers = writers
+        self.on_open: Callable[[NamespaceStore], object] | None = None
+        """Called once with each namespace this process opens (the engine finishes interrupted writes)."""
+
+    @property
+    def shared_locks(self) -> CrossProcessLocks | None:
+        """The cross-process locks this store's writers share (None: one process writes it)."""
+        return self._shared_locks
+
+    def check_writes(self) -> None:
+        """Raise ``ReplicaConflictError`` if this process must not write now (another replica owns the server)."""
+        if self.writers is not None:
+            self.writers.check()
+
+    @overload
+    def namespace(self, name: str) -> NamespaceStore: ...
+    @overload
+    def namespace(self, name: str, *, create: Literal[True]) -> NamespaceStore: ...
+    @overload
+    def namespace(self, name: str, *, create: bool) -> NamespaceStore | None: ...
+
+    def namespace(self, name: str, *, create: bool = True) -> NamespaceStore | None:
+        """The handle of namespace ``name``, opened (and its indexes loaded) on first use.
+
+        With ``create=False`` a namespace that does not exist yet is None instead of created.
+        """
+        with self._lock:
+            handle = self._namespaces.get(name)
+            if handle is not None:
+                return handle
+            try:
+                if not create:
+                    self.client.get_collection(COLLECTION_PREFIX + name, embedding_function=None)
+                collection = self._open(COLLECTION_PREFIX + name, name)
+                context_collection = self._open(CONTEXT_PREFIX + name, name)
+            except Exception as exc:
+                if not create and ("does not exist" in str(exc).lower() or type(exc).__name__ == "NotFoundError"):
+                    return None
+                raise StoreUnavailableError(f"could not open namespace {name!r}: {exc}") from exc
+            self._check_model(name, collection.metadata or {})
+            handle = NamespaceStore(
+                name,
+                collection,
+                context_collection,
+                options=self.options,
+                access=self._access,
+                run_in_background=self._run_in_background,
+                context_vectors=self.context_vectors,
+                shared_locks=self._shared_locks,
+                may_write=self.check_writes if self.writers is not None else None,
+            )
+            self._namespaces[name] = handle
+            if self.on_open is not None:
+                try:
+                    self.on_open(handle)
+                except Exception as exc:  # noqa: BLE001 - the namespace must open; the next open retries
+                    log.warning("namespace %r: finishing interrupted writes failed: %s", name, describe_error(exc))
+            return handle
+
+    def _run_in_background(self, job: Callable[[], None]) -> None:
+        self._syncer.submit(job)
+
+    def _open(self, collection_name: str, namespace: str) -> Any:
+        collection = self.client.get_or_create_collection(
+            collection_name,
+            embedding_function=None,
+            metadata=self._collection_metadata(namespace),
+            configuration={"hnsw": {"space": "cosine", "ef_search": 64, "sync_threshold": _SYNC_THRESHOLD}},
+        )
+        hnsw = (collection.configuration or {}).get("hnsw") or {}
+        if hnsw.get("sync_threshold", _SYNC_THRESHOLD) > _SYNC_THRESHOLD:  # made by an older version
+            collection.modify(configuration={"hnsw": {"sync_threshold": _SYNC_THRESHOLD}})
+        return RetryingReads(collection)  # a server's reads can fail a moment while first records land
+
+    def _collection_metadata(self, name: str) -> dict[str, Any]:
+        # "schema" is the record layout new collections start with; older collections may hold
+        # both layouts, which ``records.unpack`` tells apart per record.
+        meta: dict[str, Any] = {"hindsight_namespace": name, "embedding_model": self.embedding_model, "schema": LAYOUT}
+        if self.embedding_dim:
+            meta["embedding_dim"] = self.embedding_dim
+        return meta
+
+    def _check_model(self, name: str, meta: dict[str, Any]) -> None:
+        stored = meta.get("embedding_model")
+        if stored and stored != self.embedding_model:
+            raise EmbeddingModelMismatchError(name, stored, self.embedding_model)
+        stored_dim = meta.get("embedding_dim")
+        if stored_dim and self.embedding_dim and int(stored_dim) != int(self.embedding_dim):
+            raise EmbeddingModelMismatchError(
+                name,
+                f"{stored} ({stored_dim} dimensions)",
+                f"{self.embedding_model} ({self.embedding_dim} dimensions)",
+            )
+
+    def list_namespaces(self) -> list[str]:
+        """Names of every namespace in this Chroma (also a cheap readiness probe)."""
+        names = []
+        for item in self.client.list_collections():
+            name = item if isinstance(item, str) else item.name
+            if name.startswith(COLLECTION_PREFIX):
+                names.append(name[len(COLLECTION_PREFIX) :])
+        return sorted(names)
+
+    def drop_namespace(self, name: str) -> None:
+        """Delete a namespace's collections for good (used by `demo` and tests, not by forget)."""
+        self.check_writes()
+        with self._lock:
+            self._namespaces.pop(name, None)
+            for prefix in (COLLECTION_PREFIX, CONTEXT_PREFIX):
+                with contextlib.suppress(Exception):  # already gone
+                    self.client.delete_collection(prefix + name)
+
+    def flush_access(self) -> None:
+        """Write queued recall counts now (before a process exits, or before a test reads them)."""
+        self._access.flush()
+
+
+def _max_batch(client: Any) -> int:
+    try:
+        return max(1, min(int(client.get_max_batch_size()), 5000))
+    except Exception:  # noqa: BLE001 - a client without the call: Chroma's own default
+        return 1000
+
+
+__all__ = ["COLLECTION_PREFIX", "CONTEXT_PREFIX", "ChromaStore", "open_client"]

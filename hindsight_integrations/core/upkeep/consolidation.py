@@ -1,0 +1,301 @@
+"""Consolidation: episodes that say one thing several times become one semantic memory (docs/architecture.md, "Upkeep").
+
+SPEC §3: episodic → semantic by clustering related episodes, distilling a fact and keeping
+provenance links to its sources; run periodically, not every turn. One run of ``consolidate``:
+
+1. **merge** repeats that slipped past the write path (``merging.py``), so a repeat is counted
+   once below;
+2. **cluster** the namespace's active, current statements of facts: episodic memories and the
+   write path's one-statement semantic memories (a preference is filed semantic when it is
+   said, yet one saying is an episode of it), not working turns, summaries, events or
+   time-bound memories (those are moments, not stable facts), not history. A memory joins a
+   cluster when it is ``consolidation_threshold`` close to it by vector and states its fact
+   (``same_fact.py``: the same values, negations and people as every member, and all that the
+   cluster's core says, no word of it replaced), within ``consolidation_window_days`` of the cluster's latest member
+   (``clustering.py``);
+3. a cluster that says its fact ``consolidation_min_members`` times (a memory reinforced by
+   repeats counts each of them) on at least two *occasions* (sessions, or days for memories
+   without a session) is **distilled** into one semantic memory (``distillation.py``): one chat
+   burst is not a stable fact;
+4. the semantic memory's ``source`` lists its sources (``memory_ids``; ``members`` with each one's
+   content, session, time, kind, importance, metadata and turn ids) and the turns they came
+   from (``message_ids``). The sources are kept, at half their importance, each linked to it
+   (``consolidated_into``), so recall returns the semantic memory in their place
+   (``ranking.prefer_consolidated``) instead of spending tokens on both.
+
+Running it again adds nothing: consolidated sources are skipped, and a memory that states an
+existing consolidated fact again *reinforces* it (importance, access count, provenance) rather
+than starting a second one. The LLM, when configured, is called outside the namespace's write
+lock; what changed meanwhile is left for the next run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any, Literal
+
+import numpy as np
+
+from ..language.sameness import joins
+from ..language.slots import detect_slot
+from ..model.records import Kind, MemoryRecord, Role, Source, Status, Tier
+from ..model.results import ConsolidatedFact, ConsolidationReport
+from ..parts import EngineParts
+from ..storage.namespace_store import NamespaceStore
+from .clustering import Cluster, cluster, unit_rows
+from .distillation import Distilled, Distiller, statements
+from .merging import CONSOLIDATION_ORIGIN, RepeatMerger, mergeable
+
+SOURCE_IMPORTANCE_FACTOR = 0.5  # a source weighs half once its semantic memory speaks for it
+_MOMENTS = frozenset({Kind.EVENT, Kind.TURN, Kind.SUMMARY})
+
+
+def consolidable(record: MemoryRecord, now: datetime) -> bool:
+    """A current statement of a fact, not yet part of a consolidated one."""
+    return mergeable(record) and record.kind not in _MOMENTS and record.expires_at is None and record.is_valid(now)
+
+
+def occasions(record: MemoryRecord) -> set[str]:
+    """The sessions (or, without one, the days) a memory and the repeats merged into it were said in."""
+    found = {_occasion(record.session_id, record.occurred_at.isoformat())}
+    stack: list[Any] = list(record.sources)
+    while stack:
+        entry = stack.pop()
+        if isinstance(entry, dict):
+            found.add(_occasion(entry.get("session_id"), str(entry.get("occurred_at") or "")))
+            stack.extend(entry.get("sources") or [])
+    return found
+
+
+def _occasion(session_id: Any, occurred_at: str) -> str:
+    return f"session:{session_id}" if session_id else f"day:{occurred_at[:10]}"
+
+
+def turn_ids(records: Iterable[MemoryRecord]) -> list[str]:
+    """The turns the records came from, theirs and their merged repeats', in order, once each."""
+    out: dict[str, None] = {}
+    for record in records:
+        out.update(dict.fromkeys(record.source.message_ids))
+        stack: list[Any] = list(record.sources)
+        while stack:
+            entry = stack.pop(0)
+            if isinstance(entry, dict):
+                out.update(dict.fromkeys((entry.get("source") or {}).get("message_ids") or []))
+                stack.extend(entry.get("sources") or [])
+    return list(out)
+
+
+def member_entry(record: MemoryRecord) -> dict[str, Any]:
+    """What a consolidated memory keeps of one source: enough to trace it even once it is archived."""
+    entry: dict[str, Any] = {
+        "id": record.id,
+        "content": record.content,
+        "kind": record.kind.value,
+        "importance": record.importance,
+        "occurred_at": record.occurred_at.isoformat(),
+        "statements": statements(record),
+        "metadata": record.metadata,
+        "message_ids": turn_ids([record]),
+    }
+    optional = {"session_id": record.session_id, "agent_id": record.agent_id}
+    entry.update({k: v for k, v in optional.items() if v is not None})
+    return entry
+
+
+@dataclass
+class _Plan:
+    """One cluster's outcome: a new semantic memory, or an existing one reinforced, and its sources."""
+
+    members: list[MemoryRecord]
+    semantic: MemoryRecord
+    new: bool
+    by: Literal["rules", "llm", "existing"]
+    seed: MemoryRecord | None = None
+
+
+class Consolidator:
+    """Runs consolidation on a namespace (see the module docstring)."""
+
+    def __init__(self, parts: EngineParts, merger: RepeatMerger) -> None:
+        self._parts = parts
+        self._merger = merger
+        self._distiller = Distiller(parts.llm)
+
+    def consolidate(self, handle: NamespaceStore, *, dry_run: bool = False) -> ConsolidationReport:
+        """See ``MemoryEngine.consolidate``."""
+        now = self._parts.clock.now()
+        records = [r for r, _ in handle.iterate()]
+        merged = self._merger.merge(handle, dry_run=dry_run, records=records)
+        if dry_run:
+            gone = {m.merged for m in merged}
+            records = [r for r in records if r.id not in gone]
+        elif merged:
+            records = [r for r, _ in handle.iterate()]
+        pool = [r for r in records if consolidable(r, now)]
+        seeds = [r for r in records if _is_consolidated(r, now)]
+        vectors = handle.vectors([r.id for r in pool + seeds])
+        pool = [r for r in pool if r.id in vectors]
+        seeds = [r for r in seeds if r.id in vectors]
+        report = ConsolidationReport(namespace=handle.name, dry_run=dry_run, examined=len(pool), merged=merged)
+        if not pool:
+            return report
+        unit = unit_rows([vectors[r.id] for r in pool])
+        seed_unit = unit_rows([vectors[r.id] for r in seeds]) if seeds else None
+        settings = self._parts.settings
+        clusters = cluster(
+            pool,
+            unit,
+            threshold=settings.consolidation_threshold,
+            window=timedelta(days=settings.consolidation_window_days),
+            joins=joins,
+            seeds=seeds,
+            seed_unit=seed_unit,
+        )
+        plans = [p for c in clusters if (p := self._plan(handle.name, c, pool, unit, seeds, now, dry_run))]
+        if not dry_run:
+            plans = self._apply(handle, plans, now)
+        for plan in plans:
+            fact = _fact(plan, dry_run=dry_run)
+            (report.created if plan.new else report.reinforced).append(fact)
+        return report
+
+    def _plan(
+        self,
+        namespace: str,
+        group: Cluster,
+        pool: Sequence[MemoryRecord],
+        unit: np.ndarray,
+        seeds: Sequence[MemoryRecord],
+        now: datetime,
+        dry_run: bool,
+    ) -> _Plan | None:
+        members = [pool[n] for n in group.members]
+        if group.seed is not None:
+            seed = seeds[group.seed]
+            return _Plan(members, _reinforced(seed, members, now), new=False, by="existing", seed=seed)
+        said = sum(statements(m) for m in members)
+        if said < self._parts.settings.consolidation_min_members or len(_occasions(members)) < 2:
+            return None
+        if len(members) == 1 and members[0].tier is Tier.SEMANTIC:
+            return None  # already the one semantic memory of its fact, reinforced by its repeats
+        distilled = self._distiller.distil(members, unit[group.members], use_llm=not dry_run)
+        if distilled is None:
+            return None
+        return _Plan(members, self._semantic(namespace, members, distilled, now), new=True, by=distilled.by)
+
+    def _semantic(
+        self, namespace: str, members: Sequence[MemoryRecord], distilled: Distilled, now: datetime
+    ) -> MemoryRecord:
+        ordered = sorted(members, key=lambda m: m.occurred_at)
+        agents = {m.agent_id for m in members}
+        return self._parts.new_record(
+            namespace,
+            distilled.content,
+            now=now,
+            tier=Tier.SEMANTIC,
+            kind=distilled.kind,
+            role=Role.USER if any(m.role is Role.USER for m in members) else ordered[-1].role,
+            importance=distilled.importance,
+            occurred_at=ordered[-1].occurred_at,
+            valid_from=ordered[0].occurred_at,
+            agent_id=agents.pop() if len(agents) == 1 else None,
+            entities=sorted({e for m in members for e in m.entities}),
+            slot=detect_slot(distilled.content),
+            source=Source(
+                origin=CONSOLIDATION_ORIGIN,
+                memory_ids=[m.id for m in ordered],
+                message_ids=turn_ids(ordered),
+                members=[member_entry(m) for m in ordered],
+            ),
+        )
+
+    def _apply(self, handle: NamespaceStore, plans: list[_Plan], now: datetime) -> list[_Plan]:
+        """Write the plans whose records are still as they were read; the rest wait for the next run."""
+        if not plans:
+            return []
+        wanted = {m.id for p in plans for m in p.members} | {p.seed.id for p in plans if p.seed is not None}
+        with handle.writing:
+            current = {r.id: r for r, _ in handle.get(list(wanted))}
+            done = [p for p in plans if _still_as_read(p, current)]
+            fresh = [p.semantic for p in done if p.new]
+            changed = [p.semantic for p in done if not p.new]
+            for plan in done:
+                changed.extend(
+                    m.model_copy(
+                        update={
+                            "importance": round(m.importance * SOURCE_IMPORTANCE_FACTOR, 4),
+                            "consolidated_into": plan.semantic.id,
+                            "updated_at": now,
+                        }
+                    )
+                    for m in plan.members
+                )
+            if fresh:
+                vectors, context_vectors = self._parts.embed_records(fresh)
+                handle.add(fresh, vectors, context_vectors)
+            handle.update(changed)
+        return done
+
+
+def _is_consolidated(record: MemoryRecord, now: datetime) -> bool:
+    return record.source.origin == CONSOLIDATION_ORIGIN and record.is_valid(now)
+
+
+def _occasions(members: Iterable[MemoryRecord]) -> set[str]:
+    return set().union(*(occasions(m) for m in members))
+
+
+def _reinforced(seed: MemoryRecord, members: Sequence[MemoryRecord], now: datetime) -> MemoryRecord:
+    """``seed`` said again by ``members``: importance, access count and provenance grow; its text stays."""
+    source = seed.source
+    return seed.model_copy(
+        update={
+            "importance": max(seed.importance, *(m.importance for m in members)),
+            "access_count": seed.access_count + len(members),
+            "last_accessed_at": now,
+            "updated_at": now,
+            "entities": sorted(set(seed.entities).union(*(m.entities for m in members))),
+            "source": source.model_copy(
+                update={
+                    "memory_ids": [*source.memory_ids, *(m.id for m in members)],
+                    "message_ids": list(dict.fromkeys([*source.message_ids, *turn_ids(members)])),
+                    "members": [*source.members, *(member_entry(m) for m in members)],
+                }
+            ),
+        }
+    )
+
+
+def _still_as_read(plan: _Plan, current: dict[str, MemoryRecord]) -> bool:
+    def unchanged(record: MemoryRecord) -> bool:
+        now = current.get(record.id)
+        return now is not None and now.status is Status.ACTIVE and now.updated_at == record.updated_at
+
+    members_free = all(unchanged(m) and current[m.id].consolidated_into is None for m in plan.members)
+    return members_free and (plan.seed is None or unchanged(plan.seed))
+
+
+def _fact(plan: _Plan, *, dry_run: bool) -> ConsolidatedFact:
+    semantic = plan.semantic
+    return ConsolidatedFact(
+        id=None if dry_run and plan.new else semantic.id,
+        content=semantic.content,
+        kind=semantic.kind,
+        importance=semantic.importance,
+        sources=[m.id for m in plan.members],
+        statements=sum(statements(m) for m in plan.members),
+        occasions=len(_occasions(plan.members)),
+        distilled_by=plan.by,
+    )
+
+
+__all__ = [
+    "SOURCE_IMPORTANCE_FACTOR",
+    "Consolidator",
+    "consolidable",
+    "member_entry",
+    "occasions",
+    "turn_ids",
+]

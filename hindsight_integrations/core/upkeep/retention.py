@@ -1,0 +1,236 @@
+"""Forgetting and upkeep: decay, cold-storage archive, capacity caps, restore (docs/architecture.md, "Upkeep").
+
+Run on demand (`hindsight maintain`) or from a scheduler, never on the hot path. Nothing
+is destroyed: archived memories move to a JSONL file per namespace (with their vectors)
+and ``restore`` brings them back.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable, Sequence
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from ..backup import EXPORT_FORMAT
+from ..clock import Clock
+from ..errors import StoreUnavailableError
+from ..model.records import Kind, MemoryRecord, Status, Tier
+from ..storage.namespace_store import NamespaceStore
+
+DECAY_AFTER = timedelta(days=30)
+DECAY_FACTOR = 0.9
+# What lasts decays slowly: a preference never recalled keeps most of its weight for years
+# (0.98 a month: 0.9 → 0.71 after a year) where an episode's fades (0.9 → 0.25). The default
+# of ``Settings.semantic_decay`` (HINDSIGHT_SEMANTIC_DECAY; 1 = the semantic tier never decays).
+SEMANTIC_DECAY_FACTOR = 0.98
+# Never archived or evicted by upkeep: what the user asked to be remembered and corrected.
+KEPT_KINDS = frozenset({Kind.PREFERENCE, Kind.CORRECTION})
+ARCHIVE_AFTER = timedelta(days=90)
+ARCHIVE_BELOW_IMPORTANCE = 0.3
+PROTECT_RECENT = timedelta(days=7)
+DEFAULT_CAPS = {Tier.EPISODIC: 10_000, Tier.SEMANTIC: 1_000}
+
+
+class MaintenanceReport(BaseModel):
+    """What one ``maintain`` run did (or, with ``dry_run``, would do): decayed, archived, evicted ids."""
+
+    namespace: str
+    dry_run: bool = False
+    decayed: list[str] = Field(default_factory=list)
+    archived: list[str] = Field(default_factory=list, description="moved to cold storage (stale and unimportant)")
+    evicted: list[str] = Field(default_factory=list, description="moved to cold storage (over a tier's cap)")
+    cold_store: str
+
+
+def _report(
+    namespace: str,
+    decayed: list[MemoryRecord],
+    archive: list[MemoryRecord],
+    evict: list[MemoryRecord],
+    path: Path,
+    *,
+    dry_run: bool,
+) -> MaintenanceReport:
+    return MaintenanceReport(
+        namespace=namespace,
+        dry_run=dry_run,
+        decayed=[r.id for r in decayed],
+        archived=[r.id for r in archive],
+        evicted=[r.id for r in evict],
+        cold_store=str(path),
+    )
+
+
+def retention(record: MemoryRecord, now: datetime) -> float:
+    """importance × time decay × access frequency; higher is kept longer."""
+    last = record.last_accessed_at or record.occurred_at
+    days = max(0.0, (now - last).total_seconds() / 86400)
+    return record.importance * math.exp(-days / 30) * (1 + math.log1p(record.access_count))
+
+
+def plan(
+    records: list[MemoryRecord],
+    now: datetime,
+    caps: dict[Tier, int] | None = None,
+    *,
+    semantic_decay: float = SEMANTIC_DECAY_FACTOR,
+) -> tuple[list[MemoryRecord], list[MemoryRecord], list[MemoryRecord]]:
+    """Decide (decayed copies, to archive, to evict) for a namespace's long-term memories.
+
+    An idle memory's importance is multiplied by ``DECAY_FACTOR`` once per ``DECAY_AFTER``, a
+    semantic one's by ``semantic_decay`` (1.0: not at all, and it is then not reported as decayed).
+    """
+    caps = DEFAULT_CAPS if caps is None else caps
+    active = [r for r in records if r.status is Status.ACTIVE and r.tier is not Tier.WORKING]
+    decayed: list[MemoryRecord] = []
+    archive: list[MemoryRecord] = []
+    for record in active:
+        idle_since = record.last_accessed_at or record.created_at
+        last_decay = record.metadata.get("_decayed_at")
+        factor = semantic_decay if record.tier is Tier.SEMANTIC else DECAY_FACTOR
+        if (
+            now - idle_since >= ARCHIVE_AFTER
+            and record.importance < ARCHIVE_BELOW_IMPORTANCE
+            and record.kind not in KEPT_KINDS
+        ):
+            archive.append(record)
+        elif (
+            factor < 1.0
+            and now - idle_since >= DECAY_AFTER
+            and (last_decay is None or now.timestamp() - float(last_decay) >= DECAY_AFTER.total_seconds())
+        ):
+            decayed.append(
+                record.model_copy(
+                    update={
+                        "importance": round(record.importance * factor, 4),
+                        "metadata": {**record.metadata, "_decayed_at": now.timestamp()},
+                    }
+                )
+            )
+    gone = {r.id for r in archive}
+    evict: list[MemoryRecord] = []
+    for tier, cap in caps.items():
+        members = [r for r in active if r.tier is tier and r.id not in gone]
+        if len(members) <= cap:
+            continue
+        candidates = sorted(
+            (r for r in members if now - r.created_at > PROTECT_RECENT and r.kind not in KEPT_KINDS),
+            key=lambda r: retention(r, now),
+        )
+        evict.extend(candidates[: len(members) - cap])
+    return decayed, archive, evict
+
+
+def write_cold(path: Path, items: list[tuple[MemoryRecord, list[float] | None, list[float] | None]]) -> None:
+    """Append archived records, with their own and context vectors, to the namespace's cold file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a", encoding="utf-8") as out:
+        for record, vector, window in items:
+            row: dict[str, Any] = record.model_copy(update={"status": Status.ARCHIVED}).public_dict()
+            row["embedding"], row["window_embedding"] = vector, window
+            out.write(json.dumps(row, ensure_ascii=False) + "\n")
+
+
+def read_cold(path: Path) -> list[dict[str, Any]]:
+    """Every row of a cold file (an export-shaped record with its vectors).
+
+    A damaged line (a disk filled up mid-write, a hand edit) is named with its line number,
+    so the user can repair or drop that one line instead of losing the file.
+    """
+    if not path.exists():
+        return []
+    rows = []
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            rows.append(json.loads(line))
+        except json.JSONDecodeError as exc:
+            raise StoreUnavailableError(
+                f"the cold storage file {path} is damaged at line {number} ({exc.msg}); repair or delete that line"
+            ) from None
+    return rows
+
+
+class Maintenance:
+    """Runs the plan above on a namespace, and brings archived memories back.
+
+    ``restore`` re-imports through ``import_data`` (an export-shaped document), so restored
+    memories are re-embedded exactly when an export would be. ``clock`` is the engine's: what
+    "idle for 90 days" is measured against when ``maintain`` is not told the time.
+    """
+
+    def __init__(
+        self,
+        cold_store: Path,
+        import_data: Callable[[NamespaceStore, dict[str, Any]], int],
+        clock: Clock,
+        *,
+        semantic_decay: float = SEMANTIC_DECAY_FACTOR,
+    ) -> None:
+        self._cold_store = cold_store
+        self._import_data = import_data
+        self._clock = clock
+        self._semantic_decay = semantic_decay
+
+    def cold_path(self, namespace: str) -> Path:
+        """The namespace's cold-storage file."""
+        return self._cold_store / f"{namespace}.jsonl"
+
+    def maintain(
+        self, handle: NamespaceStore, *, now: datetime | None, caps: dict[Tier, int] | None, dry_run: bool = False
+    ) -> MaintenanceReport:
+        """See ``MemoryEngine.maintain``."""
+        now = now or self._clock.now()
+        path = self.cold_path(handle.name)
+        with handle.writing:
+            records = [r for r, _ in handle.iterate()]
+            decayed, archive, evict = plan(records, now, caps, semantic_decay=self._semantic_decay)
+            if dry_run:
+                return _report(handle.name, decayed, archive, evict, path, dry_run=True)
+            handle.update(decayed)
+            moving = [r.id for r in archive + evict]
+            if moving:
+                context_vectors = handle.context_vectors(moving)
+                rows = handle.get(moving, include_embeddings=True)
+                write_cold(path, [(r, v, context_vectors.get(r.id)) for r, v in rows])
+                handle.delete(moving)
+        return _report(handle.name, decayed, archive, evict, path, dry_run=False)
+
+    def archived_ids(self, handle: NamespaceStore) -> list[str]:
+        """See ``MemoryEngine.archived_ids``."""
+        return [r["id"] for r in read_cold(self.cold_path(handle.name))]
+
+    def restore(self, handle: NamespaceStore, ids: Sequence[str] | None, *, now: datetime | None = None) -> int:
+        """See ``MemoryEngine.restore``.
+
+        A restored memory counts as accessed ``now`` (default: the clock's): someone wanted it
+        back, and otherwise the next upkeep round would find it as idle as when it was archived and
+        archive it again; its new ``updated_at`` lets other replicas' index sync see it.
+        """
+        path = self.cold_path(handle.name)
+        rows = read_cold(path)
+        wanted = set(ids) if ids is not None else {r["id"] for r in rows}
+        stamp = (now or self._clock.now()).isoformat()
+        back = [
+            {**r, "status": Status.ACTIVE.value, "updated_at": stamp, "last_accessed_at": stamp}
+            for r in rows
+            if r["id"] in wanted
+        ]
+        if not back:
+            return 0
+        models = {r.get("embedding_model") for r in back}
+        document = {
+            "format": EXPORT_FORMAT,
+            "embedding_model": models.pop() if len(models) == 1 else None,
+            "records": back,
+        }
+        self._import_data(handle, document)
+        keep = [r for r in rows if r["id"] not in wanted]
+        path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in keep), encoding="utf-8")
+        return len(back)

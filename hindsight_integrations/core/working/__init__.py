@@ -1,0 +1,1 @@
+"""Working memory: a session's live window and its compression into episodes."""

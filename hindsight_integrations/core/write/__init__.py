@@ -1,0 +1,1 @@
+"""How a write is judged and applied: admission, repeats, supersedes, corrections, the writer."""

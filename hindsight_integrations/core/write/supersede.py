@@ -1,0 +1,145 @@
+"""Whether a new memory updates a stored one, and which of the two is current (docs/architecture.md, "Writing").
+
+A new memory is compared with its nearest active memories. It *updates* one when both set the
+same subject/attribute slot (``conflicts.detect_slot``: where someone lives, works, their
+phone, a project's database, a deadline...), or when the two are close in meaning and the new
+one signals a change ("moved to", "no longer", "new", "again", 改成, 搬到, 不再...,
+``conflicts.change_cue``) *and* says something else: a different value (``values.py``) or the
+opposite ("no longer", "again"). Memories about different entities (two speakers, two
+projects) never update each other, and neither do close statements about different things
+(other identifiers, other people's relatives: ``subjects.different_subjects``). With an LLM configured, the
+candidates are judged by the model instead (``keep_old | keep_new | merge | keep_both``, one
+call), and the rules take over whenever the call fails.
+
+Time decides which is current, not arrival order: the one that *occurred* later stays active
+and the other becomes history with ``valid_until`` = the newer one's time, so a fact dated
+before the current one, arriving later, goes straight to history. An important memory
+(importance ≥ 0.9) is never overwritten by a low-trust source (tool output, an assistant
+turn, a caller that marks itself untrusted): the contradiction is stored ``quarantined``
+until someone accepts or rejects it.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from enum import Enum
+
+from ..errors import LLMError
+from ..language.slots import change_cue
+from ..language.subjects import different_subjects
+from ..language.values import differing_values
+from ..llm import LLMClient
+from ..model.records import MemoryRecord, Role, Status
+from ..redaction import describe_error
+from .corrections import reverses
+from .repeats import can_repeat, polarity
+
+log = logging.getLogger("hindsight.updates")
+
+PROTECTED_IMPORTANCE = 0.9
+# Negations that reverse a statement when only one side has them ("no matter" does not).
+_REVERSALS = frozenset(
+    {
+        "not",
+        "n't",
+        "never",
+        "no longer",
+        "anymore",
+        "any more",
+        "again",
+        "cancelled",
+        "canceled",
+        "stopped",
+        "不再",
+        "取消",
+    }
+)
+
+
+class Verdict(str, Enum):
+    """What to do with a stored memory and a new one about the same thing."""
+
+    KEEP_OLD = "keep_old"  # the new one is wrong or outdated: it goes to history
+    KEEP_NEW = "keep_new"  # the new one replaces the old (which one is current is decided by time)
+    MERGE = "merge"  # the same fact: the new one reinforces the old
+    KEEP_BOTH = "keep_both"  # different facts after all
+
+
+@dataclass(frozen=True)
+class Neighbour:
+    """A stored (or same-batch) memory close to the new one, with their cosine similarity."""
+
+    record: MemoryRecord
+    similarity: float
+
+
+def is_low_trust(record: MemoryRecord, *, trusted: bool) -> bool:
+    """Tool output, assistant turns and callers that say so may not overwrite important memories."""
+    return not trusted or record.role in (Role.TOOL, Role.ASSISTANT)
+
+
+def rule_verdict(existing: MemoryRecord, new: MemoryRecord, similarity: float, threshold: float) -> Verdict:
+    """The offline judgement: an update when slots match, or close meaning plus a change cue."""
+    if not (can_repeat(existing) and can_repeat(new)) or existing.id == new.id:
+        return Verdict.KEEP_BOTH
+    if existing.entities and new.entities and not set(existing.entities) & set(new.entities):
+        return Verdict.KEEP_BOTH  # about different people or projects
+    if new.slot and existing.slot:
+        return Verdict.KEEP_NEW if new.slot == existing.slot else Verdict.KEEP_BOTH
+    if reverses(existing.content, new.content):
+        return Verdict.KEEP_NEW  # "I'm no longer allergic to peanuts": the same words, turned around
+    if similarity < threshold or not change_cue(new.content) or different_subjects(existing.content, new.content):
+        return Verdict.KEEP_BOTH
+    only_old, only_new = differing_values(existing.content, new.content)
+    flipped = polarity(existing.content) ^ polarity(new.content)
+    changed = (only_old and only_new) or bool(flipped & _REVERSALS)
+    return Verdict.KEEP_NEW if changed else Verdict.KEEP_BOTH
+
+
+class UpdateJudge:
+    """Decides, for one new memory, which neighbours it updates; the LLM when configured, else rules."""
+
+    def __init__(self, llm: LLMClient | None, *, threshold: float) -> None:
+        self._llm = llm
+        self.threshold = threshold
+
+    def verdicts(self, new: MemoryRecord, neighbours: Sequence[Neighbour]) -> list[tuple[Neighbour, Verdict]]:
+        """A verdict for every neighbour (``KEEP_BOTH`` for the unrelated)."""
+        candidates = [n for n in neighbours if can_repeat(n.record) and n.record.id != new.id]
+        if not candidates or not can_repeat(new):
+            return []
+        if self._llm is not None:
+            try:
+                judged = self._llm.judge_update(new.content, [n.record.content for n in candidates])
+                return [(n, Verdict(v)) for n, v in zip(candidates, judged)]
+            except LLMError as exc:
+                log.warning("LLM update judgement failed, falling back to rules: %s", describe_error(exc))
+        return [(n, rule_verdict(n.record, new, n.similarity, self.threshold)) for n in candidates]
+
+
+def history_of(record: MemoryRecord, current: MemoryRecord, now: datetime) -> MemoryRecord:
+    """``record`` made history by ``current``: valid until the current one became true."""
+    until = max(current.occurred_at, record.occurred_at)
+    return record.model_copy(
+        update={"status": Status.SUPERSEDED, "valid_until": until, "superseded_by": current.id, "updated_at": now}
+    )
+
+
+def quarantined(record: MemoryRecord, contradicted: MemoryRecord) -> MemoryRecord:
+    """``record`` held back for review: it contradicts the important ``contradicted``."""
+    return record.model_copy(update={"status": Status.QUARANTINED, "conflicts_with": contradicted.id})
+
+
+__all__ = [
+    "PROTECTED_IMPORTANCE",
+    "Neighbour",
+    "UpdateJudge",
+    "Verdict",
+    "history_of",
+    "is_low_trust",
+    "quarantined",
+    "rule_verdict",
+]
