@@ -38,12 +38,12 @@ def _context_ids(engine: MemoryEngine) -> set[str]:
     return set(engine.chroma.namespace("u1").context_collection.get(include=[])["ids"])
 
 
-def test_each_memory_with_a_context_gets_its_context_vector(engine: MemoryEngine) -> None:
+def test_each_memory_gets_its_context_vector(engine: MemoryEngine) -> None:
     _talk(engine)
     handle = engine.chroma.namespace("u1")
     assert handle.wait_for_context(timeout=30)
     framed = _framed_ids(engine)
-    assert len(framed) == 2  # the first turn has no turns before it
+    assert len(framed) == 3  # the first turn has no turns before it: framed by nothing, undated
     assert _context_ids(engine) == set(framed)
     assert engine.chroma.context_vectors is not None and engine.chroma.context_vectors.pending() == 0
 
@@ -64,7 +64,7 @@ def test_an_embedder_outage_loses_nothing_and_the_next_open_repairs_it(
         assert first.chroma.namespace("u1").wait_for_context(timeout=30)
     assert "were not written (ConnectionError: embedding service unavailable)" in caplog.text
     framed = _framed_ids(first)
-    assert len(framed) == 2 and not _context_ids(first)  # the memories are there, their context vectors not
+    assert len(framed) == 3 and not _context_ids(first)  # the memories are there, their context vectors not
     assert first.recall("Where does Biscuit run?", namespace="u1").records  # recall works without them
 
     worker._embed = lambda texts: np.asarray(embedder.embed_array(list(texts)), dtype=np.float32)
@@ -75,7 +75,7 @@ def test_an_embedder_outage_loses_nothing_and_the_next_open_repairs_it(
     for text in ("Our cabin is on Lake Tahoe's north shore.", "We drive up there every July with both dogs."):
         first.record_turn(text, session_id="s2", namespace="u1", speaker="Tom")
     assert first.chroma.namespace("u1").wait_for_context(timeout=30)
-    assert len(_context_ids(first)) == 3  # the first engine's worker survived its outage
+    assert len(_context_ids(first)) == 5  # the first engine's worker survived its outage
 
 
 def test_a_context_vector_of_a_memory_deleted_meanwhile_is_dropped(engine: MemoryEngine) -> None:
@@ -99,7 +99,7 @@ def test_recall_waits_for_the_context_vectors_written_before_it(engine: MemoryEn
 
     worker._embed = held
     _talk(engine)  # returns although no context vector is written yet
-    assert worker.pending() == 2
+    assert worker.pending() == 3
     answers: list[object] = []
     asking = threading.Thread(target=lambda: answers.append(engine.recall("Biscuit at the beach", namespace="u1")))
     asking.start()
@@ -233,9 +233,9 @@ def test_a_conversation_makes_one_context_write_per_batch_not_per_turn(engine: M
             f"Item {n}: the invoice INV-{1000 + n} was paid on day {n + 1}.", session_id="s", namespace="u1"
         )
     hits = engine.recall("which invoice was paid on day 4?", namespace="u1")  # waits for them
-    # the first turn has no context; the other five in one write (two if the recall came while the
-    # last one was still being embedded), never one write a turn
-    assert sum(upserts) == 5 and len(upserts) <= 2
+    # six context vectors (the first turn's framed by nothing) in one write (two if the recall came
+    # while the last one was still being embedded), never one write a turn
+    assert sum(upserts) == 6 and len(upserts) <= 2
     assert hits.records and _context_ids(engine) == set(_framed_ids(engine))
 
 

@@ -63,7 +63,7 @@ class Backup:
                 report(progress, _READING, min(len(records), total), max(total, len(records)))
         report(progress, _READING, len(records), len(records))
         if include_embeddings:
-            context_vectors = handle.context_vectors([r["id"] for r in records if r.get("context")])
+            context_vectors = handle.context_vectors([r["id"] for r in records])
             for item in records:
                 if item["id"] in context_vectors:
                     item["window_embedding"] = context_vectors[item["id"]]  # the key predates "context vector"
@@ -101,7 +101,7 @@ class Backup:
             own, framed = item.get("embedding"), item.get("window_embedding")
             if same_model and _fits(own, dimension) and (_fits(framed, dimension) or not record.context):
                 vectors.append(own)
-                if record.context:
+                if _fits(framed, dimension):  # else the store embeds it (an export older than undated frames)
                     context_vectors[record.id] = framed
             else:
                 vectors.append([])

@@ -155,7 +155,9 @@ class Recaller:
         vectors = {i: search.lexical_vectors[i] for i in kept if i not in dense and i in search.lexical_vectors}
         vectors |= handle.vectors([i for i in kept if i not in dense and i not in vectors])
         unscored = (
-            [i for i, f in kept.items() if f.has_context and i not in search.context] if search.with_context else []
+            [i for i, f in kept.items() if f.has_context_vector and i not in search.context]
+            if search.with_context
+            else []
         )
         context_vectors = {
             i: search.lexical_context_vectors[i] for i in unscored if i in search.lexical_context_vectors
@@ -248,7 +250,7 @@ def _lexical_candidates(
     # ask for as many more as they take, so the pool still holds ``pool`` possible answers.
     lexical = dict(handle.lexical.search(query, min(4 * pool, round(pool / handle.facts.long_term_share))))
     facts = handle.facts.lookup(list(lexical)) if with_context else {}
-    context_vectors = handle.vectors([i for i, f in facts.items() if f.has_context], context=True)
+    context_vectors = handle.vectors([i for i, f in facts.items() if f.has_context_vector], context=True)
     return lexical, handle.vectors(list(lexical)), context_vectors
 
 

@@ -26,6 +26,7 @@ from typing import Any
 from ..model.records import FAR_FUTURE
 from ..write.corrections import negated, reversal_key
 from ..write.repeats import normalised
+from .indexing import has_frame
 
 _FILTER_KEYS = frozenset(
     {"tier", "kind", "status", "session_id", "agent_id", "importance", "occurred_at", "valid_until", "expires_at"}
@@ -50,7 +51,7 @@ class MemoryFacts:
     expires_at: float
     access_count: int
     entities: tuple[str, ...]
-    has_context: bool
+    has_context_vector: bool
     superseded_by: str | None = None
     slot: str | None = None
     supersedes: tuple[str, ...] = ()  # stored memories this one made history (``SUPERSEDES_KEY``)
@@ -81,7 +82,7 @@ class MemoryFacts:
             expires_at=float(fields.get("expires_at") or FAR_FUTURE),
             access_count=int(fields.get("access_count", 0)),
             entities=tuple(json.loads(fields.get("entities_json") or "[]")),
-            has_context=bool(fields.get("context")),
+            has_context_vector=has_frame(fields),
             superseded_by=fields.get("superseded_by"),
             slot=fields.get("slot") or None,
             supersedes=tuple(filter(None, str(fields.get(f"m.{SUPERSEDES_KEY}") or "").split(","))),
@@ -123,7 +124,7 @@ class FactsIndex:
 
     @property
     def any_context(self) -> bool:
-        """Whether any memory here has a context window (else there are no window vectors to search)."""
+        """Whether any record here has a context vector (else there are none to search)."""
         return self._with_context > 0
 
     def unfinished_supersedes(self) -> dict[str, list[str]]:
@@ -152,11 +153,11 @@ class FactsIndex:
         return 1.0 if not total else max(total - working, 1) / total
 
     def ids_with_context(self) -> list[str]:
-        """The memories that have a context window, and so should have a context vector."""
+        """The records that should have a context vector (``indexing.has_frame``)."""
         with self._lock:
             if not self._with_context:
                 return []
-            return [memory_id for memory_id, facts in self._facts.items() if facts.has_context]
+            return [memory_id for memory_id, facts in self._facts.items() if facts.has_context_vector]
 
     def upsert(self, items: Iterable[tuple[str, dict[str, Any]]]) -> None:
         """Add or replace facts from ``(memory id, flat view)`` pairs."""
@@ -165,7 +166,7 @@ class FactsIndex:
             for memory_id, facts in prepared:
                 self._forget(memory_id)
                 self._facts[memory_id] = facts
-                self._with_context += facts.has_context
+                self._with_context += facts.has_context_vector
                 self._working += facts.tier == "working"
                 if facts.slot and facts.long_term_active:  # only what a new memory may update
                     self._by_slot.setdefault(facts.slot, set()).add(memory_id)
@@ -179,7 +180,7 @@ class FactsIndex:
     def _forget(self, memory_id: str) -> None:
         old = self._facts.pop(memory_id, None)
         if old is not None:
-            self._with_context -= old.has_context
+            self._with_context -= old.has_context_vector
             self._working -= old.tier == "working"
             if old.slot and (mates := self._by_slot.get(old.slot)) is not None:
                 mates.discard(memory_id)

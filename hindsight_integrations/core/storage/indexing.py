@@ -44,8 +44,13 @@ def context_text(fields: dict[str, Any]) -> str:
 FRAME_CONTEXT_CHARS = 200
 
 
+def has_frame(fields: dict[str, Any]) -> bool:
+    """Whether a record gets a context vector: every memory does; a working-tier turn only with a context."""
+    return bool(context_text(fields)) or fields.get("tier") != "working"
+
+
 def framed_text(fields: dict[str, Any]) -> str | None:
-    """The text of the context vector: the memory after the end of its context. None without context.
+    """The text of the context vector: the memory after the end of its context; the memory alone without one.
 
     Only the last ``FRAME_CONTEXT_CHARS`` of the context (from a word start) and the memory
     without its date: the memory's own vector carries the date, and what frames a reply is what
@@ -53,10 +58,19 @@ def framed_text(fields: dict[str, Any]) -> str | None:
     preceding turns with the date (0.788 against 0.779 recall@10 on the default path; 150 and 250
     characters gave 0.783 and 0.774) in ~80 word pieces instead of ~110: the framed text is most
     of what embedding a conversation turn costs.
+
+    A memory without a context is framed by nothing: its context vector is the memory alone,
+    undated. The date prefix costs a short memory half its similarity to a paraphrase ("how
+    should answers look?" against "I prefer concise answers": 0.48 undated, 0.18-0.28 with the
+    day's date, under the relevance floor on some days), while the own vector keeps the date, and
+    with it the calibration of repeats, supersedes and merges. Working-tier turns without a
+    context get none (``has_frame``): their memory, if they make one, has it.
     """
+    if not has_frame(fields):
+        return None
     context = context_text(fields)
     if not context:
-        return None
+        return body_text(fields, time_aware=False)
     if len(context) > FRAME_CONTEXT_CHARS:
         tail = context[-FRAME_CONTEXT_CHARS:]
         space = tail.find(" ")

@@ -32,7 +32,7 @@ from ..redaction import describe_error
 from .access import AccessRecorder
 from .context_vectors import BackgroundContextVectors
 from .field_index import FactsIndex
-from .indexing import body_text, context_text, framed_text
+from .indexing import body_text, context_text, framed_text, has_frame
 from .lexical import LexicalIndex
 from .locks import CrossProcessLocks, NamespaceLock
 from .session_windows import SessionWindows
@@ -134,7 +134,7 @@ class NamespaceStore:
             flats = _flat_views(got)
             self._index(got["ids"], flats)
             _copy_into(self.vector_copy, got)
-            framed = [i for i, f in zip(got["ids"], flats) if f.get("context")]
+            framed = [i for i, f in zip(got["ids"], flats) if has_frame(f)]
             if self.context_copy is not None and framed:
                 _copy_into(self.context_copy, self.context_collection.get(ids=framed, include=["embeddings"]))
             self._synced_at = time.monotonic()
