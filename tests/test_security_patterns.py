@@ -4,8 +4,9 @@ The write path's rules are regular expressions, and the engine's work runs in wo
 under the GIL: one pattern that backtracks over a 32 KB memory holds the CPU for seconds, and
 every other tenant of an HTTP server waits. Three layers are tested here:
 
-* every compiled pattern of the rule modules, on 20 KB strings built from the pattern's own
-  characters and words (the guard that keeps future patterns linear);
+* every compiled pattern of the language packs (``language.rules``: each pack alone and all of
+  them together), on 32 KB strings built from the pattern's own characters and words (the guard
+  that keeps future patterns linear), and no compiled pattern left in the rule modules;
 * every rule entry point, on 32 KB adversarial memories;
 * a real ``hindsight serve --transport http`` with two tenants: the attack is stored or
   refused cleanly while the other tenant's recalls are served, and the server lives on.
@@ -31,40 +32,34 @@ from typing import Any
 import httpx
 import pytest
 
-from hindsight_integrations.core import (
-    compression,
-    conflicts,
-    context,
-    corrections,
-    dedup,
-    same_fact,
-    session_context,
-    subjects,
-    text,
-    tokens,
-    values,
-    write_filter,
-)
+from hindsight_integrations.core.language import keys, rules, sameness, slots, speakers, subjects, text, tokens, values
+from hindsight_integrations.core.language.rules import Followed, patterns_of
 from hindsight_integrations.core.model.records import MemoryRecord, Role
+from hindsight_integrations.core.recall import context
+from hindsight_integrations.core.working import compression
+from hindsight_integrations.core.write import admission, corrections, repeats
 from hindsight_integrations.mcp import MemoryClient
 
 from .mcp_support import http_server
 
 RULE_MODULES = (
-    "write_filter",
-    "conflicts",
-    "values",
-    "value_patterns",
-    "subjects",
-    "corrections",
-    "dedup",
-    "same_fact",
-    "session_context",
-    "text",
-    "compression",
-    "ranking",
-    "tokens",
-    "context",
+    "write.admission",
+    "language.slots",
+    "language.values",
+    "language.subjects",
+    "language.keys",
+    "language.sameness",
+    "language.speakers",
+    "language.text",
+    "language.tokens",
+    "write.corrections",
+    "write.repeats",
+    "write.supersede",
+    "write.conversation",
+    "working.compression",
+    "recall.ranking",
+    "recall.context",
+    "storage.lexical",
 )
 MEMORY_CHARS = 32_000  # the content limit is 32 KB
 WALK_CHARS = MEMORY_CHARS
@@ -87,12 +82,13 @@ def _rules_in(value: Any, seen: set[int], depth: int = 0) -> Iterator[Any]:
         for item in value.values():
             yield from _rules_in(item, seen, depth + 1)
     elif callable(getattr(value, "search", None)) and type(value).__module__.startswith("hindsight_integrations."):
-        yield value  # a rule object (conflicts._Followed): searched itself, and its patterns walked too
+        yield value  # a rule object (rules.Followed): searched itself, and its patterns walked too
         for item in vars(value).values():
             yield from _rules_in(item, seen, depth + 1)
 
 
-def _all_rules() -> list[tuple[str, Any]]:
+def _module_rules() -> list[tuple[str, Any]]:
+    """Compiled patterns and rule objects held by the rule modules themselves (there should be none)."""
     seen: set[int] = set()
     found = []
     for name in RULE_MODULES:
@@ -107,6 +103,14 @@ def _all_rules() -> list[tuple[str, Any]]:
             for n, rule in enumerate(_rules_in(value, seen)):
                 found.append((f"{name}.{attribute}#{n}", rule))
     return found
+
+
+def _pack_rules() -> list[tuple[str, Any]]:
+    """Every compiled rule of the packs (each pack alone, and all together), once per distinct pattern."""
+    found: dict[str, tuple[str, Any]] = {}
+    for name, rule in rules.registry().compiled():
+        found.setdefault(repr(sorted((p.pattern, p.flags) for p in patterns_of(rule))), (name, rule))
+    return list(found.values())
 
 
 _CATEGORY_CHARS = {
@@ -162,24 +166,18 @@ def _literals(pattern: str, flags: int) -> tuple[set[str], set[str]]:
     return chars, words
 
 
-def _patterns_of(rule: Any) -> list[re.Pattern[str]]:
-    if isinstance(rule, re.Pattern):
-        return [rule]
-    return [p for value in vars(rule).values() for p in _rules_in(value, set()) if isinstance(p, re.Pattern)]
-
-
 def fragments(rule: Any, sampled: int = 30, most_words: int = 60) -> list[str]:
     """What a pathological string for ``rule`` repeats: the pattern's literal words (``email``,
     ``goodbye``, ``手机``), and a sample of its characters alone and after a letter, digit, space or
     capital (``a@``, ``a.``, ``1,``, ``A-``)."""
     chars: set[str] = set()
     words: set[str] = set()
-    for pattern in _patterns_of(rule):
+    for pattern in patterns_of(rule):
         more_chars, more_words = _literals(pattern.pattern, pattern.flags)
         chars |= more_chars
         words |= more_words
     always = {"a", "A", "1", " ", "a@", "a.", "1.", "1,", "A-", "a1", "a ", "1 ", "A "}
-    rng = random.Random(zlib.crc32(repr(sorted(p.pattern for p in _patterns_of(rule))).encode()))
+    rng = random.Random(zlib.crc32(repr(sorted(p.pattern for p in patterns_of(rule))).encode()))
     literal_words = sorted(words - always)
     if len(literal_words) > most_words:
         literal_words = sorted(rng.sample(literal_words, most_words))
@@ -187,24 +185,32 @@ def fragments(rule: Any, sampled: int = 30, most_words: int = 60) -> list[str]:
     return sorted(always) + literal_words + sorted(rng.sample(pairs, min(len(pairs), sampled)))
 
 
-RULES = _all_rules()
+RULES = _pack_rules()
 
 
 def test_the_walk_finds_the_rules_it_guards() -> None:
-    names = {name.split("#")[0] for name, _ in RULES}
+    names = {name.split(":", 1)[1].split(" #")[0] for name, _ in RULES}
     for expected in (
-        "write_filter._ACK",
-        "conflicts._SLOT_RULES",
-        "conflicts._CHANGE_CUE",
-        "values._EMAIL",  # imported from value_patterns: named where the walk meets it first
-        "values._ZH_COUNT",
-        "subjects._POSSESSIVE",
-        "text._SENTENCE_END",
-        "context._WORDS",
+        "admission.acknowledgement",
+        "en/slots.toml [[slot]]",
+        "zh/slots.toml [[slot]]",
+        "slots.change",
+        "values.email",
+        "values.zh_count",
+        "subjects.possessive",
+        "text.sentence_end",
+        "text.word_run",
     ):
         assert expected in names
-    assert any(type(rule).__name__ == "_Followed" for _, rule in RULES)  # rule objects are walked too
+    combined = {name.split(":", 1)[0] for name, _ in RULES}
+    assert any("en" in c.split("+") and "zh" in c.split("+") for c in combined)  # mixed-language rules too
+    assert any(isinstance(rule, Followed) for _, rule in RULES)  # rule objects are walked too
     assert len(RULES) > 150
+
+
+def test_the_rule_modules_hold_no_pattern_of_their_own() -> None:
+    """The packs are the only place a pattern lives: a module-level pattern would escape the walk above."""
+    assert _module_rules() == []
 
 
 @pytest.mark.timeout(30)  # a few seconds at most here; a quadratic pattern takes minutes
@@ -228,6 +234,7 @@ _INLINE_PATTERN = re.compile(r"\bre\.(?:search|match|fullmatch|sub|subn|findall|
 def test_rule_modules_compile_every_pattern_where_the_walk_sees_it(name: str) -> None:
     """A pattern written inline in a function escapes the walk above: each one is a module constant."""
     source = Path(importlib.import_module(f"hindsight_integrations.core.{name}").__file__ or "").read_text()
+    assert "re.compile(" not in source
     assert not _INLINE_PATTERN.findall(source)
 
 
@@ -267,7 +274,8 @@ def _cold_caches() -> None:
         (values, "values_of"),
         (values, "_span_values"),
         (text, "rule_spans"),
-        (same_fact, "_reading"),
+        (sameness, "_reading"),
+        (keys, "read"),
     ):
         cached = getattr(module, name, None)
         if cached is not None:
@@ -280,31 +288,31 @@ def _record(content: str, days: int = 0, **fields: Any) -> MemoryRecord:
 
 
 ENTRY_POINTS: dict[str, Callable[[str], object]] = {
-    "detect_slot": conflicts.detect_slot,
-    "change_cue": conflicts.change_cue,
+    "detect_slot": slots.detect_slot,
+    "change_cue": slots.change_cue,
     "values_of": values.values_of,
     "differing_values": lambda t: values.differing_values(t, PAIR[0]),
-    "assess_user": lambda t: write_filter.assess(t, Role.USER),
-    "assess_assistant": lambda t: write_filter.assess(t, Role.ASSISTANT),
-    "assess_tool": lambda t: write_filter.assess(t, Role.TOOL),
-    "event_ttl": write_filter.event_ttl,
+    "assess_user": lambda t: admission.assess(t, Role.USER),
+    "assess_assistant": lambda t: admission.assess(t, Role.ASSISTANT),
+    "assess_tool": lambda t: admission.assess(t, Role.TOOL),
+    "event_ttl": admission.event_ttl,
     "owner_of": lambda t: subjects.owner_of(t, len(t)),
     "project_slot": lambda t: subjects.project_slot(t, "deadline"),
     "different_subjects": lambda t: subjects.different_subjects(t, PAIR[1]),
-    "value_shapes": corrections.value_shapes,
-    "reverses": lambda t: corrections.reverses(t, "I'm no longer " + t),
-    "negated": corrections.negated,
-    "reversal_key": corrections.reversal_key,
+    "value_shapes": keys.value_shapes,
+    "reverses": lambda t: sameness.reverses(t, "I'm no longer " + t),
+    "negated": keys.negated,
+    "reversal_key": keys.reversal_key,
     "inherited_slot": lambda t: corrections.inherited_slot(
         _record(t), [_record("My phone is 555-0100-0199", slot="user:phone"), _record(PAIR[0], slot="user:email")]
     ),
-    "polarity": dedup.polarity,
-    "normalised": dedup.normalised,
-    "is_repeat": lambda t: dedup.is_repeat(_record(PAIR[0]), _record(t), 0.99, 0.9),
-    "says_the_same": lambda t: same_fact.says_the_same(t, PAIR[1]),
-    "same_fact": lambda t: same_fact.same_fact(_record(t), _record(PAIR[0])),
-    "speaker_of": session_context.speaker_of,
-    "spoken": session_context.spoken,
+    "polarity": keys.polarity,
+    "normalised": keys.normalised,
+    "is_repeat": lambda t: repeats.is_repeat(_record(PAIR[0]), _record(t), 0.99, 0.9),
+    "says_the_same": lambda t: sameness.says_the_same(t, PAIR[1]),
+    "same_fact": lambda t: sameness.same_fact(_record(t), _record(PAIR[0])),
+    "speaker_of": speakers.speaker_of,
+    "spoken": speakers.spoken,
     "lexical_tokens": text.lexical_tokens,
     "query_terms": text.query_terms,
     "estimate_tokens": tokens.estimate_tokens,
@@ -337,7 +345,7 @@ def test_a_32000_digit_number_is_one_long_token_not_an_error() -> None:
     found = values.values_of(f"Order {digits} shipped")
     assert found and all(set(v) <= {"7"} for v in found if v[0].isdigit())
     assert values.values_of("It costs 1,000 euros") == frozenset({"1000", "eur"})  # amounts still read
-    assert conflicts.detect_slot(digits) is None
+    assert slots.detect_slot(digits) is None
 
 
 @pytest.mark.parametrize(
@@ -352,7 +360,7 @@ def test_a_32000_digit_number_is_one_long_token_not_an_error() -> None:
     ],
 )
 def test_the_rewritten_either_order_rules_read_as_before(content: str, slot: str | None) -> None:
-    assert conflicts.detect_slot(content) == slot
+    assert slots.detect_slot(content) == slot
 
 
 @pytest.mark.timeout(60)
