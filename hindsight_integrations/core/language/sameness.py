@@ -157,10 +157,9 @@ def _stem(word: str) -> str:
         return "+"  # "I like X" and "I prefer X" state one preference
     if word in rules.words("dislikes"):
         return "-"
-    if len(word) > 4 and word.endswith("ies"):
-        return word[:-3] + "y"
-    if len(word) > 3 and word.endswith("s") and not word.endswith("ss"):
-        return word[:-1]
+    plural = rules.pattern("sameness.plural")
+    if plural is not None and (match := plural.match(word)):  # "parties" and "party" say the same
+        return match.group("stem") + rules.mapping("plural_endings")[match.group("ending")]
     return word
 
 

@@ -128,7 +128,7 @@ def _day_month(m: re.Match[str]) -> Iterator[str]:
 
 
 def _month_day_match(m: re.Match[str]) -> Iterator[str]:
-    if m.group(1) == "may":
+    if m.group(1) in every().words("modal_months"):
         return  # "may 3 people come": the modal verb
     stamp = _month_day(every().mapping("months")[m.group(1).lower()], int(m.group(2)), m.group(3))
     yield stamp or m.group(0).lower()
@@ -158,17 +158,18 @@ def _clock_24(m: re.Match[str]) -> Iterator[str]:
 
 
 def _noon(m: re.Match[str]) -> Iterator[str]:
-    yield "00:00" if m.group(1).lower() == "midnight" else "12:00"
+    yield every().mapping("named_times")[m.group(1).lower()]
 
 
 def _zh_time(m: re.Match[str]) -> Iterator[str]:
     period, hour_text, extra, minute_text = m.groups()
     hour = _zh_number(hour_text)
-    if hour is None or (not period and not extra and hour_text in ("一", "两")):
+    rules = every()
+    if hour is None or (not period and not extra and hour_text in rules.words("ambiguous_hours")):
         return  # "快一点", "两点建议": not a time
-    if (period in ("下午", "傍晚", "晚上") and hour < 12) or (period == "中午" and hour < 6):
-        hour += 12
-    minute = {"半": 30, "一刻": 15, "三刻": 45}.get(extra or "", 0)
+    if hour < rules.mapping("pm_periods").get(period or "", 0):
+        hour += 12  # 下午三点 is 15:00
+    minute = rules.mapping("minute_words").get(extra or "", 0)
     if minute_text:
         minute = _zh_number(minute_text) or 0
     clock = _clock(hour, minute)
@@ -192,17 +193,17 @@ def _currency(m: re.Match[str]) -> Iterator[str]:
 
 def _zh_weekday(m: re.Match[str]) -> Iterator[str]:
     rules = every()
-    qualifier = rules.mapping("zh_qualifiers")[(m.group(1) or "").rstrip("个")]
+    qualifier = rules.mapping("zh_qualifiers")[m.group(1) or ""]
     yield f"{qualifier} {rules.mapping('zh_weekdays')[m.group(2)]}".strip()
 
 
 def _en_weekday(m: re.Match[str]) -> Iterator[str]:
     word = m.group(2)
-    if len(word) <= 4 and word.lower() not in ("tues", "thur") and not word[0].isupper():
+    rules = every()
+    if len(word) <= 4 and word.lower() not in rules.words("lower_case_weekdays") and not word[0].isupper():
         return  # "sun", "sat", "wed" in lower case are words, not days
-    qualifier = (m.group(1) or "").lower()
-    qualifier = "" if qualifier in ("this", "coming") else qualifier
-    yield f"{qualifier} {every().mapping('weekdays')[word.lower()]}".strip()
+    qualifier = rules.mapping("weekday_qualifiers")[m.group(1).lower()] if m.group(1) else ""  # "this Friday" is Friday
+    yield f"{qualifier} {rules.mapping('weekdays')[word.lower()]}".strip()
 
 
 def _relative(m: re.Match[str]) -> Iterator[str]:
@@ -212,11 +213,14 @@ def _relative(m: re.Match[str]) -> Iterator[str]:
 
 def _en_month(m: re.Match[str]) -> Iterator[str]:
     word = m.group(1)
-    if word.lower() == "may" and not word[0].isupper():
+    if word.lower() not in every().words("modal_months"):
+        yield word.lower()
+        return
+    if not word[0].isupper():
         return  # the modal verb
     modal = for_text(word).pattern("values.modal_after_may")
-    if word == "May" and modal is not None and modal.match(m.string, m.end()):
-        return
+    if word == word.capitalize() and modal is not None and modal.match(m.string, m.end()):
+        return  # "May I ask": the verb opening a question
     yield word.lower()
 
 
@@ -228,7 +232,7 @@ def _zh_month(m: re.Match[str]) -> Iterator[str]:
 
 def _zh_count(m: re.Match[str]) -> Iterator[str]:
     value = _zh_number(m.group(2) or m.group(3))
-    if value is not None and (m.group(2) or "x")[0] not in "万亿千百":
+    if value is not None and (m.group(2) or "x")[0] not in every().words("not_count_starts"):
         yield str(value)
 
 
@@ -314,7 +318,8 @@ def _names(text: str) -> Iterator[str]:
     capitalised = for_text(text).pattern("values.names")
     if capitalised is None:
         return
-    not_names = every().words("not_names")
+    rules = every()
+    not_names, endings = rules.words("not_names"), rules.lexicon("possessive_endings")
     for match in capitalised.finditer(text):
         words = match.group(0).split()
         if _at_sentence_start(text, match.start()):
@@ -322,11 +327,12 @@ def _names(text: str) -> Iterator[str]:
         run: list[str] = []
         for word in [*words, ""]:
             cleaned = word.strip("'’-").lower()
-            if cleaned and cleaned not in not_names and not cleaned.endswith(("'s", "’s")):
+            owner = next((cleaned[: -len(e)] for e in endings if cleaned.endswith(e)), None)  # "ivan's": ivan
+            if cleaned and cleaned not in not_names and owner is None:
                 run.append(cleaned)
                 continue
-            if cleaned.endswith(("'s", "’s")) and cleaned[:-2] not in not_names:
-                run.append(cleaned[:-2])
+            if owner is not None and owner not in not_names:
+                run.append(owner)
             if run:
                 yield " ".join(run)
             run = []
