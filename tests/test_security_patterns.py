@@ -106,7 +106,7 @@ def _module_rules() -> list[tuple[str, Any]]:
 
 
 def _pack_rules() -> list[tuple[str, Any]]:
-    """Every compiled rule of the packs (each pack alone, and all together), once per distinct pattern."""
+    """Every compiled rule of the packs (each pack alone, each set a text's scripts pick), once per distinct pattern."""
     found: dict[str, tuple[str, Any]] = {}
     for name, rule in rules.registry().compiled():
         found.setdefault(repr(sorted((p.pattern, p.flags) for p in patterns_of(rule))), (name, rule))
@@ -204,6 +204,9 @@ def test_the_walk_finds_the_rules_it_guards() -> None:
         assert expected in names
     combined = {name.split(":", 1)[0] for name, _ in RULES}
     assert any("en" in c.split("+") and "zh" in c.split("+") for c in combined)  # mixed-language rules too
+    walked = {name.split(":", 1)[0] for name, _ in rules.registry().compiled()}
+    picked = {"+".join(r.names) for r in rules.registry().combinations()}
+    assert {"+".join(rules.for_text(t).names) for t in ("Hi", "你好", "Hi 你好", "42")} <= picked <= walked
     assert any(isinstance(rule, Followed) for _, rule in RULES)  # rule objects are walked too
     assert len(RULES) > 150
 

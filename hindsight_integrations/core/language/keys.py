@@ -21,7 +21,7 @@ import unicodedata
 from dataclasses import dataclass
 from functools import cached_property, lru_cache
 
-from .rules import every, for_text
+from .rules import clear_with_packs, every, for_text
 from .slots import change_cue, detect_slot, is_lasting
 from .speakers import without_speaker
 from .text import lexical_tokens
@@ -157,6 +157,9 @@ class TextReading:
 def read(text: str) -> TextReading:
     """The reading of ``text`` (kept for the next few thousand texts: a write asks several times)."""
     return TextReading(text)
+
+
+clear_with_packs(read)
 
 
 __all__ = [

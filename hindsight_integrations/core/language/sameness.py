@@ -40,7 +40,7 @@ from functools import cached_property, lru_cache
 
 from ..model.records import Kind, MemoryRecord, Tier
 from .keys import negations, normalised, polarity, topic_words
-from .rules import every, for_text
+from .rules import clear_with_packs, every, for_text
 from .subjects import different_subjects
 from .values import differing_values
 
@@ -249,6 +249,9 @@ def joins(members: Sequence[MemoryRecord], record: MemoryRecord) -> bool:
     journeys"); none may replace one of its words.
     """
     return all(same_frame(m, record) for m in members) and says_the_same(core(members).content, record.content)
+
+
+clear_with_packs(_reading)
 
 
 __all__ = [

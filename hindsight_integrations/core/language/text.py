@@ -13,7 +13,7 @@ import re
 import unicodedata
 from functools import lru_cache
 
-from .rules import Searcher, every
+from .rules import Searcher, clear_with_packs, every
 
 SPAN_CHARS = 400
 """Longest span (in characters) a rule pattern is run on at once: a few sentences, far more than any rule reads."""
@@ -138,3 +138,6 @@ def search_spans(rule: Searcher | None, text: str) -> re.Match[str] | None:
 def in_spans(rule: Searcher | None, text: str) -> bool:
     """Whether ``rule`` matches in one of ``text``'s spans."""
     return search_spans(rule, text) is not None
+
+
+clear_with_packs(rule_spans)

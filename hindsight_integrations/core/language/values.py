@@ -38,7 +38,7 @@ from collections.abc import Callable, Iterator
 from decimal import Decimal, InvalidOperation
 from functools import lru_cache
 
-from .rules import Rules, every, for_text
+from .rules import Rules, clear_with_packs, every, for_text
 from .text import rule_spans
 
 MAX_NUMBER_DIGITS = 30
@@ -369,6 +369,9 @@ def differing_values(a: str, b: str) -> tuple[frozenset[str], frozenset[str]]:
     """The values only ``a`` carries and those only ``b`` carries."""
     left, right = values_of(a), values_of(b)
     return left - right, right - left
+
+
+clear_with_packs(values_of, _span_values)
 
 
 __all__ = ["differing_values", "same_values", "values_of"]

@@ -27,7 +27,7 @@ import bm25s
 import numpy as np
 import Stemmer
 
-from ..language.rules import every
+from ..language.rules import clear_with_packs, every
 from ..language.text import lexical_tokens, query_terms
 
 
@@ -189,3 +189,6 @@ def _top(segment: _Segment, terms: list[str], limit: int) -> list[tuple[str, flo
     hits = [(segment.ids[i], float(scores[i])) for i in matched]
     hits.sort(key=lambda hit: hit[1], reverse=True)
     return hits
+
+
+clear_with_packs(_stemmer)

@@ -32,6 +32,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
+from typing import Protocol
 
 from .compiled import Rules
 from .compose import Followed, Leftmost, Searcher, patterns_of
@@ -170,11 +171,33 @@ def registry() -> Registry:
     return _registry
 
 
+class Clearable(Protocol):
+    """A cache of results read off the packs (a ``functools.lru_cache``)."""
+
+    def cache_clear(self) -> None:
+        """Forget every result."""
+        ...
+
+
+_read_off_packs: list[Clearable] = []
+
+
+def clear_with_packs(*caches: Clearable) -> None:
+    """Note caches of results read off the packs (``values_of``, a text's keys): ``use_folder`` empties them."""
+    _read_off_packs.extend(caches)
+
+
 def use_folder(folder: Path | None) -> Registry:
-    """Read the packs from ``folder`` from now on (None: back to the packaged ones); returns the new registry."""
+    """Read the packs from ``folder`` from now on (None: back to the packaged ones); returns the new registry.
+
+    The results cached from the packs before (``clear_with_packs``) are forgotten, so every text
+    is read with the new packs.
+    """
     global _registry
     with _lock:
         _registry = Registry(folder or PACKS_DIR)
+        for cache in _read_off_packs:
+            cache.cache_clear()
         return _registry
 
 
@@ -198,6 +221,7 @@ __all__ = [
     "RuleExamples",
     "Rules",
     "Searcher",
+    "clear_with_packs",
     "every",
     "for_text",
     "load_pack",
