@@ -15,12 +15,18 @@ and one TOML file per job (``admission.toml``, ``slots.toml``, ``values.toml``â€
 
 In a pattern, ``{lexicon:a,b}`` is an alternation of lexicons (or maps' keys) ``a`` and ``b`` of
 every active pack, and ``{words:a}`` of this pack's only; plain words are escaped and put
-longest first. A rule several packs define is their alternation, in pack order.
+longest first (a ``patterns = true`` lexicon's entries are written as they are, and may name
+fragments and lexicons themselves). A rule several packs define is their alternation, in pack order.
 
 Packs are picked by script (``for_text``): ``common`` (scripts ``["any"]``) always, and each
 pack whose script occurs in the text, so mixed-language text gets both. A rule of a pack only
 matches text in that pack's script, so the rules a text does not get could not have matched
 it: picking is a saving, never a change. Compiled rules are cached per combination of packs.
+
+Adding a language is adding a folder (``pack.toml`` with its script, and the lexicons or rules
+it has: a folder with one greeting lexicon already changes the write filter). ``loading.py``
+reads and checks a pack, ``compiled.py`` writes out and compiles one combination's rules, and
+this module picks the combination for a text.
 """
 
 from __future__ import annotations
