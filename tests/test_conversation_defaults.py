@@ -17,9 +17,10 @@ from typer.testing import CliRunner
 
 from hindsight_integrations import MemoryEngine
 from hindsight_integrations.cli import app
+from hindsight_integrations.core.language.speakers import speaker_of
 from hindsight_integrations.core.model.records import Status
 from hindsight_integrations.core.recall.ranking import RecallWeights
-from hindsight_integrations.core.write.conversation import SessionNeighbours, speaker_of
+from hindsight_integrations.core.write.conversation import SessionNeighbours
 from hindsight_integrations.mcp import MemoryClient
 
 NOW = datetime.now(UTC).replace(microsecond=0)

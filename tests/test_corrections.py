@@ -8,9 +8,11 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from hindsight_integrations import MemoryEngine
+from hindsight_integrations.core.language.keys import value_shapes
+from hindsight_integrations.core.language.sameness import reverses
 from hindsight_integrations.core.model.records import Kind, MemoryRecord, Role, Status
 from hindsight_integrations.core.write.admission import assess
-from hindsight_integrations.core.write.corrections import inherited_slot, reverses, value_shapes
+from hindsight_integrations.core.write.corrections import inherited_slot
 
 T0 = datetime(2024, 3, 4, 19, 0, tzinfo=UTC)
 

@@ -4,8 +4,9 @@ The write path's rules are regular expressions, and the engine's work runs in wo
 under the GIL: one pattern that backtracks over a 32 KB memory holds the CPU for seconds, and
 every other tenant of an HTTP server waits. Three layers are tested here:
 
-* every compiled pattern of the rule modules, on 20 KB strings built from the pattern's own
-  characters and words (the guard that keeps future patterns linear);
+* every compiled pattern of the language packs (``language.rules``: each pack alone and all of
+  them together), on 32 KB strings built from the pattern's own characters and words (the guard
+  that keeps future patterns linear), and no compiled pattern left in the rule modules;
 * every rule entry point, on 32 KB adversarial memories;
 * a real ``hindsight serve --transport http`` with two tenants: the attack is stored or
   refused cleanly while the other tenant's recalls are served, and the server lives on.
@@ -31,11 +32,12 @@ from typing import Any
 import httpx
 import pytest
 
-from hindsight_integrations.core.language import sameness, slots, subjects, text, tokens, values
+from hindsight_integrations.core.language import keys, rules, sameness, slots, speakers, subjects, text, tokens, values
+from hindsight_integrations.core.language.rules import Followed, patterns_of
 from hindsight_integrations.core.model.records import MemoryRecord, Role
 from hindsight_integrations.core.recall import context
 from hindsight_integrations.core.working import compression
-from hindsight_integrations.core.write import admission, conversation, corrections, repeats
+from hindsight_integrations.core.write import admission, corrections, repeats
 from hindsight_integrations.mcp import MemoryClient
 
 from .mcp_support import http_server
@@ -44,17 +46,20 @@ RULE_MODULES = (
     "write.admission",
     "language.slots",
     "language.values",
-    "language.value_patterns",
     "language.subjects",
+    "language.keys",
+    "language.sameness",
+    "language.speakers",
+    "language.text",
+    "language.tokens",
     "write.corrections",
     "write.repeats",
-    "language.sameness",
+    "write.supersede",
     "write.conversation",
-    "language.text",
     "working.compression",
     "recall.ranking",
-    "language.tokens",
     "recall.context",
+    "storage.lexical",
 )
 MEMORY_CHARS = 32_000  # the content limit is 32 KB
 WALK_CHARS = MEMORY_CHARS
@@ -77,12 +82,13 @@ def _rules_in(value: Any, seen: set[int], depth: int = 0) -> Iterator[Any]:
         for item in value.values():
             yield from _rules_in(item, seen, depth + 1)
     elif callable(getattr(value, "search", None)) and type(value).__module__.startswith("hindsight_integrations."):
-        yield value  # a rule object (slots._Followed): searched itself, and its patterns walked too
+        yield value  # a rule object (rules.Followed): searched itself, and its patterns walked too
         for item in vars(value).values():
             yield from _rules_in(item, seen, depth + 1)
 
 
-def _all_rules() -> list[tuple[str, Any]]:
+def _module_rules() -> list[tuple[str, Any]]:
+    """Compiled patterns and rule objects held by the rule modules themselves (there should be none)."""
     seen: set[int] = set()
     found = []
     for name in RULE_MODULES:
@@ -95,8 +101,16 @@ def _all_rules() -> list[tuple[str, Any]]:
             ):
                 continue
             for n, rule in enumerate(_rules_in(value, seen)):
-                found.append((f"{name.rsplit('.', 1)[-1]}.{attribute}#{n}", rule))
+                found.append((f"{name}.{attribute}#{n}", rule))
     return found
+
+
+def _pack_rules() -> list[tuple[str, Any]]:
+    """Every compiled rule of the packs (each pack alone, each set a text's scripts pick), once per distinct pattern."""
+    found: dict[str, tuple[str, Any]] = {}
+    for name, rule in rules.registry().compiled():
+        found.setdefault(repr(sorted((p.pattern, p.flags) for p in patterns_of(rule))), (name, rule))
+    return list(found.values())
 
 
 _CATEGORY_CHARS = {
@@ -152,24 +166,18 @@ def _literals(pattern: str, flags: int) -> tuple[set[str], set[str]]:
     return chars, words
 
 
-def _patterns_of(rule: Any) -> list[re.Pattern[str]]:
-    if isinstance(rule, re.Pattern):
-        return [rule]
-    return [p for value in vars(rule).values() for p in _rules_in(value, set()) if isinstance(p, re.Pattern)]
-
-
 def fragments(rule: Any, sampled: int = 30, most_words: int = 60) -> list[str]:
     """What a pathological string for ``rule`` repeats: the pattern's literal words (``email``,
     ``goodbye``, ``手机``), and a sample of its characters alone and after a letter, digit, space or
     capital (``a@``, ``a.``, ``1,``, ``A-``)."""
     chars: set[str] = set()
     words: set[str] = set()
-    for pattern in _patterns_of(rule):
+    for pattern in patterns_of(rule):
         more_chars, more_words = _literals(pattern.pattern, pattern.flags)
         chars |= more_chars
         words |= more_words
     always = {"a", "A", "1", " ", "a@", "a.", "1.", "1,", "A-", "a1", "a ", "1 ", "A "}
-    rng = random.Random(zlib.crc32(repr(sorted(p.pattern for p in _patterns_of(rule))).encode()))
+    rng = random.Random(zlib.crc32(repr(sorted(p.pattern for p in patterns_of(rule))).encode()))
     literal_words = sorted(words - always)
     if len(literal_words) > most_words:
         literal_words = sorted(rng.sample(literal_words, most_words))
@@ -177,24 +185,35 @@ def fragments(rule: Any, sampled: int = 30, most_words: int = 60) -> list[str]:
     return sorted(always) + literal_words + sorted(rng.sample(pairs, min(len(pairs), sampled)))
 
 
-RULES = _all_rules()
+RULES = _pack_rules()
 
 
 def test_the_walk_finds_the_rules_it_guards() -> None:
-    names = {name.split("#")[0] for name, _ in RULES}
+    names = {name.split(":", 1)[1].split(" #")[0] for name, _ in RULES}
     for expected in (
-        "admission._ACK",
-        "slots._SLOT_RULES",
-        "slots._CHANGE_CUE",
-        "values._EMAIL",  # imported from value_patterns: named where the walk meets it first
-        "values._ZH_COUNT",
-        "subjects._POSSESSIVE",
-        "text._SENTENCE_END",
-        "context._WORDS",
+        "admission.acknowledgement",
+        "en/slots.toml [[slot]]",
+        "zh/slots.toml [[slot]]",
+        "slots.change",
+        "values.email",
+        "values.zh_count",
+        "subjects.possessive",
+        "text.sentence_end",
+        "text.word_run",
     ):
         assert expected in names
-    assert any(type(rule).__name__ == "_Followed" for _, rule in RULES)  # rule objects are walked too
+    combined = {name.split(":", 1)[0] for name, _ in RULES}
+    assert any("en" in c.split("+") and "zh" in c.split("+") for c in combined)  # mixed-language rules too
+    walked = {name.split(":", 1)[0] for name, _ in rules.registry().compiled()}
+    picked = {"+".join(r.names) for r in rules.registry().combinations()}
+    assert {"+".join(rules.for_text(t).names) for t in ("Hi", "你好", "Hi 你好", "42")} <= picked <= walked
+    assert any(isinstance(rule, Followed) for _, rule in RULES)  # rule objects are walked too
     assert len(RULES) > 150
+
+
+def test_the_rule_modules_hold_no_pattern_of_their_own() -> None:
+    """The packs are the only place a pattern lives: a module-level pattern would escape the walk above."""
+    assert _module_rules() == []
 
 
 @pytest.mark.timeout(30)  # a few seconds at most here; a quadratic pattern takes minutes
@@ -218,6 +237,7 @@ _INLINE_PATTERN = re.compile(r"\bre\.(?:search|match|fullmatch|sub|subn|findall|
 def test_rule_modules_compile_every_pattern_where_the_walk_sees_it(name: str) -> None:
     """A pattern written inline in a function escapes the walk above: each one is a module constant."""
     source = Path(importlib.import_module(f"hindsight_integrations.core.{name}").__file__ or "").read_text()
+    assert "re.compile(" not in source
     assert not _INLINE_PATTERN.findall(source)
 
 
@@ -258,6 +278,7 @@ def _cold_caches() -> None:
         (values, "_span_values"),
         (text, "rule_spans"),
         (sameness, "_reading"),
+        (keys, "read"),
     ):
         cached = getattr(module, name, None)
         if cached is not None:
@@ -281,20 +302,20 @@ ENTRY_POINTS: dict[str, Callable[[str], object]] = {
     "owner_of": lambda t: subjects.owner_of(t, len(t)),
     "project_slot": lambda t: subjects.project_slot(t, "deadline"),
     "different_subjects": lambda t: subjects.different_subjects(t, PAIR[1]),
-    "value_shapes": corrections.value_shapes,
-    "reverses": lambda t: corrections.reverses(t, "I'm no longer " + t),
-    "negated": corrections.negated,
-    "reversal_key": corrections.reversal_key,
+    "value_shapes": keys.value_shapes,
+    "reverses": lambda t: sameness.reverses(t, "I'm no longer " + t),
+    "negated": keys.negated,
+    "reversal_key": keys.reversal_key,
     "inherited_slot": lambda t: corrections.inherited_slot(
         _record(t), [_record("My phone is 555-0100-0199", slot="user:phone"), _record(PAIR[0], slot="user:email")]
     ),
-    "polarity": repeats.polarity,
-    "normalised": repeats.normalised,
+    "polarity": keys.polarity,
+    "normalised": keys.normalised,
     "is_repeat": lambda t: repeats.is_repeat(_record(PAIR[0]), _record(t), 0.99, 0.9),
     "says_the_same": lambda t: sameness.says_the_same(t, PAIR[1]),
     "same_fact": lambda t: sameness.same_fact(_record(t), _record(PAIR[0])),
-    "speaker_of": conversation.speaker_of,
-    "spoken": conversation.spoken,
+    "speaker_of": speakers.speaker_of,
+    "spoken": speakers.spoken,
     "lexical_tokens": text.lexical_tokens,
     "query_terms": text.query_terms,
     "estimate_tokens": tokens.estimate_tokens,

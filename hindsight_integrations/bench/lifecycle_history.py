@@ -243,7 +243,7 @@ def build_history(weeks: int = WEEKS, *, seed: int = SEED) -> History:
 
 def normalised(text: str) -> str:
     """Text as the scripted LLM looks it up: a ``Name:`` label dropped, lower case, no spaces."""
-    from ..core.write.conversation import without_speaker
+    from ..core.language.speakers import without_speaker
 
     return "".join(without_speaker(text.strip()).lower().split())
 

@@ -1,4 +1,11 @@
-"""Whether two memories state one fact: what consolidation may put in one cluster (docs/architecture.md, "Upkeep").
+"""In what two memories agree or differ, and whether they state one fact (docs/architecture.md, "Writing", "Upkeep").
+
+One check, shared by the write path and upkeep: ``compare`` says, each part computed once and
+only when asked, whether two memories can be compared at all (``can_repeat``), whether their
+slots or entities differ, whether one turns the other round, whether their negations, values
+and subjects differ, and whether one says all the other says. ``repeats.is_repeat`` (a repeat:
+the same text, or close meaning with the same values and negations), ``supersede.rule_verdict``
+(an update) and consolidation's clustering (``same_frame``, ``joins``: one fact) read it.
 
 Embedding similarity cannot tell a restatement from a contrast. For MiniLM, "I prefer window
 seats on trains" is as close to "I prefer aisle seats on trains" (0.80) as to "I like sitting
@@ -7,9 +14,9 @@ prefer detailed answers" (0.78) than to "Keep your answers short, please" (0.55)
 therefore only nominates. Two memories state one fact when, as well:
 
 * they carry the same values (numbers, dates, codes, names, places: ``values.py``) and the same
-  negations ("no longer", "not": ``dedup.polarity``), and are not about different identifiers
+  negations ("no longer", "not": ``keys.polarity``), and are not about different identifiers
   or people's relatives (``subjects.different_subjects``);
-* their slots (``conflicts.detect_slot``) agree when both have one, and their entities overlap
+* their slots (``slots.detect_slot``) agree when both have one, and their entities overlap
   when both have some;
 * they speak of the same people: the same pronouns among I / we / he-she-they;
 * one says everything the other says, and at most as much again: the content words of one are
@@ -28,54 +35,131 @@ offline; that is the price of never joining a contrast.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
-from functools import lru_cache
+from functools import cached_property, lru_cache
 
-from ..model.records import MemoryRecord
-from ..write.repeats import can_repeat, polarity
+from ..model.records import Kind, MemoryRecord, Tier
+from .keys import negations, normalised, polarity, topic_words
+from .rules import clear_with_packs, every, for_text
 from .subjects import different_subjects
-from .values import same_values
+from .values import differing_values
 
 
-def _word_set(text: str) -> frozenset[str]:
-    return frozenset(text.split())
+def can_repeat(record: MemoryRecord) -> bool:
+    """Turns, summaries and working memory are never deduplicated (nor updated): each is its own moment."""
+    return record.kind not in (Kind.TURN, Kind.SUMMARY) and record.tier is not Tier.WORKING
 
 
-_SENTENCE_START = re.compile(r"(?:^|[.!?:]\s+)([A-Za-z]+)")
-_TOKEN = re.compile(r"[A-Za-z0-9]+(?:['’][A-Za-z]+)?|[\u3400-\u9fff]")
-# Words that say nothing of the fact itself: articles, auxiliaries, fillers, restatement cues.
-_FILLERS = _word_set(
-    """a an the is are am was were be been being to of on in at for by and or with that this these those it its
-    as so do does did have has had will would should could can may might shall please pls kindly always really
-    just also very quite remember remind said say told tell mentioned mention before already earlier once more
-    again definitely usually generally honestly actually basically truly still you your yours yourself
-    i me my mine myself we us our ours he him his she her hers they them their theirs
-    的 了 是 在 我 你 他 她 们 很 也 都 吧 呢 啊 请 就 还"""
-)
-# Verbs read as one: "I like X" and "I prefer X" state one preference; "hate" is its opposite.
-_SYNONYMS = {
-    **dict.fromkeys(["like", "likes", "love", "loves", "prefer", "prefers", "enjoy", "enjoys", "favour", "favor"], "+"),
-    **dict.fromkeys(["hate", "hates", "dislike", "dislikes", "detest", "loathe", "avoid", "avoids"], "-"),
-}
-_RELATIVES = _word_set(
-    """sister brother mother father mom mum dad wife husband partner son daughter friend boss manager colleague
-    cousin aunt uncle grandmother grandfather girlfriend boyfriend kid kids child children parent parents"""
-)
-_PEOPLE = {
-    "self": frozenset({"i", "me", "my", "mine", "myself"}),
-    "we": frozenset({"we", "us", "our", "ours", "ourselves"}),
-    "others": frozenset({"he", "him", "his", "she", "her", "hers", "they", "them", "their", "theirs"}),
-}
+def reversals() -> frozenset[str]:
+    """Words that reverse a statement when only one side has them: the packs' ``negations`` and ``reversals``."""
+    return every().words("negations", "reversals")
+
+
+def reverses(old: str, new: str) -> bool:
+    """Whether ``new`` says ``old`` turned around: the same topic words, a negation on one side only.
+
+    "I'm no longer allergic to peanuts" reverses "Lena: I'm allergic to peanuts"; "I'm not
+    allergic to cats" does not reverse "I'm allergic to peanuts" (other words).
+    """
+    return _turned_round(polarity(old) ^ polarity(new), old, new)
+
+
+def _turned_round(flipped: set[str], old: str, new: str) -> bool:
+    if not flipped & negations():
+        return False
+    before = topic_words(old)
+    return bool(before) and before == topic_words(new)
+
+
+class Comparison:
+    """In what memories ``a`` and ``b`` agree or differ; each part is computed when first asked, once."""
+
+    def __init__(self, a: MemoryRecord, b: MemoryRecord) -> None:
+        self.a = a
+        self.b = b
+
+    @cached_property
+    def comparable(self) -> bool:
+        """Both are statements that may repeat or update another (``can_repeat``)."""
+        return can_repeat(self.a) and can_repeat(self.b)
+
+    @cached_property
+    def different_slots(self) -> bool:
+        """Both set an attribute, not the same one."""
+        return bool(self.a.slot and self.b.slot and self.a.slot != self.b.slot)
+
+    @cached_property
+    def disjoint_entities(self) -> bool:
+        """Both name entities (speakers, projects), none in common: about different people or things."""
+        return bool(self.a.entities and self.b.entities and not set(self.a.entities) & set(self.b.entities))
+
+    @cached_property
+    def same_text(self) -> bool:
+        """The same text once normalised (``keys.normalised``): an exact repeat."""
+        return normalised(self.a.content) == normalised(self.b.content)
+
+    @cached_property
+    def flipped(self) -> set[str]:
+        """The negations and qualifiers only one of them has (``keys.polarity``)."""
+        return polarity(self.a.content) ^ polarity(self.b.content)
+
+    @property
+    def same_polarity(self) -> bool:
+        """The same negations and qualifiers."""
+        return not self.flipped
+
+    @cached_property
+    def differing_values(self) -> tuple[frozenset[str], frozenset[str]]:
+        """The values only ``a`` carries and those only ``b`` carries."""
+        return differing_values(self.a.content, self.b.content)
+
+    @property
+    def same_values(self) -> bool:
+        """The same values, in any order (two texts without values have the same)."""
+        only_a, only_b = self.differing_values
+        return not (only_a or only_b)
+
+    @cached_property
+    def different_subjects(self) -> bool:
+        """About different things: other identifiers, other people's relatives (``subjects``)."""
+        return different_subjects(self.a.content, self.b.content)
+
+    @cached_property
+    def reversal(self) -> bool:
+        """``b`` says ``a`` turned around (``reverses``)."""
+        return _turned_round(self.flipped, self.a.content, self.b.content)
+
+    @property
+    def same_frame(self) -> bool:
+        """Everything but the wording agrees: comparable, slots, entities, negations, values, subjects."""
+        return (
+            self.comparable
+            and not self.different_slots
+            and not self.disjoint_entities
+            and self.same_polarity
+            and self.same_values
+            and not self.different_subjects
+        )
+
+
+def compare(a: MemoryRecord, b: MemoryRecord) -> Comparison:
+    """In what ``a`` and ``b`` agree or differ (see ``Comparison``)."""
+    return Comparison(a, b)
+
+
+# The groups of people a statement speaks of (the packs' ``pronouns_<group>``).
+_PEOPLE = ("self", "we", "others")
 
 
 def _stem(word: str) -> str:
-    if word in _SYNONYMS:
-        return _SYNONYMS[word]
-    if len(word) > 4 and word.endswith("ies"):
-        return word[:-3] + "y"
-    if len(word) > 3 and word.endswith("s") and not word.endswith("ss"):
-        return word[:-1]
+    rules = every()
+    if word in rules.words("likes"):
+        return "+"  # "I like X" and "I prefer X" state one preference
+    if word in rules.words("dislikes"):
+        return "-"
+    plural = rules.pattern("sameness.plural")
+    if plural is not None and (match := plural.match(word)):  # "parties" and "party" say the same
+        return match.group("stem") + rules.mapping("plural_endings")[match.group("ending")]
     return word
 
 
@@ -85,15 +169,20 @@ def _reading(text: str) -> tuple[frozenset[str], frozenset[str], frozenset[str]]
     words: set[str] = set()
     named: set[str] = set()
     people: set[str] = set()
-    for match in _TOKEN.finditer(text):
+    rules = for_text(text)
+    fillers, verbs = rules.words("fillers"), rules.words("likes", "dislikes")
+    groups = [(group, rules.words(f"pronouns_{group}")) for group in _PEOPLE]
+    token = every().pattern("text.token")
+    assert token is not None  # common's
+    for match in token.finditer(text):
         raw = match.group(0)
         word = raw.lower().replace("’", "'").split("'")[0]
-        people.update(group for group, pronouns in _PEOPLE.items() if word in pronouns)
-        if word in _FILLERS:
+        people.update(group for group, pronouns in groups if word in pronouns)
+        if word in fillers:
             continue
         stem = _stem(word)
         words.add(stem)
-        if raw[:1].isupper() and word not in _SYNONYMS:
+        if raw[:1].isupper() and word not in verbs:
             named.add(stem)
     return frozenset(words), frozenset(named), frozenset(people)
 
@@ -123,29 +212,24 @@ def says_the_same(a: str, b: str) -> bool:
     if len(added) > len(core):
         return False
     # A name (capitalised where the sentence did not need it) or a relative changes whom it is about.
-    return not (added & _RELATIVES or added & (named - (named_a & named_b)) - _sentence_starts(a, b))
+    relatives = every().words("relatives")
+    return not (added & relatives or added & (named - (named_a & named_b)) - _sentence_starts(a, b))
 
 
 def _sentence_starts(*texts: str) -> set[str]:
     """Words capitalised only because they open a sentence (or follow a "Speaker:" label)."""
     out = set()
+    sentence_start = every().pattern("text.sentence_start")
+    assert sentence_start is not None  # common's
     for text in texts:
-        for match in _SENTENCE_START.finditer(text):
+        for match in sentence_start.finditer(text):
             out.add(_stem(match.group(1).lower()))
     return out
 
 
 def same_frame(a: MemoryRecord, b: MemoryRecord) -> bool:
     """Everything but the wording: both factual statements, same slot, entities, values, negations, subjects."""
-    if not (can_repeat(a) and can_repeat(b)):
-        return False
-    if a.slot and b.slot and a.slot != b.slot:
-        return False
-    if a.entities and b.entities and not set(a.entities) & set(b.entities):
-        return False
-    if polarity(a.content) != polarity(b.content) or not same_values(a.content, b.content):
-        return False
-    return not different_subjects(a.content, b.content)
+    return compare(a, b).same_frame
 
 
 def same_fact(a: MemoryRecord, b: MemoryRecord) -> bool:
@@ -167,4 +251,19 @@ def joins(members: Sequence[MemoryRecord], record: MemoryRecord) -> bool:
     return all(same_frame(m, record) for m in members) and says_the_same(core(members).content, record.content)
 
 
-__all__ = ["content_words", "core", "joins", "same_fact", "same_frame", "says_the_same"]
+clear_with_packs(_reading)
+
+
+__all__ = [
+    "Comparison",
+    "can_repeat",
+    "compare",
+    "content_words",
+    "core",
+    "joins",
+    "reversals",
+    "reverses",
+    "same_fact",
+    "same_frame",
+    "says_the_same",
+]

@@ -18,46 +18,18 @@ from __future__ import annotations
 
 import re
 
-from ..write.conversation import without_speaker
+from .rules import every, for_text
+from .speakers import without_speaker
 from .text import search_spans
 from .values import differing_values
 
-# Someone else's attribute: "Priya's new phone", "my sister's address", "Mateo changed his phone",
-# "Mateo has a new phone" (the text before the matched attribute words).
-# Words are at most 40 characters: a name, a relative or an attribute word is never longer, and
-# a bounded word keeps each try short (``[\w-]+`` from every start of "A-A-A-…" is quadratic).
-_POSSESSIVE = re.compile(r"\b(?!I\b)([A-Z][\w-]{1,40})['’]s\s+(?:[\w-]{1,40}\s+){0,2}$")
-_RELATIVE_POSSESSIVE = re.compile(r"\b(?:my|our)\s+([a-z]{1,40})['’]s\s+(?:[\w-]{1,40}\s+){0,2}$", re.I)
-_THIRD_PERSON = re.compile(
-    r"\A\s*(?!(?:I|We|My|Our|The|A|An|New|Update|Please|Call|Text|Reach|This|That|Here|It|Its|Now|So|And|But)\b)"
-    r"([A-Z][\w-]{1,40})\s+(?:(?:just|now|recently|finally|also|has|had|have)\s+){0,6}"
-    r"(?:(?:changed|updated|switched|got|gets|has|had|gave\s+me)\s+)?(?:his|her|their|a|an)\s+(?:new\s+)?$"
-)
+# What a deadline is for, tried in order: "deadline for the report", "the report deadline",
+# "the design doc ... is due" (the packs' ``subjects.due_*`` rules).
+_DUE_RULES = ("subjects.due_for", "subjects.due_named", "subjects.due_is")
 
-# "project Ember", "the Ember project": a project named, whose deadline and stack are its own.
-_NOT_NAMES = r"(?!(?:The|This|That|Our|My|Your|Their|Each|Every|Any|New|Next|Last|Same|Whole|Side)\b)"
-_PROJECT_NAME = re.compile(
-    rf"\b[Pp]roject\s+{_NOT_NAMES}([A-Z][\w-]{{0,40}})|\b{_NOT_NAMES}([A-Z][\w-]{{0,40}})\s+[Pp]roject\b"
-)
-# What a deadline is for: "deadline for the report", "the report deadline", "the design doc ... is due".
-_THING = r"((?:[a-z][\w-]{0,40}\s+){0,2}?[a-z][\w-]{0,40})"
-_DUE_THING = (
-    re.compile(
-        rf"\bdeadline\s+(?:for|of|on)\s+(?:the\s+|our\s+|my\s+|this\s+)?{_THING}"
-        r"(?=\s+(?:is|was|has|had|moved|got|changed|are|will|for|to|on|at|by)\b|\s*[.,;:!?]|\s*$)",
-        re.I,
-    ),
-    re.compile(rf"\b(?:the|our|my|this)\s+{_THING}\s+(?:deadline|due\s+date)\b", re.I),
-    re.compile(
-        rf"\b(?:the|our|my|this)\s+{_THING}\s+(?:for\s+project\s+[\w-]{{1,40}}\s+)?(?:is|are|was)\s+(?:now\s+)?due\b",
-        re.I,
-    ),
-)
-_NOT_DUE_THINGS = frozenset({"project", "new", "final", "current", "updated", "official", "hard", "the", "our", "my"})
-# An identifier: letters with a run of three or more digits (order, ticket, invoice numbers);
-# short version numbers ("v2", "v2.3.1") are values that change, not names.
-_IDENTIFIER = re.compile(r"^(?=[\w-]*[a-z])[\w-]*\d{3,}[\w-]*$")
-_RELATIVE_OF = re.compile(r"\b(?!I\b)([A-Z][\w-]{1,40})['’]s\s+([a-z]{1,40})\b")
+
+def _rule(text: str, name: str) -> re.Pattern[str] | None:
+    return for_text(text).pattern(name)
 
 
 def project_slot(content: str, attribute: str) -> str:
@@ -66,14 +38,15 @@ def project_slot(content: str, attribute: str) -> str:
     "The design doc for project Falcon is due on Sunday" and "the release notes for project
     Ember is due on Friday" are two deadlines, not one deadline changed.
     """
-    named = search_spans(_PROJECT_NAME, content)
+    named = search_spans(_rule(content, "subjects.project_name"), content)
     name = (named.group(1) or named.group(2)).lower() if named else None
     subject = f"project {name}" if name else "project"
     if attribute != "deadline":
         return f"{subject}:{attribute}"
-    for pattern in _DUE_THING:
-        if found := search_spans(pattern, content):
-            words = [w for w in found.group(1).lower().split() if w not in _NOT_DUE_THINGS and w != name]
+    not_things = every().words("not_due_things")
+    for rule in _DUE_RULES:
+        if found := search_spans(_rule(content, rule), content):
+            words = [w for w in found.group(1).lower().split() if w not in not_things and w != name]
             if words:
                 return f"{subject}:deadline of {' '.join(words)}"
     return f"{subject}:deadline"
@@ -82,9 +55,11 @@ def project_slot(content: str, attribute: str) -> str:
 def owner_of(content: str, start: int) -> str | None:
     """Who a "user" attribute starting at ``start`` belongs to when the text says it is someone else's."""
     before = content[:start]
-    if match := _POSSESSIVE.search(before) or _RELATIVE_POSSESSIVE.search(before):
-        return match.group(1).lower()
-    if match := _THIRD_PERSON.match(without_speaker(before)):
+    for name in ("subjects.possessive", "subjects.relative_possessive"):
+        if (pattern := _rule(before, name)) and (match := pattern.search(before)):
+            return match.group(1).lower()
+    said = without_speaker(before)
+    if (pattern := _rule(said, "subjects.third_person")) and (match := pattern.match(said)):
         return match.group(1).lower()
     return None
 
@@ -92,11 +67,18 @@ def owner_of(content: str, start: int) -> str | None:
 def different_subjects(a: str, b: str) -> bool:
     """Whether ``a`` and ``b`` name different things: other identifiers, or other people's relatives."""
     only_a, only_b = differing_values(a, b)
-    if any(_IDENTIFIER.match(v) for v in only_a) and any(_IDENTIFIER.match(v) for v in only_b):
+    identifier = every().pattern("shapes.identifier")
+    assert identifier is not None  # common's
+    if any(identifier.match(v) for v in only_a) and any(identifier.match(v) for v in only_b):
         return True
-    relatives_a = {m.group(0).lower() for m in _RELATIVE_OF.finditer(a)}
-    relatives_b = {m.group(0).lower() for m in _RELATIVE_OF.finditer(b)}
+    relatives_a, relatives_b = _relatives(a), _relatives(b)
     return bool(relatives_a and relatives_b and relatives_a.isdisjoint(relatives_b))
+
+
+def _relatives(text: str) -> set[str]:
+    """The named people's relatives (or things) a text mentions: "ivan's cousin"."""
+    pattern = _rule(text, "subjects.relative_of")
+    return {m.group(0).lower() for m in pattern.finditer(text)} if pattern else set()
 
 
 __all__ = ["different_subjects", "owner_of", "project_slot"]

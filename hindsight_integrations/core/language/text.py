@@ -12,166 +12,28 @@ from __future__ import annotations
 import re
 import unicodedata
 from functools import lru_cache
-from typing import Protocol
 
-_CJK_RUN = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]+")
-_WORD = re.compile(r"[^\W_]+(?:[-'._][^\W_]+)*", re.UNICODE)
-_JOINER = re.compile(r"[-'._]")
-_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
-# Where a sentence ends (with the spaces after it, so the next span starts at a word): one
-# punctuation character, then spaces consumed once, so finding the ends is linear.
-_SENTENCE_END = re.compile(r"[.!?;]\s+|[。！？；\n]\s*")
-_SOFT_BREAKS = frozenset(" \t\r\n\f\v,，、:：)）]")
+from .rules import Searcher, clear_with_packs, every
 
 SPAN_CHARS = 400
 """Longest span (in characters) a rule pattern is run on at once: a few sentences, far more than any rule reads."""
 
-STOPWORDS = frozenset(
-    [
-        "a",
-        "about",
-        "above",
-        "after",
-        "again",
-        "against",
-        "all",
-        "am",
-        "an",
-        "and",
-        "any",
-        "are",
-        "as",
-        "at",
-        "be",
-        "because",
-        "been",
-        "before",
-        "being",
-        "below",
-        "between",
-        "both",
-        "but",
-        "by",
-        "can",
-        "could",
-        "did",
-        "do",
-        "does",
-        "doing",
-        "down",
-        "during",
-        "each",
-        "few",
-        "for",
-        "from",
-        "further",
-        "had",
-        "has",
-        "have",
-        "having",
-        "he",
-        "her",
-        "here",
-        "hers",
-        "herself",
-        "him",
-        "himself",
-        "his",
-        "how",
-        "i",
-        "if",
-        "in",
-        "into",
-        "is",
-        "it",
-        "its",
-        "itself",
-        "just",
-        "me",
-        "more",
-        "most",
-        "my",
-        "myself",
-        "no",
-        "nor",
-        "not",
-        "now",
-        "of",
-        "off",
-        "on",
-        "once",
-        "only",
-        "or",
-        "other",
-        "our",
-        "ours",
-        "ourselves",
-        "out",
-        "over",
-        "own",
-        "same",
-        "she",
-        "should",
-        "so",
-        "some",
-        "such",
-        "than",
-        "that",
-        "the",
-        "their",
-        "theirs",
-        "them",
-        "themselves",
-        "then",
-        "there",
-        "these",
-        "they",
-        "this",
-        "those",
-        "through",
-        "to",
-        "too",
-        "under",
-        "until",
-        "up",
-        "very",
-        "was",
-        "we",
-        "were",
-        "what",
-        "when",
-        "where",
-        "which",
-        "while",
-        "who",
-        "whom",
-        "why",
-        "will",
-        "with",
-        "would",
-        "you",
-        "your",
-        "yours",
-        "yourself",
-        "yourselves",
-        "tell",
-        "told",
-        "say",
-        "said",
-        "also",
-        "ever",
-        "really",
-        "much",
-        "many",
-        "get",
-        "got",
-    ]
-)
+
+def _rule(name: str) -> re.Pattern[str]:
+    """A rule of the ``common`` pack: the same for every text."""
+    pattern = every().pattern(name)
+    assert pattern is not None  # common defines it
+    return pattern
+
+
+def stopwords() -> frozenset[str]:
+    """Words a query term never is (the packs' ``stopwords``)."""
+    return every().words("stopwords")
 
 
 def clean_text(text: str) -> str:
     """NFC-normalise and drop control characters (keeping newlines and tabs)."""
-    return _CONTROL.sub("", unicodedata.normalize("NFC", text))
+    return _rule("text.control").sub("", unicodedata.normalize("NFC", text))
 
 
 def lexical_tokens(text: str) -> list[str]:
@@ -183,7 +45,7 @@ def lexical_tokens(text: str) -> list[str]:
     tokens: list[str] = []
     pos = 0
     lowered = text.lower()
-    for match in _CJK_RUN.finditer(lowered):
+    for match in _rule("text.cjk_run").finditer(lowered):
         tokens.extend(_words(lowered[pos : match.start()]))
         run = match.group()
         if len(run) == 1:
@@ -197,29 +59,28 @@ def lexical_tokens(text: str) -> list[str]:
 
 def _words(text: str) -> list[str]:
     out = []
-    for word in _WORD.findall(text):
+    joiner = _rule("text.joiner")
+    for word in _rule("text.word").findall(text):
         out.append(word)
         if not word.isalnum():  # joined by - ' . or _ (``_WORD``'s other characters are all alphanumeric)
             # "ORD-7731-KX" should match "ord", "7731" and the whole token.
-            out.extend(part for part in _JOINER.split(word) if part)
+            out.extend(part for part in joiner.split(word) if part)
     return out
 
 
 def query_terms(text: str) -> list[str]:
     """Distinct content-bearing tokens of a query (stopwords removed, order kept)."""
     seen: dict[str, None] = {}
+    ignored = stopwords()
     for token in lexical_tokens(text):
-        if token not in STOPWORDS and token not in seen:
+        if token not in ignored and token not in seen:
             seen[token] = None
     return list(seen)
 
 
-class Searcher(Protocol):
-    """What a rule is to ``search_spans``: a compiled pattern, or anything with its ``search``."""
-
-    def search(self, string: str, pos: int = 0) -> re.Match[str] | None:
-        """The first match in ``string`` from ``pos``, or None."""
-        ...
+def sentences(text: str) -> list[str]:
+    """``text`` cut after each sentence's end mark (recall's trimming and compression's summary read sentences)."""
+    return _rule("text.sentence_split").split(text)
 
 
 @lru_cache(maxsize=256)
@@ -233,7 +94,7 @@ def rule_spans(text: str, limit: int = SPAN_CHARS) -> tuple[str, ...]:
     """
     if len(text) <= limit:
         return (text,)
-    ends = [m.end() for m in _SENTENCE_END.finditer(text)]
+    ends = [m.end() for m in _rule("text.sentence_end").finditer(text)]
     if not ends or ends[-1] != len(text):
         ends.append(len(text))
     spans: list[str] = []
@@ -257,20 +118,26 @@ def rule_spans(text: str, limit: int = SPAN_CHARS) -> tuple[str, ...]:
 
 def _soft_cut(text: str, start: int, limit: int) -> int:
     """Where a span of a long sentence from ``start`` ends: after a break in its second half, else at ``limit``."""
+    soft_breaks = every().words("soft_breaks")
     for index in range(start + limit, start + limit // 2, -1):
-        if text[index - 1] in _SOFT_BREAKS:
+        if text[index - 1] in soft_breaks:
             return index
     return start + limit
 
 
-def search_spans(rule: Searcher, text: str) -> re.Match[str] | None:
-    """The first match of ``rule`` in ``text``'s spans (``match.string`` is the span it was found in)."""
+def search_spans(rule: Searcher | None, text: str) -> re.Match[str] | None:
+    """The first match of ``rule`` (None: no match) in ``text``'s spans (``match.string`` is the span it is in)."""
+    if rule is None:
+        return None
     for span in rule_spans(text):
         if (match := rule.search(span)) is not None:
             return match
     return None
 
 
-def in_spans(rule: Searcher, text: str) -> bool:
+def in_spans(rule: Searcher | None, text: str) -> bool:
     """Whether ``rule`` matches in one of ``text``'s spans."""
     return search_spans(rule, text) is not None
+
+
+clear_with_packs(rule_spans)

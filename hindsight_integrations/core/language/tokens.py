@@ -7,11 +7,10 @@ model files. Where exact counts matter, ``TiktokenCounter`` uses a real BPE toke
 
 from __future__ import annotations
 
-import re
 from functools import lru_cache
 from typing import Protocol
 
-_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
+from .rules import every
 
 
 class TokenCounter(Protocol):
@@ -26,7 +25,8 @@ def estimate_tokens(text: str) -> int:
     """Cheap token estimate: CJK characters at 1.8 chars/token, the rest at 3.5."""
     if not text:
         return 0
-    cjk = len(_CJK.findall(text))
+    cjk_char = every().pattern("text.cjk_char")
+    cjk = len(cjk_char.findall(text)) if cjk_char else 0
     other = len(text) - cjk
     return max(1, round(cjk / 1.8 + other / 3.5))
 

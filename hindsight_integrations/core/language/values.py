@@ -22,8 +22,9 @@ what tells them apart is a handful of values. ``values_of`` pulls those out with
   sentence words (runs of them join: ``New York``), and a short list of major cities written
   in Chinese (``北京`` → ``beijing``) or with a place suffix after a locative (``在朝阳区``).
 
-The tables and patterns live in ``value_patterns.py``; this module holds the extractors that
-normalise their matches, the rule order, and the public API.
+The tables and patterns live in the language packs (``language/rules/*/values.toml``: ``common``
+for the shapes every language writes alike, ``en`` and ``zh`` for words and numerals); this
+module holds the extractors that normalise their matches, the order they run in, and the API.
 
 Each rule masks what it matched, so ``3pm`` is a time and not also the number 3. What the
 rules miss: names at a sentence start, Chinese personal names, spelled-out English numbers
@@ -37,54 +38,8 @@ from collections.abc import Callable, Iterator
 from decimal import Decimal, InvalidOperation
 from functools import lru_cache
 
+from .rules import Rules, clear_with_packs, every, for_text
 from .text import rule_spans
-from .value_patterns import (
-    _CAPITALISED,
-    _CLOCK_12,
-    _CLOCK_24,
-    _CODE,
-    _CURRENCIES,
-    _CURRENCY,
-    _DAY_MONTH,
-    _DIGIT_RUN,
-    _DOMAIN,
-    _EMAIL,
-    _EN_MONTH,
-    _EN_WEEKDAY,
-    _IP,
-    _ISO_DATE,
-    _MODAL_AFTER_MAY,
-    _MONTH_DAY,
-    _MONTH_NAMES,
-    _MONTHS,
-    _NOON,
-    _NOT_DIGIT,
-    _NOT_NAMES,
-    _PHONE,
-    _PLAIN_NUMBER,
-    _RELATIVE,
-    _RELATIVE_WORDS,
-    _SCALED,
-    _SCALES,
-    _SENTENCE_ENDS,
-    _SLASH_DATE,
-    _URL,
-    _URL_PREFIX,
-    _WEEKDAYS,
-    _ZH_BIG_UNITS,
-    _ZH_CITIES,
-    _ZH_CITY,
-    _ZH_COUNT,
-    _ZH_DATE,
-    _ZH_DIGITS,
-    _ZH_MONTH,
-    _ZH_PLACE,
-    _ZH_QUALIFIER,
-    _ZH_TIME,
-    _ZH_UNITS,
-    _ZH_WEEKDAY,
-    _ZH_WEEKDAYS,
-)
 
 MAX_NUMBER_DIGITS = 30
 """Longer runs of digits are kept as written: identifiers, not amounts (and ``int`` refuses over 4,300)."""
@@ -112,15 +67,17 @@ def _zh_number(text: str) -> int | None:
         return None
     if text.isdigit():
         return int(text)
+    rules = every()
+    digits, units, big_units = rules.mapping("digits"), rules.mapping("units"), rules.mapping("big_units")
     total, section, digit = 0, 0, None
     for char in text:
-        if char in _ZH_DIGITS:
-            digit = _ZH_DIGITS[char]
-        elif char in _ZH_UNITS:
-            section += (1 if digit is None else digit) * _ZH_UNITS[char]
+        if char in digits:
+            digit = digits[char]
+        elif char in units:
+            section += (1 if digit is None else digit) * units[char]
             digit = None
-        elif char in _ZH_BIG_UNITS:
-            total = (total + section + (digit or 0)) * _ZH_BIG_UNITS[char]
+        elif char in big_units:
+            total = (total + section + (digit or 0)) * big_units[char]
             section, digit = 0, None
         else:
             return None
@@ -146,7 +103,7 @@ Extractor = Callable[[re.Match[str]], Iterator[str]]
 
 
 def _url(m: re.Match[str]) -> Iterator[str]:
-    url = _URL_PREFIX.sub("", m.group(0).lower()).rstrip(".,;!?/")
+    url = _common("values.url_prefix").sub("", m.group(0).lower()).rstrip(".,;!?/")
     yield url
 
 
@@ -166,14 +123,14 @@ def _zh_date(m: re.Match[str]) -> Iterator[str]:
 
 
 def _day_month(m: re.Match[str]) -> Iterator[str]:
-    stamp = _month_day(_MONTHS[m.group(2).lower()], int(m.group(1)), m.group(3))
+    stamp = _month_day(every().mapping("months")[m.group(2).lower()], int(m.group(1)), m.group(3))
     yield stamp or m.group(0).lower()
 
 
 def _month_day_match(m: re.Match[str]) -> Iterator[str]:
-    if m.group(1) == "may":
+    if m.group(1) in every().words("modal_months"):
         return  # "may 3 people come": the modal verb
-    stamp = _month_day(_MONTHS[m.group(1).lower()], int(m.group(2)), m.group(3))
+    stamp = _month_day(every().mapping("months")[m.group(1).lower()], int(m.group(2)), m.group(3))
     yield stamp or m.group(0).lower()
 
 
@@ -184,8 +141,8 @@ def _slash_date(m: re.Match[str]) -> Iterator[str]:
 
 
 def _phone(m: re.Match[str]) -> Iterator[str]:
-    digits = _NOT_DIGIT.sub("", m.group(0))
-    groups = _DIGIT_RUN.findall(m.group(0))
+    digits = _common("values.not_digit").sub("", m.group(0))
+    groups = _common("values.digit_run").findall(m.group(0))
     years = len(groups) == 2 and all(len(g) == 4 and g[:2] in ("19", "20") for g in groups)
     if len(digits) >= 7 and not years:  # else a range ("10-20", "2023-2024"), left to the number rule
         yield digits
@@ -201,17 +158,18 @@ def _clock_24(m: re.Match[str]) -> Iterator[str]:
 
 
 def _noon(m: re.Match[str]) -> Iterator[str]:
-    yield "00:00" if m.group(1).lower() == "midnight" else "12:00"
+    yield every().mapping("named_times")[m.group(1).lower()]
 
 
 def _zh_time(m: re.Match[str]) -> Iterator[str]:
     period, hour_text, extra, minute_text = m.groups()
     hour = _zh_number(hour_text)
-    if hour is None or (not period and not extra and hour_text in ("一", "两")):
+    rules = every()
+    if hour is None or (not period and not extra and hour_text in rules.words("ambiguous_hours")):
         return  # "快一点", "两点建议": not a time
-    if (period in ("下午", "傍晚", "晚上") and hour < 12) or (period == "中午" and hour < 6):
-        hour += 12
-    minute = {"半": 30, "一刻": 15, "三刻": 45}.get(extra or "", 0)
+    if hour < rules.mapping("pm_periods").get(period or "", 0):
+        hour += 12  # 下午三点 is 15:00
+    minute = rules.mapping("minute_words").get(extra or "", 0)
     if minute_text:
         minute = _zh_number(minute_text) or 0
     clock = _clock(hour, minute)
@@ -220,7 +178,7 @@ def _zh_time(m: re.Match[str]) -> Iterator[str]:
 
 
 def _scaled(m: re.Match[str]) -> Iterator[str]:
-    yield _number(m.group(1), _SCALES[m.group(2).lower()])
+    yield _number(m.group(1), every().mapping("scales")[m.group(2).lower()])
 
 
 def _plain_number(m: re.Match[str]) -> Iterator[str]:
@@ -228,89 +186,106 @@ def _plain_number(m: re.Match[str]) -> Iterator[str]:
 
 
 def _currency(m: re.Match[str]) -> Iterator[str]:
-    yield _CURRENCIES[m.group(0).strip().lower()]
+    rules = every()
+    word = m.group(0).strip().lower()
+    yield rules.mapping("currencies").get(word) or rules.mapping("counted_currencies")[word]
 
 
 def _zh_weekday(m: re.Match[str]) -> Iterator[str]:
-    qualifier = _ZH_QUALIFIER[(m.group(1) or "").rstrip("个")]
-    yield f"{qualifier} {_ZH_WEEKDAYS[m.group(2)]}".strip()
+    rules = every()
+    qualifier = rules.mapping("zh_qualifiers")[m.group(1) or ""]
+    yield f"{qualifier} {rules.mapping('zh_weekdays')[m.group(2)]}".strip()
 
 
 def _en_weekday(m: re.Match[str]) -> Iterator[str]:
     word = m.group(2)
-    if len(word) <= 4 and word.lower() not in ("tues", "thur") and not word[0].isupper():
+    rules = every()
+    if len(word) <= 4 and word.lower() not in rules.words("lower_case_weekdays") and not word[0].isupper():
         return  # "sun", "sat", "wed" in lower case are words, not days
-    qualifier = (m.group(1) or "").lower()
-    qualifier = "" if qualifier in ("this", "coming") else qualifier
-    yield f"{qualifier} {_WEEKDAYS[word.lower()]}".strip()
+    qualifier = rules.mapping("weekday_qualifiers")[m.group(1).lower()] if m.group(1) else ""  # "this Friday" is Friday
+    yield f"{qualifier} {rules.mapping('weekdays')[word.lower()]}".strip()
 
 
 def _relative(m: re.Match[str]) -> Iterator[str]:
-    yield _RELATIVE[" ".join(m.group(0).lower().split())]
+    words = " ".join(m.group(0).lower().split())
+    yield every().mapping("relative").get(words, words)  # English words are their own normal form
 
 
 def _en_month(m: re.Match[str]) -> Iterator[str]:
     word = m.group(1)
-    if word.lower() == "may" and not word[0].isupper():
-        return  # the modal verb
-    if word == "May" and _MODAL_AFTER_MAY.match(m.string, m.end()):
+    if word.lower() not in every().words("modal_months"):
+        yield word.lower()
         return
+    if not word[0].isupper():
+        return  # the modal verb
+    modal = for_text(word).pattern("values.modal_after_may")
+    if word == word.capitalize() and modal is not None and modal.match(m.string, m.end()):
+        return  # "May I ask": the verb opening a question
     yield word.lower()
 
 
 def _zh_month(m: re.Match[str]) -> Iterator[str]:
     month = _zh_number(m.group(1))
     if month and 1 <= month <= 12:
-        yield _MONTH_NAMES[month - 1]
+        yield every().lexicon("month_names")[month - 1]
 
 
 def _zh_count(m: re.Match[str]) -> Iterator[str]:
     value = _zh_number(m.group(2) or m.group(3))
-    if value is not None and (m.group(2) or "x")[0] not in "万亿千百":
+    if value is not None and (m.group(2) or "x")[0] not in every().words("not_count_starts"):
         yield str(value)
 
 
 def _zh_city(m: re.Match[str]) -> Iterator[str]:
-    yield _ZH_CITIES[m.group(0)]
+    yield every().mapping("cities")[m.group(0)]
 
 
 def _zh_place(m: re.Match[str]) -> Iterator[str]:
     yield m.group(1)
 
 
-# Order matters: each rule masks its matches before the next one runs.
-_RULES: tuple[tuple[re.Pattern[str], Extractor], ...] = (
-    (_URL, _url),
-    (_EMAIL, _whole),
-    (_DOMAIN, _url),
-    (_ISO_DATE, _iso_date),
-    (_ZH_DATE, _zh_date),
-    (_DAY_MONTH, _day_month),
-    (_MONTH_DAY, _month_day_match),
-    (_SLASH_DATE, _slash_date),
-    (_IP, _whole),
-    (_PHONE, _phone),
-    (_CLOCK_12, _clock_12),
-    (_CLOCK_24, _clock_24),
-    (_NOON, _noon),
-    (_ZH_TIME, _zh_time),
-    (_CURRENCY, _currency),
-    (_SCALED, _scaled),
-    (_CODE, _whole),
-    (_PLAIN_NUMBER, _plain_number),
-    (_ZH_WEEKDAY, _zh_weekday),
-    (_EN_WEEKDAY, _en_weekday),
-    (_RELATIVE_WORDS, _relative),
-    (_EN_MONTH, _en_month),
-    (_ZH_MONTH, _zh_month),
-    (_ZH_COUNT, _zh_count),
-    (_ZH_CITY, _zh_city),
-    (_ZH_PLACE, _zh_place),
+# The kinds of value in the order they are read: each masks its matches before the next one
+# runs. A kind is the packs' rule ``values.<kind>``; a text gets the kinds of its scripts' packs.
+_KINDS: tuple[tuple[str, Extractor], ...] = (
+    ("url", _url),
+    ("email", _whole),
+    ("domain", _url),
+    ("iso_date", _iso_date),
+    ("zh_date", _zh_date),
+    ("day_month", _day_month),
+    ("month_day", _month_day_match),
+    ("slash_date", _slash_date),
+    ("ip", _whole),
+    ("phone", _phone),
+    ("clock_12", _clock_12),
+    ("clock_24", _clock_24),
+    ("noon", _noon),
+    ("zh_time", _zh_time),
+    ("currency", _currency),
+    ("scaled", _scaled),
+    ("code", _whole),
+    ("plain_number", _plain_number),
+    ("zh_weekday", _zh_weekday),
+    ("en_weekday", _en_weekday),
+    ("relative", _relative),
+    ("en_month", _en_month),
+    ("zh_month", _zh_month),
+    ("zh_count", _zh_count),
+    ("zh_city", _zh_city),
+    ("zh_place", _zh_place),
 )
 
-# Rules that only ever match Chinese text, skipped (with their cost) for text without any.
-_CJK_ONLY = frozenset({_ZH_DATE, _ZH_TIME, _ZH_WEEKDAY, _ZH_MONTH, _ZH_COUNT, _ZH_CITY, _ZH_PLACE})
-_CJK = re.compile(r"[\u3000-\u9fff]")
+
+def _common(name: str) -> re.Pattern[str]:
+    pattern = every().pattern(name)
+    assert pattern is not None  # common's
+    return pattern
+
+
+@lru_cache(maxsize=16)
+def _rules_of(rules: Rules) -> tuple[tuple[re.Pattern[str], Extractor], ...]:
+    """The value rules of a combination of packs, in reading order."""
+    return tuple((p, extract) for kind, extract in _KINDS if (p := rules.pattern(f"values.{kind}")) is not None)
 
 
 def _apply(pattern: re.Pattern[str], extract: Extractor, text: str, found: set[str]) -> str:
@@ -335,23 +310,29 @@ def _at_sentence_start(text: str, start: int) -> bool:
     index = start - 1
     while index >= 0 and text[index] in " \t":
         index -= 1
-    return index < 0 or text[index] in _SENTENCE_ENDS
+    return index < 0 or text[index] in every().words("sentence_ends")
 
 
 def _names(text: str) -> Iterator[str]:
     """Runs of capitalised words, minus a sentence's first word and common sentence words."""
-    for match in _CAPITALISED.finditer(text):
+    capitalised = for_text(text).pattern("values.names")
+    if capitalised is None:
+        return
+    rules = every()
+    not_names, endings = rules.words("not_names"), rules.lexicon("possessive_endings")
+    for match in capitalised.finditer(text):
         words = match.group(0).split()
         if _at_sentence_start(text, match.start()):
             words = words[1:]
         run: list[str] = []
         for word in [*words, ""]:
             cleaned = word.strip("'’-").lower()
-            if cleaned and cleaned not in _NOT_NAMES and not cleaned.endswith(("'s", "’s")):
+            owner = next((cleaned[: -len(e)] for e in endings if cleaned.endswith(e)), None)  # "ivan's": ivan
+            if cleaned and cleaned not in not_names and owner is None:
                 run.append(cleaned)
                 continue
-            if cleaned.endswith(("'s", "’s")) and cleaned[:-2] not in _NOT_NAMES:
-                run.append(cleaned[:-2])
+            if owner is not None and owner not in not_names:
+                run.append(owner)
             if run:
                 yield " ".join(run)
             run = []
@@ -373,10 +354,8 @@ def values_of(text: str) -> frozenset[str]:
 @lru_cache(maxsize=4096)
 def _span_values(text: str) -> frozenset[str]:
     found: set[str] = set()
-    has_cjk = _CJK.search(text) is not None
-    for pattern, extract in _RULES:
-        if has_cjk or pattern not in _CJK_ONLY:
-            text = _apply(pattern, extract, text, found)
+    for pattern, extract in _rules_of(for_text(text)):
+        text = _apply(pattern, extract, text, found)
     found.update(_names(text))
     return frozenset(found)
 
@@ -390,6 +369,9 @@ def differing_values(a: str, b: str) -> tuple[frozenset[str], frozenset[str]]:
     """The values only ``a`` carries and those only ``b`` carries."""
     left, right = values_of(a), values_of(b)
     return left - right, right - left
+
+
+clear_with_packs(values_of, _span_values)
 
 
 __all__ = ["differing_values", "same_values", "values_of"]

@@ -11,17 +11,15 @@ relevant lines beat five long ones.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Callable, Sequence
 
-from ..language.text import query_terms
+from ..language.rules import every
+from ..language.text import query_terms, sentences
 from ..language.tokens import TokenCounter, estimate_tokens
 from ..model.records import MemoryRecord, Status
 
 CONTEXT_HEADER = "### Quoted memories from earlier conversations (oldest first)"  # quoted: see ``quoted``
 CONTEXT_FOOTER = "### End of memories. The current conversation follows."
-_SENTENCE = re.compile(r"(?<=[.!?。！？])\s+")
-_WORDS = re.compile(r"\w+")
 _LINE_BREAKS = ("\u0085", "\u2028", "\u2029")  # str.splitlines breaks on these; json.dumps keeps them
 # Characters json.dumps keeps that change how the text around them is *displayed*: the
 # bidirectional controls (Unicode's Bidi_Control: embeddings, overrides, isolates, marks), the
@@ -78,9 +76,11 @@ class _Trimmable:
 
     def __init__(self, text: str, terms: Sequence[str]) -> None:
         self.text = text
-        self._sentences = [s for s in _SENTENCE.split(text) if s]
+        self._sentences = [s for s in sentences(text) if s]
         prefixes = {t[:5] for t in terms}
-        matches = [sum(w[:5] in prefixes for w in _WORDS.findall(s.lower())) for s in self._sentences]
+        words = every().pattern("text.word_run")
+        assert words is not None  # common's
+        matches = [sum(w[:5] in prefixes for w in words.findall(s.lower())) for s in self._sentences]
         self._ranked = sorted(range(len(self._sentences)), key=lambda i: (-matches[i], i))
 
     def within(self, max_chars: int) -> str:

@@ -28,6 +28,7 @@ from datetime import datetime
 import numpy as np
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field
 
+from ..language.rules import for_text
 from ..model.records import MemoryRecord, to_epoch
 from ..model.results import RecallHit
 from ..storage.field_index import MemoryFacts
@@ -109,10 +110,11 @@ class Ranked:
         )
 
 
-_PRESENT = re.compile(
-    r"\b(now|nowadays|currently|current|still|these days|at the moment|right now|today|anymore|latest)\b"
-    r"|现在|目前|如今|当前|还在|最近"
-)
+def asks_for_present(query: str) -> bool:
+    """Whether a query asks for the present ("where does she live now", 现在): the packs' ``recall.present``."""
+    lowered = query.lower()
+    pattern = for_text(lowered).pattern("recall.present")
+    return pattern is not None and pattern.search(lowered) is not None
 
 
 def _below_successors(score: np.ndarray, candidates: Sequence[Candidate]) -> None:
@@ -212,7 +214,7 @@ def rank(
         np.log1p(np.array([f.access_count for f in facts], dtype=np.float64)) / math.log1p(weights.access_saturation),
     )
     importance = np.array([f.importance for f in facts], dtype=np.float64)
-    recency_weight = weights.recency * (2.0 if _PRESENT.search(query.lower()) else 1.0)
+    recency_weight = weights.recency * (2.0 if asks_for_present(query) else 1.0)
     total = (weights.similarity + recency_weight + weights.importance + weights.access) or 1.0
     score = (
         weights.similarity * relevance

@@ -23,9 +23,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from ..language.keys import index_keys
 from ..model.records import FAR_FUTURE
-from ..write.corrections import negated, reversal_key
-from ..write.repeats import normalised
 from .indexing import has_frame
 
 _FILTER_KEYS = frozenset(
@@ -55,9 +54,9 @@ class MemoryFacts:
     superseded_by: str | None = None
     slot: str | None = None
     supersedes: tuple[str, ...] = ()  # stored memories this one made history (``SUPERSEDES_KEY``)
-    text_key: int = 0  # hash of the normalised content (``text_key``), for long-term memories only
-    negated: bool = False  # carries a negation (``corrections.negated``): one side of a possible reversal
-    reversal_key: int = 0  # what it is about (``corrections.reversal_key``), long-term memories only
+    text_key: int = 0  # hash of the normalised content (``keys.text_key``), for long-term memories only
+    negated: bool = False  # carries a negation (``keys.negated``): one side of a possible reversal
+    reversal_key: int = 0  # what it is about (``keys.reversal_key``), long-term memories only
     consolidated_into: str | None = None  # the semantic memory distilled from this one (``consolidation.py``)
 
     @property
@@ -68,8 +67,8 @@ class MemoryFacts:
     @classmethod
     def from_fields(cls, fields: dict[str, Any]) -> MemoryFacts:
         """From a record's flat view (``records.unpack``)."""
-        content = str(fields.get("content") or "")
-        long_term = fields.get("tier") != "working"
+        # The language layer reads a text's keys; the index only keeps them.
+        keys = index_keys(str(fields.get("content") or "")) if fields.get("tier") != "working" else None
         return cls(
             tier=sys.intern(str(fields.get("tier", ""))),
             kind=sys.intern(str(fields.get("kind", ""))),
@@ -86,9 +85,9 @@ class MemoryFacts:
             superseded_by=fields.get("superseded_by"),
             slot=fields.get("slot") or None,
             supersedes=tuple(filter(None, str(fields.get(f"m.{SUPERSEDES_KEY}") or "").split(","))),
-            text_key=text_key(content) if long_term else 0,
-            negated=long_term and negated(content),
-            reversal_key=reversal_key(content) if long_term else 0,
+            text_key=keys.text_key if keys else 0,
+            negated=keys.negated if keys else False,
+            reversal_key=keys.reversal_key if keys else 0,
             consolidated_into=fields.get("consolidated_into") or None,
         )
 
@@ -98,15 +97,6 @@ class MemoryFacts:
             raise KeyError(f"{key!r} is not kept in MemoryFacts; check the record's metadata instead")
         value = getattr(self, key)
         return default if value is None else value
-
-
-def text_key(content: str) -> int:
-    """What two texts share when they are the same repeat for dedup (``dedup.normalised``), as a hash.
-
-    A write compares a new memory with its nearest stored ones; with this key it knows, before
-    reading any of them from Chroma, which far-off neighbours are exact repeats after all.
-    """
-    return hash(normalised(content))
 
 
 class FactsIndex:
@@ -195,7 +185,7 @@ class FactsIndex:
     def slot_mates(self, slot: str, entities: Sequence[str], *, limit: int) -> list[str]:
         """The ``limit`` latest active long-term memories in ``slot`` that may be about the same entity.
 
-        Memories about disjoint entities never update each other (``updates.rule_verdict``), and
+        Memories about disjoint entities never update each other (``supersede.rule_verdict``), and
         among the rest each update leaves one current value, so the latest few are all a new
         memory can update; the cap keeps a slot shared by thousands of memories cheap.
         """
@@ -226,4 +216,4 @@ class FactsIndex:
                     self._facts[memory_id] = replace(found, access_count=found.access_count + n)
 
 
-__all__ = ["FactsIndex", "MemoryFacts", "text_key"]
+__all__ = ["FactsIndex", "MemoryFacts"]

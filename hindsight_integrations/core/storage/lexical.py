@@ -21,18 +21,29 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterable
+from functools import lru_cache
 
 import bm25s
 import numpy as np
 import Stemmer
 
+from ..language.rules import clear_with_packs, every
 from ..language.text import lexical_tokens, query_terms
 
-_stemmer = Stemmer.Stemmer("english")
+
+@lru_cache(maxsize=1)
+def _stemmer() -> Stemmer.Stemmer | None:
+    """The stemmer of the packs' first language that names one (English's ``stemmer = "english"``).
+
+    One stemmer for the whole index, as its tokens are compared across texts of any language.
+    """
+    name = every().property("stemmer")
+    return Stemmer.Stemmer(name) if name else None
 
 
 def _stem(tokens: list[str]) -> list[str]:
-    return _stemmer.stemWords(tokens)
+    stemmer = _stemmer()
+    return stemmer.stemWords(tokens) if stemmer else tokens
 
 
 # (body tokens, context tokens). Tuples of strings, unlike lists, drop out of the garbage
@@ -178,3 +189,6 @@ def _top(segment: _Segment, terms: list[str], limit: int) -> list[tuple[str, flo
     hits = [(segment.ids[i], float(scores[i])) for i in matched]
     hits.sort(key=lambda hit: hit[1], reverse=True)
     return hits
+
+
+clear_with_packs(_stemmer)

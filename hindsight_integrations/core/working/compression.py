@@ -17,11 +17,11 @@ configured the summary is the LLM's, falling back to the extractive one on any f
 from __future__ import annotations
 
 import logging
-import re
 from collections.abc import Sequence
 from datetime import datetime
 
 from ..errors import LLMError
+from ..language.text import sentences
 from ..model.records import Kind, MemoryRecord, Role, Source, Status, Tier
 from ..model.results import CompressionResult
 from ..parts import EngineParts
@@ -30,8 +30,6 @@ from ..storage.namespace_store import NamespaceStore
 from ..write.admission import assess
 
 log = logging.getLogger("hindsight.compression")
-
-_SENTENCE = re.compile(r"(?<=[.!?。！？])\s+")
 
 
 def transcript(turns: Sequence[MemoryRecord]) -> str:
@@ -47,7 +45,7 @@ def extractive_summary(turns: Sequence[MemoryRecord], max_words: int = 80, *, fa
     """
     scored: list[tuple[float, int, str]] = []
     for order, turn in enumerate(turns):
-        for sentence in _SENTENCE.split(turn.content.strip()):
+        for sentence in sentences(turn.content.strip()):
             sentence = sentence.strip()
             if not sentence:
                 continue
@@ -56,7 +54,7 @@ def extractive_summary(turns: Sequence[MemoryRecord], max_words: int = 80, *, fa
                 scored.append((decision.importance, order, f"{turn.role.value}: {sentence}"))
     if not scored and fallback:
         scored = [
-            (0.1, order, f"{t.role.value}: {_SENTENCE.split(t.content.strip())[0]}")
+            (0.1, order, f"{t.role.value}: {sentences(t.content.strip())[0]}")
             for order, t in enumerate(turns)
             if t.role is Role.USER and t.content.strip()
         ]

@@ -9,57 +9,18 @@ as context and its speaker as an entity is recalled far more often than the bare
 So a memory stored on its own (one item per call, as a conversation is written) with a
 ``session_id`` and no ``context`` gets the session's preceding items (as written to this
 process: a hint, so another replica's writes may be missing), and one whose text starts with
-a name and a colon gets that name as an entity. Batches are imports: they carry their own
+a name and a colon gets that name as an entity (``language.speakers``). Batches are imports: they carry their own
 context if they want one, and embedding a framed text for every item would halve their speed.
 """
 
 from __future__ import annotations
 
-import re
 import threading
 from collections import OrderedDict, deque
-
-from ..language.text import SPAN_CHARS
 
 NEIGHBOURS_BEFORE = 2
 NEIGHBOUR_CHARS = 600  # per neighbour: enough for the embedding (256 word pieces), no more
 _MAX_SESSIONS = 10_000
-
-_SPEAKER = re.compile(r"^\s*([A-Z][\w'.-]{0,30}(?: [A-Z][\w'.-]{0,30}){0,2})\s?:\s+\S")
-# Labels that start a line like a speaker does but name none.
-_NOT_SPEAKERS = frozenset(
-    {
-        "update", "correction", "note", "notes", "error", "warning", "todo", "fixme", "reminder", "important",
-        "summary", "question", "answer", "q", "a", "re", "fyi", "ps", "tip", "info", "debug", "traceback", "user",
-        "assistant", "system", "tool", "human", "ai", "bot", "edit", "context", "decision", "action", "result",
-        "status", "goal", "task", "subject", "title", "date", "time", "location", "address", "phone", "email",
-    }
-)  # fmt: skip
-
-
-def speaker_of(text: str) -> str | None:
-    """The name a transcript line starts with ("Caroline: ..."), if it names someone."""
-    match = _SPEAKER.match(text, 0, SPAN_CHARS)  # a label opens the text: no need to read further
-    if match is None:
-        return None
-    name = match.group(1)
-    return None if name.lower() in _NOT_SPEAKERS else name
-
-
-def without_speaker(text: str) -> str:
-    """``text`` after a leading "Name: " label, if it has one (what was said, not who said it)."""
-    match = _SPEAKER.match(text, 0, SPAN_CHARS)
-    return text[match.end() - 1 :] if match else text
-
-
-def spoken(text: str) -> str:
-    """What a transcript line says, without the speaker's name ("Lena: Hi!" says "Hi!").
-
-    Only a name is dropped, never a label ("Update: …", "Correction: …" say something), so the
-    write filter judges "Hi!" as a greeting and "Please use metric units" as an instruction
-    whether or not a speaker's name comes first.
-    """
-    return without_speaker(text) if speaker_of(text) else text
 
 
 class SessionNeighbours:
@@ -88,4 +49,4 @@ class SessionNeighbours:
                 self._recent.popitem(last=False)
 
 
-__all__ = ["NEIGHBOURS_BEFORE", "NEIGHBOUR_CHARS", "SessionNeighbours", "speaker_of", "spoken", "without_speaker"]
+__all__ = ["NEIGHBOURS_BEFORE", "NEIGHBOUR_CHARS", "SessionNeighbours"]

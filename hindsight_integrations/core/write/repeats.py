@@ -4,7 +4,7 @@ Embedding similarity alone cannot tell a repeat from a different fact: "meeting 
 3pm" and "meeting on Thursday at 3pm" are 0.97 apart for MiniLM, and so are two invoices that
 differ only in their number and amount. A new memory is a repeat only when its normalised text
 equals the stored one's, or when it is near-identical in meaning *and* carries the same values
-(numbers, dates, weekdays, amounts, codes, names: ``values.same_values``).
+(numbers, dates, weekdays, amounts, codes, names): ``language.sameness.compare`` says.
 
 A repeat never rewrites the stored memory's content or metadata. It reinforces it (importance
 is the higher of the two, the access count grows by one) and is appended to its ``sources``:
@@ -14,53 +14,25 @@ undone from the record alone (``split_source``).
 
 from __future__ import annotations
 
-import re
-import unicodedata
 from datetime import datetime
 from typing import Any
 
-from ..language.values import same_values
-from ..model.records import Kind, MemoryRecord, Tier
-
-# Words that flip or qualify a statement without changing its embedding much: "I am allergic"
-# and "I am no longer allergic" are 0.94 apart. Texts that differ in them are never repeats.
-_POLARITY = re.compile(
-    r"\b(no longer|any more|anymore|not|never|no|again|none|nothing|without|cancell?ed|stopped|quit|former|ex)\b"
-    r"|n't|不再|不|没|别|再|取消|停",
-)
-_PUNCTUATION = re.compile(r"[^\w\s]", re.UNICODE)
-_SPACE = re.compile(r"\s+")
-
-
-def normalised(text: str) -> str:
-    """Text compared for exact repeats: NFKC, lower case, punctuation dropped, spaces collapsed."""
-    folded = unicodedata.normalize("NFKC", text).casefold()
-    return _SPACE.sub(" ", _PUNCTUATION.sub(" ", folded)).strip()
-
-
-def can_repeat(record: MemoryRecord) -> bool:
-    """Turns, summaries and working memory are never deduplicated: each is its own moment."""
-    return record.kind not in (Kind.TURN, Kind.SUMMARY) and record.tier is not Tier.WORKING
+from ..language.sameness import compare
+from ..model.records import MemoryRecord
 
 
 def is_repeat(existing: MemoryRecord, new: MemoryRecord, similarity: float, threshold: float) -> bool:
-    """Whether ``new`` says what ``existing`` says: the same text, or the same meaning with the same values."""
-    if not (can_repeat(existing) and can_repeat(new)):
+    """Whether ``new`` says what ``existing`` says: the same text, or the same meaning with the same values.
+
+    The same meaning also needs the same negations and qualifiers ("I am allergic" and "I am no
+    longer allergic" are 0.94 apart); memories of different slots are never repeats.
+    """
+    same = compare(existing, new)
+    if not same.comparable or same.different_slots:
         return False
-    if existing.slot and new.slot and existing.slot != new.slot:
-        return False
-    if normalised(existing.content) == normalised(new.content):
+    if same.same_text:
         return True
-    return (
-        similarity >= threshold
-        and polarity(existing.content) == polarity(new.content)
-        and same_values(existing.content, new.content)
-    )
-
-
-def polarity(text: str) -> set[str]:
-    """The negations and qualifiers ("no longer", "again", 不再...) a text contains."""
-    return {m.group(0) for m in _POLARITY.finditer(text.lower())}
+    return similarity >= threshold and same.same_polarity and same.same_values
 
 
 def source_entry(record: MemoryRecord, now: datetime) -> dict[str, Any]:
@@ -100,4 +72,4 @@ def reinforce(existing: MemoryRecord, repeat: MemoryRecord, now: datetime) -> Me
     )
 
 
-__all__ = ["can_repeat", "is_repeat", "normalised", "polarity", "reinforce", "source_entry"]
+__all__ = ["is_repeat", "reinforce", "source_entry"]

@@ -1,10 +1,10 @@
 """Whether a new memory updates a stored one, and which of the two is current (docs/architecture.md, "Writing").
 
 A new memory is compared with its nearest active memories. It *updates* one when both set the
-same subject/attribute slot (``conflicts.detect_slot``: where someone lives, works, their
+same subject/attribute slot (``slots.detect_slot``: where someone lives, works, their
 phone, a project's database, a deadline...), or when the two are close in meaning and the new
 one signals a change ("moved to", "no longer", "new", "again", 改成, 搬到, 不再...,
-``conflicts.change_cue``) *and* says something else: a different value (``values.py``) or the
+``slots.change_cue``) *and* says something else: a different value (``values.py``) or the
 opposite ("no longer", "again"). Memories about different entities (two speakers, two
 projects) never update each other, and neither do close statements about different things
 (other identifiers, other people's relatives: ``subjects.different_subjects``). With an LLM configured, the
@@ -28,35 +28,15 @@ from datetime import datetime
 from enum import Enum
 
 from ..errors import LLMError
-from ..language.slots import change_cue
-from ..language.subjects import different_subjects
-from ..language.values import differing_values
+from ..language.keys import read
+from ..language.sameness import can_repeat, compare, reversals
 from ..llm import LLMClient
 from ..model.records import MemoryRecord, Role, Status
 from ..redaction import describe_error
-from .corrections import reverses
-from .repeats import can_repeat, polarity
 
 log = logging.getLogger("hindsight.updates")
 
 PROTECTED_IMPORTANCE = 0.9
-# Negations that reverse a statement when only one side has them ("no matter" does not).
-_REVERSALS = frozenset(
-    {
-        "not",
-        "n't",
-        "never",
-        "no longer",
-        "anymore",
-        "any more",
-        "again",
-        "cancelled",
-        "canceled",
-        "stopped",
-        "不再",
-        "取消",
-    }
-)
 
 
 class Verdict(str, Enum):
@@ -83,19 +63,20 @@ def is_low_trust(record: MemoryRecord, *, trusted: bool) -> bool:
 
 def rule_verdict(existing: MemoryRecord, new: MemoryRecord, similarity: float, threshold: float) -> Verdict:
     """The offline judgement: an update when slots match, or close meaning plus a change cue."""
-    if not (can_repeat(existing) and can_repeat(new)) or existing.id == new.id:
+    same = compare(existing, new)
+    if not same.comparable or existing.id == new.id:
         return Verdict.KEEP_BOTH
-    if existing.entities and new.entities and not set(existing.entities) & set(new.entities):
+    if same.disjoint_entities:
         return Verdict.KEEP_BOTH  # about different people or projects
     if new.slot and existing.slot:
-        return Verdict.KEEP_NEW if new.slot == existing.slot else Verdict.KEEP_BOTH
-    if reverses(existing.content, new.content):
+        return Verdict.KEEP_BOTH if same.different_slots else Verdict.KEEP_NEW
+    if same.reversal:
         return Verdict.KEEP_NEW  # "I'm no longer allergic to peanuts": the same words, turned around
-    if similarity < threshold or not change_cue(new.content) or different_subjects(existing.content, new.content):
+    if similarity < threshold or not read(new.content).change_cue or same.different_subjects:
         return Verdict.KEEP_BOTH
-    only_old, only_new = differing_values(existing.content, new.content)
-    flipped = polarity(existing.content) ^ polarity(new.content)
-    changed = (only_old and only_new) or bool(flipped & _REVERSALS)
+    only_old, only_new = same.differing_values
+    # "no matter" is no reversal: only the packs' negations and reversals turn a statement round
+    changed = (only_old and only_new) or bool(same.flipped & reversals())
     return Verdict.KEEP_NEW if changed else Verdict.KEEP_BOTH
 
 

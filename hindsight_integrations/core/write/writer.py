@@ -20,19 +20,21 @@ from typing import Any
 import numpy as np
 
 from ..errors import InvalidInputError, MemoryNotFoundError
-from ..language.slots import change_cue, detect_slot, is_lasting
+from ..language.keys import read
+from ..language.sameness import can_repeat
+from ..language.speakers import speaker_of, spoken
 from ..model.arguments import coerce_enum, fraction, whole_number
 from ..model.inputs import MAX_TTL_SECONDS, MemoryInput, parse_inputs, validate_content
 from ..model.limits import check_id, check_memory_id, check_metadata
 from ..model.records import Kind, MemoryRecord, Source, Status, Tier
 from ..model.results import SkippedMemory, StoreResult
 from ..parts import EngineParts
-from ..storage.field_index import SUPERSEDES_KEY, text_key
+from ..storage.field_index import SUPERSEDES_KEY
 from ..storage.namespace_store import NamespaceStore
 from .admission import CONTEXT_IMPORTANCE, WriteDecision, assess
-from .conversation import SessionNeighbours, speaker_of, spoken
-from .corrections import inherited_slot, negated, reversal_key, value_shapes
-from .repeats import can_repeat, is_repeat, reinforce
+from .conversation import SessionNeighbours
+from .corrections import inherited_slot
+from .repeats import is_repeat, reinforce
 from .supersede import PROTECTED_IMPORTANCE, Neighbour, UpdateJudge, Verdict, history_of, is_low_trust, quarantined
 
 _LONG_TERM = {"$and": [{"status": "active"}, {"tier": {"$in": ["episodic", "semantic"]}}]}
@@ -244,7 +246,7 @@ class Writer:
 
         "Actually it's +351 912 345 687" corrects the phone number said last (``corrections.py``).
         """
-        if record.kind is not Kind.CORRECTION or record.slot or not value_shapes(record.content):
+        if record.kind is not Kind.CORRECTION or record.slot or not read(record.content).shapes:
             return record
         ids = handle.facts.latest_slotted(_CORRECTABLE)
         found = {r.id: r for r, _ in handle.get(ids)}
@@ -263,7 +265,7 @@ class Writer:
         slot-mates are found by their slot. A bulk import without dedup thus searches only for
         the few items that announce a change.
         """
-        return dedup or self._parts.llm is not None or change_cue(record.content)
+        return dedup or self._parts.llm is not None or read(record.content).change_cue
 
     def _stored_neighbours(
         self,
@@ -315,7 +317,7 @@ class Writer:
             return self._floor
         settings = self._parts.settings
         bounds = [settings.dedup_threshold] if dedup else []
-        if change_cue(record.content):
+        if read(record.content).change_cue:
             bounds.append(settings.update_threshold)
         return min(bounds, default=float("inf"))
 
@@ -388,8 +390,9 @@ class Writer:
                 kind = decision.kind
             importance = item.importance if item.importance is not None else decision.importance
             ttl = item.ttl_seconds or (decision.ttl_seconds if item.kind is None else None)
-        slot = detect_slot(item.content) if kind is not Kind.TURN else None
-        if decision is not None and item.kind is None and kind is Kind.EVENT and is_lasting(slot):
+        reading = read(item.content)
+        slot = reading.slot if kind is not Kind.TURN else None
+        if decision is not None and item.kind is None and kind is Kind.EVENT and reading.lasting:
             # "I started a new job at Feedzai this week" says when a lasting attribute changed: the
             # job does not end with the week, so it is context with no TTL, not an event.
             kind, ttl = Kind.CONTEXT, item.ttl_seconds
@@ -451,7 +454,7 @@ class Writer:
         if content is not None:
             changes["content"] = validate_content(content, max_bytes=self._parts.settings.max_content_bytes)
             changes["token_count"] = self._parts.tokens.count(changes["content"])
-            changes["slot"] = detect_slot(changes["content"])
+            changes["slot"] = read(changes["content"]).slot
         if importance is not None:
             changes["importance"] = fraction(importance, "importance")
         if kind is not None:
@@ -573,7 +576,7 @@ class Writer:
                 agent_id=entry.get("agent_id"),
                 context=entry.get("context"),
                 entities=entry.get("entities") or [],
-                slot=detect_slot(entry["content"]),
+                slot=read(entry["content"]).slot,
                 source=Source.model_validate(entry.get("source") or {}),
                 request_id=entry.get("request_id"),
                 metadata=entry.get("metadata") or {},
@@ -614,7 +617,8 @@ def _that_matter(
     facts = handle.facts.lookup([i for i, s in hits if s < cutoff])
     if not facts:
         return hits
-    key, negation, about = text_key(record.content), negated(record.content), reversal_key(record.content)
+    keys = read(record.content).keys
+    key, negation, about = keys.text_key, keys.negated, keys.reversal_key
     return [
         (i, s)
         for i, s in hits
