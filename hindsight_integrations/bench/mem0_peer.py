@@ -33,7 +33,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO, Any
 
-from ..core.embedding.onnx.export import cache_root
+from ..core.embedding.onnx.cache import cache_root
 
 MEM0_VERSION = "2.2.1"
 MEM0_SPEC = f"mem0ai=={MEM0_VERSION}"

@@ -47,7 +47,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
-from ..core.embedding.models import LocalEmbedder
+from ..core.embedding.local import LocalEmbedder
 from ..core.engine import MemoryEngine
 from ..core.recall.ranking import RecallWeights
 from .embedding_server import EmbeddingServer

@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 from pydantic import ValidationError
 
+from .config import validate_namespace
 from .errors import InvalidInputError, InvalidRecordsError
 from .model.arguments import validation_problems
 from .model.records import MemoryRecord, Status, Tier
@@ -39,6 +40,19 @@ def _fits(vector: Any, dimension: int | None) -> bool:
         return bool(np.isfinite(np.asarray(vector, dtype=np.float32)).all())
     except (TypeError, ValueError):
         return False
+
+
+def import_target(data: object, namespace: str | None) -> str | None:
+    """Check that ``data`` is an export; the namespace to import it into (None: the configured one).
+
+    That is ``namespace`` when given, else the one the export was made from, if it names one.
+    """
+    if not isinstance(data, dict) or data.get("format") != EXPORT_FORMAT:
+        found = f'its "format" is {data.get("format")!r}' if isinstance(data, dict) else type(data).__name__
+        raise InvalidInputError("data", f"is not a {EXPORT_FORMAT} document ({found}); `hindsight export` writes one")
+    if namespace is None and data.get("namespace") is not None:
+        return validate_namespace(data["namespace"], 'the export\'s "namespace"')
+    return namespace
 
 
 class Backup:
@@ -124,7 +138,7 @@ class Backup:
                 pairs = every[start : start + _WRITE_CHUNK]
                 new = [(r, v) for r, v in pairs if r.id not in existing]
                 old = [(r, v) for r, v in pairs if r.id in existing]
-                for group, write in ((new, handle.add), (old, handle.update)):
+                for group, write in ((new, handle.add), (old, handle.rewrite)):
                     if group:
                         framed = {r.id: context_vectors[r.id] for r, _ in group if r.id in context_vectors}
                         write([r for r, _ in group], [v for _, v in group], framed)
@@ -231,4 +245,4 @@ def _flags(r: MemoryRecord) -> list[str]:
     return flags
 
 
-__all__ = ["EXPORT_FORMAT", "Backup"]
+__all__ = ["EXPORT_FORMAT", "Backup", "import_target"]

@@ -1,8 +1,10 @@
-"""Forgetting and upkeep: decay, cold-storage archive, capacity caps, restore (docs/architecture.md, "Upkeep").
+"""Retention: decay, cold-storage archive, capacity caps, and restore (docs/architecture.md, "Upkeep").
 
-Run on demand (`hindsight maintain`) or from a scheduler, never on the hot path. Nothing
-is destroyed: archived memories move to a JSONL file per namespace (with their vectors)
-and ``restore`` brings them back.
+This is the step ``MemoryEngine.maintain`` runs, and the last step of every upkeep run
+(``runner.py``; the step keeps the name ``maintain``). Run on demand (`hindsight maintain`)
+or from the schedule (``schedule.py``), never on the hot path. Nothing is destroyed:
+archived memories move to a JSONL file per namespace (with their vectors) and ``restore``
+brings them back.
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ PROTECT_RECENT = timedelta(days=7)
 DEFAULT_CAPS = {Tier.EPISODIC: 10_000, Tier.SEMANTIC: 1_000}
 
 
-class MaintenanceReport(BaseModel):
+class RetentionReport(BaseModel):
     """What one ``maintain`` run did (or, with ``dry_run``, would do): decayed, archived, evicted ids."""
 
     namespace: str
@@ -55,8 +57,8 @@ def _report(
     path: Path,
     *,
     dry_run: bool,
-) -> MaintenanceReport:
-    return MaintenanceReport(
+) -> RetentionReport:
+    return RetentionReport(
         namespace=namespace,
         dry_run=dry_run,
         decayed=[r.id for r in decayed],
@@ -66,7 +68,7 @@ def _report(
     )
 
 
-def retention(record: MemoryRecord, now: datetime) -> float:
+def retention_score(record: MemoryRecord, now: datetime) -> float:
     """importance × time decay × access frequency; higher is kept longer."""
     last = record.last_accessed_at or record.occurred_at
     days = max(0.0, (now - last).total_seconds() / 86400)
@@ -120,7 +122,7 @@ def plan(
             continue
         candidates = sorted(
             (r for r in members if now - r.created_at > PROTECT_RECENT and r.kind not in KEPT_KINDS),
-            key=lambda r: retention(r, now),
+            key=lambda r: retention_score(r, now),
         )
         evict.extend(candidates[: len(members) - cap])
     return decayed, archive, evict
@@ -157,7 +159,7 @@ def read_cold(path: Path) -> list[dict[str, Any]]:
     return rows
 
 
-class Maintenance:
+class Retention:
     """Runs the plan above on a namespace, and brings archived memories back.
 
     ``restore`` re-imports through ``import_data`` (an export-shaped document), so restored
@@ -184,7 +186,7 @@ class Maintenance:
 
     def maintain(
         self, handle: NamespaceStore, *, now: datetime | None, caps: dict[Tier, int] | None, dry_run: bool = False
-    ) -> MaintenanceReport:
+    ) -> RetentionReport:
         """See ``MemoryEngine.maintain``."""
         now = now or self._clock.now()
         path = self.cold_path(handle.name)
@@ -193,7 +195,7 @@ class Maintenance:
             decayed, archive, evict = plan(records, now, caps, semantic_decay=self._semantic_decay)
             if dry_run:
                 return _report(handle.name, decayed, archive, evict, path, dry_run=True)
-            handle.update(decayed)
+            handle.rewrite(decayed)
             moving = [r.id for r in archive + evict]
             if moving:
                 context_vectors = handle.context_vectors(moving)

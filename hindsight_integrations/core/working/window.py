@@ -25,9 +25,10 @@ from ..parts import EngineParts
 from ..redaction import describe_error
 from ..storage.indexing import body_text
 from ..storage.namespace_store import NamespaceStore
+from ..upkeep.runner import SessionCompressionReport, compress_due_sessions
 from ..write.admission import assess, event_ttl
 from ..write.conversation import NEIGHBOURS_BEFORE
-from ..write.writer import Writer
+from ..write.settle import Settler
 from .compression import Compressor, transcript
 
 log = logging.getLogger("hindsight.working")
@@ -62,9 +63,9 @@ def remembered_text(turn: MemoryRecord) -> str:
 class WorkingMemory:
     """Record turns, read and clear a session's window, compress it."""
 
-    def __init__(self, parts: EngineParts, writer: Writer) -> None:
+    def __init__(self, parts: EngineParts, settler: Settler) -> None:
         self._parts = parts
-        self._writer = writer
+        self._settler = settler
         self._compressor = Compressor(parts)
 
     def record_turn(
@@ -198,7 +199,7 @@ class WorkingMemory:
         origin: str,
         turn: tuple[MemoryRecord, np.ndarray],
     ) -> StoreResult:
-        return self._writer.store(
+        return self._settler.store(
             handle,
             items,
             apply_filter=apply_filter,
@@ -233,11 +234,24 @@ class WorkingMemory:
             window = self.window(handle, session_id=session_id)
             return self._compressor.compress(handle, window, session_id=session_id, threshold=threshold, force=force)
 
+    def compress_due_sessions(self, handle: NamespaceStore, *, dry_run: bool) -> SessionCompressionReport:
+        """Upkeep's ``compress`` step: every session whose window was left past the threshold (``runner.py``)."""
+        return compress_due_sessions(
+            handle,
+            threshold=self._parts.settings.compress_threshold_tokens,
+            window=lambda session_id: self.window(handle, session_id=session_id),
+            compress=lambda session_id: self.compress(
+                handle, session_id=session_id, threshold_tokens=None, force=False
+            ),
+            compressor=self._compressor,
+            dry_run=dry_run,
+        )
+
     def clear(self, handle: NamespaceStore, *, session_id: str) -> int:
         """Forget the session's window (soft); long-term memories are untouched."""
         now = self._parts.clock.now()
         turns = self.window(handle, session_id=session_id)
-        handle.update([t.model_copy(update={"status": Status.DELETED, "updated_at": now}) for t in turns])
+        handle.rewrite([t.model_copy(update={"status": Status.DELETED, "updated_at": now}) for t in turns])
         return len(turns)
 
 
