@@ -367,7 +367,7 @@ def test_fingerprint_imports_neither_torch_nor_transformers(embedder: LocalEmbed
     import subprocess
 
     code = (
-        "import sys; from hindsight_integrations.core.embedding.onnx import cache, encoder; "
+        "import sys; from hindsight_integrations.core.embedding.onnx import cache, encoder, export; "
         f"cache.model_fingerprint({embedder._path!r}); "
         "print('torch' in sys.modules, 'transformers' in sys.modules)"
     )
