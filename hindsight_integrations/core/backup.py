@@ -13,7 +13,6 @@ from typing import Any
 import numpy as np
 from pydantic import ValidationError
 
-from .config import validate_namespace
 from .errors import InvalidInputError, InvalidRecordsError
 from .model.arguments import validation_problems
 from .model.records import MemoryRecord, Status, Tier
@@ -40,19 +39,6 @@ def _fits(vector: Any, dimension: int | None) -> bool:
         return bool(np.isfinite(np.asarray(vector, dtype=np.float32)).all())
     except (TypeError, ValueError):
         return False
-
-
-def import_target(data: object, namespace: str | None) -> str | None:
-    """Check that ``data`` is an export; the namespace to import it into (None: the configured one).
-
-    That is ``namespace`` when given, else the one the export was made from, if it names one.
-    """
-    if not isinstance(data, dict) or data.get("format") != EXPORT_FORMAT:
-        found = f'its "format" is {data.get("format")!r}' if isinstance(data, dict) else type(data).__name__
-        raise InvalidInputError("data", f"is not a {EXPORT_FORMAT} document ({found}); `hindsight export` writes one")
-    if namespace is None and data.get("namespace") is not None:
-        return validate_namespace(data["namespace"], 'the export\'s "namespace"')
-    return namespace
 
 
 class Backup:
@@ -245,4 +231,4 @@ def _flags(r: MemoryRecord) -> list[str]:
     return flags
 
 
-__all__ = ["EXPORT_FORMAT", "Backup", "import_target"]
+__all__ = ["EXPORT_FORMAT", "Backup"]

@@ -100,7 +100,7 @@ class Settings(BaseSettings):
     max_entities: int = Field(50, ge=1)
     max_filter_bytes: int = Field(8192, ge=64)
     dedup_threshold: float = Field(0.92, gt=0, le=1)  # and the same values: see core/write/repeats.py
-    update_threshold: float = Field(0.85, gt=0, le=1)  # similarity at which a change cue makes an update
+    update_threshold: float = Field(0.85, gt=0, le=1)  # similarity at which a change cue supersedes
     time_aware_text: bool = True  # index "On 8 May 2023, <content>" (see core/storage/indexing.py)
     tokenizer: str = "estimate"
 

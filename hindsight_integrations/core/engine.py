@@ -20,14 +20,15 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, overload
 
-from .backup import Backup, import_target
+from .backup import EXPORT_FORMAT, Backup
 from .clock import Clock
 from .config import Settings, engine_settings, validate_namespace
 from .embedding.protocol import Embedder, warm_up
+from .errors import InvalidInputError
 from .llm import LLMClient
 from .model.arguments import whole_number
 from .model.limits import MAX_CANDIDATES, MAX_OFFSET, MAX_PAGE
-from .model.records import Kind, MemoryRecord, Role
+from .model.records import Kind, MemoryRecord, Role, Status
 from .model.results import (
     CompressionResult,
     NamespaceStats,
@@ -218,7 +219,7 @@ class MemoryEngine(UpkeepFacade):
     def review(self, memory_id: str, *, accept: bool, namespace: str | None = None) -> builtins.list[MemoryRecord]:
         """Accept or reject a quarantined memory (a low-trust contradiction of an important one).
 
-        Accepting makes it active and applies the update it held back (the older of the two
+        Accepting makes it active and applies the supersede it held back (the older of the two
         becomes history); rejecting forgets it. Returns the records changed, the reviewed one first.
         """
         return self._editor.review(self._namespace(namespace), memory_id, accept=accept)
@@ -284,7 +285,14 @@ class MemoryEngine(UpkeepFacade):
         whole_number(offset, "offset", low=0, high=MAX_OFFSET)
         chosen = bounded_filters(filters, self._parts.limits)
         handle = self._namespace(namespace, create=False)
-        return self._recaller.list_page(handle, chosen, include_history=include_history, limit=limit, offset=offset)
+        if handle is None:
+            return []
+        if include_history and not chosen.statuses:  # quarantined memories wait for review: list them too
+            chosen = chosen.model_copy(update={"statuses": [Status.ACTIVE, Status.SUPERSEDED, Status.QUARANTINED]})
+        where = chosen.where(include_history=include_history, now=self.clock.now())
+        records = handle.find(where)
+        records.sort(key=lambda r: r.occurred_at, reverse=True)
+        return records[offset : offset + limit]
 
     # -- working memory ---------------------------------------------------------------------
     def record_turn(
@@ -375,8 +383,14 @@ class MemoryEngine(UpkeepFacade):
         before anything is written (``InvalidRecordsError`` lists every problem); ``progress`` is
         called as records are checked, embedded and written.
         """
-        handle = self._namespace(import_target(data, namespace))
-        return self._backup.import_data(handle, data, progress=progress)
+        if not isinstance(data, dict) or data.get("format") != EXPORT_FORMAT:
+            found = f'its "format" is {data.get("format")!r}' if isinstance(data, dict) else type(data).__name__
+            raise InvalidInputError(
+                "data", f"is not a {EXPORT_FORMAT} document ({found}); `hindsight export` writes one"
+            )
+        if namespace is None and data.get("namespace") is not None:
+            namespace = validate_namespace(data["namespace"], 'the export\'s "namespace"')
+        return self._backup.import_data(self._namespace(namespace), data, progress=progress)
 
     def drop_namespace(self, namespace: str) -> None:
         """Delete a namespace and everything in it, for good."""

@@ -29,7 +29,7 @@ from ..errors import InvalidInputError
 from ..model.arguments import coerce_model, fraction, whole_number
 from ..model.inputs import validate_content
 from ..model.limits import MAX_TOKENS
-from ..model.records import MemoryRecord, Status
+from ..model.records import MemoryRecord
 from ..model.results import RecallHit, RecallResult
 from ..parts import EngineParts
 from ..storage.field_index import MemoryFacts
@@ -128,28 +128,6 @@ class Recaller:
         ranked = prefer_consolidated(ranked, {c.id: c.facts for c in admitted})
         hits = self._fetch(handle, search, ranked)
         return self._pack(handle, request, hits, now, touch=touch)
-
-    def list_page(
-        self,
-        handle: NamespaceStore | None,
-        filters: RecallFilters,
-        *,
-        include_history: bool,
-        limit: int,
-        offset: int,
-    ) -> list[MemoryRecord]:
-        """``MemoryEngine.list``: memories matching ``filters``, newest first, one page, without ranking.
-
-        ``handle`` None is a namespace never written: nothing to list. With ``include_history``
-        and no statuses chosen, quarantined memories are listed too: they wait for review.
-        """
-        if handle is None:
-            return []
-        if include_history and not filters.statuses:
-            filters = filters.model_copy(update={"statuses": [Status.ACTIVE, Status.SUPERSEDED, Status.QUARANTINED]})
-        records = handle.find(filters.where(include_history=include_history, now=self._parts.clock.now()))
-        records.sort(key=lambda r: r.occurred_at, reverse=True)
-        return records[offset : offset + limit]
 
     # -- stages ---------------------------------------------------------------------------
     def _search(self, handle: NamespaceStore, request: RecallRequest, pool: int, now: datetime) -> _Search:

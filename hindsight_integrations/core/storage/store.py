@@ -21,7 +21,7 @@ from urllib.parse import urlparse
 import numpy as np
 from tenacity import RetryError, retry, stop_after_attempt, wait_exponential
 
-from ..errors import EmbeddingModelMismatchError, InvalidInputError, StoreUnavailableError
+from ..errors import EmbeddingModelMismatchError, StoreUnavailableError
 from ..model.records import LAYOUT
 from ..redaction import describe_error
 from .access import AccessRecorder
@@ -229,15 +229,6 @@ class ChromaStore:
                 except Exception as exc:  # noqa: BLE001 - the namespace must open; the next open retries
                     log.warning("namespace %r: finishing interrupted writes failed: %s", name, describe_error(exc))
             return handle
-
-    def existing_namespace(self, name: str) -> NamespaceStore:
-        """The handle of a namespace that holds memories: upkeep of one never written is a mistake worth naming."""
-        handle = self.namespace(name, create=False)
-        if handle is None:
-            known = self.list_namespaces()
-            listing = f"the namespaces are: {', '.join(known)}" if known else "the store holds no namespace yet"
-            raise InvalidInputError("namespace", f"nothing was ever stored in namespace {name!r} ({listing})")
-        return handle
 
     def _run_in_background(self, job: Callable[[], None]) -> None:
         self._syncer.submit(job)

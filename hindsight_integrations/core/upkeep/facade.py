@@ -17,11 +17,19 @@ from ..model.records import Tier
 from ..model.results import ConsolidationReport, MergedRepeat
 from ..parts import EngineParts
 from ..storage.namespace_store import NamespaceStore
+from ..working.compression import Compressor
 from ..working.window import WorkingMemory
 from .consolidation import Consolidator
 from .merging import RepeatMerger
-from .retention import Retention, RetentionReport
-from .runner import ConsolidationStepReport, UpkeepReport, UpkeepStep, run_upkeep
+from .retention import Maintenance, MaintenanceReport
+from .runner import (
+    ConsolidationStepReport,
+    SessionCompressionReport,
+    UpkeepReport,
+    UpkeepStep,
+    compress_due_sessions,
+    run_upkeep,
+)
 
 
 class UpkeepFacade:
@@ -33,7 +41,7 @@ class UpkeepFacade:
     def _start_upkeep(self, backup: Backup) -> None:
         """Make the upkeep modules; ``backup`` re-imports what ``restore`` brings back from cold storage."""
         parts, settings = self._parts, self._parts.settings
-        self._retention = Retention(
+        self._maintenance = Maintenance(
             settings.resolved_cold_store, backup.import_data, parts.clock, semantic_decay=settings.semantic_decay
         )
         self._merger = RepeatMerger(parts)
@@ -44,8 +52,14 @@ class UpkeepFacade:
         return self._parts.store.namespace(self._parts.namespace_name(namespace))
 
     def _existing(self, namespace: str | None) -> NamespaceStore:
-        """The handle of a namespace that holds memories; one never written is an error naming those that exist."""
-        return self._parts.store.existing_namespace(self._parts.namespace_name(namespace))
+        """The handle of a namespace that holds memories; upkeep of one never written is a mistake worth naming."""
+        name = self._parts.namespace_name(namespace)
+        handle = self._parts.store.namespace(name, create=False)
+        if handle is None:
+            known = self._parts.store.list_namespaces()
+            listing = f"the namespaces are: {', '.join(known)}" if known else "the store holds no namespace yet"
+            raise InvalidInputError("namespace", f"nothing was ever stored in namespace {name!r} ({listing})")
+        return handle
 
     def maintain(
         self,
@@ -54,14 +68,14 @@ class UpkeepFacade:
         now: datetime | None = None,
         caps: dict[Tier, int] | None = None,
         dry_run: bool = False,
-    ) -> RetentionReport:
+    ) -> MaintenanceReport:
         """Decay idle memories, archive stale unimportant ones and enforce tier caps (``upkeep/retention.py``).
 
         Semantic memories decay slowly, and preferences and corrections are never archived or
         evicted. Idleness is measured at ``now``, by default the engine's clock. ``dry_run``
         reports what would happen and changes nothing.
         """
-        return self._retention.maintain(self._upkept(namespace), now=now, caps=caps, dry_run=dry_run)
+        return self._maintenance.maintain(self._upkept(namespace), now=now, caps=caps, dry_run=dry_run)
 
     def upkeep(self, namespace: str | None = None, *, dry_run: bool = False) -> UpkeepReport:
         """Run every upkeep step on ``namespace`` (default: the configured one), in order (``upkeep/runner.py``).
@@ -82,10 +96,7 @@ class UpkeepFacade:
     def upkeep_steps(self) -> list[UpkeepStep]:
         """The steps of ``upkeep``, in the order they run; each is ``run(namespace, dry_run) -> its report``."""
         return [
-            UpkeepStep(
-                "compress",
-                lambda ns, dry_run: self._working.compress_due_sessions(self._upkept(ns), dry_run=dry_run),
-            ),
+            UpkeepStep("compress", self._compress_due_sessions),
             UpkeepStep(
                 "consolidate",
                 lambda ns, dry_run: ConsolidationStepReport.of(self.consolidate(namespace=ns, dry_run=dry_run)),
@@ -95,6 +106,20 @@ class UpkeepFacade:
                 lambda ns, dry_run: self.maintain(namespace=ns, now=self._parts.clock.now(), dry_run=dry_run),
             ),
         ]
+
+    def _compress_due_sessions(self, namespace: str, dry_run: bool) -> SessionCompressionReport:
+        """Upkeep's ``compress`` step: every session of ``namespace`` whose window was left past the threshold."""
+        handle = self._upkept(namespace)
+        return compress_due_sessions(
+            handle,
+            threshold=self._parts.settings.compress_threshold_tokens,
+            window=lambda session_id: self._working.window(handle, session_id=session_id),
+            compress=lambda session_id: self._working.compress(
+                handle, session_id=session_id, threshold_tokens=None, force=False
+            ),
+            compressor=Compressor(self._parts),
+            dry_run=dry_run,
+        )
 
     def consolidate(self, namespace: str | None = None, *, dry_run: bool = False) -> ConsolidationReport:
         """Distil what the namespace's memories say again and again into semantic memories (``consolidation.py``).
@@ -122,11 +147,11 @@ class UpkeepFacade:
         A restored memory counts as used at the clock's now, so the next upkeep does not archive
         it again. Returns how many came back; ids not in cold storage are skipped (see ``archived_ids``).
         """
-        return self._retention.restore(self._upkept(namespace), ids, now=self._parts.clock.now())
+        return self._maintenance.restore(self._upkept(namespace), ids, now=self._parts.clock.now())
 
     def archived_ids(self, *, namespace: str | None = None) -> list[str]:
         """The ids in the namespace's cold storage: what ``restore`` can bring back, oldest archive first."""
-        return self._retention.archived_ids(self._upkept(namespace))
+        return self._maintenance.archived_ids(self._upkept(namespace))
 
 
 __all__ = ["UpkeepFacade"]

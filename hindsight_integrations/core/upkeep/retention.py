@@ -1,10 +1,8 @@
-"""Retention: decay, cold-storage archive, capacity caps, and restore (docs/architecture.md, "Upkeep").
+"""Forgetting and upkeep: decay, cold-storage archive, capacity caps, restore (docs/architecture.md, "Upkeep").
 
-This is the step ``MemoryEngine.maintain`` runs, and the last step of every upkeep run
-(``runner.py``; the step keeps the name ``maintain``). Run on demand (`hindsight maintain`)
-or from the schedule (``schedule.py``), never on the hot path. Nothing is destroyed:
-archived memories move to a JSONL file per namespace (with their vectors) and ``restore``
-brings them back.
+Run on demand (`hindsight maintain`) or from a scheduler, never on the hot path. Nothing
+is destroyed: archived memories move to a JSONL file per namespace (with their vectors)
+and ``restore`` brings them back.
 """
 
 from __future__ import annotations
@@ -38,7 +36,7 @@ PROTECT_RECENT = timedelta(days=7)
 DEFAULT_CAPS = {Tier.EPISODIC: 10_000, Tier.SEMANTIC: 1_000}
 
 
-class RetentionReport(BaseModel):
+class MaintenanceReport(BaseModel):
     """What one ``maintain`` run did (or, with ``dry_run``, would do): decayed, archived, evicted ids."""
 
     namespace: str
@@ -57,8 +55,8 @@ def _report(
     path: Path,
     *,
     dry_run: bool,
-) -> RetentionReport:
-    return RetentionReport(
+) -> MaintenanceReport:
+    return MaintenanceReport(
         namespace=namespace,
         dry_run=dry_run,
         decayed=[r.id for r in decayed],
@@ -68,7 +66,7 @@ def _report(
     )
 
 
-def retention_score(record: MemoryRecord, now: datetime) -> float:
+def retention(record: MemoryRecord, now: datetime) -> float:
     """importance × time decay × access frequency; higher is kept longer."""
     last = record.last_accessed_at or record.occurred_at
     days = max(0.0, (now - last).total_seconds() / 86400)
@@ -122,7 +120,7 @@ def plan(
             continue
         candidates = sorted(
             (r for r in members if now - r.created_at > PROTECT_RECENT and r.kind not in KEPT_KINDS),
-            key=lambda r: retention_score(r, now),
+            key=lambda r: retention(r, now),
         )
         evict.extend(candidates[: len(members) - cap])
     return decayed, archive, evict
@@ -159,7 +157,7 @@ def read_cold(path: Path) -> list[dict[str, Any]]:
     return rows
 
 
-class Retention:
+class Maintenance:
     """Runs the plan above on a namespace, and brings archived memories back.
 
     ``restore`` re-imports through ``import_data`` (an export-shaped document), so restored
@@ -186,7 +184,7 @@ class Retention:
 
     def maintain(
         self, handle: NamespaceStore, *, now: datetime | None, caps: dict[Tier, int] | None, dry_run: bool = False
-    ) -> RetentionReport:
+    ) -> MaintenanceReport:
         """See ``MemoryEngine.maintain``."""
         now = now or self._clock.now()
         path = self.cold_path(handle.name)

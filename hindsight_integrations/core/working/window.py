@@ -25,7 +25,6 @@ from ..parts import EngineParts
 from ..redaction import describe_error
 from ..storage.indexing import body_text
 from ..storage.namespace_store import NamespaceStore
-from ..upkeep.runner import SessionCompressionReport, compress_due_sessions
 from ..write.admission import assess, event_ttl
 from ..write.conversation import NEIGHBOURS_BEFORE
 from ..write.settle import Settler
@@ -233,19 +232,6 @@ class WorkingMemory:
         with handle.writing:  # read under the lock: two compressions of one window would fold it twice
             window = self.window(handle, session_id=session_id)
             return self._compressor.compress(handle, window, session_id=session_id, threshold=threshold, force=force)
-
-    def compress_due_sessions(self, handle: NamespaceStore, *, dry_run: bool) -> SessionCompressionReport:
-        """Upkeep's ``compress`` step: every session whose window was left past the threshold (``runner.py``)."""
-        return compress_due_sessions(
-            handle,
-            threshold=self._parts.settings.compress_threshold_tokens,
-            window=lambda session_id: self.window(handle, session_id=session_id),
-            compress=lambda session_id: self.compress(
-                handle, session_id=session_id, threshold_tokens=None, force=False
-            ),
-            compressor=self._compressor,
-            dry_run=dry_run,
-        )
 
     def clear(self, handle: NamespaceStore, *, session_id: str) -> int:
         """Forget the session's window (soft); long-term memories are untouched."""

@@ -50,9 +50,9 @@ class Editor:
         metadata: dict[str, Any] | None,
         ttl_seconds: int | None,
     ) -> MemoryRecord:
-        """See ``MemoryEngine.update``.
+        """See ``MemoryEngine.update`` (the API's word for an edit).
 
-        The record is read inside the namespace's write lock, so concurrent updates compose
+        The record is read inside the namespace's write lock, so concurrent edits compose
         (each applies its fields to what the other wrote) and a forgotten memory stays forgotten.
         """
         changes: dict[str, Any] = {}
@@ -76,21 +76,21 @@ class Editor:
                 changes["metadata"] = {**record.metadata, **metadata}
             if seconds is not None:
                 changes["expires_at"] = changes["updated_at"] + timedelta(seconds=seconds)
-            updated = record.model_copy(update=changes)
-            vectors, context_vectors = self._parts.embed_records([updated]) if content is not None else (None, None)
-            handle.rewrite([updated], vectors, context_vectors)
-        return updated
+            edited = record.model_copy(update=changes)
+            vectors, context_vectors = self._parts.embed_records([edited]) if content is not None else (None, None)
+            handle.rewrite([edited], vectors, context_vectors)
+        return edited
 
     def forget(self, handle: NamespaceStore, memory_id: str) -> MemoryRecord:
-        """See ``MemoryEngine.forget``; under the write lock, so no concurrent update brings it back."""
+        """See ``MemoryEngine.forget``; under the write lock, so no concurrent edit brings it back."""
         with handle.writing:
             record = self.get(handle, memory_id)
-            updated = record.model_copy(update={"status": Status.DELETED, "updated_at": self._parts.clock.now()})
-            handle.rewrite([updated])
-        return updated
+            forgotten = record.model_copy(update={"status": Status.DELETED, "updated_at": self._parts.clock.now()})
+            handle.rewrite([forgotten])
+        return forgotten
 
     def _live(self, handle: NamespaceStore, memory_id: str) -> MemoryRecord:
-        """The record, unless it was forgotten: an update must not bring a memory back."""
+        """The record, unless it was forgotten: an edit must not bring a memory back."""
         record = self.get(handle, memory_id)
         if record.status is Status.DELETED:
             raise MemoryNotFoundError(memory_id, handle.name, reason="it was forgotten")
