@@ -112,7 +112,7 @@ def _engine(settings: Settings) -> MemoryEngine:
 
     The first use of the local model on a machine exports it to ONNX (10-30 s): a spinner says so.
     """
-    from .core.embedding.models import slow_model_start
+    from .core.embedding.factory import slow_model_start
     from .core.engine import MemoryEngine
 
     with spinner(slow_model_start(settings)):

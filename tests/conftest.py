@@ -33,7 +33,7 @@ hypothesis_settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 from hindsight_integrations import MemoryEngine  # noqa: E402
 from hindsight_integrations.core.clock import ManualClock  # noqa: E402
-from hindsight_integrations.core.embedding.models import LocalEmbedder  # noqa: E402
+from hindsight_integrations.core.embedding.local import LocalEmbedder  # noqa: E402
 
 CLOCK_START = datetime(2024, 3, 1, 9, 0, tzinfo=UTC)
 """Where the ``clock`` fixture starts: a fixed moment, so tests that move time read the same on any day."""

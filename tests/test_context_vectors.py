@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from hindsight_integrations import MemoryEngine
-from hindsight_integrations.core.embedding.models import LocalEmbedder
+from hindsight_integrations.core.embedding.local import LocalEmbedder
 from hindsight_integrations.core.storage.context_vectors import BackgroundContextVectors
 
 TALK = [

@@ -12,7 +12,8 @@ import pytest
 
 from hindsight_integrations import EmbeddingModelMismatchError, Kind, MemoryEngine, Role, Status, Tier
 from hindsight_integrations.core.clock import ManualClock
-from hindsight_integrations.core.embedding.models import ChromaFunctionEmbedder, LocalEmbedder
+from hindsight_integrations.core.embedding.chroma_function import ChromaFunctionEmbedder
+from hindsight_integrations.core.embedding.local import LocalEmbedder
 from hindsight_integrations.core.write.admission import assess
 
 

@@ -10,10 +10,12 @@ import numpy as np
 import pytest
 
 from hindsight_integrations.core.config import load_settings
-from hindsight_integrations.core.embedding.models import LocalEmbedder, build_embedder, embed_index_matrix
+from hindsight_integrations.core.embedding.factory import build_embedder
+from hindsight_integrations.core.embedding.local import LocalEmbedder
 from hindsight_integrations.core.embedding.onnx import quantize as onnx_quantize
+from hindsight_integrations.core.embedding.onnx.cache import OnnxUnavailable
 from hindsight_integrations.core.embedding.onnx.encoder import OnnxEncoder
-from hindsight_integrations.core.embedding.onnx.export import OnnxUnavailable
+from hindsight_integrations.core.embedding.protocol import embed_index_matrix
 from hindsight_integrations.core.errors import ConfigurationError
 
 FRAMED = [
@@ -74,7 +76,7 @@ def test_without_the_copy_context_vectors_use_float32_and_say_so_once(
     local = LocalEmbedder(backend="onnx")
     local._resolve()
     local._onnx = encoder
-    with caplog.at_level(logging.WARNING, logger="hindsight_integrations.core.embedding.models"):
+    with caplog.at_level(logging.WARNING, logger="hindsight_integrations.core.embedding.local"):
         first = local.embed_index_array(FRAMED)
         second = local.embed_index_array(FRAMED[:1])
     assert np.allclose(first, encoder.encode_array(FRAMED), atol=1e-6)  # the float32 model itself

@@ -15,14 +15,14 @@ class Crash(BaseException):
 
 
 def _crash_before_the_supersede(monkeypatch: pytest.MonkeyPatch) -> None:
-    real = NamespaceStore.update
+    real = NamespaceStore.rewrite
 
-    def update(self: NamespaceStore, records, *args, **kwargs):  # type: ignore[no-untyped-def]
+    def rewrite(self: NamespaceStore, records, *args, **kwargs):  # type: ignore[no-untyped-def]
         if any(r.status is Status.SUPERSEDED for r in records):
             raise Crash
         return real(self, records, *args, **kwargs)
 
-    monkeypatch.setattr(NamespaceStore, "update", update)
+    monkeypatch.setattr(NamespaceStore, "rewrite", rewrite)
 
 
 def test_an_interrupted_supersede_is_finished_when_the_namespace_opens(

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from hindsight_integrations import Kind, LLMError, MemoryEngine
-from hindsight_integrations.core.embedding.models import OpenAIEmbedder
+from hindsight_integrations.core.embedding.openai import OpenAIEmbedder
 from hindsight_integrations.core.llm import LLMClient
 
 from .openai_stub import OpenAIStub

@@ -14,10 +14,14 @@ import numpy as np
 import pytest
 
 from hindsight_integrations.core.config import load_settings
-from hindsight_integrations.core.embedding import models as embeddings
-from hindsight_integrations.core.embedding.models import LocalEmbedder, build_embedder
+from hindsight_integrations.core.embedding import local as local_embedder
+from hindsight_integrations.core.embedding import protocol
+from hindsight_integrations.core.embedding.factory import build_embedder
+from hindsight_integrations.core.embedding.local import LocalEmbedder
+from hindsight_integrations.core.embedding.onnx import cache as onnx_cache
 from hindsight_integrations.core.embedding.onnx import encoder as onnx_encoder
 from hindsight_integrations.core.embedding.onnx import export as onnx_export
+from hindsight_integrations.core.embedding.onnx import tokenizer as onnx_tokenizer
 from hindsight_integrations.core.errors import ConfigurationError
 
 TEXTS = [
@@ -52,7 +56,7 @@ def fresh(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """No encoder loaded in this process yet and an empty cache directory: the next use exports."""
     monkeypatch.setattr(onnx_encoder, "_ENCODERS", {})
     monkeypatch.setattr(onnx_encoder, "_FAILED", {})
-    monkeypatch.setattr(onnx_export, "_private", None)
+    monkeypatch.setattr(onnx_cache, "_private", None)
     cache = tmp_path / "cache"
     monkeypatch.setenv("HINDSIGHT_CACHE_DIR", str(cache))
     return cache
@@ -95,7 +99,7 @@ def test_array_output_is_the_list_output(onnx_embedder: LocalEmbedder, torch_emb
         array = model.embed_array(TEXTS)
         assert array.dtype == np.float32 and array.shape == (len(TEXTS), 384)
         assert _max_diff(array.tolist(), model.embed(TEXTS)) == 0
-        assert embeddings.embed_matrix(model, TEXTS[:1]).shape == (1, 384)
+        assert protocol.embed_matrix(model, TEXTS[:1]).shape == (1, 384)
 
 
 def test_embed_matrix_takes_list_only_embedders() -> None:
@@ -106,9 +110,9 @@ def test_embed_matrix_takes_list_only_embedders() -> None:
         def embed(self, texts: Sequence[str]) -> list[list[float]]:
             return [[float(len(t)), 0.5, 1.0] for t in texts]
 
-    got = embeddings.embed_matrix(ListEmbedder(), ["ab", "abcd"])
+    got = protocol.embed_matrix(ListEmbedder(), ["ab", "abcd"])
     assert got.dtype == np.float32 and got.tolist() == [[2.0, 0.5, 1.0], [4.0, 0.5, 1.0]]
-    assert embeddings.embed_matrix(ListEmbedder(), []).shape[0] == 0
+    assert protocol.embed_matrix(ListEmbedder(), []).shape[0] == 0
 
 
 def test_concurrent_queries_and_batches(onnx_embedder: LocalEmbedder, torch_embedder: LocalEmbedder) -> None:
@@ -151,7 +155,7 @@ def test_export_is_cached_on_disk(fresh: Path, embedder: LocalEmbedder, monkeypa
     assert second.file.stat().st_mtime_ns == mtime
     # the export and its sidecar, no temporary left behind, and no tokenizer copy (the model's own file matches)
     assert sorted(p.name for p in (fresh / "onnx").iterdir()) == sorted([first.file.name, f"{first.file.stem}.json"])
-    info = onnx_export.ExportInfo.read(first.file)
+    info = onnx_cache.ExportInfo.read(first.file)
     assert info is not None and info.dimension == 384 and info.max_length == 256 and not info.lower_case
     assert info.inputs == ("input_ids", "attention_mask", "token_type_ids")
     assert info.tokenizer == (Path(path) / "tokenizer.json").resolve()
@@ -160,10 +164,10 @@ def test_export_is_cached_on_disk(fresh: Path, embedder: LocalEmbedder, monkeypa
 
 def test_cache_key_follows_the_model_files(tmp_path: Path) -> None:
     (tmp_path / "model.safetensors").write_bytes(b"weights")
-    before = onnx_export.model_fingerprint(str(tmp_path))
-    assert onnx_export.model_fingerprint(str(tmp_path)) == before
+    before = onnx_cache.model_fingerprint(str(tmp_path))
+    assert onnx_cache.model_fingerprint(str(tmp_path)) == before
     (tmp_path / "model.safetensors").write_bytes(b"other weights")
-    assert onnx_export.model_fingerprint(str(tmp_path)) != before
+    assert onnx_cache.model_fingerprint(str(tmp_path)) != before
 
 
 def test_unwritable_cache_dir_exports_to_a_private_dir(
@@ -174,8 +178,8 @@ def test_unwritable_cache_dir_exports_to_a_private_dir(
     monkeypatch.setenv("HINDSIGHT_CACHE_DIR", str(blocker / "cache"))  # cannot be created, even by root
     model = LocalEmbedder(backend="onnx")
     assert _max_diff(model.embed(TEXTS[:3]), torch_embedder.embed(TEXTS[:3])) < 1e-5
-    assert onnx_export._private is not None
-    assert onnx_encoder._ENCODERS[model._path].file.parent == onnx_export._private
+    assert onnx_cache._private is not None
+    assert onnx_encoder._ENCODERS[model._path].file.parent == onnx_cache._private
 
 
 def test_onnx_without_onnx_package_is_a_configuration_error(fresh: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -189,7 +193,7 @@ def test_auto_without_onnx_package_falls_back_to_torch(
 ) -> None:
     monkeypatch.setitem(sys.modules, "onnx", None)
     model = LocalEmbedder(backend="auto")
-    with caplog.at_level(logging.WARNING, logger=embeddings.__name__):
+    with caplog.at_level(logging.WARNING, logger=local_embedder.__name__):
         assert model.embed(["query"]) == torch_embedder.embed(["query"])
         model.embed(["another query"])
     assert model.backend_in_use == "torch"
@@ -207,7 +211,7 @@ def cls_pooled(embedder: LocalEmbedder, tmp_path: Path, monkeypatch: pytest.Monk
     base = embedder._load()
     model = SentenceTransformer(modules=[base[0], Pooling(embedder.dimension, pooling_mode="cls")], device="cpu")
     path = str(tmp_path / "cls-model")
-    monkeypatch.setitem(embeddings._LOADED, (path, "cpu"), model)
+    monkeypatch.setitem(local_embedder._LOADED, (path, "cpu"), model)
     return path
 
 
@@ -215,7 +219,7 @@ def test_unsupported_model(fresh: Path, cls_pooled: str, caplog: pytest.LogCaptu
     with pytest.raises(ConfigurationError, match="not mean tokens"):
         LocalEmbedder(cls_pooled, backend="onnx").embed(["query"])
     model = LocalEmbedder(cls_pooled, backend="auto")
-    with caplog.at_level(logging.WARNING, logger=embeddings.__name__):
+    with caplog.at_level(logging.WARNING, logger=local_embedder.__name__):
         assert len(model.embed(["query"])[0]) == model.dimension
     assert model.backend_in_use == "torch"
     assert any("not mean tokens" in r.getMessage() for r in caplog.records)
@@ -264,9 +268,9 @@ VARIED = _varied_texts()
 def test_tokenizers_library_gives_the_model_tokenizers_ids(embedder: LocalEmbedder) -> None:
     """The run-time tokenizer (tokenizers, from tokenizer.json) must give sentence-transformers' exact ids."""
     model = embedder._load()
-    info = onnx_export.cached_export(embedder._path)
+    info = onnx_cache.cached_export(embedder._path)
     assert info is not None  # the session embedder warmed the default cache
-    fast = onnx_encoder.load_tokenizer(
+    fast = onnx_tokenizer.load_tokenizer(
         info.tokenizer,
         info.max_length,
         pad_id=info.pad_id,
@@ -279,7 +283,7 @@ def test_tokenizers_library_gives_the_model_tokenizers_ids(embedder: LocalEmbedd
     batches = [VARIED[i : i + 37] for i in range(0, len(VARIED), 37)] + [[t] for t in VARIED[:60]]
     for batch in batches:
         expected = model.tokenizer(batch, padding=True, truncation=True, max_length=256, return_tensors="np")
-        got = onnx_encoder.encode_tokens(fast, batch)
+        got = onnx_tokenizer.encode_tokens(fast, batch)
         for name in ("input_ids", "attention_mask", "token_type_ids"):
             assert np.array_equal(expected[name], got[name]), (name, batch)
 
@@ -316,16 +320,16 @@ def test_missing_or_broken_sidecar_exports_again(
     exports = _count_exports(monkeypatch)
     path = embedder._path
     file = onnx_export.exported_model(embedder._load(), path)
-    sidecar = onnx_export.sidecar_for(file)
-    assert onnx_export.cached_export(path) is not None
+    sidecar = onnx_cache.sidecar_for(file)
+    assert onnx_cache.cached_export(path) is not None
 
     sidecar.unlink()  # as a cache file written before sidecars existed
-    assert onnx_export.cached_export(path) is None
+    assert onnx_cache.cached_export(path) is None
     assert onnx_encoder.cached_encoder(path) is None
     model = LocalEmbedder(backend="onnx")
     assert _max_diff(model.embed(TEXTS[:3]), torch_embedder.embed(TEXTS[:3])) < 1e-5
     assert len(exports) == 2 and sidecar.is_file()
-    assert onnx_export.cached_export(path) is not None
+    assert onnx_cache.cached_export(path) is not None
 
     valid = json.loads(sidecar.read_text(encoding="utf-8"))
     for broken in (
@@ -336,9 +340,9 @@ def test_missing_or_broken_sidecar_exports_again(
         json.dumps({k: v for k, v in valid.items() if k != "dimension"}),
     ):
         sidecar.write_text(broken, encoding="utf-8")
-        assert onnx_export.cached_export(path) is None, broken
+        assert onnx_cache.cached_export(path) is None, broken
     onnx_export.exported_model(embedder._load(), path)
-    assert len(exports) == 3 and onnx_export.cached_export(path) is not None
+    assert len(exports) == 3 and onnx_cache.cached_export(path) is not None
 
 
 def test_a_tokenizer_file_that_differs_is_replaced_by_a_checked_copy(
@@ -353,7 +357,7 @@ def test_a_tokenizer_file_that_differs_is_replaced_by_a_checked_copy(
         lambda model, file, settings: file.resolve() != own and real_same(model, file, settings),
     )
     file = onnx_export.exported_model(embedder._load(), embedder._path)
-    info = onnx_export.ExportInfo.read(file)
+    info = onnx_cache.ExportInfo.read(file)
     assert info is not None and info.tokenizer == fresh / "onnx" / f"{file.stem}.tokenizer.json"
     encoder = onnx_encoder.OnnxEncoder.from_export(info)
     assert _max_diff(encoder.encode(TEXTS), torch_embedder.embed(TEXTS)) < 1e-5
@@ -363,9 +367,8 @@ def test_fingerprint_imports_neither_torch_nor_transformers(embedder: LocalEmbed
     import subprocess
 
     code = (
-        "import sys; from hindsight_integrations.core.embedding.onnx import encoder as onnx_encoder; "
-        "from hindsight_integrations.core.embedding.onnx import export as onnx_export; "
-        f"onnx_export.model_fingerprint({embedder._path!r}); "
+        "import sys; from hindsight_integrations.core.embedding.onnx import cache, encoder, export; "
+        f"cache.model_fingerprint({embedder._path!r}); "
         "print('torch' in sys.modules, 'transformers' in sys.modules)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)

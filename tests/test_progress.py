@@ -26,7 +26,7 @@ from hindsight_integrations import MemoryEngine
 from hindsight_integrations.bench.locomo import evaluate, ingest
 from hindsight_integrations.bench.locomo_data import load_directory
 from hindsight_integrations.cli import app
-from hindsight_integrations.core.embedding.models import LocalEmbedder
+from hindsight_integrations.core.embedding.local import LocalEmbedder
 
 MEMORIES = 520  # past one report interval (500), two embedding chunks (256) and one write chunk (500)
 

@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from hindsight_integrations import MemoryEngine
-from hindsight_integrations.core.embedding.models import LocalEmbedder
+from hindsight_integrations.core.embedding.local import LocalEmbedder
 from hindsight_integrations.core.storage.session_windows import SessionWindows, context_line
 
 TURNS = [

@@ -19,7 +19,8 @@ from typer.testing import CliRunner
 
 from hindsight_integrations import MemoryEngine
 from hindsight_integrations.cli import app
-from hindsight_integrations.core.embedding.models import LocalEmbedder
+from hindsight_integrations.core.embedding.local import LocalEmbedder
+from hindsight_integrations.core.embedding.onnx import cache as onnx_cache
 from hindsight_integrations.core.embedding.onnx import export as onnx_export
 
 HEAVY = ("torch", "sentence_transformers", "transformers")
@@ -31,7 +32,7 @@ def warm_cache(tmp_path_factory: pytest.TempPathFactory, embedder: LocalEmbedder
     """A cache directory holding the default model's export and sidecar, as after a first use."""
     cache = tmp_path_factory.mktemp("warm-cache")
     onnx_export.exported_model(embedder._load(), embedder._path, cache)
-    assert onnx_export.cached_export(embedder._path, cache) is not None
+    assert onnx_cache.cached_export(embedder._path, cache) is not None
     return cache
 
 
@@ -54,7 +55,7 @@ def _python(code: str, cache: Path, *args: str) -> dict[str, Any]:
 
 EMBED = """
 import json, sys
-from hindsight_integrations.core.embedding.models import LocalEmbedder
+from hindsight_integrations.core.embedding.local import LocalEmbedder
 model = LocalEmbedder()
 dimension = model.dimension
 after_dimension = sorted(m for m in ("onnxruntime", "torch", "sentence_transformers") if m in sys.modules)

@@ -186,7 +186,7 @@ def test_record_turn_embeds_the_turn_text_once(engine: MemoryEngine, monkeypatch
 
         return count
 
-    for method in ("embed_array", "embed_index_array"):  # writes store int8 vectors, see onnx_quantize.py
+    for method in ("embed_array", "embed_index_array"):  # writes store int8 vectors, see embedding/onnx/quantize.py
         monkeypatch.setattr(engine.embedder, method, counting(method))
     result = engine.record_turn(
         "The production database runs Postgres 15 on three replicas.", session_id="s1", namespace="u1", speaker="Ana"
@@ -198,7 +198,7 @@ def test_record_turn_embeds_the_turn_text_once(engine: MemoryEngine, monkeypatch
     assert len(in_write) == 1 and len(in_write[0]) == 1  # one vector for the turn and its memory
     assert "Postgres 15" in in_write[0][0] and "\n" not in in_write[0][0]
     assert len(behind) == 1 and behind[0][1].startswith("We moved the staging database")  # the framed text
-    assert all(method == "embed_index_array" for method, _, _ in calls)  # by the int8 copy (onnx_quantize.py)
+    assert all(method == "embed_index_array" for method, _, _ in calls)  # by the int8 copy (embedding/onnx/quantize.py)
     memory = result.stored.stored[0]
     assert memory.id in handle.context_vectors([memory.id])
 

@@ -13,7 +13,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from hindsight_integrations import MemoryEngine
-from hindsight_integrations.core.embedding.models import LocalEmbedder
+from hindsight_integrations.core.embedding.local import LocalEmbedder
 from hindsight_integrations.core.model.records import Status
 from hindsight_integrations.core.storage.field_index import FactsIndex
 

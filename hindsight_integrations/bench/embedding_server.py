@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from ..core.embedding.models import Embedder
+from ..core.embedding.protocol import Embedder
 from .http_json import LoopbackServer, QuietHandler, error_body, send_json
 
 

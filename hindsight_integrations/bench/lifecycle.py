@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.clock import ManualClock
-from ..core.embedding.models import Embedder
+from ..core.embedding.protocol import Embedder
 from ..core.engine import MemoryEngine
 from ..core.model.records import MemoryRecord, Status, Tier
 from ..core.upkeep.retention import read_cold

@@ -32,7 +32,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Any
 
-from ..core.embedding.onnx.export import cache_root
+from ..core.embedding.onnx.cache import cache_root
 from .closing import ClosedOnExit
 
 MEM0_VERSION = "2.2.1"

@@ -36,7 +36,7 @@ import asyncio
 from pathlib import Path
 from typing import Any, Protocol
 
-from ..core.embedding.models import LocalEmbedder
+from ..core.embedding.local import LocalEmbedder
 from ..core.engine import MemoryEngine
 from ..core.recall.ranking import RecallWeights
 from .embedding_server import EmbeddingServer

@@ -22,7 +22,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..core.embedding.models import LocalEmbedder
+from ..core.embedding.local import LocalEmbedder
 from ..core.engine import MemoryEngine
 from .embedding_server import EmbeddingServer
 from .locomo import CONTEXT_BUDGET, LOCOMO_WEIGHTS

@@ -41,7 +41,8 @@ from typing import Any
 
 import numpy as np
 
-from ..core.embedding.models import LocalEmbedder, embed_index_matrix, embed_matrix
+from ..core.embedding.local import LocalEmbedder
+from ..core.embedding.protocol import embed_index_matrix, embed_matrix
 from ..core.engine import MemoryEngine
 from ..core.model.records import to_epoch
 from ..core.recall import pipeline as recall_module

@@ -83,8 +83,8 @@ def _environment(store: Path) -> dict[str, str]:
 def fill_store(store: Path, memories: int) -> dict[str, Any]:
     """Write ``memories`` synthetic memories with the configured embedder; say which backend it used."""
     from ..core.config import load_settings
-    from ..core.embedding.models import LocalEmbedder, resolve_local_model
-    from ..core.embedding.onnx.export import cached_export
+    from ..core.embedding.local import LocalEmbedder, resolve_local_model
+    from ..core.embedding.onnx.cache import cached_export
     from ..core.engine import MemoryEngine
     from .synthetic import memories as synthetic_memories
 

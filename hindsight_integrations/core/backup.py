@@ -124,7 +124,7 @@ class Backup:
                 pairs = every[start : start + _WRITE_CHUNK]
                 new = [(r, v) for r, v in pairs if r.id not in existing]
                 old = [(r, v) for r, v in pairs if r.id in existing]
-                for group, write in ((new, handle.add), (old, handle.update)):
+                for group, write in ((new, handle.add), (old, handle.rewrite)):
                     if group:
                         framed = {r.id: context_vectors[r.id] for r, _ in group if r.id in context_vectors}
                         write([r for r, _ in group], [v for _, v in group], framed)

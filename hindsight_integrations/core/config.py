@@ -17,7 +17,7 @@ from typing import Annotated, Any, Literal
 from pydantic import AliasChoices, Field, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
-from .errors import ConfigurationError
+from .errors import ConfigurationError, InvalidInputError
 
 # Chroma's collection-name rules, which a namespace (prefixed) must meet: no ".." either.
 # Checked with fullmatch: "$" would accept a trailing newline.
@@ -30,8 +30,6 @@ HOST_PATTERN = re.compile(rf"(?:\[[0-9A-Fa-f:.]+\]|{_LABEL}(?:\.{_LABEL})*)(?::(
 
 def validate_namespace(value: object, field: str = "namespace") -> str:
     """Namespaces become Chroma collection names, so they are kept to a safe alphabet."""
-    from .errors import InvalidInputError
-
     if not isinstance(value, str):
         raise InvalidInputError(field, f"must be a string, got {type(value).__name__}")
     if not NAMESPACE_PATTERN.fullmatch(value):
@@ -102,7 +100,7 @@ class Settings(BaseSettings):
     max_entities: int = Field(50, ge=1)
     max_filter_bytes: int = Field(8192, ge=64)
     dedup_threshold: float = Field(0.92, gt=0, le=1)  # and the same values: see core/write/repeats.py
-    update_threshold: float = Field(0.85, gt=0, le=1)  # similarity at which a change cue makes an update
+    update_threshold: float = Field(0.85, gt=0, le=1)  # similarity at which a change cue supersedes
     time_aware_text: bool = True  # index "On 8 May 2023, <content>" (see core/storage/indexing.py)
     tokenizer: str = "estimate"
 
@@ -172,8 +170,6 @@ class Settings(BaseSettings):
     @field_validator("namespace")
     @classmethod
     def _namespace(cls, value: str) -> str:
-        from .errors import InvalidInputError
-
         try:
             return validate_namespace(value)
         except InvalidInputError as exc:
@@ -287,3 +283,25 @@ def load_settings(*, sources: Mapping[str, str] | None = None, **overrides: obje
             else:
                 problems.append(f"{name} (env HINDSIGHT_{name.upper()}): {message}")
         raise ConfigurationError("invalid configuration: " + "; ".join(problems)) from None
+
+
+def engine_settings(
+    settings: Settings | None,
+    *,
+    store: str | Path | None = None,
+    chroma_url: str | None = None,
+    namespace: str | None = None,
+    **overrides: Any,
+) -> Settings:
+    """The settings a ``MemoryEngine`` runs with: ``settings`` or the environment's, the given arguments winning.
+
+    Without ``settings`` everything goes through ``load_settings`` (validated, errors naming
+    where each value came from); with them, only the arguments given replace their fields.
+    """
+    if settings is None:
+        return load_settings(store=store, chroma_url=chroma_url, namespace=namespace, **overrides)
+    if not (store or chroma_url or namespace or overrides):
+        return settings
+    check_setting_names(overrides)
+    changes = {"store": Path(store) if store else None, "chroma_url": chroma_url, "namespace": namespace}
+    return settings.model_copy(update={k: v for k, v in {**changes, **overrides}.items() if v is not None})

@@ -5,33 +5,32 @@ translation onto these methods. One engine serves many namespaces (users); each 
 is its own Chroma collection, so isolation does not depend on remembering a filter.
 
 The engine itself only checks the namespace and hands the call to the module that does the
-work (see docs/architecture.md): ``writes.Writer``, ``recall.Recaller``,
-``working.WorkingMemory`` (with ``compression.Compressor``), ``backup.Backup`` and
-``lifecycle.Maintenance``, all sharing one ``parts.EngineParts``.
+work (see docs/architecture.md): ``write.settle.Settler`` (new memories) and
+``write.edit.Editor`` (changes to one), ``recall.pipeline.Recaller``,
+``working.window.WorkingMemory`` and ``backup.Backup``, all sharing one ``parts.EngineParts``.
+The upkeep methods (``maintain``, ``upkeep``, ``consolidate``, ...) are inherited from
+``upkeep.facade.UpkeepFacade``. The public names are the API's words: ``update`` edits a
+memory, ``maintain`` runs retention, ``upkeep`` runs every upkeep step (``upkeep/__init__.py``).
 """
 
 from __future__ import annotations
 
 import builtins
-from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any, overload
 
 from .backup import EXPORT_FORMAT, Backup
-from .clock import Clock, SystemClock
-from .config import Settings, check_setting_names, load_settings, validate_namespace
-from .embedding.models import Embedder, build_embedder, embed_index_matrix
+from .clock import Clock
+from .config import Settings, engine_settings, validate_namespace
+from .embedding.protocol import Embedder, warm_up
 from .errors import InvalidInputError
-from .language.tokens import counter_for
 from .llm import LLMClient
 from .model.arguments import whole_number
 from .model.limits import MAX_CANDIDATES, MAX_OFFSET, MAX_PAGE
-from .model.records import Kind, MemoryRecord, Role, Status, Tier
+from .model.records import Kind, MemoryRecord, Role, Status
 from .model.results import (
     CompressionResult,
-    ConsolidationReport,
-    MergedRepeat,
     NamespaceStats,
     RecallResult,
     StoreResult,
@@ -43,27 +42,16 @@ from .recall.filters import RecallFilters, bounded_filters
 from .recall.pipeline import Recaller
 from .recall.ranking import RecallWeights
 from .redaction import set_content_in_logs
-from .storage.locks import CrossProcessLocks, cross_process_locks
 from .storage.namespace_store import NamespaceStore
-from .storage.replicas import WriterRegistry, lock_fingerprint, registry_for
-from .storage.store import ChromaStore, open_client
-from .upkeep.consolidation import Consolidator
-from .upkeep.merging import RepeatMerger
-from .upkeep.retention import Maintenance, MaintenanceReport
-from .upkeep.runner import (
-    ConsolidationStepReport,
-    SessionCompressionReport,
-    UpkeepReport,
-    UpkeepStep,
-    compress_due_sessions,
-    run_upkeep,
-)
-from .working.compression import Compressor
+from .storage.store import ChromaStore
+from .upkeep.facade import UpkeepFacade
 from .working.window import WorkingMemory
-from .write.writer import Writer
+from .write.edit import Editor
+from .write.recovery import finish_interrupted_supersedes
+from .write.settle import Settler
 
 
-class MemoryEngine:
+class MemoryEngine(UpkeepFacade):
     """Store, recall, compress and maintain memories in Chroma.
 
     Typical use::
@@ -93,56 +81,30 @@ class MemoryEngine:
         clock: Clock | None = None,
         **overrides: Any,
     ) -> None:
-        if settings is None:
-            settings = load_settings(store=store, chroma_url=chroma_url, namespace=namespace, **overrides)
-        elif store or chroma_url or namespace or overrides:
-            check_setting_names(overrides)
-            changes = {"store": Path(store) if store else None, "chroma_url": chroma_url, "namespace": namespace}
-            settings = settings.model_copy(update={k: v for k, v in {**changes, **overrides}.items() if v is not None})
-        self.settings = settings
+        settings = engine_settings(settings, store=store, chroma_url=chroma_url, namespace=namespace, **overrides)
         set_content_in_logs(settings.log_content)
-        self.clock: Clock = clock or SystemClock()
-        self.embedder = embedder or build_embedder(settings, embedding_function)
-        self.llm = LLMClient.from_settings(settings) if llm is True or llm is None else (llm or None)
-        client = chroma_client or open_client(
-            path=settings.store if not settings.chroma_url else None,
-            url=settings.chroma_url,
-            attempts=settings.chroma_connect_attempts,
-            timeout=settings.chroma_connect_timeout,
+        parts = EngineParts.assemble(
+            settings,
+            embedder=embedder,
+            embedding_function=embedding_function,
+            llm=llm,
+            chroma_client=chroma_client,
+            clock=clock,
         )
-        shared_locks = cross_process_locks(settings.lock_url)
-        self.chroma = ChromaStore(
-            client,
-            embedding_model=self.embedder.name,
-            embedding_dim=self.embedder.dimension,
-            lexical_sync_seconds=settings.lexical_sync_seconds,
-            access_flush_seconds=settings.access_flush_seconds,
-            time_aware=settings.time_aware_text,
-            copy_vectors=settings.copy_vectors,
-            embed_context=lambda texts: embed_index_matrix(self.embedder, texts, background=True),
-            shared_locks=shared_locks,
-            writers=_writer_registry(client, settings, shared_locks),
-        )
-        self.tokens = counter_for(settings.tokenizer)
-        parts = EngineParts(
-            settings=settings,
-            embedder=self.embedder,
-            store=self.chroma,
-            tokens=self.tokens,
-            llm=self.llm,
-            clock=self.clock,
-        )
+        self.settings = settings
+        self.clock: Clock = parts.clock
+        self.embedder = parts.embedder
+        self.llm = parts.llm
+        self.chroma: ChromaStore = parts.store
+        self.tokens = parts.tokens
         self._parts = parts
-        self._writer = Writer(parts)
-        self.chroma.on_open = self._writer.finish_supersedes
+        self._settler = Settler(parts)
+        self._editor = Editor(parts)
+        self.chroma.on_open = lambda handle: finish_interrupted_supersedes(handle, parts.clock)
         self._recaller = Recaller(parts)
-        self._working = WorkingMemory(parts, self._writer)
+        self._working = WorkingMemory(parts, self._settler)
         self._backup = Backup(parts)
-        self._maintenance = Maintenance(
-            settings.resolved_cold_store, self._backup.import_data, self.clock, semantic_decay=settings.semantic_decay
-        )
-        self._merger = RepeatMerger(parts)
-        self._consolidator = Consolidator(parts, self._merger)
+        self._start_upkeep(self._backup)
 
     @overload
     def _namespace(self, namespace: str | None) -> NamespaceStore: ...
@@ -154,17 +116,11 @@ class MemoryEngine:
 
         ``create=False`` gives None for a namespace never written: reads do not create one.
         """
-        return self.chroma.namespace(
-            validate_namespace(namespace if namespace is not None else self.settings.namespace), create=create
-        )
+        return self.chroma.namespace(self._parts.namespace_name(namespace), create=create)
 
     def warm(self) -> None:
         """Load the embedding model (and its int8 copy for stored vectors) now, so the first request is not slow."""
-        warm = getattr(self.embedder, "warm", None)
-        if callable(warm):
-            warm()
-        else:
-            self.embedder.embed(["warm up"])
+        warm_up(self.embedder)
 
     def namespaces(self) -> list[str]:
         """Every namespace in the store."""
@@ -193,7 +149,7 @@ class MemoryEngine:
         again. ``origin`` is recorded in each memory's provenance.
         """
         handle = self._namespace(namespace)
-        return self._writer.store(
+        return self._settler.store(
             handle,
             memories,
             apply_filter=apply_filter,
@@ -224,7 +180,7 @@ class MemoryEngine:
 
     def get(self, memory_id: str, *, namespace: str | None = None) -> MemoryRecord:
         """One memory by id, whatever its status; ``MemoryNotFoundError`` if the namespace has none."""
-        return self._writer.get(self._namespace(namespace), memory_id)
+        return self._editor.get(self._namespace(namespace), memory_id)
 
     def update(
         self,
@@ -242,7 +198,7 @@ class MemoryEngine:
         ``metadata`` is merged into the existing metadata; ``ttl_seconds`` expires the memory
         that many seconds from now.
         """
-        return self._writer.update(
+        return self._editor.edit(
             self._namespace(namespace),
             memory_id,
             content=content,
@@ -254,19 +210,19 @@ class MemoryEngine:
 
     def forget(self, memory_id: str, *, namespace: str | None = None) -> MemoryRecord:
         """Soft delete: the memory stops being recalled but stays in the store and exports."""
-        return self._writer.forget(self._namespace(namespace), memory_id)
+        return self._editor.forget(self._namespace(namespace), memory_id)
 
     def unforget(self, memory_id: str, *, namespace: str | None = None) -> MemoryRecord:
         """Undo ``forget`` (or a rejected review): the memory is active and recalled again."""
-        return self._writer.unforget(self._namespace(namespace), memory_id)
+        return self._editor.unforget(self._namespace(namespace), memory_id)
 
     def review(self, memory_id: str, *, accept: bool, namespace: str | None = None) -> builtins.list[MemoryRecord]:
         """Accept or reject a quarantined memory (a low-trust contradiction of an important one).
 
-        Accepting makes it active and applies the update it held back (the older of the two
+        Accepting makes it active and applies the supersede it held back (the older of the two
         becomes history); rejecting forgets it. Returns the records changed, the reviewed one first.
         """
-        return self._writer.review(self._namespace(namespace), memory_id, accept=accept)
+        return self._editor.review(self._namespace(namespace), memory_id, accept=accept)
 
     def unmerge(self, memory_id: str, *, index: int = -1, namespace: str | None = None) -> MemoryRecord:
         """Undo a merge: input ``index`` of the memory's ``sources`` becomes a memory of its own again.
@@ -275,7 +231,7 @@ class MemoryEngine:
         merged when it was written gets a record of its own.
         """
         handle = self._namespace(namespace)
-        return self._merger.unmerge(handle, memory_id, index) or self._writer.unmerge(handle, memory_id, index)
+        return self._merger.unmerge(handle, memory_id, index) or self._editor.unmerge(handle, memory_id, index)
 
     # -- recall -----------------------------------------------------------------------------
     def recall(
@@ -292,7 +248,7 @@ class MemoryEngine:
         candidates: int | None = None,
         touch: bool = True,
     ) -> RecallResult:
-        """Hybrid recall of the memories most relevant to ``query`` (see ``recall.py``).
+        """Hybrid recall of the memories most relevant to ``query`` (see ``recall/pipeline.py``).
 
         ``top_k`` memories at most (default ``default_top_k``), none whose cosine similarity is
         below ``min_score``, narrowed by ``filters``, packed into ``token_budget`` tokens;
@@ -436,128 +392,9 @@ class MemoryEngine:
             namespace = validate_namespace(data["namespace"], 'the export\'s "namespace"')
         return self._backup.import_data(self._namespace(namespace), data, progress=progress)
 
-    # -- upkeep -----------------------------------------------------------------------------
-    def maintain(
-        self,
-        *,
-        namespace: str | None = None,
-        now: datetime | None = None,
-        caps: dict[Tier, int] | None = None,
-        dry_run: bool = False,
-    ) -> MaintenanceReport:
-        """Decay idle memories, archive stale unimportant ones and enforce tier caps (``lifecycle.py``).
-
-        Semantic memories decay slowly, and preferences and corrections are never archived or
-        evicted. Idleness is measured at ``now``, by default the engine's clock. ``dry_run``
-        reports what would happen and changes nothing.
-        """
-        return self._maintenance.maintain(self._namespace(namespace), now=now, caps=caps, dry_run=dry_run)
-
-    def upkeep(self, namespace: str | None = None, *, dry_run: bool = False) -> UpkeepReport:
-        """Run every upkeep step on ``namespace`` (default: the configured one), in order (``upkeep.py``).
-
-        Compresses the sessions whose working window is past its threshold, consolidates (merges
-        repeats, distils facts said in several sessions), then ``maintain``s.
-        Each step is reported with what it did (counts and ids), its time and its error: one that
-        fails does not stop the next. ``dry_run`` reports what would happen and changes nothing.
-        A namespace never written has nothing to keep: the report has no steps, and it is not created.
-        """
-        name = validate_namespace(namespace if namespace is not None else self.settings.namespace)
-        if not isinstance(dry_run, bool):
-            raise InvalidInputError("dry_run", f"must be true or false, got {type(dry_run).__name__}")
-        if self.chroma.namespace(name, create=False) is None:
-            return UpkeepReport(namespace=name, dry_run=dry_run, started_at=self.clock.now())
-        return run_upkeep(name, self.upkeep_steps(), dry_run=dry_run, clock=self.clock)
-
-    def upkeep_steps(self) -> builtins.list[UpkeepStep]:
-        """The steps of ``upkeep``, in the order they run; each is ``run(namespace, dry_run) -> its report``."""
-        return [
-            UpkeepStep("compress", self._compress_due_sessions),
-            UpkeepStep(
-                "consolidate",
-                lambda ns, dry_run: ConsolidationStepReport.of(self.consolidate(namespace=ns, dry_run=dry_run)),
-            ),
-            UpkeepStep(
-                "maintain", lambda ns, dry_run: self.maintain(namespace=ns, now=self.clock.now(), dry_run=dry_run)
-            ),
-        ]
-
-    def _compress_due_sessions(self, namespace: str, dry_run: bool) -> SessionCompressionReport:
-        handle = self._namespace(namespace)
-        return compress_due_sessions(
-            handle,
-            threshold=self.settings.compress_threshold_tokens,
-            window=lambda session_id: self._working.window(handle, session_id=session_id),
-            compress=lambda session_id: self._working.compress(
-                handle, session_id=session_id, threshold_tokens=None, force=False
-            ),
-            compressor=Compressor(self._parts),
-            dry_run=dry_run,
-        )
-
-    def consolidate(self, namespace: str | None = None, *, dry_run: bool = False) -> ConsolidationReport:
-        """Distil what the namespace's memories say again and again into semantic memories (``consolidation.py``).
-
-        First merges repeats that slipped past the write path (``merge_repeats``); then clusters
-        related memories (vectors, values, people, time) and turns each cluster said at least
-        ``consolidation_min_members`` times, in two sessions or days or more, into one semantic
-        memory whose ``source`` names every source and their turns. The sources are kept at half
-        their importance, linked by ``consolidated_into``; running it again adds nothing.
-        ``dry_run`` reports what would happen, changes nothing and calls no LLM.
-        """
-        return self._consolidator.consolidate(self._existing(namespace), dry_run=dry_run)
-
-    def merge_repeats(self, namespace: str | None = None, *, dry_run: bool = False) -> builtins.list[MergedRepeat]:
-        """Merge active memories with cosine ≥ ``merge_threshold`` and the same values into one (``merging.py``).
-
-        The survivor is reinforced, the other becomes history pointing at it; ``unmerge`` splits
-        them again. ``dry_run`` lists the pairs and changes nothing.
-        """
-        return self._merger.merge(self._existing(namespace), dry_run=dry_run)
-
-    def _existing(self, namespace: str | None) -> NamespaceStore:
-        """The handle of a namespace that holds memories; upkeep of one never written is a mistake worth naming."""
-        handle = self._namespace(namespace, create=False)
-        if handle is None:
-            name = namespace if namespace is not None else self.settings.namespace
-            known = sorted(self.namespaces())
-            listing = f"the namespaces are: {', '.join(known)}" if known else "the store holds no namespace yet"
-            raise InvalidInputError("namespace", f"nothing was ever stored in namespace {name!r} ({listing})")
-        return handle
-
-    def restore(self, *, namespace: str | None = None, ids: Sequence[str] | None = None) -> int:
-        """Bring archived memories back from cold storage (all, or the given ids) as active.
-
-        A restored memory counts as used at the clock's now, so the next upkeep does not archive
-        it again. Returns how many came back; ids not in cold storage are skipped (see ``archived_ids``).
-        """
-        return self._maintenance.restore(self._namespace(namespace), ids, now=self.clock.now())
-
-    def archived_ids(self, *, namespace: str | None = None) -> builtins.list[str]:
-        """The ids in the namespace's cold storage: what ``restore`` can bring back, oldest archive first."""
-        return self._maintenance.archived_ids(self._namespace(namespace))
-
     def drop_namespace(self, namespace: str) -> None:
         """Delete a namespace and everything in it, for good."""
         self.chroma.drop_namespace(validate_namespace(namespace))
-
-
-def _writer_registry(client: Any, settings: Settings, locks: CrossProcessLocks | None) -> WriterRegistry | None:
-    """This process's entry in the writer registry of the Chroma server, or None on an embedded store.
-
-    Only a Chroma *server* can have several writing processes; an embedded directory is one
-    process's. The entry is made at the first write (or at a server's start-up), not here, so
-    a process that only reads never counts as a writer.
-    """
-    if not settings.chroma_url:
-        return None
-    identity = getattr(locks, "identity", None)
-    return registry_for(
-        client,
-        url=settings.chroma_url,
-        lock=lock_fingerprint(identity()) if callable(identity) else None,
-        expiry_seconds=settings.replica_expiry_seconds,
-    )
 
 
 __all__ = ["MemoryEngine"]

@@ -1,9 +1,10 @@
 """What the engine's modules share: settings, the embedder, the store, the token counter, the LLM.
 
-``MemoryEngine`` builds one ``EngineParts`` and hands it to each of its modules (writes,
-recall, working memory, backup, upkeep), so they need no reference to the engine or to each
-other's internals. It also holds the two things every writer needs done the same way: building
-a ``MemoryRecord`` and embedding records.
+``MemoryEngine`` builds one ``EngineParts`` (``EngineParts.assemble``, from the settings and
+whatever the caller supplied) and hands it to each of its modules (writes, recall, working
+memory, backup, upkeep), so they need no reference to the engine or to each other's
+internals. It also holds the two things every writer needs done the same way: building a
+``MemoryRecord`` and embedding records.
 """
 
 from __future__ import annotations
@@ -18,14 +19,18 @@ from typing import Any
 import numpy as np
 
 from .clock import Clock, SystemClock
-from .config import Settings
-from .embedding.models import Embedder, _QueryCache, embed_index_matrix
-from .language.tokens import TokenCounter
+from .config import Settings, validate_namespace
+from .embedding.factory import build_embedder
+from .embedding.protocol import Embedder, embed_index_matrix
+from .embedding.query_cache import QueryCache
+from .language.tokens import TokenCounter, counter_for
 from .llm import LLMClient
 from .model.limits import InputLimits
 from .model.records import Kind, MemoryRecord, Role, Tier
 from .storage.indexing import body_text, framed_text
-from .storage.store import ChromaStore
+from .storage.locks import CrossProcessLocks, cross_process_locks
+from .storage.replicas import WriterRegistry, lock_fingerprint, registry_for
+from .storage.store import ChromaStore, open_client
 
 
 @dataclass
@@ -38,8 +43,58 @@ class EngineParts:
     tokens: TokenCounter
     llm: LLMClient | None
     clock: Clock = field(default_factory=SystemClock)
-    query_cache: _QueryCache = field(default_factory=_QueryCache)
+    query_cache: QueryCache = field(default_factory=QueryCache)
     _known: threading.local = field(default_factory=threading.local, repr=False)
+
+    @classmethod
+    def assemble(
+        cls,
+        settings: Settings,
+        *,
+        embedder: Embedder | None = None,
+        embedding_function: Any = None,
+        llm: LLMClient | bool | None = None,
+        chroma_client: Any = None,
+        clock: Clock | None = None,
+    ) -> EngineParts:
+        """The parts of an engine with ``settings``; those given (see ``MemoryEngine``) replace the configured ones.
+
+        ``llm`` is an ``LLMClient``, ``True``/``None`` for the configured one, or ``False`` for none.
+        """
+        clock = clock or SystemClock()
+        embedder = embedder or build_embedder(settings, embedding_function)
+        chosen_llm = LLMClient.from_settings(settings) if llm is True or llm is None else (llm or None)
+        client = chroma_client or open_client(
+            path=settings.store if not settings.chroma_url else None,
+            url=settings.chroma_url,
+            attempts=settings.chroma_connect_attempts,
+            timeout=settings.chroma_connect_timeout,
+        )
+        shared_locks = cross_process_locks(settings.lock_url)
+        store = ChromaStore(
+            client,
+            embedding_model=embedder.name,
+            embedding_dim=embedder.dimension,
+            lexical_sync_seconds=settings.lexical_sync_seconds,
+            access_flush_seconds=settings.access_flush_seconds,
+            time_aware=settings.time_aware_text,
+            copy_vectors=settings.copy_vectors,
+            embed_context=lambda texts: embed_index_matrix(embedder, texts, background=True),
+            shared_locks=shared_locks,
+            writers=_writer_registry(client, settings, shared_locks),
+        )
+        return cls(
+            settings=settings,
+            embedder=embedder,
+            store=store,
+            tokens=counter_for(settings.tokenizer),
+            llm=chosen_llm,
+            clock=clock,
+        )
+
+    def namespace_name(self, namespace: str | None) -> str:
+        """``namespace``, or the configured one when None, checked: it becomes a Chroma collection's name."""
+        return validate_namespace(namespace if namespace is not None else self.settings.namespace)
 
     @property
     def limits(self) -> InputLimits:
@@ -128,6 +183,24 @@ class EngineParts:
             embedding_dim=self.store.embedding_dim,
             **fields,
         )
+
+
+def _writer_registry(client: Any, settings: Settings, locks: CrossProcessLocks | None) -> WriterRegistry | None:
+    """This process's entry in the writer registry of the Chroma server, or None on an embedded store.
+
+    Only a Chroma *server* can have several writing processes; an embedded directory is one
+    process's. The entry is made at the first write (or at a server's start-up), not here, so
+    a process that only reads never counts as a writer.
+    """
+    if not settings.chroma_url:
+        return None
+    identity = getattr(locks, "identity", None)
+    return registry_for(
+        client,
+        url=settings.chroma_url,
+        lock=lock_fingerprint(identity()) if callable(identity) else None,
+        expiry_seconds=settings.replica_expiry_seconds,
+    )
 
 
 __all__ = ["EngineParts"]

@@ -1,1 +1,1 @@
-"""Embedding models behind one small interface, and the local model's ONNX runtime."""
+"""Embedding models behind one small interface (``protocol.py``), a module per provider, and the local ONNX runtime."""

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from ..embedding.models import embed_query
+from ..embedding.protocol import embed_query
 from ..errors import InvalidInputError
 from ..model.arguments import coerce_model, fraction, whole_number
 from ..model.inputs import validate_content

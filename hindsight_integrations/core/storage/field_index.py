@@ -121,7 +121,7 @@ class FactsIndex:
         """Active memories whose recorded supersedes did not all land: new id → old ids still active.
 
         A memory and the update that makes the older one history are two Chroma writes; a crash
-        between them leaves both active, and this finds them (``Writer.finish_supersedes``).
+        between them leaves both active, and this finds them (``write/recovery.py``).
         """
         with self._lock:
             facts = self._facts

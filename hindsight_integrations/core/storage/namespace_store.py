@@ -4,7 +4,7 @@ A namespace is two Chroma collections: its records (one vector per memory: the m
 text) and its *context vectors* (one per memory that has a context, e.g. the turns around a
 conversation turn: the memory framed by that context, see ``indexing.framed_text``). Four
 indexes are derived data, kept per namespace in this process: the lexical (BM25) index, the
-facts recall filters and ranks on (``facts.py``), each session's live window
+facts recall filters and ranks on (``field_index.py``), each session's live window
 (``session_windows.py``) and, unless turned off, float16 copies of
 both kinds of vector (``vector_copy.py``). All are filled from Chroma when the namespace is
 first opened in this process, updated on this process's writes, and caught up with other
@@ -55,10 +55,12 @@ class StoreOptions:
 class NamespaceStore:
     """Records, vectors and derived indexes of one namespace; get one from ``ChromaStore.namespace``.
 
-    Every write goes through ``add``/``update``/``delete`` so the derived indexes stay in step
-    with Chroma. ``writing`` is the lock the engine holds across a read-decide-write sequence
-    (dedup, supersede, compression, updates) so two writers never interleave one: those of
-    this process, and with ``HINDSIGHT_LOCK_URL`` those of every replica (``coordination.py``).
+    Every write goes through ``add``/``rewrite``/``delete`` so the derived indexes stay in step
+    with Chroma: ``add`` writes new records, ``rewrite`` writes back records something changed
+    (a supersede, an edit, a decay: this layer does not care which), ``delete`` removes them.
+    ``writing`` is the lock the engine holds across a read-decide-write sequence (dedup,
+    supersede, compression, edits) so two writers never interleave one: those of this
+    process, and with ``HINDSIGHT_LOCK_URL`` those of every replica (``locks.py``).
     """
 
     def __init__(
@@ -212,7 +214,7 @@ class NamespaceStore:
         """Block until this namespace's context vectors queued so far in this process are written (False on timeout)."""
         return self._context_vectors.wait(timeout, target=self) if self._context_vectors is not None else True
 
-    def update(
+    def rewrite(
         self,
         records: Sequence[MemoryRecord],
         embeddings: Sequence[Vector] | np.ndarray | None = None,

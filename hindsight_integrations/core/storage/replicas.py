@@ -1,7 +1,7 @@
 """Who else writes to this Chroma server: the writer registry, and the check before every write.
 
 Chroma has no conditional write, so processes writing one Chroma server lose data unless they
-share a lock service (``HINDSIGHT_LOCK_URL``, ``coordination.PostgresLocks``): measured without
+share a lock service (``HINDSIGHT_LOCK_URL``, ``locks.PostgresLocks``): measured without
 one, a metadata update was lost in 15 of 15 races and a forgotten memory came back in 8 of 15.
 Nothing in Chroma stops a second replica started without the lock URL, so each process that
 writes through a Chroma server announces itself here, in a small collection of the store

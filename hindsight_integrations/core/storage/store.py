@@ -154,7 +154,7 @@ class ChromaStore:
     ) -> None:
         """``embed_context`` embeds context vectors left to the background (``context_vectors.py``);
         without it every writer must pass its records' context vectors. ``shared_locks`` serialise
-        each namespace's writes across processes (``coordination.py``); ``writers`` is this process's
+        each namespace's writes across processes (``locks.py``); ``writers`` is this process's
         entry in a Chroma server's writer registry, which every write checks first (``replicas.py``)."""
         self.client = client
         self.embedding_model = embedding_model

@@ -235,7 +235,7 @@ class Consolidator:
             if fresh:
                 vectors, context_vectors = self._parts.embed_records(fresh)
                 handle.add(fresh, vectors, context_vectors)
-            handle.update(changed)
+            handle.rewrite(changed)
         return done
 
 

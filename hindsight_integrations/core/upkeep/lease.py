@@ -8,7 +8,7 @@ current, who holds it, until when, whether it finished and when the next one is 
 
 Chroma has no compare-and-set, so every read-check-write of that record runs under a lock, held
 for the milliseconds of one read and one write: with ``HINDSIGHT_LOCK_URL``, the PostgreSQL
-advisory lock every replica takes for it (``coordination.py``); without one (one process on an
+advisory lock every replica takes for it (``locks.py``); without one (one process on an
 embedded store), a lock of this process.
 The holder renews the lease as the round goes on (before each namespace); a replica that dies
 mid-round stops renewing, and once the lease has expired another replica takes the same round

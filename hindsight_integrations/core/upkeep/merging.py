@@ -127,14 +127,14 @@ class RepeatMerger:
                 }
             )
             done.append(MergedRepeat(survivor=keep.id, merged=gone.id, similarity=round(cosine, 4)))
-        handle.update(list(changed.values()))
+        handle.rewrite(list(changed.values()))
         return done
 
     def unmerge(self, handle: NamespaceStore, memory_id: str, index: int) -> MemoryRecord | None:
         """Split input ``index`` off ``memory_id`` when upkeep merged it: the original record is active again.
 
         None when that input was merged at write time (it has no record of its own, so the
-        writer makes one) or its record is gone (archived): ``Writer.unmerge`` then rebuilds it.
+        writer makes one) or its record is gone (archived): ``Editor.unmerge`` then rebuilds it.
         """
         with handle.writing:
             found = handle.get([memory_id]) if isinstance(memory_id, str) and memory_id else []
@@ -155,7 +155,7 @@ class RepeatMerger:
                 update={"status": Status.ACTIVE, "superseded_by": None, "updated_at": now, "metadata": metadata}
             )
             sources = [s for n, s in enumerate(record.sources) if n != position]
-            handle.update([restored, record.model_copy(update={"sources": sources, "updated_at": now})])
+            handle.rewrite([restored, record.model_copy(update={"sources": sources, "updated_at": now})])
             return restored
 
 

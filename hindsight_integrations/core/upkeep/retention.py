@@ -193,7 +193,7 @@ class Maintenance:
             decayed, archive, evict = plan(records, now, caps, semantic_decay=self._semantic_decay)
             if dry_run:
                 return _report(handle.name, decayed, archive, evict, path, dry_run=True)
-            handle.update(decayed)
+            handle.rewrite(decayed)
             moving = [r.id for r in archive + evict]
             if moving:
                 context_vectors = handle.context_vectors(moving)

@@ -102,7 +102,7 @@ class Compressor:
                 handle.add([summary], self._parts.embed_records([summary])[0])
                 summaries.append(summary)
             link = {"summary_id": summary.id} if summary is not None else {}
-            handle.update(
+            handle.rewrite(
                 [
                     t.model_copy(
                         update={"status": Status.ARCHIVED, "updated_at": now, "metadata": {**t.metadata, **link}}

@@ -27,7 +27,7 @@ from ..storage.indexing import body_text
 from ..storage.namespace_store import NamespaceStore
 from ..write.admission import assess, event_ttl
 from ..write.conversation import NEIGHBOURS_BEFORE
-from ..write.writer import Writer
+from ..write.settle import Settler
 from .compression import Compressor, transcript
 
 log = logging.getLogger("hindsight.working")
@@ -62,9 +62,9 @@ def remembered_text(turn: MemoryRecord) -> str:
 class WorkingMemory:
     """Record turns, read and clear a session's window, compress it."""
 
-    def __init__(self, parts: EngineParts, writer: Writer) -> None:
+    def __init__(self, parts: EngineParts, settler: Settler) -> None:
         self._parts = parts
-        self._writer = writer
+        self._settler = settler
         self._compressor = Compressor(parts)
 
     def record_turn(
@@ -198,7 +198,7 @@ class WorkingMemory:
         origin: str,
         turn: tuple[MemoryRecord, np.ndarray],
     ) -> StoreResult:
-        return self._writer.store(
+        return self._settler.store(
             handle,
             items,
             apply_filter=apply_filter,
@@ -237,7 +237,7 @@ class WorkingMemory:
         """Forget the session's window (soft); long-term memories are untouched."""
         now = self._parts.clock.now()
         turns = self.window(handle, session_id=session_id)
-        handle.update([t.model_copy(update={"status": Status.DELETED, "updated_at": now}) for t in turns])
+        handle.rewrite([t.model_copy(update={"status": Status.DELETED, "updated_at": now}) for t in turns])
         return len(turns)
 
 

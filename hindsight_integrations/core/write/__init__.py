@@ -1,1 +1,5 @@
-"""How a write is judged and applied: admission, repeats, supersedes, corrections, the writer."""
+"""How a write is judged and applied: admission, repeats, supersedes, corrections.
+
+``settle.py`` stores new memories (``neighbours.py`` finds what each is compared with),
+``edit.py`` changes stored ones by id, ``recovery.py`` finishes supersedes a crash interrupted.
+"""

@@ -1,1 +1,1 @@
-"""The local model run by onnxruntime: export (needs torch, once), int8 copy, encoder."""
+"""The local model run by onnxruntime: the export cache, export (needs torch, once), tokenizer, int8 copy, encoder."""

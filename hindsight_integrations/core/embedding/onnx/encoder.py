@@ -1,7 +1,7 @@
 """Run a local sentence-transformers model with onnxruntime instead of torch.
 
 A short query through torch's eager CPU path costs ~12 ms for all-MiniLM-L6-v2, mostly
-framework overhead; the same graph exported once to ONNX (see ``onnx_export``) runs in
+framework overhead; the same graph exported once to ONNX (see ``export.py``) runs in
 ~4.6 ms under onnxruntime and gives the same vectors (within 1e-6).
 
 With an export and its sidecar on disk, ``cached_encoder`` builds the encoder from them
@@ -19,55 +19,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from .export import _INSTALL, ExportInfo, OnnxUnavailable, cached_export, check_supported, exported_model
+from .cache import INSTALL_HINT, ExportInfo, OnnxUnavailable, cached_export
+from .export import check_supported, exported_model
+from .quantize import int8_copy
+from .tokenizer import encode_tokens, load_tokenizer
 
 logger = logging.getLogger(__name__)
-
-
-def load_tokenizer(
-    file: Path,
-    max_length: int,
-    *,
-    pad_id: int = 0,
-    pad_token: str = "[PAD]",
-    pad_type_id: int = 0,
-    padding_side: str = "right",
-    truncation_side: str = "right",
-) -> Any:
-    """A ``tokenizers.Tokenizer`` set up as sentence-transformers calls its tokenizer.
-
-    That is truncation to ``max_length`` and padding to the longest text of the batch; the
-    padding and truncation stored in the file (128 fixed for all-MiniLM-L6-v2) are replaced.
-    It is configured once here and only read afterwards, so concurrent encodes never
-    reconfigure it.
-    """
-    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")  # onnxruntime already uses every core
-    try:
-        from tokenizers import Tokenizer
-    except ImportError as exc:
-        raise OnnxUnavailable(f"the tokenizers package is not installed ({exc}): {_INSTALL}") from exc
-    try:
-        tokenizer = Tokenizer.from_file(str(file))
-        tokenizer.enable_truncation(
-            max_length=max_length, stride=0, strategy="longest_first", direction=truncation_side
-        )
-        tokenizer.enable_padding(direction=padding_side, pad_id=pad_id, pad_type_id=pad_type_id, pad_token=pad_token)
-    except Exception as exc:  # the library raises bare Exception for a file it cannot read
-        raise OnnxUnavailable(f"the tokenizers library cannot load {file}: {exc}") from exc
-    return tokenizer
-
-
-def encode_tokens(tokenizer: Any, texts: list[str]) -> dict[str, Any]:
-    """Token ids, attention mask and token types of ``texts`` as int64 arrays, padded to the longest."""
-    import numpy as np
-
-    encode = getattr(tokenizer, "encode_batch_fast", None) or tokenizer.encode_batch
-    encodings = encode(texts)
-    return {
-        "input_ids": np.array([e.ids for e in encodings], dtype=np.int64),
-        "attention_mask": np.array([e.attention_mask for e in encodings], dtype=np.int64),
-        "token_type_ids": np.array([e.type_ids for e in encodings], dtype=np.int64),
-    }
 
 
 class OnnxEncoder:
@@ -103,7 +60,7 @@ class OnnxEncoder:
         try:
             import onnxruntime
         except ImportError as exc:
-            raise OnnxUnavailable(f"onnxruntime is not installed ({exc}): {_INSTALL}") from exc
+            raise OnnxUnavailable(f"onnxruntime is not installed ({exc}): {INSTALL_HINT}") from exc
         self.file = file
         self._tokenizer = tokenizer
         self._hf_tokenizer = callable(tokenizer)  # a tokenizers.Tokenizer is not callable, an HF one is
@@ -162,7 +119,7 @@ class OnnxEncoder:
         return cls.from_export(info)
 
     def int8(self) -> OnnxEncoder:
-        """The int8 copy of this model (``onnx_quantize``), made once and cached; raises ``OnnxUnavailable``.
+        """The int8 copy of this model (``quantize.py``), made once and cached; raises ``OnnxUnavailable``.
 
         It shares this encoder's tokenizer. Batches (imports) run a text at a time: dynamic
         quantisation scales each run's activations together, so a short text padded in a batch
@@ -175,8 +132,6 @@ class OnnxEncoder:
             if self._int8 is None:
                 if self._int8_failed is not None:
                     raise OnnxUnavailable(self._int8_failed)
-                from .quantize import int8_copy
-
                 try:
                     self._int8 = OnnxEncoder(
                         int8_copy(self.file),

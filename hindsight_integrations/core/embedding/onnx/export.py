@@ -1,43 +1,41 @@
-"""Produce and cache the ONNX export of a local sentence-transformers model: the part that needs torch.
+"""Produce the ONNX export of a local sentence-transformers model: the part that needs torch.
 
 The export bakes mean pooling and L2 normalisation into the graph, so only Transformer +
 mean Pooling [+ Normalize] models are accepted; anything else raises ``OnnxUnavailable``
 and the caller keeps torch.
 
-The exported file is cached on disk (keyed by the model's files and the exporter
-versions), so a process pays the 1-2 s export only the first time a model is used on a
-machine. Beside it a JSON sidecar keeps what running it needs (``ExportInfo``: embedding
-dimension, maximum sequence length, lower-case flag, the graph's input names, the
-``tokenizer.json`` and its padding). Finding a cached export (``cached_export``) imports
-neither torch nor transformers; only the first use on a machine loads the model and
-imports torch, lazily, to export it. Running an export is ``onnx_encoder``'s job.
+The export is made once per machine (1-2 s) and kept in the cache with its sidecar
+(``cache.py``: where it lives, how it is found, ``ExportInfo``); only that first use loads
+the model and imports torch, lazily, to export it. The ``tokenizers`` tokenizer the sidecar
+names is checked here to give exactly the model's own token ids. Running an export is
+``encoder.py``'s job.
 """
 
 from __future__ import annotations
 
-import atexit
-import functools
-import hashlib
-import importlib.metadata
 import json
 import logging
 import os
-import shutil
-import tempfile
 import warnings
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-logger = logging.getLogger(__name__)
+from .cache import (
+    INSTALL_HINT,
+    OPSET,
+    ExportInfo,
+    OnnxUnavailable,
+    cache_root,
+    cached_export,
+    export_stem,
+    private_dir,
+    sidecar_for,
+    temp_file,
+    write_file,
+)
+from .tokenizer import TOKEN_INPUTS, encode_tokens, load_tokenizer
 
-OPSET = 17
-# Bump when the exported graph or its sidecar changes: old cache files are then ignored.
-# 2: a JSON sidecar beside each export; the fingerprint reads versions from package metadata.
-_EXPORT_FORMAT = 2
-_KEY_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth", ".json")
-_TOKEN_INPUTS = ("input_ids", "attention_mask", "token_type_ids")
-_INSTALL = "pip install 'hindsight-integrations[local]'"
+logger = logging.getLogger(__name__)
 
 # Texts the export checks the ``tokenizers`` tokenizer against the model's own on: the cases
 # where tokenizers differ (accents, CJK, control and zero-width characters, truncation).
@@ -57,24 +55,6 @@ _TOKEN_PROBES = (
     "The quarterly report is due on Friday, and the backlog keeps growing. " * 40,
     "词" * 600,
 )
-
-
-class OnnxUnavailable(Exception):
-    """The ONNX path cannot serve this model here; the message says why."""
-
-
-def cache_root(explicit: str | os.PathLike[str] | None = None) -> Path:
-    """Where exported models live: ``explicit``, else ``HINDSIGHT_CACHE_DIR``, else the user cache.
-
-    The environment is read here as well as in ``Settings`` because ``LocalEmbedder`` is
-    often built directly (benchmarks, tests, adapters) without a ``Settings`` object.
-    """
-    if explicit:
-        return Path(explicit).expanduser()
-    if env := os.environ.get("HINDSIGHT_CACHE_DIR"):
-        return Path(env).expanduser()
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    return (Path(xdg) if xdg else Path.home() / ".cache") / "hindsight"
 
 
 def check_supported(model: Any) -> None:
@@ -109,131 +89,6 @@ def _is_mean_pooling(pooling: Any) -> bool:
     return modes.pop("pooling_mode_mean_tokens", False) is True and not any(modes.values())
 
 
-@functools.cache
-def _exporter_versions() -> tuple[str, str]:
-    """torch's and transformers' versions, read from package metadata: importing them to ask costs seconds."""
-    return _installed("torch"), _installed("transformers")
-
-
-def _installed(package: str) -> str:
-    try:
-        return importlib.metadata.version(package)
-    except importlib.metadata.PackageNotFoundError:
-        return "absent"
-
-
-def model_fingerprint(path: str) -> str:
-    """A short hash of what the exported graph depends on: the model's files and the exporter.
-
-    Computed without importing torch or transformers, so a process can find its cached
-    export before deciding whether it needs them at all.
-    """
-    root = Path(path)
-    if not root.is_dir():
-        raise OnnxUnavailable(f"{path!r} is not a local model directory")
-    files = []
-    for file in sorted(root.rglob("*")):
-        relative = file.relative_to(root)
-        if file.suffix in _KEY_SUFFIXES and file.is_file() and not any(p.startswith(".") for p in relative.parts):
-            stat = file.stat()
-            files.append([str(relative), stat.st_size, stat.st_mtime_ns])
-    key = [str(root.resolve()), files, *_exporter_versions(), OPSET, _EXPORT_FORMAT]
-    return hashlib.sha256(json.dumps(key).encode()).hexdigest()[:20]
-
-
-def _export_stem(path: str) -> str:
-    return f"{os.path.basename(path.rstrip('/')) or 'model'}-{model_fingerprint(path)}"
-
-
-def sidecar_for(file: Path) -> Path:
-    """The JSON sidecar of the export ``file`` (same name, ``.json``)."""
-    return file.with_suffix(".json")
-
-
-@dataclass(frozen=True)
-class ExportInfo:
-    """What running an export needs, kept in its JSON sidecar so that no model is loaded to learn it.
-
-    ``dimension`` lets a store check its collection's embedding size without running the
-    model; the tokenizer fields rebuild, with the ``tokenizers`` library, exactly the
-    padding and truncation sentence-transformers applied when the export was checked.
-    """
-
-    file: Path
-    dimension: int
-    max_length: int
-    lower_case: bool
-    inputs: tuple[str, ...]
-    tokenizer: Path
-    pad_id: int = 0
-    pad_token: str = "[PAD]"
-    pad_type_id: int = 0
-    padding_side: str = "right"
-    truncation_side: str = "right"
-
-    def to_json(self) -> dict[str, Any]:
-        """The sidecar's content; ``onnx`` names the export so a sidecar is never paired with another file."""
-        return {
-            "format": _EXPORT_FORMAT,
-            "onnx": self.file.name,
-            "dimension": self.dimension,
-            "max_seq_length": self.max_length,
-            "lower_case": self.lower_case,
-            "inputs": list(self.inputs),
-            "tokenizer": str(self.tokenizer),
-            "padding": {
-                "pad_id": self.pad_id,
-                "pad_token": self.pad_token,
-                "pad_type_id": self.pad_type_id,
-                "side": self.padding_side,
-            },
-            "truncation": {"side": self.truncation_side},
-        }
-
-    @classmethod
-    def read(cls, file: Path) -> ExportInfo | None:
-        """The sidecar of ``file``, or None when either is missing, unreadable or of another format.
-
-        None means "export again": an old cache file without a sidecar, or a sidecar whose
-        tokenizer file has gone, is replaced on the next export rather than trusted.
-        """
-        try:
-            data = json.loads(sidecar_for(file).read_text(encoding="utf-8"))
-            if data.get("format") != _EXPORT_FORMAT or data.get("onnx") != file.name:
-                return None
-            padding, truncation = data.get("padding", {}), data.get("truncation", {})
-            info = cls(
-                file=file,
-                dimension=int(data["dimension"]),
-                max_length=int(data["max_seq_length"]),
-                lower_case=bool(data["lower_case"]),
-                inputs=tuple(str(n) for n in data["inputs"]),
-                tokenizer=Path(data["tokenizer"]),
-                pad_id=int(padding.get("pad_id", 0)),
-                pad_token=str(padding.get("pad_token", "[PAD]")),
-                pad_type_id=int(padding.get("pad_type_id", 0)),
-                padding_side=str(padding.get("side", "right")),
-                truncation_side=str(truncation.get("side", "right")),
-            )
-        except (OSError, ValueError, KeyError, TypeError, AttributeError):
-            return None
-        if info.dimension <= 0 or not file.is_file() or not info.tokenizer.is_file():
-            return None
-        return info
-
-
-def cached_export(path: str, cache_dir: str | os.PathLike[str] | None = None) -> ExportInfo | None:
-    """The cached export of the model at ``path`` with its sidecar, or None. Loads no model, imports no torch."""
-    try:
-        stem = _export_stem(path)
-    except (OnnxUnavailable, OSError):
-        return None
-    for directory in (cache_root(cache_dir) / "onnx", _private):
-        if directory is not None and (info := ExportInfo.read(directory / f"{stem}.onnx")) is not None:
-            return info
-    return None
-
-
 def exported_model(model: Any, path: str, cache_dir: str | os.PathLike[str] | None = None) -> Path:
     """The ONNX file for ``model`` (loaded from ``path``), exported now if not cached with its sidecar yet.
 
@@ -242,17 +97,17 @@ def exported_model(model: Any, path: str, cache_dir: str | os.PathLike[str] | No
     the cache directory cannot be written, the export goes to a private temporary
     directory for this process.
     """
-    stem = _export_stem(path)
+    stem = export_stem(path)
     if (info := cached_export(path, cache_dir)) is not None:
         return info.file
     directory = cache_root(cache_dir) / "onnx"
     try:
         directory.mkdir(parents=True, exist_ok=True)
-        temp = _temp_file(directory, f"{stem}.onnx")
+        temp = temp_file(directory, f"{stem}.onnx")
     except OSError as exc:
         logger.warning("ONNX cache %s is not writable (%s); exporting to a temporary directory", directory, exc)
-        directory = _private_dir()
-        temp = _temp_file(directory, f"{stem}.onnx")
+        directory = private_dir()
+        temp = temp_file(directory, f"{stem}.onnx")
     target = directory / f"{stem}.onnx"
     try:
         settings = _tokenizer_settings(model.tokenizer)
@@ -274,37 +129,8 @@ def exported_model(model: Any, path: str, cache_dir: str | os.PathLike[str] | No
         tokenizer=tokenizer,
         **settings,
     )
-    _write_file(sidecar_for(target), json.dumps(info.to_json(), indent=2) + "\n")
+    write_file(sidecar_for(target), json.dumps(info.to_json(), indent=2) + "\n")
     return target
-
-
-def _temp_file(directory: Path, name: str) -> str:
-    handle, temp = tempfile.mkstemp(prefix=f".{name}.", suffix=".tmp", dir=directory)
-    os.close(handle)
-    return temp
-
-
-def _write_file(target: Path, text: str) -> None:
-    """Write ``text`` to ``target`` through a temporary file and a rename: readers see all of it or nothing."""
-    temp = _temp_file(target.parent, target.name)
-    try:
-        Path(temp).write_text(text, encoding="utf-8")
-        os.chmod(temp, 0o644)
-        os.replace(temp, target)
-    finally:
-        if os.path.exists(temp):
-            os.unlink(temp)
-
-
-_private: Path | None = None
-
-
-def _private_dir() -> Path:
-    global _private
-    if _private is None:
-        _private = Path(tempfile.mkdtemp(prefix="hindsight-onnx-"))
-        atexit.register(shutil.rmtree, _private, ignore_errors=True)
-    return _private
 
 
 def _dimension(model: Any) -> int:
@@ -340,7 +166,7 @@ def _tokenizer_file(model: Any, path: str, copy: Path, settings: dict[str, Any])
         return own.resolve()
     backend = getattr(model.tokenizer, "backend_tokenizer", None)
     if backend is not None:
-        _write_file(copy, backend.to_str())
+        write_file(copy, backend.to_str())
         if _same_tokens(model, copy, settings):
             return copy
         copy.unlink(missing_ok=True)
@@ -349,8 +175,6 @@ def _tokenizer_file(model: Any, path: str, copy: Path, settings: dict[str, Any])
 
 def _same_tokens(model: Any, file: Path, settings: dict[str, Any]) -> bool:
     import numpy as np
-
-    from .encoder import encode_tokens, load_tokenizer  # running an export; it imports this module
 
     max_length = int(model.max_seq_length)
     try:
@@ -361,7 +185,7 @@ def _same_tokens(model: Any, file: Path, settings: dict[str, Any]) -> bool:
     for texts in (list(_TOKEN_PROBES), [_TOKEN_PROBES[3]], [_TOKEN_PROBES[-2]]):
         expected = model.tokenizer(texts, padding=True, truncation=True, max_length=max_length, return_tensors="np")
         got = encode_tokens(fast, texts)
-        for name in _TOKEN_INPUTS:
+        for name in TOKEN_INPUTS:
             if name in expected and not np.array_equal(np.asarray(expected[name], dtype=np.int64), got[name]):
                 return False
     return True
@@ -378,7 +202,7 @@ def _probe(model: Any) -> Any:
 
 
 def _input_names(model: Any, probe: Any) -> list[str]:
-    names = [n for n in _TOKEN_INPUTS if n in probe and n in _forward_parameters(model[0].auto_model)]
+    names = [n for n in TOKEN_INPUTS if n in probe and n in _forward_parameters(model[0].auto_model)]
     if names[:2] != ["input_ids", "attention_mask"]:
         raise OnnxUnavailable(f"the model takes {names}, not input_ids + attention_mask")
     return names
@@ -390,7 +214,7 @@ def _export(model: Any, file: str) -> None:
         import onnx  # noqa: F401  (torch.onnx.export needs it)
         import onnxruntime
     except ImportError as exc:
-        raise OnnxUnavailable(f"exporting needs the onnx and onnxruntime packages ({exc}): {_INSTALL}") from exc
+        raise OnnxUnavailable(f"exporting needs the onnx and onnxruntime packages ({exc}): {INSTALL_HINT}") from exc
     import torch
 
     probe = _probe(model)
@@ -440,3 +264,6 @@ def _mean_pooled(encoder: Any) -> Any:
             return torch.nn.functional.normalize(mean, dim=1)
 
     return MeanPooled().eval()
+
+
+__all__ = ["check_supported", "exported_model"]

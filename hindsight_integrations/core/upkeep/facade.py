@@ -1,0 +1,157 @@
+"""The upkeep part of ``MemoryEngine``'s facade: maintain, upkeep and its steps, consolidate, merge, restore.
+
+``MemoryEngine`` inherits these methods from ``UpkeepFacade`` (they are its public API, see
+``upkeep/__init__.py`` for the words); they live here, beside the modules that do the work,
+so the engine's module stays a readable size. ``MemoryEngine.__init__`` sets the parts and
+working memory they use, then calls ``_start_upkeep``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+
+from ..backup import Backup
+from ..errors import InvalidInputError
+from ..model.records import Tier
+from ..model.results import ConsolidationReport, MergedRepeat
+from ..parts import EngineParts
+from ..storage.namespace_store import NamespaceStore
+from ..working.compression import Compressor
+from ..working.window import WorkingMemory
+from .consolidation import Consolidator
+from .merging import RepeatMerger
+from .retention import Maintenance, MaintenanceReport
+from .runner import (
+    ConsolidationStepReport,
+    SessionCompressionReport,
+    UpkeepReport,
+    UpkeepStep,
+    compress_due_sessions,
+    run_upkeep,
+)
+
+
+class UpkeepFacade:
+    """``MemoryEngine``'s upkeep methods, over the engine's parts and working memory."""
+
+    _parts: EngineParts
+    _working: WorkingMemory
+
+    def _start_upkeep(self, backup: Backup) -> None:
+        """Make the upkeep modules; ``backup`` re-imports what ``restore`` brings back from cold storage."""
+        parts, settings = self._parts, self._parts.settings
+        self._maintenance = Maintenance(
+            settings.resolved_cold_store, backup.import_data, parts.clock, semantic_decay=settings.semantic_decay
+        )
+        self._merger = RepeatMerger(parts)
+        self._consolidator = Consolidator(parts, self._merger)
+
+    def _upkept(self, namespace: str | None) -> NamespaceStore:
+        """The handle of ``namespace`` (default: the configured one), checked first."""
+        return self._parts.store.namespace(self._parts.namespace_name(namespace))
+
+    def _existing(self, namespace: str | None) -> NamespaceStore:
+        """The handle of a namespace that holds memories; upkeep of one never written is a mistake worth naming."""
+        name = self._parts.namespace_name(namespace)
+        handle = self._parts.store.namespace(name, create=False)
+        if handle is None:
+            known = self._parts.store.list_namespaces()
+            listing = f"the namespaces are: {', '.join(known)}" if known else "the store holds no namespace yet"
+            raise InvalidInputError("namespace", f"nothing was ever stored in namespace {name!r} ({listing})")
+        return handle
+
+    def maintain(
+        self,
+        *,
+        namespace: str | None = None,
+        now: datetime | None = None,
+        caps: dict[Tier, int] | None = None,
+        dry_run: bool = False,
+    ) -> MaintenanceReport:
+        """Decay idle memories, archive stale unimportant ones and enforce tier caps (``upkeep/retention.py``).
+
+        Semantic memories decay slowly, and preferences and corrections are never archived or
+        evicted. Idleness is measured at ``now``, by default the engine's clock. ``dry_run``
+        reports what would happen and changes nothing.
+        """
+        return self._maintenance.maintain(self._upkept(namespace), now=now, caps=caps, dry_run=dry_run)
+
+    def upkeep(self, namespace: str | None = None, *, dry_run: bool = False) -> UpkeepReport:
+        """Run every upkeep step on ``namespace`` (default: the configured one), in order (``upkeep/runner.py``).
+
+        Compresses the sessions whose working window is past its threshold, consolidates (merges
+        repeats, distils facts said in several sessions), then ``maintain``s.
+        Each step is reported with what it did (counts and ids), its time and its error: one that
+        fails does not stop the next. ``dry_run`` reports what would happen and changes nothing.
+        A namespace never written has nothing to keep: the report has no steps, and it is not created.
+        """
+        name = self._parts.namespace_name(namespace)
+        if not isinstance(dry_run, bool):
+            raise InvalidInputError("dry_run", f"must be true or false, got {type(dry_run).__name__}")
+        if self._parts.store.namespace(name, create=False) is None:
+            return UpkeepReport(namespace=name, dry_run=dry_run, started_at=self._parts.clock.now())
+        return run_upkeep(name, self.upkeep_steps(), dry_run=dry_run, clock=self._parts.clock)
+
+    def upkeep_steps(self) -> list[UpkeepStep]:
+        """The steps of ``upkeep``, in the order they run; each is ``run(namespace, dry_run) -> its report``."""
+        return [
+            UpkeepStep("compress", self._compress_due_sessions),
+            UpkeepStep(
+                "consolidate",
+                lambda ns, dry_run: ConsolidationStepReport.of(self.consolidate(namespace=ns, dry_run=dry_run)),
+            ),
+            UpkeepStep(
+                "maintain",
+                lambda ns, dry_run: self.maintain(namespace=ns, now=self._parts.clock.now(), dry_run=dry_run),
+            ),
+        ]
+
+    def _compress_due_sessions(self, namespace: str, dry_run: bool) -> SessionCompressionReport:
+        """Upkeep's ``compress`` step: every session of ``namespace`` whose window was left past the threshold."""
+        handle = self._upkept(namespace)
+        return compress_due_sessions(
+            handle,
+            threshold=self._parts.settings.compress_threshold_tokens,
+            window=lambda session_id: self._working.window(handle, session_id=session_id),
+            compress=lambda session_id: self._working.compress(
+                handle, session_id=session_id, threshold_tokens=None, force=False
+            ),
+            compressor=Compressor(self._parts),
+            dry_run=dry_run,
+        )
+
+    def consolidate(self, namespace: str | None = None, *, dry_run: bool = False) -> ConsolidationReport:
+        """Distil what the namespace's memories say again and again into semantic memories (``consolidation.py``).
+
+        First merges repeats that slipped past the write path (``merge_repeats``); then clusters
+        related memories (vectors, values, people, time) and turns each cluster said at least
+        ``consolidation_min_members`` times, in two sessions or days or more, into one semantic
+        memory whose ``source`` names every source and their turns. The sources are kept at half
+        their importance, linked by ``consolidated_into``; running it again adds nothing.
+        ``dry_run`` reports what would happen, changes nothing and calls no LLM.
+        """
+        return self._consolidator.consolidate(self._existing(namespace), dry_run=dry_run)
+
+    def merge_repeats(self, namespace: str | None = None, *, dry_run: bool = False) -> list[MergedRepeat]:
+        """Merge active memories with cosine ≥ ``merge_threshold`` and the same values into one (``upkeep/merging.py``).
+
+        The survivor is reinforced, the other becomes history pointing at it; ``unmerge`` splits
+        them again. ``dry_run`` lists the pairs and changes nothing.
+        """
+        return self._merger.merge(self._existing(namespace), dry_run=dry_run)
+
+    def restore(self, *, namespace: str | None = None, ids: Sequence[str] | None = None) -> int:
+        """Bring archived memories back from cold storage (all, or the given ids) as active.
+
+        A restored memory counts as used at the clock's now, so the next upkeep does not archive
+        it again. Returns how many came back; ids not in cold storage are skipped (see ``archived_ids``).
+        """
+        return self._maintenance.restore(self._upkept(namespace), ids, now=self._parts.clock.now())
+
+    def archived_ids(self, *, namespace: str | None = None) -> list[str]:
+        """The ids in the namespace's cold storage: what ``restore`` can bring back, oldest archive first."""
+        return self._maintenance.archived_ids(self._upkept(namespace))
+
+
+__all__ = ["UpkeepFacade"]
