@@ -160,6 +160,25 @@ def test_cjk_text_ranks_lexically(engine: MemoryEngine) -> None:
     assert engine.chroma.namespace("zh").lexical.search("绿茶", 3)[0][1] > 0
 
 
+def test_a_chinese_word_matches_lexically_wherever_it_stands() -> None:
+    """BM25 indexes each character of a CJK run beside its bigrams: "猫" is in no bigram that the
+    question and "我养了一只黑猫" share, and the question's particles and question words are no terms."""
+    from hindsight_integrations.core.language.text import ranking_terms
+    from hindsight_integrations.core.storage.lexical import LexicalIndex
+
+    index = LexicalIndex()
+    index.upsert(
+        [
+            ("cat", "我养了一只黑猫，今年三岁。", ""),
+            ("tea", "我喜欢喝绿茶，不喜欢咖啡。", ""),
+            ("bike", "我住在上海，每天骑自行车上班。", ""),
+        ]
+    )
+    assert [memory_id for memory_id, _ in index.search("猫是什么颜色的？", 3)] == ["cat"]
+    assert "什么" not in ranking_terms("猫是什么颜色的？") and "的" not in ranking_terms("猫是什么颜色的？")
+    assert [memory_id for memory_id, _ in index.search("Which bike?", 3)] == []  # English text: words as before
+
+
 def test_namespaces_are_isolated(engine: MemoryEngine) -> None:
     engine.store("My home town is Porto and I love the riverside.", namespace="alice")
     engine.store("My home town is Krakow and I love the old town.", namespace="bob")

@@ -78,6 +78,31 @@ def query_terms(text: str) -> list[str]:
     return list(seen)
 
 
+def ranking_tokens(text: str) -> list[str]:
+    """The terms BM25 indexes: ``lexical_tokens`` plus each character of a CJK run.
+
+    Chinese words are mostly one or two characters, and a bigram that straddles two words matches
+    only where both recur together; each character as a term as well lets a question's words
+    match wherever they stand. By BM25 alone on zh_dev, characters and bigrams found 0.593 of the
+    evidence against 0.324 for bigrams, 0.637 with the Chinese function words out of the query
+    (``ranking_terms``); jieba's segmentation found 0.35-0.41. English text is unchanged.
+    """
+    tokens = lexical_tokens(text)
+    runs = _rule("text.cjk_run").findall(text.lower())
+    tokens.extend(char for run in runs if len(run) > 1 for char in run)
+    return tokens
+
+
+def ranking_terms(text: str) -> list[str]:
+    """Distinct ``ranking_tokens`` of a query, without stopwords and the packs' ``function_words``."""
+    seen: dict[str, None] = {}
+    ignored = every().words("stopwords", "function_words")
+    for token in ranking_tokens(text):
+        if token not in ignored and token not in seen:
+            seen[token] = None
+    return list(seen)
+
+
 def sentences(text: str) -> list[str]:
     """``text`` cut after each sentence's end mark (recall's trimming and compression's summary read sentences)."""
     return _rule("text.sentence_split").split(text)

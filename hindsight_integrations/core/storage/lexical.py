@@ -28,7 +28,7 @@ import numpy as np
 import Stemmer
 
 from ..language.rules import clear_with_packs, every
-from ..language.text import lexical_tokens, query_terms
+from ..language.text import ranking_terms, ranking_tokens
 
 
 @lru_cache(maxsize=1)
@@ -108,7 +108,7 @@ class LexicalIndex:
     def upsert(self, items: Iterable[tuple[str, str, str]]) -> None:
         """Add or replace ``(memory id, body text, context text)`` documents."""
         prepared = [
-            (m, (tuple(_stem(lexical_tokens(body))), tuple(_stem(lexical_tokens(context)))))
+            (m, (tuple(_stem(ranking_tokens(body))), tuple(_stem(ranking_tokens(context)))))
             for m, body, context in items
         ]
         with self._lock:
@@ -159,7 +159,7 @@ class LexicalIndex:
 
     def search(self, query: str, limit: int) -> list[tuple[str, float]]:
         """Best ``limit`` matches as (memory id, BM25 score), higher is better."""
-        terms = _stem(query_terms(query))
+        terms = _stem(ranking_terms(query))
         if not terms or limit <= 0:
             return []
         if self._pending_ids:
