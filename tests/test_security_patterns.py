@@ -31,40 +31,30 @@ from typing import Any
 import httpx
 import pytest
 
-from hindsight_integrations.core import (
-    compression,
-    conflicts,
-    context,
-    corrections,
-    dedup,
-    same_fact,
-    session_context,
-    subjects,
-    text,
-    tokens,
-    values,
-    write_filter,
-)
+from hindsight_integrations.core.language import sameness, slots, subjects, text, tokens, values
 from hindsight_integrations.core.model.records import MemoryRecord, Role
+from hindsight_integrations.core.recall import context
+from hindsight_integrations.core.working import compression
+from hindsight_integrations.core.write import admission, conversation, corrections, repeats
 from hindsight_integrations.mcp import MemoryClient
 
 from .mcp_support import http_server
 
 RULE_MODULES = (
-    "write_filter",
-    "conflicts",
-    "values",
-    "value_patterns",
-    "subjects",
-    "corrections",
-    "dedup",
-    "same_fact",
-    "session_context",
-    "text",
-    "compression",
-    "ranking",
-    "tokens",
-    "context",
+    "write.admission",
+    "language.slots",
+    "language.values",
+    "language.value_patterns",
+    "language.subjects",
+    "write.corrections",
+    "write.repeats",
+    "language.sameness",
+    "write.conversation",
+    "language.text",
+    "working.compression",
+    "recall.ranking",
+    "language.tokens",
+    "recall.context",
 )
 MEMORY_CHARS = 32_000  # the content limit is 32 KB
 WALK_CHARS = MEMORY_CHARS
@@ -87,7 +77,7 @@ def _rules_in(value: Any, seen: set[int], depth: int = 0) -> Iterator[Any]:
         for item in value.values():
             yield from _rules_in(item, seen, depth + 1)
     elif callable(getattr(value, "search", None)) and type(value).__module__.startswith("hindsight_integrations."):
-        yield value  # a rule object (conflicts._Followed): searched itself, and its patterns walked too
+        yield value  # a rule object (slots._Followed): searched itself, and its patterns walked too
         for item in vars(value).values():
             yield from _rules_in(item, seen, depth + 1)
 
@@ -105,7 +95,7 @@ def _all_rules() -> list[tuple[str, Any]]:
             ):
                 continue
             for n, rule in enumerate(_rules_in(value, seen)):
-                found.append((f"{name}.{attribute}#{n}", rule))
+                found.append((f"{name.rsplit('.', 1)[-1]}.{attribute}#{n}", rule))
     return found
 
 
@@ -193,9 +183,9 @@ RULES = _all_rules()
 def test_the_walk_finds_the_rules_it_guards() -> None:
     names = {name.split("#")[0] for name, _ in RULES}
     for expected in (
-        "write_filter._ACK",
-        "conflicts._SLOT_RULES",
-        "conflicts._CHANGE_CUE",
+        "admission._ACK",
+        "slots._SLOT_RULES",
+        "slots._CHANGE_CUE",
         "values._EMAIL",  # imported from value_patterns: named where the walk meets it first
         "values._ZH_COUNT",
         "subjects._POSSESSIVE",
@@ -267,7 +257,7 @@ def _cold_caches() -> None:
         (values, "values_of"),
         (values, "_span_values"),
         (text, "rule_spans"),
-        (same_fact, "_reading"),
+        (sameness, "_reading"),
     ):
         cached = getattr(module, name, None)
         if cached is not None:
@@ -280,14 +270,14 @@ def _record(content: str, days: int = 0, **fields: Any) -> MemoryRecord:
 
 
 ENTRY_POINTS: dict[str, Callable[[str], object]] = {
-    "detect_slot": conflicts.detect_slot,
-    "change_cue": conflicts.change_cue,
+    "detect_slot": slots.detect_slot,
+    "change_cue": slots.change_cue,
     "values_of": values.values_of,
     "differing_values": lambda t: values.differing_values(t, PAIR[0]),
-    "assess_user": lambda t: write_filter.assess(t, Role.USER),
-    "assess_assistant": lambda t: write_filter.assess(t, Role.ASSISTANT),
-    "assess_tool": lambda t: write_filter.assess(t, Role.TOOL),
-    "event_ttl": write_filter.event_ttl,
+    "assess_user": lambda t: admission.assess(t, Role.USER),
+    "assess_assistant": lambda t: admission.assess(t, Role.ASSISTANT),
+    "assess_tool": lambda t: admission.assess(t, Role.TOOL),
+    "event_ttl": admission.event_ttl,
     "owner_of": lambda t: subjects.owner_of(t, len(t)),
     "project_slot": lambda t: subjects.project_slot(t, "deadline"),
     "different_subjects": lambda t: subjects.different_subjects(t, PAIR[1]),
@@ -298,13 +288,13 @@ ENTRY_POINTS: dict[str, Callable[[str], object]] = {
     "inherited_slot": lambda t: corrections.inherited_slot(
         _record(t), [_record("My phone is 555-0100-0199", slot="user:phone"), _record(PAIR[0], slot="user:email")]
     ),
-    "polarity": dedup.polarity,
-    "normalised": dedup.normalised,
-    "is_repeat": lambda t: dedup.is_repeat(_record(PAIR[0]), _record(t), 0.99, 0.9),
-    "says_the_same": lambda t: same_fact.says_the_same(t, PAIR[1]),
-    "same_fact": lambda t: same_fact.same_fact(_record(t), _record(PAIR[0])),
-    "speaker_of": session_context.speaker_of,
-    "spoken": session_context.spoken,
+    "polarity": repeats.polarity,
+    "normalised": repeats.normalised,
+    "is_repeat": lambda t: repeats.is_repeat(_record(PAIR[0]), _record(t), 0.99, 0.9),
+    "says_the_same": lambda t: sameness.says_the_same(t, PAIR[1]),
+    "same_fact": lambda t: sameness.same_fact(_record(t), _record(PAIR[0])),
+    "speaker_of": conversation.speaker_of,
+    "spoken": conversation.spoken,
     "lexical_tokens": text.lexical_tokens,
     "query_terms": text.query_terms,
     "estimate_tokens": tokens.estimate_tokens,
@@ -337,7 +327,7 @@ def test_a_32000_digit_number_is_one_long_token_not_an_error() -> None:
     found = values.values_of(f"Order {digits} shipped")
     assert found and all(set(v) <= {"7"} for v in found if v[0].isdigit())
     assert values.values_of("It costs 1,000 euros") == frozenset({"1000", "eur"})  # amounts still read
-    assert conflicts.detect_slot(digits) is None
+    assert slots.detect_slot(digits) is None
 
 
 @pytest.mark.parametrize(
@@ -352,7 +342,7 @@ def test_a_32000_digit_number_is_one_long_token_not_an_error() -> None:
     ],
 )
 def test_the_rewritten_either_order_rules_read_as_before(content: str, slot: str | None) -> None:
-    assert conflicts.detect_slot(content) == slot
+    assert slots.detect_slot(content) == slot
 
 
 @pytest.mark.timeout(60)

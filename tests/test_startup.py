@@ -19,8 +19,8 @@ from typer.testing import CliRunner
 
 from hindsight_integrations import MemoryEngine
 from hindsight_integrations.cli import app
-from hindsight_integrations.core import onnx_export
 from hindsight_integrations.core.embedding.models import LocalEmbedder
+from hindsight_integrations.core.embedding.onnx import export as onnx_export
 
 HEAVY = ("torch", "sentence_transformers", "transformers")
 TEXTS = ["hi", "", "我喜欢在早上喝绿茶。", "The quarterly report is due on Friday. " * 60, "Ça va? naïve café!"]

@@ -96,7 +96,7 @@ def bench_locomo(
     _bench_env()
     from .locomo import run_locomo
     from .locomo_default import MODES
-    from .report import default_path_table, locomo_table, plot_locomo, tokens_table
+    from .locomo_report import default_path_table, locomo_table, plot_locomo, tokens_table
 
     modes = [] if default_path.strip().lower() == "none" else [m.strip() for m in default_path.split(",") if m.strip()]
     if unknown := sorted(set(modes) - set(MODES)):
@@ -125,7 +125,7 @@ def bench_tokens(
     """Tokens injected per question vs the full history and a same-budget last-N-turns window."""
     _bench_env()
     from .locomo import run_locomo
-    from .report import tokens_table
+    from .locomo_report import tokens_table
 
     _check_out(out)
     with reported(), _user_errors(), progress_bar() as steps:
@@ -165,7 +165,7 @@ def bench_grid(
     """Grid search over fusion weights, top_k and budget: recall, precision, MRR (ingest once, re-rank)."""
     _bench_env()
     from .grid import parse_grid, run_grid
-    from .report import grid_table, plot_grid
+    from .grid_report import grid_table, plot_grid
 
     _check_out(out)
     with reported(), _user_errors(), progress_bar() as steps:
@@ -206,7 +206,7 @@ def bench_peers(
     """
     _bench_env()
     from .peers import run_peers
-    from .report import peers_table, plot_peers
+    from .peers_report import peers_table, plot_peers
 
     _check_out(out)
     with reported(), _user_errors():
@@ -228,8 +228,8 @@ def bench_scale(
 ) -> None:
     """Recall latency (p50/p99, query embedding included) and store throughput at scale."""
     _bench_env()
-    from .report import scale_table
     from .scale import run_scale
+    from .scale_report import scale_table
 
     _check_out(out)
     with reported(), _user_errors():
@@ -290,7 +290,7 @@ def bench_distinct(
 
     with reported():
         result = run_distinct(count=count, repeat_share=repeat_share)
-    from .report import distinct_table
+    from .distinct import distinct_table
 
     table = distinct_table(result)
     _emit(result, as_json=as_json, out=out, table=table)
@@ -377,7 +377,7 @@ def bench_lifecycle(
     _check_out(out)
     _bench_env()
     from .lifecycle import run_lifecycle
-    from .report import lifecycle_table, plot_lifecycle
+    from .lifecycle_report import lifecycle_table, plot_lifecycle
 
     with reported(), _user_errors():
         result = run_lifecycle(modes=modes or (), weeks=weeks, fault_rate=fault_rate, seed=seed, progress=_say)

@@ -7,7 +7,7 @@ names, versions) and, for a share of them, a repeat with the same values (case, 
 and filler changed), one ``store_memories`` call per statement with the defaults, as a user
 or the MCP ``store_memory`` tool writes them. Scored: the share of distinct facts still
 active as a memory of their own (target 100 %), and the active copies per repeated fact
-(target 1.0).
+(target 1.0). ``distinct_table`` is its one row for the terminal and the README.
 """
 
 from __future__ import annotations
@@ -118,4 +118,24 @@ def _key(text: str) -> str:
     return " ".join(text.lower().split()).rstrip(".!")
 
 
-__all__ = ["facts", "run_distinct"]
+def _made_history(result: dict[str, Any]) -> str:
+    if "unrelated_made_history" not in result:  # results written before the measure existed
+        return "–"
+    return f"{result['unrelated_made_history']} of {result['unrelated_statements']}"
+
+
+def distinct_table(result: dict[str, Any]) -> str:
+    """``hindsight bench distinct``: distinct facts kept and copies per repeated fact."""
+    return "\n".join(
+        [
+            "| distinct facts | kept | repeats written | copies per repeated fact | writes/s "
+            "| unrelated statements made history |",
+            "|---|---|---|---|---|---|",
+            f"| {result['distinct_facts']} | {result['distinct_kept']:.1%} | {result['repeats_written']} "
+            f"| {result['copies_per_repeated_fact']} | {result['writes_per_second']} "
+            f"| {_made_history(result)} |",
+        ]
+    )
+
+
+__all__ = ["distinct_table", "facts", "run_distinct"]

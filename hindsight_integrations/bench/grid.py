@@ -26,8 +26,9 @@ from ..core.engine import MemoryEngine
 from ..core.progress import ProgressCallback, prefixed, report
 from ..core.recall.context import format_context, pack_within_budget
 from ..core.recall.ranking import RecallWeights
-from .locomo import CONTEXT_BUDGET, LOCOMO_WEIGHTS, ingest, namespace_for, reciprocal_rank
+from .locomo import CONTEXT_BUDGET, LOCOMO_WEIGHTS, ingest, namespace_for
 from .locomo_data import Conversation, load_directory
+from .locomo_scoring import reciprocal_rank
 
 DEFAULT_GRID: dict[str, list[Any]] = {
     "dense": [0.3, 0.5, 0.7],  # lexical = 1 - dense

@@ -11,8 +11,9 @@ import json
 import secrets
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from types import TracebackType
-from typing import Any, Self
+from typing import Any
+
+from .closing import ClosedOnExit
 
 
 def send_json(handler: BaseHTTPRequestHandler, status: int, payload: dict[str, Any]) -> None:
@@ -45,7 +46,7 @@ class QuietHandler(BaseHTTPRequestHandler):
         """Say nothing: a benchmark's output is its tables."""
 
 
-class LoopbackServer:
+class LoopbackServer(ClosedOnExit):
     """Serves a ``QuietHandler`` subclass on a thread until ``close``; a context manager.
 
     Requests must carry ``api_key`` (random per server) as a bearer token; subclasses check it.
@@ -73,14 +74,6 @@ class LoopbackServer:
         self._server.shutdown()
         self._server.server_close()
         self._thread.join()
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.close()
 
 
 __all__ = ["LoopbackServer", "QuietHandler", "error_body", "send_json"]

@@ -15,13 +15,18 @@ session's date plus a day, so chronology survives), turns may lack a ``dia_id`` 
 made from the position), and evidence may be written as ``"D8:6; D9:17"`` or ``"D30:05"``.
 Evidence ids that name no turn of the conversation are dropped (no retriever can return
 them) and counted in ``skipped``.
+
+The scoring is ``locomo_scoring``'s (shared with the default path, peers and grid, so a recall@10
+means the same in every table), the default-path rows ``locomo_default``'s, and the tables and
+plot ``locomo_report``'s.
 """
 
 from __future__ import annotations
 
 import logging
+import tempfile
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -30,12 +35,9 @@ from ..core.model.records import MemoryRecord
 from ..core.progress import ProgressCallback, prefixed, report
 from ..core.recall.context import format_context
 from ..core.recall.ranking import RecallWeights
-from .locomo_data import (
-    CATEGORY_NAMES,
-    Conversation,
-    Turn,
-    load_directory,
-)
+from .locomo_data import CATEGORY_NAMES, Conversation, Turn, load_directory
+from .locomo_default import run_default_path
+from .locomo_scoring import dia_ids, evidence_scores, mean, reciprocal_rank, summarise
 
 log = logging.getLogger("hindsight.bench.locomo")
 
@@ -84,50 +86,6 @@ def ingest(
         report(steps, "storing turns", min(start + 256, len(items)), len(items))
     engine.chroma.namespace(namespace).lexical.wait_for_rebuild()
     return len(items)
-
-
-# -- scoring ---------------------------------------------------------------------------------
-def evidence_scores(ranked: Sequence[str], evidence: Sequence[str], k: int) -> tuple[float, bool]:
-    """(share of evidence ids among the first k ranked ids, whether all of them are)."""
-    top = set(ranked[:k])
-    found = sum(1 for e in evidence if e in top)
-    return found / len(evidence), found == len(evidence)
-
-
-def reciprocal_rank(ranked: Sequence[str], evidence: Sequence[str]) -> float:
-    """1 / rank of the first evidence id in ``ranked`` (MRR's term), 0 when none is there."""
-    wanted = set(evidence)
-    for n, dia_id in enumerate(ranked, start=1):
-        if dia_id in wanted:
-            return 1.0 / n
-    return 0.0
-
-
-def _dia_ids(records: Iterable[MemoryRecord]) -> list[str]:
-    """The turn ids of recalled memories, in rank order (what evidence is scored against)."""
-    return [str(r.metadata.get("dia_id", "")) for r in records]
-
-
-def _mean(values: Sequence[float]) -> float:
-    return float(sum(values) / len(values)) if values else 0.0
-
-
-def summarise(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
-    """Means over question rows (see ``evaluate`` for the row fields)."""
-    tokens = [r["tokens@10"] for r in rows]
-    out = {
-        "questions": len(rows),
-        "recall@5": round(_mean([r["recall@5"] for r in rows]), 4),
-        "recall@10": round(_mean([r["recall@10"] for r in rows]), 4),
-        "recall@20": round(_mean([r["recall@20"] for r in rows]), 4),
-        "all_found@10": round(_mean([float(r["all@10"]) for r in rows]), 4),
-        "mrr": round(_mean([r["rr"] for r in rows]), 4),
-        "context_tokens@10": round(_mean(tokens), 1),
-        "context_tokens@10_max": max(tokens, default=0),
-    }
-    if rows and "last_n_recall" in rows[0]:
-        out["last_n_recall"] = round(_mean([r["last_n_recall"] for r in rows]), 4)
-    return out
 
 
 def _rendered_tokens(engine: MemoryEngine, turns: Sequence[Turn]) -> int:
@@ -201,8 +159,8 @@ def evaluate(
             )
             recall_ms.append((time.perf_counter() - started) * 1000)
             deep = engine.recall(q.question, namespace=namespace, top_k=deep_k, weights=weights, touch=False)
-            top10 = _dia_ids(budgeted.records)
-            ranked = _dia_ids(deep.records)
+            top10 = dia_ids(budgeted.records)
+            ranked = dia_ids(deep.records)
             r10, all10 = evidence_scores(top10, q.evidence, top_k)
             row = {
                 "conversation": conv.name,
@@ -239,7 +197,7 @@ def evaluate(
     result["timing"] = {
         "ingest_seconds": round(ingest_seconds, 2),
         "turns": sum(len(c.turns) for c in conversations),
-        "recall_ms_mean": round(_mean(recall_ms), 2),
+        "recall_ms_mean": round(mean(recall_ms), 2),
     }
     result["config"] = {
         "top_k": top_k,
@@ -256,19 +214,19 @@ def evaluate(
 
 def token_savings(rows: Sequence[dict[str, Any]], per_conv: dict[str, list[int]], budget: int) -> dict[str, Any]:
     """Tokens injected per question: ours vs the whole history vs a same-budget recency window."""
-    ours = _mean([r["tokens@10"] for r in rows])
-    full = _mean([r["full_history_tokens"] for r in rows])
-    last_n = _mean([r["last_n_tokens"] for r in rows])
+    ours = mean([r["tokens@10"] for r in rows])
+    full = mean([r["full_history_tokens"] for r in rows])
+    last_n = mean([r["last_n_tokens"] for r in rows])
     return {
         "ours_mean": round(ours, 1),
-        "ours_recall@10": round(_mean([r["recall@10"] for r in rows]), 4),
+        "ours_recall@10": round(mean([r["recall@10"] for r in rows]), 4),
         "full_history_mean": round(full, 1),
         "full_history_recall": 1.0,
         "saved_vs_full_history": round(1 - ours / full, 4) if full else 0.0,
         "last_n_budget": budget,
-        "last_n_turns_mean": round(_mean(per_conv["last_n_turns"]), 1),
+        "last_n_turns_mean": round(mean(per_conv["last_n_turns"]), 1),
         "last_n_tokens_mean": round(last_n, 1),
-        "last_n_recall": round(_mean([r["last_n_recall"] for r in rows]), 4),
+        "last_n_recall": round(mean([r["last_n_recall"] for r in rows]), 4),
     }
 
 
@@ -288,10 +246,6 @@ def run_locomo(
     ``default_modes`` adds the default-path rows (``locomo_default.py``) under ``default_path``;
     ``progress`` and ``steps`` are ``evaluate``'s.
     """
-    import tempfile
-
-    from .locomo_default import run_default_path
-
     conversations, unreadable = load_directory(data)
     with tempfile.TemporaryDirectory(prefix="hindsight-locomo-") as tmp:
         engine = MemoryEngine(store=store or Path(tmp) / "store", embedder=embedder, llm=False)

@@ -32,8 +32,8 @@ from typing import Any
 from ..core.engine import MemoryEngine
 from ..core.progress import ProgressCallback, prefixed, report
 from ..mcp.client import MemoryClient
-from .locomo import evidence_scores, reciprocal_rank, summarise
 from .locomo_data import Conversation, Turn
+from .locomo_scoring import dia_ids, evidence_scores, reciprocal_rank, summarise
 
 MODES = ("record_turn", "store_memory", "record_turn_stdio")
 ROW_NAMES = {
@@ -91,7 +91,7 @@ def ask(
     for asked, q in enumerate(conversation.questions):
         report(steps, "asking questions", asked, len(conversation.questions))
         result = client.recall(q.question, top_k=top_k)
-        ranked = [str(r.metadata.get("dia_id", "")) for r in result.records]
+        ranked = dia_ids(result.records)
         r10, all10 = evidence_scores(ranked, q.evidence, top_k)
         rows.append(
             {

@@ -30,10 +30,10 @@ import threading
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
-from types import TracebackType
 from typing import IO, Any
 
 from ..core.embedding.onnx.export import cache_root
+from .closing import ClosedOnExit
 
 MEM0_VERSION = "2.2.1"
 MEM0_SPEC = f"mem0ai=={MEM0_VERSION}"
@@ -205,7 +205,7 @@ def ensure_venv(
     return python
 
 
-class Mem0Runner:
+class Mem0Runner(ClosedOnExit):
     """``mem0_runner.py`` in mem0's environment: ``request(op, **fields)`` → the reply dict."""
 
     def __init__(self, python: Path, *, workdir: Path, timeout: float = 600) -> None:
@@ -295,11 +295,3 @@ class Mem0Runner:
                     stream.close()
         self._reader.join(timeout=5)
         self._log.close()
-
-    def __enter__(self) -> Mem0Runner:
-        return self
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.close()

@@ -41,10 +41,10 @@ from typing import Any
 
 import numpy as np
 
-from ..core import recall as recall_module
 from ..core.embedding.models import LocalEmbedder, embed_index_matrix, embed_matrix
 from ..core.engine import MemoryEngine
 from ..core.model.records import to_epoch
+from ..core.recall import pipeline as recall_module
 from ..core.storage.indexing import body_text
 from ..processes import chroma_server
 from . import synthetic
@@ -399,7 +399,7 @@ def _backend(mode: str, tmp: Path) -> Iterator[tuple[dict[str, Any], subprocess.
 
 def write_results(results: dict[str, Any], out: Path) -> None:
     """Write the results as JSON and their plot beside it; called after every size, so a crash keeps the rest."""
-    from .report import plot_scale
+    from .scale_report import plot_scale
 
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")

@@ -32,7 +32,8 @@ from typing import Any
 
 from ..core.llm import CONSOLIDATION_PROMPT, EXTRACTION_PROMPT, SUMMARY_PROMPT, UPDATE_PROMPT
 from .http_json import LoopbackServer, QuietHandler, error_body, send_json
-from .lifecycle_history import History, Turn, normalised, statement_index
+from .lifecycle_cases import Turn
+from .lifecycle_history import History, normalised, statement_index
 
 FAULTS = ("429", "500", "timeout", "malformed")
 CALLS = {
@@ -64,7 +65,7 @@ class ScriptedLLM:
         turn = self.turn(lines[-1]) if lines else None
         if turn is None or not turn.remember:
             return {"memories": []}
-        memory = {
+        memory: dict[str, Any] = {
             "should_remember": True,
             "memory_type": turn.kind,
             "content": turn.extracted,
