@@ -8,6 +8,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from hindsight_integrations import Kind, MemoryEngine, RecallFilters, Status, Tier
+from hindsight_integrations.core.clock import ManualClock
 from hindsight_integrations.core.recall.context import CONTEXT_FOOTER, CONTEXT_HEADER
 
 
@@ -228,3 +229,16 @@ def test_an_off_topic_question_gets_nothing_unless_filters_ask(store_path, embed
     assert engine.recall(off_topic, namespace="u1", filters={"session_id": "s1"}).hits  # asked for that session
     unfloored = MemoryEngine(store=store_path, embedder=embedder, llm=False, relevance_floor=0)
     assert len(unfloored.recall(off_topic, namespace="u1").hits) == 3
+
+
+@pytest.mark.parametrize("day", ["2026-09-30", "2026-12-01", "2026-12-29"])
+def test_a_short_memory_is_found_by_a_paraphrase_whatever_the_date(store_path, embedder, day: str) -> None:
+    """A memory without a context is embedded undated: on these days "On 30 September 2026, I
+    prefer concise answers" was 0.18-0.20 similar to the question, under the relevance floor
+    (the README's MCP example recalled nothing on them); undated it is 0.48."""
+    clock = ManualClock(datetime.fromisoformat(day).replace(hour=12, tzinfo=UTC))
+    engine = MemoryEngine(store=store_path, embedder=embedder, llm=False, clock=clock)
+    stored = engine.store("I prefer concise answers", namespace="u1").stored[0]
+    hits = engine.recall("how should answers look?", namespace="u1", top_k=3).hits
+    assert [h.record.id for h in hits] == [stored.id]
+    assert engine.recall("When did I say how answers should look?", namespace="u1").hits  # the date still matches

@@ -45,7 +45,7 @@ from ..core.embedding.models import LocalEmbedder, embed_index_matrix, embed_mat
 from ..core.engine import MemoryEngine
 from ..core.model.records import to_epoch
 from ..core.recall import pipeline as recall_module
-from ..core.storage.indexing import body_text
+from ..core.storage.indexing import vector_text
 from ..processes import chroma_server
 from . import synthetic
 
@@ -73,9 +73,9 @@ def _proc_status_mb(pid: int, field: str) -> float:
 
 
 def indexed_texts(items: Sequence[dict[str, Any]]) -> list[str]:
-    """The text the engine embeds for each item (``core.indexing.body_text``)."""
+    """The text the engine embeds for each item (``core.storage.indexing.vector_text``)."""
     return [
-        body_text(
+        vector_text(
             {
                 "content": i["content"],
                 "occurred_at": to_epoch(i["occurred_at"]),

@@ -24,7 +24,7 @@ from .language.tokens import TokenCounter
 from .llm import LLMClient
 from .model.limits import InputLimits
 from .model.records import Kind, MemoryRecord, Role, Tier
-from .storage.indexing import body_text, framed_text
+from .storage.indexing import framed_text, vector_text
 from .storage.store import ChromaStore
 
 
@@ -84,7 +84,7 @@ class EngineParts:
         """
         time_aware = self.settings.time_aware_text
         flats = [r.flat_fields() for r in records]
-        texts = [body_text(f, time_aware=time_aware) for f in flats]
+        texts = [vector_text(f, time_aware=time_aware) for f in flats]
         if not with_context:
             return self.embed(texts), {}
         framed = {r.id: t for r, f in zip(records, flats) if (t := framed_text(f))}

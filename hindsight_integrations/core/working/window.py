@@ -23,7 +23,7 @@ from ..model.records import Kind, MemoryRecord, Role, Source, Status, Tier
 from ..model.results import CompressionResult, StoreResult, TurnResult
 from ..parts import EngineParts
 from ..redaction import describe_error
-from ..storage.indexing import body_text
+from ..storage.indexing import vector_text
 from ..storage.namespace_store import NamespaceStore
 from ..write.admission import assess, event_ttl
 from ..write.conversation import NEIGHBOURS_BEFORE
@@ -120,7 +120,9 @@ class WorkingMemory:
         # The turn is indexed as what is remembered from it ("Speaker: text", see ``remembered_text``),
         # so one vector serves both; the memory's context vector is embedded in the background.
         indexed = turn.model_copy(update={"content": remembered_text(turn)})
-        body = body_text(indexed.flat_fields(), time_aware=self._parts.settings.time_aware_text)
+        body = vector_text(
+            indexed.flat_fields(), time_aware=self._parts.settings.time_aware_text, framed=context is not None
+        )
         vector = self._parts.embed([body])[0]
         with self._parts.known_vectors({body: vector}):
             stored = self._remember(handle, turn, vector, context=context) if extract else None
