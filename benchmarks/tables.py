@@ -11,7 +11,7 @@ import json
 import sys
 from pathlib import Path
 
-from hindsight_integrations.bench.adversarial import adversarial_table
+from hindsight_integrations.bench.adversarial_report import adversarial_table
 from hindsight_integrations.bench.distinct import distinct_table
 from hindsight_integrations.bench.grid_report import grid_table
 from hindsight_integrations.bench.lifecycle_report import lifecycle_table

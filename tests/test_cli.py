@@ -134,12 +134,12 @@ def test_demo_runs_offline_as_a_console_script(tmp_path: Path) -> None:
 def test_arguments_are_checked_before_the_engine_is_built(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, args: list[str], needle: str
 ) -> None:
-    from hindsight_integrations import cli
+    from hindsight_integrations.cli import options
 
     def no_engine(settings: object) -> None:
         raise AssertionError("the engine was built")
 
-    monkeypatch.setattr(cli, "_engine", no_engine)
+    monkeypatch.setattr(options, "engine", no_engine)
     result = runner.invoke(app, ["--store", str(tmp_path / "s"), *args])
     assert result.exit_code == 2, result.output
     assert needle in result.output and "Traceback" not in result.output
@@ -147,9 +147,9 @@ def test_arguments_are_checked_before_the_engine_is_built(
 
 
 def test_settings_from_the_environment_are_checked_first(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from hindsight_integrations import cli
+    from hindsight_integrations.cli import options
 
-    monkeypatch.setattr(cli, "_engine", lambda settings: pytest.fail("the engine was built"))
+    monkeypatch.setattr(options, "engine", lambda settings: pytest.fail("the engine was built"))
     result = runner.invoke(
         app, ["--store", str(tmp_path / "s"), "recall", "x"], env={"HINDSIGHT_EMBEDDING_BACKEND": "tensorrt"}
     )
@@ -172,9 +172,9 @@ def test_settings_from_the_environment_are_checked_first(tmp_path: Path, monkeyp
 def test_import_refuses_a_file_that_is_not_an_export(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, content: bytes, needle: str
 ) -> None:
-    from hindsight_integrations import cli
+    from hindsight_integrations.cli import options
 
-    monkeypatch.setattr(cli, "_engine", lambda settings: pytest.fail("the engine was built"))
+    monkeypatch.setattr(options, "engine", lambda settings: pytest.fail("the engine was built"))
     bad = tmp_path / "bad.json"
     bad.write_bytes(content)
     result = runner.invoke(app, ["--store", str(tmp_path / "s"), "import", str(bad)])
@@ -210,9 +210,9 @@ def test_every_namespace_command_takes_namespace_and_blames_the_option(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, command: list[str]
 ) -> None:
     """A bad --namespace is named as --namespace, whether given before or after the command, not as the variable."""
-    from hindsight_integrations import cli
+    from hindsight_integrations.cli import options
 
-    monkeypatch.setattr(cli, "_engine", lambda settings: pytest.fail("the engine was built"))
+    monkeypatch.setattr(options, "engine", lambda settings: pytest.fail("the engine was built"))
     args = _with_file(command, tmp_path)
     for placed in (["--namespace", "bad name", *args], [*args, "--namespace", "bad name"], [*args, "-n", "a..b"]):
         result = runner.invoke(app, ["--store", str(tmp_path / "s"), *placed])
@@ -238,9 +238,9 @@ def test_a_command_level_namespace_wins_over_the_global_one(tmp_path: Path, embe
 def test_export_to_a_path_under_a_file_is_refused_before_the_engine(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from hindsight_integrations import cli
+    from hindsight_integrations.cli import options
 
-    monkeypatch.setattr(cli, "_engine", lambda settings: pytest.fail("the engine was built"))
+    monkeypatch.setattr(options, "engine", lambda settings: pytest.fail("the engine was built"))
     a_file = tmp_path / "notes.txt"
     a_file.write_text("x", encoding="utf-8")
     for out, needle in ((a_file / "x.json", "is not a directory"), (tmp_path, "is a directory; give a file name")):
@@ -346,9 +346,9 @@ def test_maintain_of_a_namespace_never_written_says_so_and_creates_nothing(tmp_p
 def test_maintain_all_with_a_namespace_is_refused_before_the_engine(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from hindsight_integrations import cli
+    from hindsight_integrations.cli import options
 
-    monkeypatch.setattr(cli, "_engine", lambda settings: pytest.fail("the engine was built"))
+    monkeypatch.setattr(options, "engine", lambda settings: pytest.fail("the engine was built"))
     for args in (["maintain", "--all", "-n", "alice"], ["--namespace", "alice", "maintain", "--all"]):
         result = runner.invoke(app, ["--store", str(tmp_path / "s"), *args])
         assert result.exit_code == 2 and "--all: runs every namespace of the store" in result.stderr

@@ -1,5 +1,5 @@
-"""The wire format, without a server: result models keep today's JSON shape and round-trip to the
-engine's result types; tool parameters are generated from the shared argument models."""
+"""The wire format, without a server: answers keep today's JSON shape and read back as the engine's
+own result types; tool parameters are generated from the shared argument models."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ from hindsight_integrations.core.model.results import (
     StoreResult,
     TurnResult,
 )
-from hindsight_integrations.mcp import wire
+from hindsight_integrations.mcp import answers, wire
 from hindsight_integrations.mcp.server import build_server
 
 T = datetime(2024, 5, 4, 10, 0, tzinfo=UTC)
@@ -63,7 +63,7 @@ COMPRESSION = CompressionResult(
 
 
 def test_store_result_keeps_its_json_shape_and_round_trips() -> None:
-    data = wire.StoreOut.from_result(STORE, "req-1").model_dump(mode="json")
+    data = answers.StoreOut(**dict(STORE), request_id="req-1").model_dump(mode="json")
     assert data == {
         "ids": ["id-1", "id-2"],
         "stored": [r.public_dict() for r in STORE.stored],
@@ -75,13 +75,13 @@ def test_store_result_keeps_its_json_shape_and_round_trips() -> None:
         "request_id": "req-1",
     }
     assert list(data) == ["ids", "stored", "skipped", "superseded", "merged", "quarantined", "replayed", "request_id"]
-    assert wire.StoreOut.model_validate(data).to_result() == STORE
+    assert StoreResult.model_validate(data) == STORE  # what the client reads: the engine's own type
     # An older server's answer without the later keys still reads.
-    assert wire.StoreOut.model_validate({"stored": data["stored"], "skipped": []}).to_result().ids == ["id-1", "id-2"]
+    assert StoreResult.model_validate({"stored": data["stored"], "skipped": []}).ids == ["id-1", "id-2"]
 
 
 def test_recall_memories_are_records_with_their_score_fields_beside() -> None:
-    data = wire.RecallOut.from_result(RECALL).model_dump(mode="json")
+    data = answers.RecallOut.model_validate(RECALL, from_attributes=True).model_dump(mode="json")
     assert list(data) == ["query", "memories", "context", "tokens"]
     first = data["memories"][0]
     assert first == {
@@ -92,16 +92,28 @@ def test_recall_memories_are_records_with_their_score_fields_beside() -> None:
         "lexical": 0.2,
         "recency": 0.1,
     }
-    assert wire.RecallOut.model_validate(data).to_result() == RECALL
+    read = answers.RecallOut.model_validate(data).engine_result()
+    assert read == RECALL and type(read) is RecallResult
 
 
 def test_turn_and_compression_results_round_trip() -> None:
     turn = TurnResult(turn=record(6, tier=Tier.WORKING, kind=Kind.TURN), stored=STORE, compression=COMPRESSION)
-    data = wire.TurnOut.from_result(turn).model_dump(mode="json")
+    data = answers.TurnOut.model_validate(turn, from_attributes=True).model_dump(mode="json")
     assert data["turn_id"] == "id-6" and data["stored"]["request_id"] is None
     assert data["compression"] == COMPRESSION.model_dump(mode="json")
-    assert wire.TurnOut.model_validate(data).to_result() == turn
-    compressed = wire.CompressOut.from_result("s1", None).model_dump(mode="json")
+    assert list(data) == ["turn_id", "turn", "stored", "compression"]
+    assert list(data["stored"]) == [
+        "ids",
+        "stored",
+        "skipped",
+        "superseded",
+        "merged",
+        "quarantined",
+        "replayed",
+        "request_id",
+    ]
+    assert TurnResult.model_validate(data) == turn
+    compressed = answers.CompressOut(session_id="s1", compressed=False, compression=None).model_dump(mode="json")
     assert compressed == {"session_id": "s1", "compressed": False, "compression": None}
 
 

@@ -337,7 +337,8 @@ def bench_adversarial(
             raise InvalidInputError("idle_seconds", f"{idle_seconds} is not between 0 and 600 seconds")
     _check_out(out)
     _bench_env()
-    from .adversarial import adversarial_table, run_adversarial
+    from .adversarial import run_adversarial
+    from .adversarial_report import adversarial_table
 
     with reported(), _user_errors():
         result = run_adversarial(

@@ -2,16 +2,16 @@
 
 Many MCP hosts show a model only the text of a tool result, so each one says what happened
 in a few lines a model can act on (ids to update or forget, why an item was not stored).
-The structured half is ``wire``'s result models; these functions render those same models.
+The structured half is ``answers``' models; these functions render those same models.
 """
 
 from __future__ import annotations
 
 from ..core.model.records import MemoryRecord
-from ..core.model.results import ConsolidationReport, NamespaceStats
+from ..core.model.results import ConsolidationReport, NamespaceStats, RecallResult, TurnResult
 from ..core.recall.context import memory_line
 from ..core.upkeep.runner import UpkeepReport
-from .wire import CompressOut, RecallOut, StoreOut, TurnOut
+from .answers import CompressOut, StoreOut
 
 
 def store_text(data: StoreOut) -> str:
@@ -33,20 +33,20 @@ def store_text(data: StoreOut) -> str:
     return "\n".join(lines)
 
 
-def recall_text(data: RecallOut) -> str:
+def recall_text(data: RecallResult) -> str:
     """The context block and the ids of the recalled memories, best first."""
-    if not data.memories:
+    if not data.hits:
         return f"No relevant memories for {data.query!r}."
     ids = "\n".join(
-        f"- [{h.record.id}] score={h.score:.3f} {h.record.kind.value}/{h.record.tier.value}" for h in data.memories
+        f"- [{h.record.id}] score={h.score:.3f} {h.record.kind.value}/{h.record.tier.value}" for h in data.hits
     )
     return f"{data.context}\n\nMemory ids (best first):\n{ids}"
 
 
-def turn_text(data: TurnOut) -> str:
+def turn_text(data: TurnResult) -> str:
     """The recorded turn, what was remembered from it and any compression."""
     stored = data.stored
-    lines = [f"Recorded turn {data.turn_id}."]
+    lines = [f"Recorded turn {data.turn.id}."]
     if stored.stored:
         lines.append("Remembered: " + "; ".join(short(r.content) for r in stored.stored))
     if stored.skipped:

@@ -26,10 +26,10 @@ from typing import TYPE_CHECKING, Any
 
 from ..core.config import Settings, load_settings, validate_namespace
 from ..core.errors import ConfigurationError
+from .client import MemoryClient
 
 if TYPE_CHECKING:
     from ..core.engine import MemoryEngine
-    from .client import MemoryClient
 
 # The variables that say where memories live. With none set, memories live where
 # ``MemoryEngine()`` keeps them: the embedded store at ./.hindsight.
@@ -103,8 +103,6 @@ def resolve_client(
                 "one client serves one namespace, so pass a client for that user (or engine= / env config)"
             )
         return client
-    from .client import MemoryClient
-
     if engine is not None:
         # Not cached here: the client keeps the engine alive, so a module-level cache would
         # pin every engine ever passed in. Adapters keep the client they resolved.

@@ -16,13 +16,14 @@ from typing import TYPE_CHECKING
 import anyio
 
 from ..core.errors import ConfigurationError, InvalidInputError, StoreUnavailableError
+from .app import HindsightMCP, build_server
+from .auth import load_token_map
 from .hosts import is_loopback
 from .observability import configure_logging, log
 
 if TYPE_CHECKING:
     from ..core.engine import MemoryEngine
     from ..core.upkeep.schedule import UpkeepSchedule
-    from .server import HindsightMCP
 
 
 def run(
@@ -57,9 +58,7 @@ def run(
         except ValueError:
             raise ConfigurationError(f"HINDSIGHT_RATE_LIMIT={limit!r} is not a number of calls a minute") from None
 
-    from ..core.engine import MemoryEngine
-    from .auth import load_token_map
-    from .server import build_server
+    from ..core.engine import MemoryEngine  # here: it brings Chroma, and a bad option is refused before
 
     token_map = load_token_map(tokens_file) if transport == "http" else None
     engine = MemoryEngine(store=store, chroma_url=chroma_url, namespace=namespace)

@@ -26,7 +26,7 @@ from ..core.errors import InvalidInputError
 
 if TYPE_CHECKING:
     from ..core.engine import MemoryEngine
-    from .server import HindsightMCP
+    from .app import HindsightMCP
 
 TransportKind = Literal["stdio", "http", "in-process"]
 
@@ -185,7 +185,7 @@ def in_process(engine: MemoryEngine | None = None, namespace: str | None = None)
     """
     from mcp.shared.memory import create_connected_server_and_client_session
 
-    from .server import build_server
+    from .app import build_server
 
     if engine is None:
         from ..core.engine import MemoryEngine

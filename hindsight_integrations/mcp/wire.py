@@ -1,13 +1,11 @@
-"""What travels between the MCP server and ``MemoryClient``: tool arguments and tool results.
+"""What a tool call sends: each tool's declaration (name, description, hints) and its arguments model.
 
-Both sides import these models, so the shape is written once. An arguments model names a
-tool's parameters with the descriptions a model reads (the server generates the tool's
-signature from it, the client builds its calls with it); the client does not validate, so a
-mistake comes back from the server as a tool error naming the field, whatever the transport.
-A result model builds itself from the engine's result type (``from_result``, on the server),
-dumps to the JSON the tool returns (``model_dump(mode="json")``) and turns back into the
-engine's type (``to_result``, on the client), so an adapter sees the same objects in-process
-and over the network. Records travel as ``MemoryRecord.public_dict()``.
+Both sides import these models, so a tool is declared once. An arguments model names a tool's
+parameters with the descriptions a model reads, and carries the tool's own description and
+behaviour hints; the server generates the tool's signature and listing from it, the client
+builds its calls with it. The client does not validate, so a mistake comes back from the
+server as a tool error naming the field, whatever the transport. What a tool answers is in
+``answers``.
 """
 
 from __future__ import annotations
@@ -16,42 +14,36 @@ import math
 from datetime import datetime
 from typing import Annotated, Any, ClassVar
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PlainSerializer
+from mcp.types import ToolAnnotations
+from pydantic import BaseModel, ConfigDict, Field
 
 from ..core.errors import InvalidInputError
 from ..core.model.inputs import MAX_TTL_SECONDS, Flag, JsonObject, Lower, MemoryInput, MemoryItem
 from ..core.model.limits import MAX_OFFSET, MAX_TOKENS, Identifier, Metadata
-from ..core.model.records import Kind, MemoryRecord, Role
-from ..core.model.results import (
-    CompressionResult,
-    ConsolidationReport,
-    NamespaceStats,
-    RecallHit,
-    RecallResult,
-    SkippedMemory,
-    StoreResult,
-    TurnResult,
-)
+from ..core.model.records import Kind, Role
 from ..core.recall.filters import RecallFilters
-from ..core.upkeep.runner import UpkeepReport
 
 MAX_BATCH = 1000
 """Largest ``memories`` batch one ``store_memory`` call accepts; larger batches must be split."""
 
-
-# -- arguments ------------------------------------------------------------------------------------
+READ = ToolAnnotations(readOnlyHint=True, openWorldHint=False)
+WRITE = ToolAnnotations(readOnlyHint=False, destructiveHint=False, idempotentHint=False, openWorldHint=False)
+IDEMPOTENT_WRITE = ToolAnnotations(readOnlyHint=False, destructiveHint=False, idempotentHint=True, openWorldHint=False)
 
 
 class ToolArgs(BaseModel):
-    """The arguments of one tool (``tool``): the server's parameters and what the client sends.
+    """One tool: its name (``tool``), what a model reads of it, and its arguments.
 
-    The client builds them with ``model_construct`` (names and types checked by mypy, values
-    left for the server to judge) and sends ``wire()``; the server validates them.
+    ``description`` and ``hints`` are what the server lists for the tool; the fields are its
+    parameters. The client builds arguments with ``model_construct`` (names and types checked
+    by mypy, values left for the server to judge) and sends ``wire()``; the server validates them.
     """
 
     model_config = ConfigDict(extra="forbid")
 
     tool: ClassVar[str]
+    description: ClassVar[str]
+    hints: ClassVar[ToolAnnotations]
 
     def wire(self) -> dict[str, Any]:
         """The arguments to send: the fields given, except None and values equal to the default.
@@ -87,6 +79,16 @@ class StoreMemoryArgs(ToolArgs):
     """``store_memory``'s own arguments; its single-memory parameters are ``MemoryItem``'s fields."""
 
     tool: ClassVar[str] = "store_memory"
+    description: ClassVar[str] = (
+        'Save durable information about the user for future conversations: preferences ("I prefer metric units"), '
+        "facts about them or their work, corrections of earlier facts, decisions and plans. Write each memory as a "
+        "self-contained sentence. Do NOT store greetings, thanks or small talk (they are filtered out and reported as "
+        f"skipped). Give one memory with `content`, or several at once with `memories` (max {MAX_BATCH} per call). "
+        "Pass a `request_id` you generate: retrying with the same request_id never stores twice. "
+        "Returns the stored ids, and any items not stored with the reason. Leave `apply_filter`, `dedup` and "
+        "`supersede` at their defaults unless the user explicitly asked you to remember this exact text."
+    )
+    hints: ClassVar[ToolAnnotations] = IDEMPOTENT_WRITE
 
     memories: list[MemoryItem] | None = Field(
         None, description=f"A batch of memories (max {MAX_BATCH}); each needs `content`."
@@ -140,6 +142,13 @@ class RetrieveMemoryArgs(ToolArgs):
     """Arguments of ``retrieve_memory``."""
 
     tool: ClassVar[str] = "retrieve_memory"
+    description: ClassVar[str] = (
+        "Look up what you know about the user from earlier conversations. Call it before answering whenever the "
+        "answer could depend on their preferences, history, projects or past decisions, and when they ask "
+        '"do you remember…". Phrase `query` as the question you need answered. Returns the best memories (with id, '
+        "score, tier, kind, date) and `context`: a dated block ready to use in your answer."
+    )
+    hints: ClassVar[ToolAnnotations] = READ
 
     query: str = Field(..., description="What you want to know, in natural language.")
     top_k: int | None = Field(None, ge=1, le=10_000, description="How many memories at most (default 5).")
@@ -160,6 +169,12 @@ class RecordTurnArgs(ToolArgs):
     """Arguments of ``record_turn``."""
 
     tool: ClassVar[str] = "record_turn"
+    description: ClassVar[str] = (
+        "Append one conversation turn to the session's working memory. Durable facts in it are remembered "
+        "long-term automatically, and old turns are summarised when the window grows too long. "
+        "Used by agent frameworks after each message; returns the turn id, what was remembered and any compression."
+    )
+    hints: ClassVar[ToolAnnotations] = WRITE
 
     content: str = Field(..., description="The message text.")
     session_id: Identifier = Field(..., description="The conversation id.")
@@ -177,6 +192,10 @@ class GetWorkingMemoryArgs(ToolArgs):
     """Arguments of ``get_working_memory``."""
 
     tool: ClassVar[str] = "get_working_memory"
+    description: ClassVar[str] = (
+        "The live (not yet summarised) turns of a conversation, oldest first. Use to rebuild a chat history."
+    )
+    hints: ClassVar[ToolAnnotations] = READ
 
     session_id: Identifier = Field(..., description="The conversation id.")
 
@@ -185,12 +204,21 @@ class ClearWorkingMemoryArgs(GetWorkingMemoryArgs):
     """Arguments of ``clear_working_memory`` (the same as ``get_working_memory``'s)."""
 
     tool: ClassVar[str] = "clear_working_memory"
+    description: ClassVar[str] = (
+        "Forget a conversation's live turns (e.g. the user starts over). Long-term memories are kept."
+    )
+    hints: ClassVar[ToolAnnotations] = IDEMPOTENT_WRITE
 
 
 class CompressMemoryArgs(ToolArgs):
     """Arguments of ``compress_memory``."""
 
     tool: ClassVar[str] = "compress_memory"
+    description: ClassVar[str] = (
+        "Summarise the oldest turns of a long conversation into compact episodic memories, freeing context. "
+        "Call when the conversation is getting long; raw turns are archived, not deleted."
+    )
+    hints: ClassVar[ToolAnnotations] = IDEMPOTENT_WRITE
 
     session_id: Identifier = Field(..., description="The conversation to compress.")
     threshold_tokens: int | None = Field(
@@ -203,6 +231,13 @@ class ConsolidateMemoryArgs(ToolArgs):
     """Arguments of ``consolidate_memory``."""
 
     tool: ClassVar[str] = "consolidate_memory"
+    description: ClassVar[str] = (
+        "Tidy long-term memory: merge duplicate memories, and distil facts and preferences the user stated "
+        "several times, in different conversations, into one lasting (semantic) memory that names its sources. "
+        "Sources are kept, not deleted; running it again adds nothing. Upkeep, not for every turn; "
+        "dry_run=true only reports what it would do."
+    )
+    hints: ClassVar[ToolAnnotations] = IDEMPOTENT_WRITE
 
     dry_run: Flag = Field(False, description="Report what would be merged and consolidated; change nothing.")
 
@@ -211,6 +246,10 @@ class UpdateMemoryArgs(ToolArgs):
     """Arguments of ``update_memory``: the id and the fields to change (None: unchanged)."""
 
     tool: ClassVar[str] = "update_memory"
+    description: ClassVar[str] = (
+        "Correct or adjust an existing memory by id (from retrieve_memory or list_memories). Only given fields change."
+    )
+    hints: ClassVar[ToolAnnotations] = IDEMPOTENT_WRITE
 
     id: Identifier = Field(..., description="The memory id.")
     content: str | None = Field(None, description="New text (re-indexed).")
@@ -228,6 +267,11 @@ class ForgetMemoryArgs(ToolArgs):
     """Arguments of ``forget_memory``."""
 
     tool: ClassVar[str] = "forget_memory"
+    description: ClassVar[str] = (
+        "Forget a memory by id when the user asks you to, or it is wrong. "
+        "It stops being recalled (soft delete, kept for audit)."
+    )
+    hints: ClassVar[ToolAnnotations] = IDEMPOTENT_WRITE
 
     id: Identifier = Field(..., description="The memory id.")
 
@@ -236,6 +280,11 @@ class ReviewMemoryArgs(ToolArgs):
     """Arguments of ``review_memory``."""
 
     tool: ClassVar[str] = "review_memory"
+    description: ClassVar[str] = (
+        "Accept or reject a quarantined memory: a low-trust statement (tool output, web text, another "
+        "agent) that contradicts an important memory. Only when the user has confirmed which is right."
+    )
+    hints: ClassVar[ToolAnnotations] = IDEMPOTENT_WRITE
 
     id: Identifier = Field(
         ..., description="The quarantined memory's id (list_memories with include_history shows them)."
@@ -249,6 +298,11 @@ class ListMemoriesArgs(ToolArgs):
     """Arguments of ``list_memories``."""
 
     tool: ClassVar[str] = "list_memories"
+    description: ClassVar[str] = (
+        "List stored memories newest first, optionally filtered (kinds, tiers, session_id, since/until). "
+        "For browsing, not for answering questions: use retrieve_memory for that."
+    )
+    hints: ClassVar[ToolAnnotations] = READ
 
     filters: RecallFilters | None = Field(None, description="Same filters as retrieve_memory.")
     include_history: Flag = Field(False, description="Include superseded memories.")
@@ -260,12 +314,26 @@ class MemoryStatsArgs(ToolArgs):
     """``memory_stats`` takes no arguments."""
 
     tool: ClassVar[str] = "memory_stats"
+    description: ClassVar[str] = (
+        "Counts of stored memories by tier, kind and status, token total and sessions. For diagnostics."
+    )
+    hints: ClassVar[ToolAnnotations] = READ
 
 
 class MaintainMemoryArgs(ToolArgs):
     """Arguments of ``maintain_memory``."""
 
     tool: ClassVar[str] = "maintain_memory"
+    description: ClassVar[str] = (
+        "Tidy this user's memory now: summarise conversations whose live window grew past its limit, merge "
+        "repeated memories and distil facts said in several sessions into lasting ones (this may call the "
+        "server's LLM), lower the weight of memories not recalled for 30 days, and move stale unimportant ones "
+        "(and any over the tier limits) to cold storage, from where they can be restored; preferences and "
+        "corrections are never moved. An HTTP server also does this on a schedule, so call it only when the "
+        "user asks to clean up or tidy their memory, or with dry_run=true to preview what would change. "
+        "Returns what each step did, with ids."
+    )
+    hints: ClassVar[ToolAnnotations] = IDEMPOTENT_WRITE
 
     dry_run: Flag = Field(
         False, description="true: only report what upkeep would do (which memories, how many); change nothing."
@@ -276,221 +344,9 @@ class DumpMemoryArgs(ToolArgs):
     """Arguments of ``dump_memory``."""
 
     tool: ClassVar[str] = "dump_memory"
+    description: ClassVar[str] = (
+        "A human-readable listing of everything in memory (tiers, status, dates, provenance), for debugging."
+    )
+    hints: ClassVar[ToolAnnotations] = READ
 
     include_history: Flag = Field(True, description="Include superseded, archived and forgotten memories.")
-
-
-# -- results --------------------------------------------------------------------------------------
-
-
-class ToolResult(BaseModel):
-    """The structured content of a tool's answer; unknown keys are ignored, so a newer server still reads."""
-
-    model_config = ConfigDict(extra="ignore")
-
-
-class StoreOut(ToolResult):
-    """``store_memory``'s answer (also nested in ``record_turn``'s)."""
-
-    ids: list[str] = Field(default_factory=list)
-    stored: list[MemoryRecord] = Field(default_factory=list)
-    skipped: list[SkippedMemory] = Field(default_factory=list)
-    superseded: list[str] = Field(default_factory=list)
-    merged: list[str] = Field(default_factory=list)
-    quarantined: list[str] = Field(default_factory=list)
-    replayed: bool = False
-    request_id: str | None = None
-
-    @classmethod
-    def from_result(cls, result: StoreResult, request_id: str | None = None) -> StoreOut:
-        """The answer to a store that produced ``result`` under ``request_id``."""
-        return cls(
-            ids=result.ids,
-            stored=result.stored,
-            skipped=result.skipped,
-            superseded=result.superseded,
-            merged=result.merged,
-            quarantined=result.quarantined,
-            replayed=result.replayed,
-            request_id=request_id,
-        )
-
-    def to_result(self) -> StoreResult:
-        """The engine's ``StoreResult`` (``ids`` derive from ``stored``)."""
-        return StoreResult(
-            stored=self.stored,
-            skipped=self.skipped,
-            superseded=self.superseded,
-            merged=self.merged,
-            quarantined=self.quarantined,
-            replayed=self.replayed,
-        )
-
-
-_SCORE_FIELDS = tuple(name for name in RecallHit.model_fields if name != "record")
-
-
-def _flat_hit(hit: RecallHit) -> dict[str, Any]:
-    """A hit as one object: the record's fields, then the score and its parts (whatever the engine reports)."""
-    return {**hit.record.public_dict(), **hit.model_dump(mode="json", exclude={"record"})}
-
-
-def _nested_hit(value: Any) -> Any:
-    """A flat hit (as ``_flat_hit`` wrote it) back in ``RecallHit``'s shape."""
-    if isinstance(value, dict) and "record" not in value:
-        return {"record": value, **{k: value[k] for k in _SCORE_FIELDS if k in value}}
-    return value
-
-
-WireHit = Annotated[RecallHit, BeforeValidator(_nested_hit), PlainSerializer(_flat_hit)]
-"""A ``RecallHit`` that travels flat: a record with ``score``, ``relevance``, ... beside its fields."""
-
-
-class RecallOut(ToolResult):
-    """``retrieve_memory``'s answer: the memories best first and the dated context block."""
-
-    query: str
-    memories: list[WireHit]
-    context: str
-    tokens: int
-
-    @classmethod
-    def from_result(cls, result: RecallResult) -> RecallOut:
-        """The answer to a recall that produced ``result``."""
-        return cls(query=result.query, memories=result.hits, context=result.context, tokens=result.tokens)
-
-    def to_result(self) -> RecallResult:
-        """The engine's ``RecallResult``."""
-        return RecallResult(query=self.query, hits=self.memories, context=self.context, tokens=self.tokens)
-
-
-class TurnOut(ToolResult):
-    """``record_turn``'s answer: the turn, what was remembered from it, any compression it set off."""
-
-    turn_id: str
-    turn: MemoryRecord
-    stored: StoreOut
-    compression: CompressionResult | None = None
-
-    @classmethod
-    def from_result(cls, result: TurnResult) -> TurnOut:
-        """The answer to a recorded turn."""
-        return cls(
-            turn_id=result.turn.id,
-            turn=result.turn,
-            stored=StoreOut.from_result(result.stored),
-            compression=result.compression,
-        )
-
-    def to_result(self) -> TurnResult:
-        """The engine's ``TurnResult``."""
-        return TurnResult(turn=self.turn, stored=self.stored.to_result(), compression=self.compression)
-
-
-class WorkingOut(ToolResult):
-    """``get_working_memory``'s answer: a session's live turns, oldest first."""
-
-    session_id: str
-    turns: list[MemoryRecord]
-    tokens: int
-
-    @classmethod
-    def from_result(cls, session_id: str, turns: list[MemoryRecord]) -> WorkingOut:
-        """The answer for ``session_id``'s live ``turns``."""
-        return cls(session_id=session_id, turns=turns, tokens=sum(t.token_count for t in turns))
-
-    def to_result(self) -> list[MemoryRecord]:
-        """The turns."""
-        return self.turns
-
-
-class ClearedOut(ToolResult):
-    """``clear_working_memory``'s answer: how many live turns were forgotten."""
-
-    session_id: str
-    cleared: int
-
-    def to_result(self) -> int:
-        """The number of cleared turns."""
-        return self.cleared
-
-
-class CompressOut(ToolResult):
-    """``compress_memory``'s answer; ``compression`` is None when the window was under the threshold."""
-
-    session_id: str
-    compressed: bool
-    compression: CompressionResult | None
-
-    @classmethod
-    def from_result(cls, session_id: str, result: CompressionResult | None) -> CompressOut:
-        """The answer to compressing ``session_id``."""
-        return cls(session_id=session_id, compressed=result is not None, compression=result)
-
-    def to_result(self) -> CompressionResult | None:
-        """The engine's ``CompressionResult``, or None."""
-        return self.compression
-
-
-ConsolidateOut = ConsolidationReport
-"""``consolidate_memory``'s answer is the engine's ``ConsolidationReport`` as it is."""
-
-
-class MemoryOut(ToolResult):
-    """``update_memory``'s answer: the memory as it is now."""
-
-    memory: MemoryRecord
-
-    def to_result(self) -> MemoryRecord:
-        """The record."""
-        return self.memory
-
-
-class ForgottenOut(MemoryOut):
-    """``forget_memory``'s answer: the memory, now marked deleted."""
-
-    forgotten: bool = True
-
-
-class ReviewOut(ToolResult):
-    """``review_memory``'s answer: the records changed, the reviewed one first."""
-
-    memories: list[MemoryRecord]
-
-    def to_result(self) -> list[MemoryRecord]:
-        """The records."""
-        return self.memories
-
-
-class ListOut(ToolResult):
-    """``list_memories``'s answer: one page of records, newest first."""
-
-    memories: list[MemoryRecord]
-    count: int
-    offset: int
-
-    @classmethod
-    def from_result(cls, records: list[MemoryRecord], offset: int) -> ListOut:
-        """The page of ``records`` that starts at ``offset``."""
-        return cls(memories=records, count=len(records), offset=offset)
-
-    def to_result(self) -> list[MemoryRecord]:
-        """The records."""
-        return self.memories
-
-
-StatsOut = NamespaceStats
-"""``memory_stats``'s answer is the engine's ``NamespaceStats`` as it is."""
-
-UpkeepOut = UpkeepReport
-"""``maintain_memory``'s answer is the engine's ``UpkeepReport`` as it is: each step, what it did, its error."""
-
-
-class DumpOut(ToolResult):
-    """``dump_memory``'s answer: the human-readable listing."""
-
-    dump: str
-
-    def to_result(self) -> str:
-        """The listing."""
-        return self.dump

@@ -1,0 +1,81 @@
+"""The commands that serve memory: the MCP server, its bearer tokens, the viewer."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from ..core.errors import InvalidInputError
+from ..terminal import console, reported
+from . import options
+from .options import NamespaceOption
+
+
+def serve(
+    transport: Annotated[str, typer.Option(help="stdio or http")] = "stdio",
+    host: Annotated[str, typer.Option()] = "127.0.0.1",
+    port: Annotated[int, typer.Option()] = 8765,
+    tokens_file: Annotated[str | None, typer.Option(help='JSON {"tokens": {token: namespace}} for HTTP auth.')] = None,
+    namespace: NamespaceOption = None,
+) -> None:
+    """Run the MCP memory server (stdio for local agents, streamable HTTP for shared use)."""
+    with reported():
+        options.settings(namespace)
+        if transport not in ("stdio", "http"):
+            raise InvalidInputError("--transport", f"{transport!r} is not 'stdio' or 'http'")
+        if not 0 < port < 65536:
+            raise InvalidInputError("--port", f"must be between 1 and 65535, got {port}")
+        from ..mcp.server import run
+
+        run(
+            transport=transport,
+            host=host,
+            port=port,
+            namespace=options.chosen_namespace(namespace),
+            tokens_file=tokens_file,
+            store=str(options.given.store) if options.given.store else None,
+            chroma_url=options.given.chroma_url,
+        )
+
+
+def token() -> None:
+    """Print a new random bearer token for HINDSIGHT_TOKENS or a --tokens-file (43 URL-safe characters)."""
+    import secrets
+
+    from ..mcp.auth import token_weakness
+
+    value = secrets.token_urlsafe(32)  # 256 random bits
+    while token_weakness(value) is not None:  # fewer than 10 distinct characters: never in practice
+        value = secrets.token_urlsafe(32)
+    typer.echo(value)
+
+
+def ui(
+    port: Annotated[int, typer.Option(help="Port on 127.0.0.1.")] = 8765,
+    browser: Annotated[bool, typer.Option("--browser/--no-browser", help="Open the page in a web browser.")] = True,
+) -> None:
+    """See the memory: serve the viewer on 127.0.0.1 over this store and open it in your browser."""
+    with reported():
+        options.settings()
+        if not 0 < port < 65536:
+            raise InvalidInputError("port", f"must be between 1 and 65535, got {port}")
+        from ..mcp.server import run
+        from ..mcp.viewer import open_when_ready
+
+        base = f"http://127.0.0.1:{port}"
+        console.print(f"Memory viewer: {base}/ui  (Ctrl+C stops it)")
+        if browser:
+            open_when_ready(f"{base}/ui", health_url=f"{base}/health")
+        run(
+            transport="http",
+            host="127.0.0.1",
+            port=port,
+            namespace=options.given.namespace,
+            store=str(options.given.store) if options.given.store else None,
+            chroma_url=options.given.chroma_url,
+            upkeep=False,  # a viewer shows the memory as it is; `hindsight serve` keeps it
+        )
+
+
+__all__ = ["serve", "token", "ui"]
