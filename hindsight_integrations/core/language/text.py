@@ -70,12 +70,7 @@ def _words(text: str) -> list[str]:
 
 def query_terms(text: str) -> list[str]:
     """Distinct content-bearing tokens of a query (stopwords removed, order kept)."""
-    seen: dict[str, None] = {}
-    ignored = stopwords()
-    for token in lexical_tokens(text):
-        if token not in ignored and token not in seen:
-            seen[token] = None
-    return list(seen)
+    return _distinct(lexical_tokens(text), stopwords())
 
 
 def ranking_tokens(text: str) -> list[str]:
@@ -95,12 +90,11 @@ def ranking_tokens(text: str) -> list[str]:
 
 def ranking_terms(text: str) -> list[str]:
     """Distinct ``ranking_tokens`` of a query, without stopwords and the packs' ``function_words``."""
-    seen: dict[str, None] = {}
-    ignored = every().words("stopwords", "function_words")
-    for token in ranking_tokens(text):
-        if token not in ignored and token not in seen:
-            seen[token] = None
-    return list(seen)
+    return _distinct(ranking_tokens(text), every().words("stopwords", "function_words"))
+
+
+def _distinct(tokens: list[str], ignored: frozenset[str]) -> list[str]:
+    return list(dict.fromkeys(token for token in tokens if token not in ignored))
 
 
 def sentences(text: str) -> list[str]:
