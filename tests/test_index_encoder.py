@@ -112,7 +112,8 @@ def test_memories_are_stored_under_int8_vectors_and_queries_run_float32(engine, 
 
         monkeypatch.setattr(engine.embedder, method, counting)
     engine.store("The staging database runs Postgres 16.", namespace="u1")
-    assert calls == ["embed_index_array"]
+    assert engine.chroma.namespace("u1").wait_for_context(timeout=30)
+    assert calls == ["embed_index_array", "embed_index_array"]  # its own vector, then its frame in the background
     calls.clear()
     hits = engine.recall("Which Postgres version does staging run?", namespace="u1")
     assert hits.records and "embed_index_array" not in calls and calls  # the query: the float32 model
