@@ -99,8 +99,10 @@ class Settings(BaseSettings):
     max_id_chars: int = Field(200, ge=1)
     max_entities: int = Field(50, ge=1)
     max_filter_bytes: int = Field(8192, ge=64)
-    dedup_threshold: float = Field(0.92, gt=0, le=1)  # and the same values: see core/write/repeats.py
-    update_threshold: float = Field(0.85, gt=0, le=1)  # similarity at which a change cue supersedes
+    # The cosine thresholds below default to the embedding model's own (core/embedding/calibration.py:
+    # MiniLM's are 0.92, 0.85, 0.2, 0.95 and 0.75); a number set here wins for any model.
+    dedup_threshold: float | None = Field(None, gt=0, le=1)  # and the same values: see core/write/repeats.py
+    update_threshold: float | None = Field(None, gt=0, le=1)  # similarity at which a change cue supersedes
     time_aware_text: bool = True  # index "On 8 May 2023, <content>" (see core/storage/indexing.py)
     tokenizer: str = "estimate"
 
@@ -122,7 +124,7 @@ class Settings(BaseSettings):
     # (README "Results"); 0.25 gated 59 but also a fair question ("how should you format your
     # answers for me?" against a stated preference: 0.22). Calls narrowed by filters are not
     # gated: they asked for those memories.
-    relevance_floor: float = Field(0.2, ge=0, le=1)
+    relevance_floor: float | None = Field(None, ge=0, le=1)
     max_top_k: int = Field(200, ge=1, le=10_000)
     # How stale this process's lexical index and recall facts may be about other processes' writes.
     lexical_sync_seconds: float = Field(1.0, ge=0)
@@ -145,11 +147,11 @@ class Settings(BaseSettings):
     # after a replica dies mid-round, another takes the round over this long after its last renewal.
     upkeep_lease_seconds: float = Field(600.0, gt=0)
     # Periodic merge (core/upkeep/merging.py): active memories this close and with the same values are one.
-    merge_threshold: float = Field(0.95, gt=0, le=1)
+    merge_threshold: float | None = Field(None, gt=0, le=1)
     # Consolidation (core/upkeep/consolidation.py): memories this close (and stating one fact, see
     # core/language/sameness.py) are a cluster; a cluster needs this many statements, from at least two
     # sessions or days, each within this many days of the one before, to become a semantic memory.
-    consolidation_threshold: float = Field(0.75, gt=0, le=1)
+    consolidation_threshold: float | None = Field(None, gt=0, le=1)
     consolidation_min_members: int = Field(3, ge=2, le=1000)
     consolidation_window_days: float = Field(30.0, gt=0)
 

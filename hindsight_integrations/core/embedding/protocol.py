@@ -70,6 +70,18 @@ def embed_query(embedder: Embedder, text: str, cache: QueryCache | None = None) 
     return vector
 
 
+def embed_documents(embedder: Embedder, texts: Sequence[str]) -> list[list[float]]:
+    """Vectors of texts that will be searched, for a caller that stores them itself (a peer system in a benchmark).
+
+    A model trained with a document prefix (e5's ``passage: ``) offers ``embed_passages`` and
+    its documents get it; any other model embeds documents and queries alike.
+    """
+    passages = getattr(embedder, "embed_passages", None)
+    if callable(passages):
+        return np.asarray(passages(texts), dtype=np.float32).tolist() if texts else []
+    return embedder.embed(texts)
+
+
 def embed_matrix(embedder: Embedder, texts: Sequence[str]) -> np.ndarray:
     """Vectors for a batch as one float32 array, the form Chroma stores.
 

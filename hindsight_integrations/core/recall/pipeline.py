@@ -123,7 +123,7 @@ class Recaller:
         ranked = rank(admitted, query=request.query, query_vector=search.vector, weights=request.weights, now=now)
         if request.min_score is not None:
             ranked = [r for r in ranked if r.similarity >= request.min_score]
-        if not request.filters.narrows() and not _reaches(ranked, self._parts.settings.relevance_floor):
+        if not request.filters.narrows() and not _reaches(ranked, self._parts.cosines.relevance_floor):
             ranked = []  # nothing here is about the question
         ranked = prefer_consolidated(ranked, {c.id: c.facts for c in admitted})
         hits = self._fetch(handle, search, ranked)

@@ -147,7 +147,7 @@ class Consolidator:
         clusters = cluster(
             pool,
             unit,
-            threshold=settings.consolidation_threshold,
+            threshold=self._parts.cosines.consolidation,
             window=timedelta(days=settings.consolidation_window_days),
             joins=joins,
             seeds=seeds,

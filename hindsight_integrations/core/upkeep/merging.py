@@ -75,7 +75,7 @@ class RepeatMerger:
         Closest pairs first; a memory merged away, or one that absorbed another in this run, is
         not merged again until the next run, so chains settle one link per run and nothing is lost.
         """
-        threshold = self._parts.settings.merge_threshold
+        threshold = self._parts.cosines.merge
         pool = [r for r in records if mergeable(r) and r.id in vectors]
         if len(pool) < 2:
             return []

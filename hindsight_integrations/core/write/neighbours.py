@@ -20,10 +20,9 @@ from ..storage.namespace_store import NamespaceStore
 _LONG_TERM = {"$and": [{"status": "active"}, {"tier": {"$in": ["episodic", "semantic"]}}]}
 _NEIGHBOURS = 4  # nearest stored memories a new one is compared with
 _SEARCHED = 16  # nearest of any status searched for them, before keeping the active long-term ones
-# Below these cosines nothing is compared (slots are found apart): the rules need close meaning,
-# the LLM judge is shown looser neighbours ("I work at Acme" / "these days I'm at Initech": 0.31).
-_RULES_FLOOR = 0.5
-_LLM_FLOOR = 0.3
+# Below the model's ``neighbours_rules`` / ``neighbours_llm`` cosines (embedding/calibration.py) nothing
+# is compared (slots are found apart): the rules need close meaning, the LLM judge is shown looser
+# neighbours ("I work at Acme" / "these days I'm at Initech": 0.31 with MiniLM).
 
 
 class NeighbourFinder:
@@ -35,7 +34,8 @@ class NeighbourFinder:
     @property
     def floor(self) -> float:
         """The cosine below which nothing is compared: the rules need close meaning, an LLM judge less."""
-        return _RULES_FLOOR if self._parts.llm is None else _LLM_FLOOR
+        cosines = self._parts.cosines
+        return cosines.neighbours_rules if self._parts.llm is None else cosines.neighbours_llm
 
     def search_needed(self, record: MemoryRecord, dedup: bool) -> bool:
         """Whether to search the store for ``record``'s neighbours by meaning.
@@ -87,17 +87,16 @@ class NeighbourFinder:
     def _cutoff(self, record: MemoryRecord, dedup: bool) -> float:
         """The cosine from which a stored neighbour may be repeated or superseded by ``record``.
 
-        An LLM judge is shown everything above the floor. The rules repeat at ``dedup_threshold``
-        and supersede by meaning only with a change cue, at ``update_threshold``; a neighbour further
+        An LLM judge is shown everything above the floor. The rules repeat at the ``dedup`` cosine
+        and supersede by meaning only with a change cue, at ``update``; a neighbour further
         off matters to them only as an exact repeat, a slot-mate or the other side of a reversal
         (``_that_matter``).
         """
         if self._parts.llm is not None:
             return self.floor
-        settings = self._parts.settings
-        bounds = [settings.dedup_threshold] if dedup else []
+        bounds = [self._parts.cosines.dedup] if dedup else []
         if read(record.content).change_cue:
-            bounds.append(settings.update_threshold)
+            bounds.append(self._parts.cosines.update)
         return min(bounds, default=float("inf"))
 
 

@@ -208,7 +208,7 @@ class Settler:
             return
         records = [self._with_corrected_slot(handle, r) for r in records]
         vectors, context_vectors = self._parts.embed_records(records, with_context=with_context)
-        judge = UpdateJudge(self._parts.llm, threshold=self._parts.settings.update_threshold)
+        judge = UpdateJudge(self._parts.llm, threshold=self._parts.cosines.update)
         # Without dedup or an LLM, the rules only supersede by slot or by meaning with a change cue:
         # anything else is added without comparing.
         comparable = [n for n, r in enumerate(records) if (dedup or supersede) and can_repeat(r)]
@@ -265,7 +265,7 @@ class Settler:
         return sorted(out, key=lambda n: -n.similarity)
 
     def _repeat_of(self, record: MemoryRecord, neighbours: Sequence[Neighbour]) -> MemoryRecord | None:
-        threshold = self._parts.settings.dedup_threshold
+        threshold = self._parts.cosines.dedup
         return next((n.record for n in neighbours if is_repeat(n.record, record, n.similarity, threshold)), None)
 
     @staticmethod
