@@ -48,6 +48,7 @@ COMMANDS: list[tuple[str, Callable[..., Any]]] = [
     ("dump", memories.dump),
     ("export", backup.export),
     ("import", backup.import_),
+    ("reembed", backup.reembed),
     ("stats", memories.stats),
     ("compress", upkeep.compress),
     ("maintain", upkeep.maintain),

@@ -1,4 +1,4 @@
-"""`hindsight export` and `hindsight import`: a namespace to a JSON document and back."""
+"""`hindsight export`, `hindsight import` and `hindsight reembed`: a namespace to a JSON document and back."""
 
 from __future__ import annotations
 
@@ -105,4 +105,53 @@ def import_(
     console.print(f"imported {count} memories into namespace {target or settings.namespace}")
 
 
-__all__ = ["export", "import_"]
+def reembed(
+    model: Annotated[
+        str | None,
+        typer.Option(
+            "--model",
+            "-m",
+            help="Model to move to (default: the configured one, HINDSIGHT_EMBEDDING_MODEL).",
+        ),
+    ] = None,
+    all_namespaces: Annotated[bool, typer.Option("--all", help="Every namespace in the store.")] = False,
+    backup_dir: Annotated[
+        Path | None,
+        typer.Option("--backup-dir", help="Where each namespace's export is kept (default: beside the store)."),
+    ] = None,
+    namespace: NamespaceOption = None,
+) -> None:
+    """Embed a namespace (or --all) again with another model; its export is kept as a backup."""
+    from ..core.reembedding import reembed as run
+
+    with reported():
+        settings = options.settings(namespace)
+        if model is not None:
+            settings = settings.model_copy(update={"embedding_model": model})
+        folder = backup_dir or _default_backup_dir(settings)
+        with progress_bar() as progress:
+            results = run(
+                settings,
+                namespaces=None if all_namespaces else [settings.namespace],
+                backup_dir=folder,
+                progress=progress,
+            )
+    for result in results:
+        if result.changed:
+            console.print(
+                f"namespace {result.namespace}: {result.memories} memories embedded again with {result.new_model} "
+                f"(were {result.old_model}); their export is kept in {result.backup}"
+            )
+        else:
+            console.print(f"namespace {result.namespace}: already embedded with {result.new_model}, left as it is")
+
+
+def _default_backup_dir(settings: Any) -> Path:
+    """Beside an embedded store (``.hindsight`` -> ``.hindsight-reembed``), else in the working directory."""
+    if settings.chroma_url:
+        return Path("hindsight-reembed")
+    store = Path(settings.store)
+    return store.with_name(store.name + "-reembed")
+
+
+__all__ = ["export", "import_", "reembed"]

@@ -65,8 +65,8 @@ class EmbeddingModelMismatchError(HindsightError):
         self.requested = requested
         super().__init__(
             f"namespace {namespace!r} was embedded with {stored!r} but this engine uses "
-            f"{requested!r}. Use the same embedding model, or re-embed the namespace: "
-            f"`hindsight export` with the old model, then `hindsight import` with the new one."
+            f"{requested!r}. Use the same embedding model (HINDSIGHT_EMBEDDING_MODEL={stored}), or embed the "
+            f"namespace again with the new one: `hindsight reembed --namespace {namespace} --model {requested}`."
         )
 
 

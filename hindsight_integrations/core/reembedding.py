@@ -1,0 +1,112 @@
+"""Moving a namespace to another embedding model: export, keep the export, drop, import.
+
+A namespace records the model its vectors came from and is never searched with another
+model's (``EmbeddingModelMismatchError``), so changing the model of a store that has memories
+means embedding every memory again. This does it per namespace with the parts that already
+exist: the namespace is exported through an engine of its own model (every record, every
+status, no vectors), the export is written to a file first, so nothing can be lost whatever
+happens next, then the namespace is dropped and the export imported through an engine of the
+new model, which embeds each record and its context frame again (``backup.Backup``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from .config import Settings
+from .embedding.factory import runs_locally
+from .engine import MemoryEngine
+from .errors import HindsightError
+from .progress import ProgressCallback, prefixed
+from .storage.store import COLLECTION_PREFIX
+
+
+@dataclass(frozen=True)
+class Reembedded:
+    """What happened to one namespace: its old model, how many memories, and where their export is kept."""
+
+    namespace: str
+    old_model: str | None
+    new_model: str
+    memories: int
+    backup: Path | None  # None when the namespace had this model already and was left alone
+
+    @property
+    def changed(self) -> bool:
+        """Whether the namespace was embedded again (False: it had the new model already)."""
+        return self.backup is not None
+
+
+def stored_model(engine: MemoryEngine, namespace: str) -> str | None:
+    """The embedding model a namespace's collection was written with, or None for one older than that record."""
+    collection = engine.chroma.client.get_collection(COLLECTION_PREFIX + namespace)
+    model = (collection.metadata or {}).get("embedding_model")
+    return str(model) if model else None
+
+
+def reembed(
+    settings: Settings,
+    *,
+    namespaces: Sequence[str] | None = None,
+    backup_dir: Path,
+    progress: ProgressCallback | None = None,
+) -> list[Reembedded]:
+    """Embed ``namespaces`` (default: every one in the store) again with ``settings``' model.
+
+    A namespace already on that model is left as it is. The others are exported through an
+    engine of their own model to ``backup_dir`` (a JSON file each, kept afterwards: ``hindsight
+    import FILE`` with the old model restores one), dropped and imported with the new model;
+    ``progress`` is told of each namespace's stages, named ``"<namespace>: <stage>"``.
+    """
+    target = MemoryEngine(settings, llm=False)
+    names = list(namespaces) if namespaces is not None else target.namespaces()
+    missing = sorted(set(names) - set(target.namespaces()))
+    if missing:
+        raise HindsightError(f"no namespace named {', '.join(map(repr, missing))} in this store; nothing was changed")
+    results = []
+    for name in names:
+        old = stored_model(target, name)
+        if old == target.embedder.name:
+            results.append(Reembedded(name, old, old, 0, None))
+            continue
+        results.append(_move(settings, target, name, old, backup_dir, prefixed(progress, name)))
+    return results
+
+
+def _move(
+    settings: Settings,
+    target: MemoryEngine,
+    name: str,
+    old: str | None,
+    backup_dir: Path,
+    progress: ProgressCallback | None,
+) -> Reembedded:
+    if old is None:
+        raise HindsightError(
+            f"namespace {name!r} does not record its embedding model, so it cannot be read with the right one; "
+            "export it with the version that wrote it and import the file"
+        )
+    provider = "local" if runs_locally(old) else settings.embedding_provider
+    source = MemoryEngine(
+        settings.model_copy(update={"embedding_model": old, "embedding_provider": provider}), llm=False
+    )
+    data = source.export(namespace=name, include_embeddings=False, progress=progress)
+    backup_dir.mkdir(parents=True, exist_ok=True)
+    stamp = target.clock.now().strftime("%Y%m%dT%H%M%S")
+    backup = backup_dir / f"{name}.{old.replace('/', '_')}.{stamp}.json"
+    backup.write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
+    target.drop_namespace(name)
+    try:
+        count = target.import_data(data, namespace=name, progress=progress)
+    except Exception as exc:
+        raise HindsightError(
+            f"namespace {name!r} could not be embedded again ({exc}); its memories are in {backup}: "
+            f"`hindsight import {backup}` with HINDSIGHT_EMBEDDING_MODEL={old} restores them"
+        ) from exc
+    return Reembedded(name, old, target.embedder.name, count, backup)
+
+
+__all__ = ["Reembedded", "reembed", "stored_model"]
