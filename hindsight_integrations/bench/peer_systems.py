@@ -36,7 +36,7 @@ import asyncio
 from pathlib import Path
 from typing import Any, Protocol
 
-from ..core.embedding.local import LocalEmbedder
+from ..core.embedding.protocol import Embedder, embed_documents
 from ..core.engine import MemoryEngine
 from ..core.recall.ranking import RecallWeights
 from .embedding_server import EmbeddingServer
@@ -100,14 +100,14 @@ class LangChainSystem:
 
     name = "LangChain VectorStoreRetrieverMemory"
 
-    def __init__(self, client: Any, embedder: LocalEmbedder) -> None:
+    def __init__(self, client: Any, embedder: Embedder) -> None:
         from langchain_core.embeddings import Embeddings
 
         class MiniLMEmbeddings(Embeddings):
-            """The same MiniLM instance the engine uses, behind LangChain's interface."""
+            """The same model instance the engine uses, behind LangChain's interface."""
 
             def embed_documents(self, texts: list[str]) -> list[list[float]]:
-                return embedder.embed(texts)
+                return embed_documents(embedder, texts)
 
             def embed_query(self, text: str) -> list[float]:
                 return embedder.embed([text])[0]
@@ -144,17 +144,17 @@ class LlamaIndexSystem:
 
     name = "LlamaIndex VectorMemoryBlock"
 
-    def __init__(self, client: Any, embedder: LocalEmbedder) -> None:
+    def __init__(self, client: Any, embedder: Embedder) -> None:
         from llama_index.core.bridge.pydantic import Field, PrivateAttr
         from llama_index.core.embeddings import BaseEmbedding
         from llama_index.core.postprocessor.types import BaseNodePostprocessor
 
         class MiniLMEmbedding(BaseEmbedding):
-            """The same MiniLM instance the engine uses, behind LlamaIndex's interface."""
+            """The same model instance the engine uses, behind LlamaIndex's interface."""
 
             _model: Any = PrivateAttr()
 
-            def __init__(self, model: LocalEmbedder) -> None:
+            def __init__(self, model: Embedder) -> None:
                 super().__init__(model_name=model.name, embed_batch_size=64)
                 self._model = model
 
@@ -165,10 +165,10 @@ class LlamaIndexSystem:
                 return self._get_query_embedding(query)
 
             def _get_text_embedding(self, text: str) -> list[float]:
-                return self._model.embed([text])[0]
+                return embed_documents(self._model, [text])[0]
 
             def _get_text_embeddings(self, texts: list[str]) -> list[list[float]]:
-                return self._model.embed(texts)
+                return embed_documents(self._model, texts)
 
         class Recorder(BaseNodePostprocessor):
             """Pass-through postprocessor that notes the retrieved nodes' order (for scoring)."""

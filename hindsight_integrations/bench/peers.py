@@ -22,7 +22,9 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..core.embedding.local import LocalEmbedder
+from ..core.config import load_settings
+from ..core.embedding.factory import build_embedder
+from ..core.embedding.protocol import Embedder
 from ..core.engine import MemoryEngine
 from .embedding_server import EmbeddingServer
 from .locomo import CONTEXT_BUDGET, LOCOMO_WEIGHTS
@@ -147,12 +149,15 @@ def _timed_ask(system: PeerSystem, question: str) -> tuple[list[str], str, float
 def run_peers(
     data: Path,
     *,
-    embedder: LocalEmbedder | None = None,
+    embedder: Embedder | None = None,
     progress: Callable[[str], None] | None = None,
     only: Sequence[str] | None = None,
     mem0_venv: Path | None = None,
 ) -> dict[str, Any]:
-    """Every system on the same conversations with one shared MiniLM; unavailable peers say why.
+    """Every system on the same conversations with one shared embedding model; unavailable peers say why.
+
+    The model is ``embedder``, else the configured one (``HINDSIGHT_EMBEDDING_MODEL``), so a
+    multilingual run compares every system on multilingual vectors.
 
     ``mem0_venv`` is mem0's virtual environment (``mem0_peer.default_venv()`` when None),
     created on first use; when it cannot be, the mem0 row says why and the rest still run.
@@ -160,7 +165,7 @@ def run_peers(
     import chromadb
 
     conversations, _ = load_directory(data)
-    embedder = embedder or LocalEmbedder()
+    embedder = embedder or build_embedder(load_settings())
     embedder.embed(["warm up the model"])
     say = progress or (lambda _msg: None)
     peers: list[dict[str, Any]] = []
