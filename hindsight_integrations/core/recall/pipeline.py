@@ -118,6 +118,7 @@ class Recaller:
         pool = candidates or max(50, request.top_k * 4)
         search = self._search(handle, request, pool, now)
         _inherit_from_history(handle, search.dense)
+        _inherit_from_history(handle, search.context)
         admitted = self._admit(handle, search, list(dict.fromkeys([*search.dense, *search.context, *search.lexical])))
         admitted += self._widen(handle, search, pool, admitted)
         ranked = rank(admitted, query=request.query, query_vector=search.vector, weights=request.weights, now=now)
@@ -265,7 +266,8 @@ def _inherit_from_history(handle: NamespaceStore, dense: dict[str, float]) -> No
     returned without ``include_history``, so the question would get the current value only if
     it matched it by itself, or nothing at all below the relevance floor. A question close to
     any earlier value of an attribute is about that attribute, and what answers it is the value
-    current now (docs/architecture.md, "Recall").
+    current now (docs/architecture.md, "Recall"). Called for the memories' own vectors and for
+    their context vectors alike, since ranking and the relevance floor mix the two.
     """
     facts = handle.facts
     found = facts.lookup(list(dense))
