@@ -32,6 +32,11 @@ def _rule(text: str, name: str) -> re.Pattern[str] | None:
     return for_text(text).pattern(name)
 
 
+def _named(match: re.Match[str]) -> str:
+    """What a subject rule names: its first group that took part (packs' rules are one alternation)."""
+    return next(g for g in match.groups() if g)
+
+
 def project_slot(content: str, attribute: str) -> str:
     """``project:<attribute>``, narrowed to the project named and, for a deadline, to what is due.
 
@@ -39,14 +44,14 @@ def project_slot(content: str, attribute: str) -> str:
     Ember is due on Friday" are two deadlines, not one deadline changed.
     """
     named = search_spans(_rule(content, "subjects.project_name"), content)
-    name = (named.group(1) or named.group(2)).lower() if named else None
+    name = _named(named).lower() if named else None
     subject = f"project {name}" if name else "project"
     if attribute != "deadline":
         return f"{subject}:{attribute}"
     not_things = every().words("not_due_things")
     for rule in _DUE_RULES:
         if found := search_spans(_rule(content, rule), content):
-            words = [w for w in found.group(1).lower().split() if w not in not_things and w != name]
+            words = [w for w in _named(found).lower().split() if w not in not_things and w != name]
             if words:
                 return f"{subject}:deadline of {' '.join(words)}"
     return f"{subject}:deadline"
@@ -54,14 +59,22 @@ def project_slot(content: str, attribute: str) -> str:
 
 def owner_of(content: str, start: int) -> str | None:
     """Who a "user" attribute starting at ``start`` belongs to when the text says it is someone else's."""
+    at = content[start:]  # a Chinese rule starts at 我: "我妹妹住在杭州" names the sister at the match
+    if (pattern := _rule(at, "subjects.owner_at")) and (match := pattern.match(at)):
+        return _owner(_named(match))
     before = content[:start]
     for name in ("subjects.possessive", "subjects.relative_possessive"):
         if (pattern := _rule(before, name)) and (match := pattern.search(before)):
-            return match.group(1).lower()
+            return _owner(_named(match))
     said = without_speaker(before)
     if (pattern := _rule(said, "subjects.third_person")) and (match := pattern.match(said)):
-        return match.group(1).lower()
+        return _owner(_named(match))
     return None
+
+
+def _owner(word: str) -> str:
+    """An owner's one name: 我妈 and 我母亲 are 妈妈 (the packs' ``owner_names``); English as written, lower-cased."""
+    return every().mapping("owner_names").get(word, word).lower()
 
 
 def different_subjects(a: str, b: str) -> bool:
