@@ -52,7 +52,8 @@ def test_chinese_questions_and_one_off_requests_are_conversation_turns_only(text
         ("最后敲定了方案B", Kind.CONTEXT, 0.8),
         ("下周三开会", Kind.EVENT, 0.7),
         ("后天要去机场", Kind.EVENT, 0.7),
-        ("报告最晚周五交", Kind.EVENT, 0.7),  # a weekday: time-bound first, as in English
+        ("报告最晚周五交", Kind.CONTEXT, 0.9),  # a bare weekday marks no event (chats say 周末 of the past): a deadline
+        ("下周五交报告", Kind.EVENT, 0.7),  # a weekday ahead: time-bound first, as in English
         ("预算不超过五千块", Kind.CONTEXT, 0.9),
         ("我习惯早起", Kind.PREFERENCE, 0.8),
         ("我一般用vim", Kind.PREFERENCE, 0.8),

@@ -17,6 +17,7 @@ import pytest
 from hindsight_integrations.core.clock import ManualClock
 from hindsight_integrations.core.config import load_settings
 from hindsight_integrations.core.embedding.calibration import MINILM, MULTILINGUAL_E5_SMALL, thresholds_for
+from hindsight_integrations.core.embedding.centring import Centring
 from hindsight_integrations.core.embedding.local import LocalEmbedder
 from hindsight_integrations.core.embedding.multilingual import MultilingualEmbedder
 from hindsight_integrations.core.engine import MemoryEngine
@@ -73,6 +74,36 @@ def test_a_memory_in_mixed_languages_is_found_from_either(engine: MemoryEngine) 
     assert _top(engine, "Which database does the order service use?") == MEMORIES[2]
     assert _top(engine, "订单服务的缓存是什么？") == MEMORIES[2]
     assert _top(engine, "When is the quarterly review with the design team?") == MEMORIES[5]
+
+
+def test_a_question_about_nothing_stored_recalls_nothing_in_either_language(engine: MemoryEngine) -> None:
+    # A Chinese off-topic question against Chinese memories passes the floor more often (README: 0.25
+    # gates about half of zh_dev's): "秘鲁的首都是哪里？" here is one that does.
+    for question in ("Who won the 1998 World Cup?", "What is the capital of Peru?"):
+        assert engine.recall(question, namespace="u").records == [], question
+
+
+def test_the_centred_floor_separates_answered_questions_from_off_topic_ones(e5: MultilingualEmbedder) -> None:
+    centring = Centring.for_model(E5)
+    assert centring is not None and Centring.for_model("all-MiniLM-L6-v2") is None
+    floor = MULTILINGUAL_E5_SMALL.centred_floor
+    assert floor is not None
+    stored = e5.embed_index_array(MEMORIES)
+    answered = [
+        "What am I allergic to?",
+        "我对什么过敏？",
+        "Which database does the order service use?",
+        "订单服务的缓存是什么？",
+    ]
+    off_topic = ["Who won the 1998 World Cup?", "What is the capital of Peru?", "How do I configure TLS in nginx?"]
+    for question in answered:
+        assert centring.similarities(e5.embed_array([question])[0], stored).max() >= floor, question
+    for question in off_topic:
+        assert centring.similarities(e5.embed_array([question])[0], stored).max() < floor, question
+    # the plain cosines of the same off-topic questions reach the plain floor: that is why the centred one exists
+    assert (
+        max(float((e5.embed_array([q]) @ stored.T).max()) for q in off_topic) >= MULTILINGUAL_E5_SMALL.relevance_floor
+    )
 
 
 def test_the_relevance_floor_gates_an_unrelated_question_in_english(engine: MemoryEngine) -> None:

@@ -13,7 +13,11 @@ LoCoMo's development turns (374,920 pairs of stored texts, ``passage: `` against
 the e5 cosine at the same quantile as MiniLM's threshold, rounded. The relevance floor compares
 a question with stored texts (``query: `` against ``passage: ``), a different distribution, so it
 was set from questions with answers (the lowest best match over LoCoMo's 383 and zh_dev's 68
-questions, 0.76 for e5) rather than mapped. A model not listed gets MiniLM's values, which
+questions, 0.76 for e5) rather than mapped; for e5 it lets most off-topic questions through, so
+its second, centred floor does that work (``centring.py``: 0.25, under the lowest answered
+question's 0.30 on both dev sets with room for a cross-lingual question about a memory that
+mixes languages, "Which database does the order service use?" against "我们的订单服务用
+PostgreSQL，缓存用 Redis。": 0.28). A model not listed gets MiniLM's values, which
 ``thresholds_for`` says in its result's ``calibrated``; set the thresholds for such a model.
 """
 
@@ -33,6 +37,8 @@ class Thresholds:
     new one is written, without and with an LLM judge. ``merge``: upkeep joins active memories
     this close (with the same values). ``consolidation``: memories this close form a cluster.
     ``relevance_floor``: a question none of whose candidates is this close gets nothing.
+    ``centred_floor``: nor does one none of whose best candidates is this close once the model's
+    language component is taken out of both (``centring.py``; None: no such second floor).
     """
 
     dedup: float
@@ -42,6 +48,7 @@ class Thresholds:
     merge: float
     consolidation: float
     relevance_floor: float
+    centred_floor: float | None = None
     calibrated: bool = True
 
 
@@ -63,6 +70,7 @@ MULTILINGUAL_E5_SMALL = Thresholds(
     merge=0.983,  # 0.95
     consolidation=0.95,  # 0.75
     relevance_floor=0.76,
+    centred_floor=0.25,
 )
 
 _BY_MODEL = {

@@ -24,6 +24,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+import numpy as np
+
+from ..embedding.centring import Centring
 from ..embedding.protocol import embed_query
 from ..errors import InvalidInputError
 from ..model.arguments import coerce_model, fraction, whole_number
@@ -40,6 +43,7 @@ from .ranking import Candidate, Ranked, RecallWeights, prefer_consolidated, rank
 
 _WIDER = 8  # how much deeper the unfiltered search looks when the nearest hits are mostly history
 _CONTEXT_WAIT_SECONDS = 5.0  # a stalled embedder must not stall recall: it ranks without those context vectors
+_CENTRED_CHECKED = 20  # best-ranked candidates the centred floor looks at
 _RECALL_WORKERS = ThreadPoolExecutor(max_workers=4, thread_name_prefix="hindsight-recall")
 
 
@@ -72,9 +76,32 @@ class _Search:
     lexical_context_vectors: dict[str, Vector]
 
 
-def _reaches(ranked: Sequence[Ranked], floor: float) -> bool:
-    """Whether any candidate is at least ``floor`` similar to the query (the relevance floor)."""
-    return floor <= 0 or any(r.similarity >= floor for r in ranked)
+def _reaches(ranked: Sequence[Ranked], floor: float, inherited: dict[str, float]) -> bool:
+    """Whether any candidate is at least ``floor`` similar to the query (the relevance floor).
+
+    A memory that replaced one close to the question counts with that closeness (``inherited``):
+    "Where do I work?" is about the job, whichever wording holds its value now.
+    """
+    return floor <= 0 or any(r.similarity >= floor or inherited.get(r.id, 0.0) >= floor for r in ranked)
+
+
+def _reaches_centred(ranked: Sequence[Ranked], handle: NamespaceStore, query: Vector, parts: EngineParts) -> bool:
+    """Whether a best candidate reaches the model's centred floor (``embedding/centring.py``), if it has one.
+
+    Its own vector and its context vector both count, as in ranking. Without a vector copy in
+    memory (``HINDSIGHT_COPY_VECTORS=false``) only the plain floor applies.
+    """
+    floor = parts.cosines.centred_floor
+    centring = Centring.for_model(parts.embedder.name) if floor is not None else None
+    if centring is None or not ranked or handle.vector_copy is None:
+        return True
+    ids = [r.id for r in ranked[:_CENTRED_CHECKED]]
+    found = [*handle.vector_copy.lookup(ids).values()]
+    if handle.context_copy is not None:
+        found += handle.context_copy.lookup(ids).values()
+    if not found:
+        return True
+    return float(centring.similarities(np.asarray(query), np.stack(found)).max()) >= (floor or 0.0)
 
 
 class Recaller:
@@ -117,14 +144,16 @@ class Recaller:
         handle.wait_for_context(_CONTEXT_WAIT_SECONDS)  # what this process just wrote ranks like the rest
         pool = candidates or max(50, request.top_k * 4)
         search = self._search(handle, request, pool, now)
-        _inherit_from_history(handle, search.dense)
-        _inherit_from_history(handle, search.context)
+        inherited = _inherit_from_history(handle, search.dense)
         admitted = self._admit(handle, search, list(dict.fromkeys([*search.dense, *search.context, *search.lexical])))
         admitted += self._widen(handle, search, pool, admitted)
         ranked = rank(admitted, query=request.query, query_vector=search.vector, weights=request.weights, now=now)
         if request.min_score is not None:
             ranked = [r for r in ranked if r.similarity >= request.min_score]
-        if not request.filters.narrows() and not _reaches(ranked, self._parts.cosines.relevance_floor):
+        if not request.filters.narrows() and not (
+            _reaches(ranked, self._parts.cosines.relevance_floor, inherited)
+            and _reaches_centred(ranked, handle, search.vector, self._parts)
+        ):
             ranked = []  # nothing here is about the question
         ranked = prefer_consolidated(ranked, {c.id: c.facts for c in admitted})
         hits = self._fetch(handle, search, ranked)
@@ -258,7 +287,7 @@ def _lexical_candidates(
 _CHAIN = 8  # supersedes followed from a history hit to the memory current now, at most
 
 
-def _inherit_from_history(handle: NamespaceStore, dense: dict[str, float]) -> None:
+def _inherit_from_history(handle: NamespaceStore, dense: dict[str, float]) -> dict[str, float]:
     """Give the memory current now the similarity of each older value of it the search found.
 
     "Where do I work?" is close to "I work at Zalando" (0.28) and far from "I left Feedzai and
@@ -266,20 +295,23 @@ def _inherit_from_history(handle: NamespaceStore, dense: dict[str, float]) -> No
     returned without ``include_history``, so the question would get the current value only if
     it matched it by itself, or nothing at all below the relevance floor. A question close to
     any earlier value of an attribute is about that attribute, and what answers it is the value
-    current now (docs/architecture.md, "Recall"). Called for the memories' own vectors and for
-    their context vectors alike, since ranking and the relevance floor mix the two.
+    current now (docs/architecture.md, "Recall"). Returns the similarities handed on, by memory:
+    the relevance floor counts them as they are, since ranking mixes them with the memory's own
+    context similarity, which its history does not hand on (context vectors frame one wording).
     """
     facts = handle.facts
     found = facts.lookup(list(dense))
+    handed: dict[str, float] = {}
     for memory_id, similarity in list(dense.items()):
         current = found.get(memory_id)
         steps = 0
         while current is not None and current.status == "superseded" and current.superseded_by and steps < _CHAIN:
             successor = current.superseded_by
             if similarity > dense.get(successor, -1.0):
-                dense[successor] = similarity
+                dense[successor] = handed[successor] = similarity
             current = facts.lookup([successor]).get(successor)
             steps += 1
+    return handed
 
 
 def _admissible(handle: NamespaceStore, ids: list[str], trusted: set[str], search: _Search) -> dict[str, MemoryFacts]:
