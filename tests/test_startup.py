@@ -120,6 +120,9 @@ def filled_store(tmp_path_factory: pytest.TempPathFactory, embedder: LocalEmbedd
     engine = MemoryEngine(store=store, embedder=embedder, llm=False)
     engine.store("The release branch is cut every Monday at 9am.", namespace="cli")
     engine.store("Alice prefers green tea in the morning.", namespace="cli")
+    # Context vectors follow a write in the background; one still queued when the CLI opens the
+    # store would be embedded there (the repair on open), and stats would load the model after all.
+    assert engine.chroma.namespace("cli").wait_for_context(timeout=60)
     engine.chroma.flush_access()
     return store
 
