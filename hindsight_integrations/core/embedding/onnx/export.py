@@ -98,7 +98,7 @@ def exported_model(model: Any, path: str, cache_dir: str | os.PathLike[str] | No
     directory for this process.
     """
     stem = export_stem(path)
-    if (info := cached_export(path, cache_dir)) is not None:
+    if (info := cached_export(path, cache_dir, exporters=("torch",))) is not None:
         return info.file
     directory = cache_root(cache_dir) / "onnx"
     try:
