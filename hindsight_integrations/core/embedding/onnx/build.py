@@ -30,11 +30,9 @@ from .cache import (
     OPSET,
     ExportInfo,
     OnnxUnavailable,
-    cache_root,
     export_stem,
-    private_dir,
+    new_cache_file,
     sidecar_for,
-    temp_file,
     write_file,
 )
 from .tokenizer import load_tokenizer
@@ -281,14 +279,7 @@ def built_model(path: str, cache_dir: str | os.PathLike[str] | None = None) -> P
         raise OnnxUnavailable(f"the tokenizer has no padding token {settings['pad_token']!r}")
 
     stem = export_stem(path, exporter=BUILDER)
-    directory = cache_root(cache_dir) / "onnx"
-    try:
-        directory.mkdir(parents=True, exist_ok=True)
-        temp = temp_file(directory, f"{stem}.onnx")
-    except OSError as exc:
-        logger.warning("ONNX cache %s is not writable (%s); building in a temporary directory", directory, exc)
-        directory = private_dir()
-        temp = temp_file(directory, f"{stem}.onnx")
+    directory, temp = new_cache_file(cache_dir, f"{stem}.onnx")
     target = directory / f"{stem}.onnx"
     try:
         logger.info("building the ONNX graph of %s (once per machine): %s", path, target)

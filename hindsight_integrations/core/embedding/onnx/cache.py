@@ -21,12 +21,15 @@ import functools
 import hashlib
 import importlib.metadata
 import json
+import logging
 import os
 import shutil
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+logger = logging.getLogger(__name__)
 
 OPSET = 17
 # Bump when the exported graph or its sidecar changes: old cache files are then ignored.
@@ -212,6 +215,21 @@ def write_file(target: Path, text: str) -> None:
             os.unlink(temp)
 
 
+def new_cache_file(cache_dir: str | os.PathLike[str] | None, name: str) -> tuple[Path, str]:
+    """The directory ``name`` goes in and an empty temporary file there to write it to, then rename.
+
+    The cache's ``onnx`` directory, or this process's private one when it cannot be written.
+    """
+    directory = cache_root(cache_dir) / "onnx"
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        return directory, temp_file(directory, name)
+    except OSError as exc:
+        logger.warning("ONNX cache %s is not writable (%s); writing %s to a temporary directory", directory, exc, name)
+        directory = private_dir()
+        return directory, temp_file(directory, name)
+
+
 _private: Path | None = None
 
 
@@ -236,6 +254,7 @@ __all__ = [
     "export_stem",
     "installed_version",
     "model_fingerprint",
+    "new_cache_file",
     "private_dir",
     "sidecar_for",
     "temp_file",

@@ -25,12 +25,10 @@ from .cache import (
     OPSET,
     ExportInfo,
     OnnxUnavailable,
-    cache_root,
     cached_export,
     export_stem,
-    private_dir,
+    new_cache_file,
     sidecar_for,
-    temp_file,
     write_file,
 )
 from .tokenizer import TOKEN_INPUTS, encode_tokens, load_tokenizer
@@ -100,14 +98,7 @@ def exported_model(model: Any, path: str, cache_dir: str | os.PathLike[str] | No
     stem = export_stem(path)
     if (info := cached_export(path, cache_dir, exporters=("torch",))) is not None:
         return info.file
-    directory = cache_root(cache_dir) / "onnx"
-    try:
-        directory.mkdir(parents=True, exist_ok=True)
-        temp = temp_file(directory, f"{stem}.onnx")
-    except OSError as exc:
-        logger.warning("ONNX cache %s is not writable (%s); exporting to a temporary directory", directory, exc)
-        directory = private_dir()
-        temp = temp_file(directory, f"{stem}.onnx")
+    directory, temp = new_cache_file(cache_dir, f"{stem}.onnx")
     target = directory / f"{stem}.onnx"
     try:
         settings = _tokenizer_settings(model.tokenizer)
