@@ -24,7 +24,7 @@ from .core.engine import MemoryEngine
 from .core.errors import LLMError
 from .core.model.records import Kind, MemoryRecord, Role, Status, Tier
 from .core.model.results import TurnResult
-from .demo_conversation import OFF_TOPIC, QUESTIONS, Session, Turn, build_sessions
+from .demo_conversation import ENGLISH, DemoScript, Session, Turn
 
 _WHY = {
     Tier.WORKING: "the live window of each session; compressed into summaries past the threshold",
@@ -49,27 +49,31 @@ class DemoReport:
 
 
 def run_demo(
-    engine: MemoryEngine, *, namespace: str = "demo", console: Console | None = None, today: datetime | None = None
+    engine: MemoryEngine,
+    *,
+    namespace: str = "demo",
+    console: Console | None = None,
+    today: datetime | None = None,
+    script: DemoScript = ENGLISH,
 ) -> DemoReport:
-    """Play the demo conversation into ``namespace`` (reset first) and show what memory made of it."""
+    """Play ``script``'s conversation into ``namespace`` (reset first) and show what memory made of it."""
     console = console or Console()
     engine.drop_namespace(namespace)
     today = today or datetime.now(UTC)
     report = DemoReport()
     history: list[str] = []
-    for number, session in enumerate(build_sessions(today.date()), start=1):
+    sessions = script.build_sessions(today.date())
+    for number, session in enumerate(sessions, start=1):
         console.rule(f"[bold]Session {number}: {session.title}[/bold] ({len(session.turns)} turns)")
         _play(engine, session, namespace, console, report, history)
     report.history_tokens = engine.tokens.count("\n".join(history))
     stats = engine.stats(namespace=namespace)
     report.by_tier = {tier: stats.by_tier.get(tier, 0) for tier in ("working", "episodic", "semantic")}
-    report.live_turns = sum(
-        len(engine.working_window(session_id=s.session_id, namespace=namespace)) for s in build_sessions(today.date())
-    )
+    report.live_turns = sum(len(engine.working_window(session_id=s.session_id, namespace=namespace)) for s in sessions)
     _show_tiers(engine, namespace, console, report)
     console.rule(f"[bold]Session 3: {today:%A} {today.day} {today:%B %Y}, a new session[/bold]")
-    _ask(engine, namespace, console, report)
-    _show_correction(engine, namespace, console)
+    _ask(engine, namespace, console, report, script)
+    _show_correction(engine, namespace, console, script)
     _summary(engine, namespace, console, report)
     return report
 
@@ -149,7 +153,7 @@ def _show_tiers(engine: MemoryEngine, namespace: str, console: Console, report: 
     table.add_column("tier")
     table.add_column("memories", justify="right")
     table.add_column("what goes there")
-    table.add_column("for example")
+    table.add_column("for example", overflow="fold")  # CJK has no spaces to wrap at
     for tier in (Tier.WORKING, Tier.EPISODIC, Tier.SEMANTIC):
         example = _example(engine.list(namespace=namespace, filters={"tiers": [tier.value]}, limit=200), tier)
         count = str(report.by_tier.get(tier.value, 0))
@@ -173,21 +177,21 @@ def _example(records: list[MemoryRecord], tier: Tier) -> str:
     return f"{text} [dim]({chosen.kind.value})[/dim]"
 
 
-def _ask(engine: MemoryEngine, namespace: str, console: Console, report: DemoReport) -> None:
+def _ask(engine: MemoryEngine, namespace: str, console: Console, report: DemoReport, script: DemoScript) -> None:
     table = Table(title="What a fresh session recalls (defaults: top 5, 450-token budget)", show_lines=True)
     table.add_column("question")
-    table.add_column("recalled memories")
+    table.add_column("recalled memories", overflow="fold")
     table.add_column("tokens", justify="right")
-    for question in [*QUESTIONS, OFF_TOPIC]:
+    for question in [*script.questions, script.off_topic]:
         recalled = engine.recall(question, namespace=namespace)
         lines = "\n".join(line for line in recalled.context.splitlines() if line.startswith("- "))
-        if question == OFF_TOPIC:
+        if question == script.off_topic:
             report.off_topic_hits = len(recalled.hits)
             lines = lines or "[dim](nothing: no memory reaches the relevance floor)[/dim]"
         else:
             report.injected_tokens.append(recalled.tokens)
         table.add_row(question, lines or "(nothing)", str(recalled.tokens))
-        if engine.llm is not None and question != OFF_TOPIC:
+        if engine.llm is not None and question != script.off_topic:
             _answer(engine, console, question, recalled.context)
     console.print(table)
 
@@ -207,11 +211,10 @@ def _answer(engine: MemoryEngine, console: Console, question: str, context: str)
         console.print(f"[red]model call failed: {exc}[/red]")
 
 
-def _show_correction(engine: MemoryEngine, namespace: str, console: Console) -> None:
-    found = engine.recall("Which database does the project use?", namespace=namespace, include_history=True, top_k=5)
-    current = next(
-        (h.record for h in found.hits if h.record.status is Status.ACTIVE and "PostgreSQL" in h.record.content), None
-    )
+def _show_correction(engine: MemoryEngine, namespace: str, console: Console, script: DemoScript) -> None:
+    found = engine.recall(script.correction_question, namespace=namespace, include_history=True, top_k=5)
+    active = (h.record for h in found.hits if h.record.status is Status.ACTIVE)
+    current = next((r for r in active if script.current_marker in r.content), None)
     old = next((h.record for h in found.hits if h.record.status is Status.SUPERSEDED), None)
     if current is None or old is None:
         return
@@ -234,7 +237,8 @@ def _summary(engine: MemoryEngine, namespace: str, console: Console, report: Dem
             f"recalled instead: {average:.0f} tokens per question on average "
             f"({100 * (1 - average / max(1, report.history_tokens)):.1f}% fewer)\n"
             f"long-term memories by kind: {', '.join(f'{k} {n}' for k, n in kinds.most_common())}\n"
-            f"store: {engine.settings.chroma_url or engine.settings.store}, namespace: {namespace}",
+            f"store: {engine.settings.chroma_url or engine.settings.store}, namespace: {namespace}, "
+            f"model: {engine.embedder.name}",
             title="summary",
         )
     )

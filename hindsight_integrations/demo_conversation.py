@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import itertools
 import random
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
 
@@ -41,6 +41,22 @@ class Session:
     def start(self) -> datetime:
         """When the session's first turn was written (9:00 UTC on its day)."""
         return datetime.combine(self.day, time(9, 0), tzinfo=UTC)
+
+
+@dataclass(frozen=True)
+class DemoScript:
+    """One language's demo: its sessions, the questions a fresh session asks, and how to find the correction.
+
+    ``correction_question`` is asked with history included; the active memory holding
+    ``current_marker`` and the superseded one beside it are shown as the correction.
+    """
+
+    language: str
+    build_sessions: Callable[[date], list[Session]]
+    questions: tuple[str, ...]
+    off_topic: str
+    correction_question: str
+    current_marker: str
 
 
 QUESTIONS = [
@@ -150,4 +166,14 @@ def _chatter(rng: random.Random, combinations: Iterator[tuple[tuple[str, str], s
     return turns
 
 
-__all__ = ["OFF_TOPIC", "QUESTIONS", "Session", "Turn", "build_sessions"]
+ENGLISH = DemoScript(
+    language="en",
+    build_sessions=build_sessions,
+    questions=tuple(QUESTIONS),
+    off_topic=OFF_TOPIC,
+    correction_question="Which database does the project use?",
+    current_marker="PostgreSQL",
+)
+"""The English demo (`hindsight demo`)."""
+
+__all__ = ["ENGLISH", "OFF_TOPIC", "QUESTIONS", "DemoScript", "Session", "Turn", "build_sessions"]

@@ -2,9 +2,10 @@
 
 The LoCoMo tests are quality gates: the development split must keep evidence recall@10
 ≥ 0.75 inside the 450-token budget with the tuned settings, and close to the 0.78 target on the
-default path (``record_turn`` as the adapters write, default recall). The 100k scale test
-checks that a namespace of that size stores completely and recalls; its timings are written
-out, never asserted.
+default path (``record_turn`` as the adapters write, default recall). The scale test checks
+that a 25k namespace stores completely and recalls; its timings are written out, never
+asserted. The 100k figures come from ``hindsight bench scale`` (README §5): at 100k, with two
+vectors per memory, the store alone takes ~20 min on two cores, a quarter of CI's budget.
 """
 
 from __future__ import annotations
@@ -37,11 +38,13 @@ def test_locomo_dev_split_meets_the_retrieval_target(embedder) -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(3600)
-def test_scale_100k_embedded(tmp_path: Path, embedder) -> None:
-    results = run_scale(sizes=[100_000], queries=100, mode="embedded", out=tmp_path / "scale.json", embedder=embedder)
+@pytest.mark.timeout(1800)
+def test_scale_25k_embedded(tmp_path: Path, embedder) -> None:
+    results = run_scale(
+        sizes=[25_000], queries=100, mode="embedded", out=tmp_path / "scale.json", embedder=embedder, raw_sample=2_000
+    )
     (run,) = results["runs"]
-    assert run["stored"] == 100_000
+    assert run["stored"] == 25_000
     assert run["queries"] == 100
     assert run["recall_p50_ms"] <= run["recall_p99_ms"]
 

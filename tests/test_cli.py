@@ -124,6 +124,7 @@ def test_demo_runs_offline_as_a_console_script(tmp_path: Path) -> None:
         (["--namespace", "bad name", "stats"], "--namespace"),
         (["--chroma-url", "not a url", "stats"], "--chroma-url"),
         (["demo", "--namespace", "bad name"], "--namespace"),
+        (["demo", "--lang", "fr"], "--lang"),
         (["compress", "--session", "s1", "--threshold", "0"], "--threshold"),
         (["compress", "--session", " "], "--session: is empty"),
         (["export", "--out", "/nonexistent-dir/x.json"], "the directory /nonexistent-dir does not exist"),

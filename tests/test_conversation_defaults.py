@@ -64,6 +64,33 @@ def test_a_memory_in_a_session_gets_its_neighbours_and_speaker(engine: MemoryEng
     assert hit.record.id == kept.id
 
 
+TRANSCRIPT = [
+    ("c1", "Melanie: How many times do you go running?"),
+    ("c2", "Jon: I finally fixed the boiler."),
+    ("c1", "Caroline: Twice a week, in the park."),
+    ("c1", "Melanie: Same park as the charity race?"),
+    ("c1", "Caroline: Yes, the one by the river."),
+]
+
+
+def test_a_batch_in_order_gets_what_single_writes_get(engine: MemoryEngine) -> None:
+    """An imported history (one store_memories call) is read as its turns were said, session by session."""
+    items = [{"content": text, "session_id": session} for session, text in TRANSCRIPT]
+    batch = {r.content: r for r in engine.store_memories(items, namespace="batch").stored}
+    singles = {}
+    for item in items:
+        singles.update({r.content: r for r in engine.store_memories([item], namespace="singles").stored})
+    assert batch.keys() == singles.keys() and "Caroline: Twice a week, in the park." in batch
+    for content, record in batch.items():
+        assert (record.context, record.entities) == (singles[content].context, singles[content].entities), content
+    river = batch["Caroline: Yes, the one by the river."]
+    assert river.context == "Caroline: Twice a week, in the park. Melanie: Same park as the charity race?"
+    assert batch["Jon: I finally fixed the boiler."].context is None  # another session: nothing before it
+    for namespace in ("batch", "singles"):
+        (hit,) = engine.recall("Where does Caroline go running?", namespace=namespace, top_k=1).hits
+        assert hit.record.content in {"Caroline: Twice a week, in the park.", "Caroline: Yes, the one by the river."}
+
+
 def test_the_write_filter_judges_what_a_speaker_said_not_the_name(engine: MemoryEngine) -> None:
     # "Lena: Hi!" used to pass the filter as a short statement (the name hid the greeting), and
     # "Lena: Always use metric units" missed the imperative rule, which reads from the start.

@@ -263,3 +263,25 @@ def test_the_reembed_command_moves_every_namespace(tmp_path: Path, embedder: Loc
         timeout=300,
     )
     assert recalled.returncode == 0 and "我对花生过敏。" in recalled.stdout, recalled.stderr
+
+
+def test_the_chinese_demo_tells_the_story_on_e5(tmp_path: Path, e5: MultilingualEmbedder) -> None:
+    """`hindsight demo --lang zh`: chatter filtered, the correction supersedes, an English question finds it."""
+    from rich.console import Console
+
+    from hindsight_integrations.demo import run_demo
+    from hindsight_integrations.demo_conversation_zh import CHINESE
+
+    engine = MemoryEngine(store=tmp_path / "store", embedder=e5, llm=False)
+    console = Console(record=True, width=160, force_terminal=False)
+    report = run_demo(
+        engine, namespace="demo-zh", console=console, today=datetime(2026, 12, 1, 12, tzinfo=UTC), script=CHINESE
+    )
+    out = console.export_text()
+    assert report.turns > 300 and report.compressions >= 1  # the window passed its threshold on Chinese tokens
+    assert report.off_topic_hits == 0
+    assert "你好！\n            kept in the working window only: greeting or acknowledgement" in out
+    assert "remembered as correction in the semantic tier (supersedes 1 older memory" in out
+    english = engine.recall("Which database does the project use?", namespace="demo-zh")
+    assert any("PostgreSQL" in r.content for r in english.records)
+    assert "model: multilingual-e5-small" in out

@@ -167,18 +167,25 @@ def test_python_block_runs(block: Block, tmp_path: Path) -> None:
     assert (workdir / ".hindsight").is_dir(), f"{block.name} did not use the embedded default ./.hindsight"
 
 
-DEMO_COMMAND = ["hindsight", "demo", "--today", "2026-12-01"]
+DEMO_COMMANDS = [
+    ["hindsight", "demo", "--today", "2026-12-01"],
+    ["hindsight", "demo", "--today", "2026-12-01", "--lang", "zh"],
+]
+"""The runs whose output the README's ``text`` blocks show, in the order the blocks come."""
 
 
-def test_the_demo_output_shown_is_what_the_demo_prints(tmp_path: Path) -> None:
-    """The README's ``text`` block is the demo's output, word for word (the run it names, COLUMNS=100)."""
-    (shown,) = [b for b in BLOCKS if b.language == "text"]
-    assert "hindsight demo --today 2026-12-01" in README.read_text(encoding="utf-8")
+@pytest.mark.parametrize("command", DEMO_COMMANDS, ids=lambda c: " ".join(c[1:]))
+def test_the_demo_output_shown_is_what_the_demo_prints(command: list[str], tmp_path: Path) -> None:
+    """Each README ``text`` block is its demo's output, word for word (the run it names, COLUMNS=100)."""
+    shown = [b for b in BLOCKS if b.language == "text"]
+    assert len(shown) == len(DEMO_COMMANDS)
+    block = shown[DEMO_COMMANDS.index(command)]
+    assert f"COLUMNS=100 {' '.join(command)}" in README.read_text(encoding="utf-8")
     env = {**block_env(), "COLUMNS": "100"}
-    out = subprocess.run(DEMO_COMMAND, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
-    assert out.returncode == 0, fail_with("hindsight demo", out)
+    out = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, fail_with(" ".join(command), out)
     printed = [line.rstrip() for line in out.stdout.rstrip("\n").splitlines()]
-    assert printed == shown.text.rstrip("\n").splitlines()
+    assert printed == block.text.rstrip("\n").splitlines()
 
 
 @pytest.mark.parametrize("block", [b for b in BLOCKS if b.language in SHELL_LANGUAGES], ids=lambda b: b.name)

@@ -14,6 +14,9 @@
 * **record_turn over stdio**: the first path through a spawned ``python -m
   hindsight_integrations.mcp`` server, one call per turn: its ingest rate is the figure the
   issue tracker asks for (turns/s), and its recall must equal the in-process row's.
+* **store_memory_batch**: a chat history imported, ``store_memory`` with 100 turns per call in
+  conversation order, each item as the one-call row writes it; it should recall what one call
+  per turn recalls.
 
 Every row is recalled with ``retrieve_memory`` defaults except ``top_k`` (10, as the metric
 needs): default weights, no token budget unless the engine's default sets one. A memory is
@@ -35,12 +38,14 @@ from ..mcp.client import MemoryClient
 from .locomo_data import Conversation, Turn
 from .locomo_scoring import dia_ids, evidence_scores, reciprocal_rank, summarise
 
-MODES = ("record_turn", "store_memory", "record_turn_stdio")
+MODES = ("record_turn", "store_memory", "record_turn_stdio", "store_memory_batch")
 ROW_NAMES = {
     "record_turn": "default path: record_turn (in-process MCP client, as the adapters write)",
     "store_memory": "default path: MCP store_memory with defaults",
     "record_turn_stdio": "default path: record_turn through MCP over stdio (one call per turn)",
+    "store_memory_batch": "history import: MCP store_memory, batches of 100 turns in order",
 }
+IMPORT_BATCH = 100
 
 
 def session_id(conversation: Conversation, turn: Turn) -> str:
@@ -76,10 +81,31 @@ def store_turns(client: MemoryClient, conversation: Conversation, steps: Progres
     report(steps, "writing turns", len(conversation.turns), len(conversation.turns))
 
 
+def import_turns(client: MemoryClient, conversation: Conversation, steps: ProgressCallback | None = None) -> None:
+    """``store_memory`` with ``IMPORT_BATCH`` turns per call, in conversation order: how a chat history is imported."""
+    turns = conversation.turns
+    for start in range(0, len(turns), IMPORT_BATCH):
+        report(steps, "writing turns", start, len(turns))
+        batch = turns[start : start + IMPORT_BATCH]
+        client.store(
+            [
+                {
+                    "content": turn.content,
+                    "occurred_at": turn.when.isoformat(),
+                    "session_id": session_id(conversation, turn),
+                    "metadata": {"dia_id": turn.dia_id},
+                }
+                for turn in batch
+            ]
+        )
+    report(steps, "writing turns", len(turns), len(turns))
+
+
 WRITERS: dict[str, Callable[[MemoryClient, Conversation, ProgressCallback | None], None]] = {
     "record_turn": write_turns,
     "store_memory": store_turns,
     "record_turn_stdio": write_turns,
+    "store_memory_batch": import_turns,
 }
 
 
@@ -219,4 +245,14 @@ def run_default_path(
     return [run_mode(mode, engine, conversations, top_k=top_k, progress=progress, steps=steps) for mode in modes]
 
 
-__all__ = ["MODES", "ROW_NAMES", "run_default_path", "run_mode", "session_id", "store_turns", "write_turns"]
+__all__ = [
+    "IMPORT_BATCH",
+    "MODES",
+    "ROW_NAMES",
+    "import_turns",
+    "run_default_path",
+    "run_mode",
+    "session_id",
+    "store_turns",
+    "write_turns",
+]

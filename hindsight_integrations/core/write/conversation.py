@@ -6,11 +6,14 @@ question that names what it answers. And transcripts name their speaker ("Caroli
 which questions name too. LoCoMo measured both: a turn stored with its two preceding turns
 as context and its speaker as an entity is recalled far more often than the bare turn.
 
-So a memory stored on its own (one item per call, as a conversation is written) with a
-``session_id`` and no ``context`` gets the session's preceding items (as written to this
-process: a hint, so another replica's writes may be missing), and one whose text starts with
-a name and a colon gets that name as an entity (``language.speakers``). Batches are imports: they carry their own
-context if they want one, and embedding a framed text for every item would halve their speed.
+So a memory with a ``session_id`` and no ``context`` gets the session's preceding items (as
+written to this process: a hint, so another replica's writes may be missing), and one whose
+text starts with a name and a colon gets that name as an entity (``language.speakers``).
+A batch is read in its order, item by item, as that many single writes would be: an imported
+chat history gets the context its turns had when they were said (on LoCoMo dev, 100 turns per
+``store_memory`` call found 0.700 of the evidence without it). Every memory has a context
+vector anyway (an undated frame without a context), so this costs longer framed texts, not
+a second embedding.
 """
 
 from __future__ import annotations

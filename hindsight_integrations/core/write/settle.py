@@ -162,8 +162,7 @@ class Settler:
             records: list[MemoryRecord] = []
             trusted: dict[str, bool] = {}
             for n, item in enumerate(items):
-                if len(items) == 1:  # a conversation is written a statement at a time; a batch is an import
-                    item = self._in_conversation(handle.name, item)
+                item = self._in_conversation(handle.name, item)  # a batch in order is a conversation too
                 # The filter judges what was said: "Lena: Hi!" is a greeting, as "Hi!" is.
                 decision = assess(spoken(item.content), item.role) if _needs_assessment(item, apply_filter) else None
                 if decision is not None and apply_filter and not decision.remember:
