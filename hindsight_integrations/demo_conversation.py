@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import itertools
 import random
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
 
@@ -118,52 +118,93 @@ _CHATTER: list[tuple[str, str]] = [
 ]
 
 
-def build_sessions(today: date, *, chatter_per_session: tuple[int, int] = (120, 60), seed: int = 7) -> list[Session]:
-    """The demo's two sessions, dated on the Monday and Wednesday of the week before ``today``."""
+@dataclass(frozen=True)
+class KeyTurns:
+    """A demo's key turns, where they sit around the chatter; ``opening`` gets the milestone's deadline."""
+
+    opening: Callable[[date], list[Turn]]
+    end_of_first: list[Turn]
+    start_of_second: list[Turn]
+    middle_of_second: list[Turn]
+    end_of_second: list[Turn]
+
+
+@dataclass(frozen=True)
+class Chatter:
+    """Everyday chatter: user/assistant template pairs filled with a component, a person and a number."""
+
+    templates: list[tuple[str, str]]
+    components: list[str]
+    people: list[str]
+
+
+def two_sessions(
+    today: date, keys: KeyTurns, chatter: Chatter, *, chatter_per_session: tuple[int, int] = (120, 60), seed: int = 7
+) -> list[Session]:
+    """The Monday and Wednesday sessions of the week before ``today``: key turns, chatter between them."""
     monday = today - timedelta(days=today.weekday() + 7)
     wednesday = monday + timedelta(days=2)
     deadline = monday + timedelta(days=11)  # the Friday after the sessions' week
     rng = random.Random(seed)
     # Each chatter template is used once per component at most: a real history rarely repeats itself.
-    combinations = [(pair, component) for pair in _CHATTER for component in _COMPONENTS]
+    combinations = [(pair, component) for pair in chatter.templates for component in chatter.components]
     rng.shuffle(combinations)
-    chatter = iter(combinations)
-    first = [
+    pairs = iter(combinations)
+
+    def chat(count: int) -> list[Turn]:
+        turns = []
+        for (user, reply), component in itertools.islice(pairs, count):
+            values = {"c": component, "p": rng.choice(chatter.people), "n": rng.randint(3, 400)}
+            turns += [Turn("user", user.format(**values)), Turn("assistant", reply.format(**values))]
+        return turns
+
+    first_count, second_count = chatter_per_session
+    first = [*keys.opening(deadline), *chat(first_count), *keys.end_of_first]
+    second = [
+        *keys.start_of_second,
+        *chat(second_count // 2),
+        *keys.middle_of_second,
+        *chat(second_count - second_count // 2),
+        *keys.end_of_second,
+    ]
+    return [Session("project-kickoff", monday, first), Session("project-followup", wednesday, second)]
+
+
+def _opening(deadline: date) -> list[Turn]:
+    day = f"{deadline:%A}, {deadline:%B} {deadline.day}"
+    return [
         Turn("user", "Hi there!", key=True),
         Turn("assistant", "Hello! How can I help you today?"),
         Turn("user", "I prefer concise answers, and please always show code examples in Python.", key=True),
         Turn("assistant", "Got it: concise answers with Python examples."),
         Turn("user", "We're building an order-tracking service for a bike shop. The database is MySQL.", key=True),
         Turn("assistant", "Understood. What does the service need to do first?"),
-        Turn("user", f"The first milestone is the order status API. Our deadline is {_day(deadline)}.", key=True),
-        Turn("assistant", f"Noted: order status API first, deadline {_day(deadline)}."),
-        *_chatter(rng, chatter, chatter_per_session[0]),
-        Turn("user", "ok thanks", key=True),
+        Turn("user", f"The first milestone is the order status API. Our deadline is {day}.", key=True),
+        Turn("assistant", f"Noted: order status API first, deadline {day}."),
     ]
-    second = [
+
+
+_KEYS = KeyTurns(
+    opening=_opening,
+    end_of_first=[Turn("user", "ok thanks", key=True)],
+    start_of_second=[
         Turn("user", "Correction: the project actually uses PostgreSQL, not MySQL. We migrated last week.", key=True),
         Turn("assistant", "Thanks for the correction: PostgreSQL it is."),
-        *_chatter(rng, chatter, chatter_per_session[1] // 2),
+    ],
+    middle_of_second=[
         Turn("user", "I have a meeting with the design team tomorrow at 10am about the tracking page.", key=True),
         Turn("assistant", "Good luck with the meeting."),
         Turn("user", "The test customer's order number is ORD-7731-KX, use it when you write examples.", key=True),
         Turn("assistant", "I'll use ORD-7731-KX in examples."),
-        *_chatter(rng, chatter, chatter_per_session[1] - chatter_per_session[1] // 2),
-        Turn("user", "cool", key=True),
-    ]
-    return [Session("project-kickoff", monday, first), Session("project-followup", wednesday, second)]
+    ],
+    end_of_second=[Turn("user", "cool", key=True)],
+)
 
 
-def _day(day: date) -> str:
-    return f"{day:%A}, {day:%B} {day.day}"
-
-
-def _chatter(rng: random.Random, combinations: Iterator[tuple[tuple[str, str], str]], pairs: int) -> list[Turn]:
-    turns = []
-    for (user, reply), component in itertools.islice(combinations, pairs):
-        values = {"c": component, "p": rng.choice(_PEOPLE), "n": rng.randint(3, 400)}
-        turns += [Turn("user", user.format(**values)), Turn("assistant", reply.format(**values))]
-    return turns
+def build_sessions(today: date, *, chatter_per_session: tuple[int, int] = (120, 60), seed: int = 7) -> list[Session]:
+    """The English demo's two sessions, dated on the Monday and Wednesday of the week before ``today``."""
+    chatter = Chatter(_CHATTER, _COMPONENTS, _PEOPLE)
+    return two_sessions(today, _KEYS, chatter, chatter_per_session=chatter_per_session, seed=seed)
 
 
 ENGLISH = DemoScript(
@@ -176,4 +217,15 @@ ENGLISH = DemoScript(
 )
 """The English demo (`hindsight demo`)."""
 
-__all__ = ["ENGLISH", "OFF_TOPIC", "QUESTIONS", "DemoScript", "Session", "Turn", "build_sessions"]
+__all__ = [
+    "ENGLISH",
+    "OFF_TOPIC",
+    "QUESTIONS",
+    "Chatter",
+    "DemoScript",
+    "KeyTurns",
+    "Session",
+    "Turn",
+    "build_sessions",
+    "two_sessions",
+]

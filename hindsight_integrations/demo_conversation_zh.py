@@ -10,12 +10,9 @@ turns: the cross-lingual case a multilingual model answers and an English-only o
 
 from __future__ import annotations
 
-import itertools
-import random
-from collections.abc import Iterator
-from datetime import date, timedelta
+from datetime import date
 
-from .demo_conversation import DemoScript, Session, Turn
+from .demo_conversation import Chatter, DemoScript, KeyTurns, Session, Turn, two_sessions
 
 _COMPONENTS = ["跟踪页面", "快递回调", "订单列表", "状态标签", "管理后台", "邮件摘要"]
 _PEOPLE = ["小王", "李娜", "陈刚", "阿杰", "周敏"]
@@ -53,52 +50,41 @@ _CHATTER: list[tuple[str, str]] = [
 ]
 
 
-def build_sessions(today: date, *, chatter_per_session: tuple[int, int] = (120, 60), seed: int = 7) -> list[Session]:
-    """The demo's two sessions, dated on the Monday and Wednesday of the week before ``today``."""
-    monday = today - timedelta(days=today.weekday() + 7)
-    wednesday = monday + timedelta(days=2)
-    deadline = monday + timedelta(days=11)  # the Friday after the sessions' week
-    rng = random.Random(seed)
-    combinations = [(pair, component) for pair in _CHATTER for component in _COMPONENTS]
-    rng.shuffle(combinations)
-    chatter = iter(combinations)
-    first = [
+def _opening(deadline: date) -> list[Turn]:
+    day = f"{deadline.month}月{deadline.day}日（周{'一二三四五六日'[deadline.weekday()]}）"
+    return [
         Turn("user", "你好！", key=True),
         Turn("assistant", "你好！今天需要我帮什么忙？"),
         Turn("user", "我喜欢简洁的回答，代码示例请一律用 Python。", key=True),
         Turn("assistant", "明白：回答简洁，示例用 Python。"),
         Turn("user", "我们在给一家自行车店做订单跟踪服务，数据库用的是 MySQL。", key=True),
         Turn("assistant", "了解。这个服务第一步要做什么？"),
-        Turn("user", f"第一个里程碑是订单状态接口，截止日期是{_day(deadline)}。", key=True),
-        Turn("assistant", f"记下了：先做订单状态接口，{_day(deadline)}截止。"),
-        *_chatter(rng, chatter, chatter_per_session[0]),
-        Turn("user", "好的，谢谢", key=True),
+        Turn("user", f"第一个里程碑是订单状态接口，截止日期是{day}。", key=True),
+        Turn("assistant", f"记下了：先做订单状态接口，{day}截止。"),
     ]
-    second = [
+
+
+_KEYS = KeyTurns(
+    opening=_opening,
+    end_of_first=[Turn("user", "好的，谢谢", key=True)],
+    start_of_second=[
         Turn("user", "更正一下：项目其实用的是 PostgreSQL，不是 MySQL，上周已经迁移过去了。", key=True),
         Turn("assistant", "谢谢更正：那就是 PostgreSQL。"),
-        *_chatter(rng, chatter, chatter_per_session[1] // 2),
+    ],
+    middle_of_second=[
         Turn("user", "我明天上午十点和设计团队开会，讨论跟踪页面。", key=True),
         Turn("assistant", "祝会议顺利。"),
         Turn("user", "测试客户的订单号是 ORD-7731-KX，写示例的时候就用它。", key=True),
         Turn("assistant", "好的，示例里用 ORD-7731-KX。"),
-        *_chatter(rng, chatter, chatter_per_session[1] - chatter_per_session[1] // 2),
-        Turn("user", "好嘞", key=True),
-    ]
-    return [Session("project-kickoff", monday, first), Session("project-followup", wednesday, second)]
+    ],
+    end_of_second=[Turn("user", "好嘞", key=True)],
+)
 
 
-def _day(day: date) -> str:
-    weekday = "一二三四五六日"[day.weekday()]
-    return f"{day.month}月{day.day}日（周{weekday}）"
-
-
-def _chatter(rng: random.Random, combinations: Iterator[tuple[tuple[str, str], str]], pairs: int) -> list[Turn]:
-    turns = []
-    for (user, reply), component in itertools.islice(combinations, pairs):
-        values = {"c": component, "p": rng.choice(_PEOPLE), "n": rng.randint(3, 400)}
-        turns += [Turn("user", user.format(**values)), Turn("assistant", reply.format(**values))]
-    return turns
+def build_sessions(today: date, *, chatter_per_session: tuple[int, int] = (120, 60), seed: int = 7) -> list[Session]:
+    """The Chinese demo's two sessions, dated on the Monday and Wednesday of the week before ``today``."""
+    chatter = Chatter(_CHATTER, _COMPONENTS, _PEOPLE)
+    return two_sessions(today, _KEYS, chatter, chatter_per_session=chatter_per_session, seed=seed)
 
 
 CHINESE = DemoScript(
