@@ -71,6 +71,10 @@ def run_demo(
     report.by_tier = {tier: stats.by_tier.get(tier, 0) for tier in ("working", "episodic", "semantic")}
     report.live_turns = sum(len(engine.working_window(session_id=s.session_id, namespace=namespace)) for s in sessions)
     _show_tiers(engine, namespace, console, report)
+    # The new session comes a week later, when every context vector is long written; recall
+    # alone waits at most a few seconds for them, and the multilingual model on a loaded
+    # machine can take longer than that for two sessions' worth, which would change the output.
+    engine.chroma.namespace(namespace).wait_for_context(timeout=300)
     console.rule(f"[bold]Session 3: {today:%A} {today.day} {today:%B %Y}, a new session[/bold]")
     _ask(engine, namespace, console, report, script)
     _show_correction(engine, namespace, console, script)

@@ -77,12 +77,12 @@ class _Search:
 
 
 def _reaches(ranked: Sequence[Ranked], floor: float, inherited: dict[str, float]) -> bool:
-    """Whether any candidate is at least ``floor`` similar to the query (the relevance floor).
+    """Whether any candidate is at least ``floor`` similar to the query, by its own text or the blend (``closeness``).
 
     A memory that replaced one close to the question counts with that closeness (``inherited``):
     "Where do I work?" is about the job, whichever wording holds its value now.
     """
-    return floor <= 0 or any(r.similarity >= floor or inherited.get(r.id, 0.0) >= floor for r in ranked)
+    return floor <= 0 or any(r.closeness >= floor or inherited.get(r.id, 0.0) >= floor for r in ranked)
 
 
 def _reaches_centred(ranked: Sequence[Ranked], handle: NamespaceStore, query: Vector, parts: EngineParts) -> bool:

@@ -97,6 +97,16 @@ class Ranked:
     similarity: float
     lexical: float
     recency: float
+    closeness: float = 0.0
+    """The better of its own similarity and the blend: what the relevance floor reads.
+
+    Ranking blends the memory's own vector with its framed one (``similarity``); the floor asks
+    whether the memory is about the question at all, and an unrelated context must not take
+    that away. A statement written after an unrelated one in its session is framed by it (0.06
+    to a paraphrase of itself, against 0.24 for its own vector), and the blend alone put a fair
+    question under the floor. The framed similarity alone is not enough: on LoCoMo dev it let 8
+    more of 60 off-topic questions through (this: 3).
+    """
 
     def hit(self, record: MemoryRecord) -> RecallHit:
         """This ranking with the fetched ``record``, as returned to callers."""
@@ -195,6 +205,7 @@ def rank(
     without = [n for n, c in enumerate(candidates) if c.context_similarity is None and c.context_vector is None]
     framed[without] = own[without]
     similarity = (1 - weights.context) * own + weights.context * framed
+    closest = np.maximum(own, similarity).tolist()
     dense = _minmax(similarity)
     raw_lexical = np.asarray([c.lexical_raw for c in candidates], dtype=np.float32)
     lexical = np.zeros_like(raw_lexical)
@@ -239,6 +250,7 @@ def rank(
             similarity=sims[n],
             lexical=lexs[n],
             recency=recs[n],
+            closeness=closest[n],
         )
         for n in order
     ]
