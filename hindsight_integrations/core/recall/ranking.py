@@ -97,7 +97,7 @@ class Ranked:
     similarity: float
     lexical: float
     recency: float
-    closeness: float = 0.0
+    closeness: float
     """The better of its own similarity and the blend: what the relevance floor reads.
 
     Ranking blends the memory's own vector with its framed one (``similarity``); the floor asks
