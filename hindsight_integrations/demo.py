@@ -242,7 +242,7 @@ def _summary(engine: MemoryEngine, namespace: str, console: Console, report: Dem
             f"({100 * (1 - average / max(1, report.history_tokens)):.1f}% fewer)\n"
             f"long-term memories by kind: {', '.join(f'{k} {n}' for k, n in kinds.most_common())}\n"
             f"store: {engine.settings.chroma_url or engine.settings.store}, namespace: {namespace}, "
-            f"model: {engine.embedder.name}",
+            f"model: {engine.embedding_model(namespace)}",
             title="summary",
         )
     )

@@ -286,7 +286,7 @@ def run_mode(
             "context_window_tokens": context_window_tokens,
             "upkeep_interval_days": WEEK.days,
             "checkpoint_every_weeks": CHECK_EVERY_WEEKS,
-            "embedding_model": engine.embedder.name,
+            "embedding_model": engine.embedding_model(NAMESPACE),
         },
     }
     if llm_stats is not None:

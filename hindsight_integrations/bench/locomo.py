@@ -105,6 +105,12 @@ def last_n_window(engine: MemoryEngine, turns: Sequence[Turn], budget: int) -> l
     return chosen
 
 
+def models_used(engine: MemoryEngine, namespaces: list[str]) -> str:
+    """The embedding model the conversations were stored with (under ``auto`` each namespace has its own)."""
+    models = {engine.embedding_model(name) for name in namespaces}
+    return ", ".join(sorted(m for m in models if m)) or engine.configured_model
+
+
 def namespace_for(n: int) -> str:
     """The namespace of the n-th conversation: one per conversation, so no question sees another's turns."""
     return f"locomo-{n:03d}"
@@ -204,7 +210,7 @@ def evaluate(
         "deep_k": deep_k,
         "token_budget": budget,
         "weights": weights.model_dump(),
-        "embedding_model": engine.embedder.name,
+        "embedding_model": models_used(engine, [namespace_for(n) for n in range(len(conversations))]),
         "tokenizer": engine.settings.tokenizer,
         "conversations": [c.name for c in conversations],
     }

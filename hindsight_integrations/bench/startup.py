@@ -83,6 +83,7 @@ def _environment(store: Path) -> dict[str, str]:
 def fill_store(store: Path, memories: int) -> dict[str, Any]:
     """Write ``memories`` synthetic memories with the configured embedder; say which backend it used."""
     from ..core.config import load_settings
+    from ..core.embedding.factory import local_model
     from ..core.embedding.local import LocalEmbedder, resolve_local_model
     from ..core.embedding.onnx.cache import cached_export
     from ..core.engine import MemoryEngine
@@ -93,7 +94,7 @@ def fill_store(store: Path, memories: int) -> dict[str, Any]:
     embedder = engine.embedder
     warm = None
     if isinstance(embedder, LocalEmbedder):
-        warm = cached_export(resolve_local_model(settings.embedding_model)[0], settings.cache_dir) is not None
+        warm = cached_export(resolve_local_model(local_model(settings))[0], settings.cache_dir) is not None
     started = time.perf_counter()
     engine.store_memories(synthetic_memories(memories), apply_filter=False)
     engine.chroma.flush_access()

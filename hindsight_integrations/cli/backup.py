@@ -111,7 +111,7 @@ def reembed(
         typer.Option(
             "--model",
             "-m",
-            help="Model to move to (default: the configured one, HINDSIGHT_EMBEDDING_MODEL).",
+            help="Model to move to (default: HINDSIGHT_EMBEDDING_MODEL; required when that is auto, the default).",
         ),
     ] = None,
     all_namespaces: Annotated[bool, typer.Option("--all", help="Every namespace in the store.")] = False,

@@ -46,14 +46,16 @@ def demo(
 
         script = ENGLISH
         if lang is DemoLanguage.ZH:
+            from ..core.embedding.factory import routes_by_script
             from ..core.embedding.multilingual import MULTILINGUAL_MODEL
             from ..demo_conversation_zh import CHINESE
 
-            # English-only MiniLM cannot read Chinese; the namespace records its model, so this
-            # one never mixes with namespaces written with the default.
             script = CHINESE
-            local = {"embedding_provider": "local", "embedding_model": MULTILINGUAL_MODEL}
-            settings = settings.model_copy(update=local)
+            if not routes_by_script(settings):
+                # English-only MiniLM cannot read Chinese (the default, auto, gives a Chinese
+                # namespace the multilingual model by itself); the namespace records its model.
+                local = {"embedding_provider": "local", "embedding_model": MULTILINGUAL_MODEL}
+                settings = settings.model_copy(update=local)
         when = today.replace(hour=12, tzinfo=UTC) if today is not None else None
         run_demo(options.engine(settings), namespace=chosen, console=console, today=when, script=script)
 

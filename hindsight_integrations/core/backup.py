@@ -72,7 +72,7 @@ class Backup:
             "version": 1,
             "namespace": handle.name,
             "embedding_model": self._parts.embedder.name,
-            "embedding_dim": self._parts.store.embedding_dim,
+            "embedding_dim": self._parts.embedding_dim,
             "exported_at": self._parts.clock.now().isoformat(),
             "records": records,
         }
@@ -93,7 +93,7 @@ class Backup:
             raise InvalidInputError("records", f"must be a list of records, got {type(items).__name__}")
         records = self._checked_records(handle.name, items, progress)
         same_model = data.get("embedding_model") == self._parts.embedder.name
-        dimension = self._parts.store.embedding_dim
+        dimension = self._parts.embedding_dim
         vectors: list[Vector] = []
         context_vectors: dict[str, Vector] = {}
         reembed: list[MemoryRecord] = []
@@ -167,7 +167,7 @@ class Backup:
             return [f"records[{n}]: must be an object (one record of `hindsight export`), got {type(item).__name__}"]
         fields = {k: v for k, v in item.items() if k not in ("embedding", "window_embedding")}
         fields.update(namespace=namespace, embedding_model=self._parts.embedder.name)
-        fields["embedding_dim"] = self._parts.store.embedding_dim
+        fields["embedding_dim"] = self._parts.embedding_dim
         try:
             record = MemoryRecord.model_validate(fields)
         except ValidationError as exc:

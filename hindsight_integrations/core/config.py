@@ -23,6 +23,9 @@ from .errors import ConfigurationError, InvalidInputError
 # Checked with fullmatch: "$" would accept a trailing newline.
 NAMESPACE_PATTERN = re.compile(r"(?!.*\.\.)[A-Za-z0-9](?:[A-Za-z0-9_.-]{0,46}[A-Za-z0-9])?")
 DEFAULT_LOCAL_MODEL = "all-MiniLM-L6-v2"
+# The default model setting: each new namespace gets MiniLM or multilingual-e5-small by its first text
+# (``embedding/routing.py``); any other value is one model for every namespace.
+AUTO_MODEL = "auto"
 # A Host header value: a DNS name or IP literal (IPv6 in brackets), with an optional port or ":*" (any port).
 _LABEL = r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
 HOST_PATTERN = re.compile(rf"(?:\[[0-9A-Fa-f:.]+\]|{_LABEL}(?:\.{_LABEL})*)(?::(?:\*|[0-9]{{1,5}}))?")
@@ -68,7 +71,7 @@ class Settings(BaseSettings):
 
     # Embeddings: "local" = sentence-transformers, offline; "openai" = any OpenAI-compatible API.
     embedding_provider: Literal["local", "openai"] = "local"
-    embedding_model: str = DEFAULT_LOCAL_MODEL
+    embedding_model: str = AUTO_MODEL
     embedding_batch_size: int = Field(64, ge=1, le=4096)
     embedding_device: str = "cpu"
     # What runs a local model: "onnx" (onnxruntime, ~2.5x faster queries), "torch", or "auto" = onnx, else torch.

@@ -20,11 +20,13 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, overload
 
-from .backup import EXPORT_FORMAT, Backup
+from .backup import EXPORT_FORMAT
 from .clock import Clock
-from .config import Settings, engine_settings, validate_namespace
+from .config import AUTO_MODEL, Settings, engine_settings, validate_namespace
+from .embedding.factory import routes_by_script
 from .embedding.protocol import Embedder, warm_up
 from .errors import InvalidInputError
+from .lanes import ModelLane, ModelLanes, text_of_export, text_of_inputs
 from .llm import LLMClient
 from .model.arguments import whole_number
 from .model.limits import MAX_CANDIDATES, MAX_OFFSET, MAX_PAGE
@@ -39,16 +41,12 @@ from .model.results import (
 from .parts import EngineParts
 from .progress import ProgressCallback
 from .recall.filters import RecallFilters, bounded_filters
-from .recall.pipeline import Recaller
 from .recall.ranking import RecallWeights
 from .redaction import set_content_in_logs
 from .storage.namespace_store import NamespaceStore
 from .storage.store import ChromaStore
 from .upkeep.facade import UpkeepFacade
-from .working.window import WorkingMemory
-from .write.edit import Editor
 from .write.recovery import finish_interrupted_supersedes
-from .write.settle import Settler
 
 
 class MemoryEngine(UpkeepFacade):
@@ -98,25 +96,46 @@ class MemoryEngine(UpkeepFacade):
         self.chroma: ChromaStore = parts.store
         self.tokens = parts.tokens
         self._parts = parts
-        self._settler = Settler(parts)
-        self._editor = Editor(parts)
         self.chroma.on_open = lambda handle: finish_interrupted_supersedes(handle, parts.clock)
-        self._recaller = Recaller(parts)
-        self._working = WorkingMemory(parts, self._settler)
-        self._backup = Backup(parts)
-        self._start_upkeep(self._backup)
+        self._lanes = ModelLanes(
+            parts, routes=embedder is None and embedding_function is None and routes_by_script(settings)
+        )
 
     @overload
-    def _namespace(self, namespace: str | None) -> NamespaceStore: ...
+    def _namespace(self, namespace: str | None, *, text: str | None = None) -> NamespaceStore: ...
     @overload
-    def _namespace(self, namespace: str | None, *, create: bool) -> NamespaceStore | None: ...
+    def _namespace(self, namespace: str | None, *, create: bool, text: str | None = None) -> NamespaceStore | None: ...
 
-    def _namespace(self, namespace: str | None, *, create: bool = True) -> NamespaceStore | None:
+    def _namespace(
+        self, namespace: str | None, *, create: bool = True, text: str | None = None
+    ) -> NamespaceStore | None:
         """The handle of ``namespace`` (default: the configured one), checked first.
 
         ``create=False`` gives None for a namespace never written: reads do not create one.
+        ``text`` is what is about to be written: under ``auto`` it picks a new namespace's model.
         """
-        return self.chroma.namespace(self._parts.namespace_name(namespace), create=create)
+        return self._lanes.open(self._parts.namespace_name(namespace), create=create, text=text)
+
+    def _lane(self, handle: NamespaceStore) -> ModelLane:
+        return self._lanes.of(handle)
+
+    def embedding_model(self, namespace: str | None = None) -> str | None:
+        """The embedding model of ``namespace`` (default: the configured one); None if it was never written.
+
+        Under ``auto`` (the default) namespaces can differ: each gets its model at its first write.
+        """
+        name = self._parts.namespace_name(namespace)
+        if not self._lanes.routes:
+            return self.embedder.name
+        handle = self.chroma.opened(name)
+        if handle is not None and not handle.model_pending:
+            return handle.embedding_model
+        return self.chroma.stored_model(name)
+
+    @property
+    def configured_model(self) -> str:
+        """``auto`` when each new namespace's first text picks its model, else the one model's name."""
+        return AUTO_MODEL if self._lanes.routes else self.embedder.name
 
     def warm(self) -> None:
         """Load the embedding model (and its int8 copy for stored vectors) now, so the first request is not slow."""
@@ -148,8 +167,8 @@ class MemoryEngine(UpkeepFacade):
         current). A repeated ``request_id`` returns the first call's result without writing
         again. ``origin`` is recorded in each memory's provenance.
         """
-        handle = self._namespace(namespace)
-        return self._settler.store(
+        handle = self._namespace(namespace, text=text_of_inputs(memories))
+        return self._lane(handle).settler.store(
             handle,
             memories,
             apply_filter=apply_filter,
@@ -180,7 +199,8 @@ class MemoryEngine(UpkeepFacade):
 
     def get(self, memory_id: str, *, namespace: str | None = None) -> MemoryRecord:
         """One memory by id, whatever its status; ``MemoryNotFoundError`` if the namespace has none."""
-        return self._editor.get(self._namespace(namespace), memory_id)
+        handle = self._namespace(namespace)
+        return self._lane(handle).editor.get(handle, memory_id)
 
     def update(
         self,
@@ -198,8 +218,9 @@ class MemoryEngine(UpkeepFacade):
         ``metadata`` is merged into the existing metadata; ``ttl_seconds`` expires the memory
         that many seconds from now.
         """
-        return self._editor.edit(
-            self._namespace(namespace),
+        handle = self._namespace(namespace, text=content if isinstance(content, str) else None)
+        return self._lane(handle).editor.edit(
+            handle,
             memory_id,
             content=content,
             importance=importance,
@@ -210,11 +231,13 @@ class MemoryEngine(UpkeepFacade):
 
     def forget(self, memory_id: str, *, namespace: str | None = None) -> MemoryRecord:
         """Soft delete: the memory stops being recalled but stays in the store and exports."""
-        return self._editor.forget(self._namespace(namespace), memory_id)
+        handle = self._namespace(namespace)
+        return self._lane(handle).editor.forget(handle, memory_id)
 
     def unforget(self, memory_id: str, *, namespace: str | None = None) -> MemoryRecord:
         """Undo ``forget`` (or a rejected review): the memory is active and recalled again."""
-        return self._editor.unforget(self._namespace(namespace), memory_id)
+        handle = self._namespace(namespace)
+        return self._lane(handle).editor.unforget(handle, memory_id)
 
     def review(self, memory_id: str, *, accept: bool, namespace: str | None = None) -> builtins.list[MemoryRecord]:
         """Accept or reject a quarantined memory (a low-trust contradiction of an important one).
@@ -222,7 +245,8 @@ class MemoryEngine(UpkeepFacade):
         Accepting makes it active and applies the supersede it held back (the older of the two
         becomes history); rejecting forgets it. Returns the records changed, the reviewed one first.
         """
-        return self._editor.review(self._namespace(namespace), memory_id, accept=accept)
+        handle = self._namespace(namespace)
+        return self._lane(handle).editor.review(handle, memory_id, accept=accept)
 
     def unmerge(self, memory_id: str, *, index: int = -1, namespace: str | None = None) -> MemoryRecord:
         """Undo a merge: input ``index`` of the memory's ``sources`` becomes a memory of its own again.
@@ -231,7 +255,8 @@ class MemoryEngine(UpkeepFacade):
         merged when it was written gets a record of its own.
         """
         handle = self._namespace(namespace)
-        return self._merger.unmerge(handle, memory_id, index) or self._editor.unmerge(handle, memory_id, index)
+        lane = self._lane(handle)
+        return lane.merger.unmerge(handle, memory_id, index) or lane.editor.unmerge(handle, memory_id, index)
 
     # -- recall -----------------------------------------------------------------------------
     def recall(
@@ -255,7 +280,7 @@ class MemoryEngine(UpkeepFacade):
         ``weights`` tune the ranking; ``include_history`` also returns superseded memories;
         ``touch=False`` leaves the access counts alone (benchmarks, previews).
         """
-        request = self._recaller.request(
+        request = self._lanes.primary.recaller.request(
             query,
             top_k=top_k,
             min_score=min_score,
@@ -269,7 +294,7 @@ class MemoryEngine(UpkeepFacade):
         handle = self._namespace(namespace, create=False)
         if handle is None:  # nothing was ever written there: a read does not create it
             return RecallResult(query=request.query, hits=[], context="", tokens=0)
-        return self._recaller.recall(handle, request, candidates=candidates, touch=touch)
+        return self._lane(handle).recaller.recall(handle, request, candidates=candidates, touch=touch)
 
     def list(
         self,
@@ -315,8 +340,9 @@ class MemoryEngine(UpkeepFacade):
         its context and ``metadata`` merged into its own. ``extract=False`` keeps the turn in
         the window only; ``compress=False`` leaves the window as it is even past the threshold.
         """
-        return self._working.record_turn(
-            self._namespace(namespace),
+        handle = self._namespace(namespace, text=content if isinstance(content, str) else None)
+        return self._lane(handle).working.record_turn(
+            handle,
             content,
             session_id=session_id,
             role=role,
@@ -329,7 +355,8 @@ class MemoryEngine(UpkeepFacade):
 
     def working_window(self, *, session_id: str, namespace: str | None = None) -> builtins.list[MemoryRecord]:
         """The session's live turns, oldest first."""
-        return self._working.window(self._namespace(namespace), session_id=session_id)
+        handle = self._namespace(namespace)
+        return self._lane(handle).working.window(handle, session_id=session_id)
 
     def compress(
         self,
@@ -346,20 +373,25 @@ class MemoryEngine(UpkeepFacade):
         the turns it replaced.
         """
         handle = self._namespace(namespace)
-        return self._working.compress(handle, session_id=session_id, threshold_tokens=threshold_tokens, force=force)
+        return self._lane(handle).working.compress(
+            handle, session_id=session_id, threshold_tokens=threshold_tokens, force=force
+        )
 
     def clear_working(self, *, session_id: str, namespace: str | None = None) -> int:
         """Forget the session's working window (soft); long-term memories are untouched."""
-        return self._working.clear(self._namespace(namespace), session_id=session_id)
+        handle = self._namespace(namespace)
+        return self._lane(handle).working.clear(handle, session_id=session_id)
 
     # -- inspection and backup --------------------------------------------------------------
     def stats(self, *, namespace: str | None = None) -> NamespaceStats:
         """Counts by tier, kind and status, active tokens and sessions."""
-        return self._backup.stats(self._namespace(namespace))
+        handle = self._namespace(namespace)
+        return self._lane(handle).backup.stats(handle)
 
     def dump(self, *, namespace: str | None = None, include_history: bool = True) -> str:
         """A human-readable listing for debugging: tiers, status, dates, provenance."""
-        return self._backup.dump(self._namespace(namespace), include_history=include_history)
+        handle = self._namespace(namespace)
+        return self._lane(handle).backup.dump(handle, include_history=include_history)
 
     def export(
         self,
@@ -372,7 +404,8 @@ class MemoryEngine(UpkeepFacade):
 
         ``progress`` is called as records are read (thousands take seconds; see ``progress.py``).
         """
-        return self._backup.export(self._namespace(namespace), include_embeddings=include_embeddings, progress=progress)
+        handle = self._namespace(namespace)
+        return self._lane(handle).backup.export(handle, include_embeddings=include_embeddings, progress=progress)
 
     def import_data(
         self, data: dict[str, Any], *, namespace: str | None = None, progress: ProgressCallback | None = None
@@ -390,7 +423,8 @@ class MemoryEngine(UpkeepFacade):
             )
         if namespace is None and data.get("namespace") is not None:
             namespace = validate_namespace(data["namespace"], 'the export\'s "namespace"')
-        return self._backup.import_data(self._namespace(namespace), data, progress=progress)
+        handle = self._namespace(namespace, text=text_of_export(data))
+        return self._lane(handle).backup.import_data(handle, data, progress=progress)
 
     def drop_namespace(self, namespace: str) -> None:
         """Delete a namespace and everything in it, for good."""

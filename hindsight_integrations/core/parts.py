@@ -12,7 +12,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
@@ -98,6 +98,30 @@ class EngineParts:
     def __post_init__(self) -> None:
         if self.thresholds is None:
             self.thresholds = thresholds_for(self.embedder.name, self.settings)
+
+    def with_embedder(self, embedder: Embedder) -> EngineParts:
+        """These parts with another model's embedder and thresholds, over the same store (``auto``, see ``routing.py``).
+
+        The store learns the model, so it opens that model's namespaces and embeds their
+        context vectors with it.
+        """
+        self.store.add_model(
+            embedder.name,
+            embedder.dimension,
+            lambda texts: embed_index_matrix(embedder, texts, background=True),
+        )
+        return replace(
+            self,
+            embedder=embedder,
+            query_cache=QueryCache(),
+            thresholds=thresholds_for(embedder.name, self.settings),
+            _known=threading.local(),
+        )
+
+    @property
+    def embedding_dim(self) -> int:
+        """The dimension of this embedder's vectors (the store's is its configured model's)."""
+        return self.embedder.dimension
 
     @property
     def cosines(self) -> Thresholds:
@@ -193,7 +217,7 @@ class EngineParts:
             updated_at=now,
             valid_from=valid_from or occurred,
             embedding_model=self.embedder.name,
-            embedding_dim=self.store.embedding_dim,
+            embedding_dim=self.embedding_dim,
             **fields,
         )
 

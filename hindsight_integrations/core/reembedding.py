@@ -16,12 +16,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from .config import Settings
-from .embedding.factory import runs_locally
+from .config import AUTO_MODEL, DEFAULT_LOCAL_MODEL, Settings
+from .embedding.factory import routes_by_script, runs_locally
+from .embedding.multilingual import MULTILINGUAL_MODEL
 from .engine import MemoryEngine
-from .errors import HindsightError
+from .errors import ConfigurationError, HindsightError
 from .progress import ProgressCallback, prefixed
-from .storage.store import COLLECTION_PREFIX
 
 
 @dataclass(frozen=True)
@@ -42,9 +42,7 @@ class Reembedded:
 
 def stored_model(engine: MemoryEngine, namespace: str) -> str | None:
     """The embedding model a namespace's collection was written with, or None for one older than that record."""
-    collection = engine.chroma.client.get_collection(COLLECTION_PREFIX + namespace)
-    model = (collection.metadata or {}).get("embedding_model")
-    return str(model) if model else None
+    return engine.chroma.stored_model(namespace)
 
 
 def reembed(
@@ -61,6 +59,12 @@ def reembed(
     import FILE`` with the old model restores one), dropped and imported with the new model;
     ``progress`` is told of each namespace's stages, named ``"<namespace>: <stage>"``.
     """
+    if routes_by_script(settings):
+        raise ConfigurationError(
+            f"re-embedding needs the model to move to, and HINDSIGHT_EMBEDDING_MODEL is {AUTO_MODEL!r} (which picks "
+            f"a model for new namespaces only): name one, e.g. --model {MULTILINGUAL_MODEL} or --model "
+            f"{DEFAULT_LOCAL_MODEL}"
+        )
     target = MemoryEngine(settings, llm=False)
     names = list(namespaces) if namespaces is not None else target.namespaces()
     missing = sorted(set(names) - set(target.namespaces()))

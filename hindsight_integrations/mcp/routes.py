@@ -32,7 +32,7 @@ async def health(host: ServerHost, request: Request) -> Response:
         {
             "status": "ok",
             "server": host.name,
-            "embedding_model": engine.embedder.name,
+            "embedding_model": engine.configured_model,
             "auth": host.token_map is not None,
             "stateless": host.settings.stateless_http,
         }

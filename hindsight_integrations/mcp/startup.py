@@ -81,7 +81,7 @@ def run(
                 "auth": token_map is not None,
                 "namespaces_by_token": len(token_map or {}),
                 "store": engine.settings.chroma_url or str(engine.settings.store),
-                "embedding_model": engine.embedder.name,
+                "embedding_model": engine.configured_model,
                 "warm_ms": round((time.perf_counter() - started) * 1000, 1),
                 "writes": writes,
                 **(

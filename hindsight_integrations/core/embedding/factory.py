@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..config import DEFAULT_LOCAL_MODEL, Settings
+from ..config import AUTO_MODEL, DEFAULT_LOCAL_MODEL, Settings
 from ..errors import ConfigurationError
 from .chroma_function import ChromaFunctionEmbedder
 from .local import BUNDLED_MINILM, LocalEmbedder, is_loaded, resolve_local_model
@@ -28,7 +28,9 @@ def build_embedder(settings: Settings, embedding_function: Any = None) -> Embedd
         return ChromaFunctionEmbedder(embedding_function)
     if settings.embedding_provider == "openai":
         return OpenAIEmbedder(
-            settings.embedding_model if settings.embedding_model != DEFAULT_LOCAL_MODEL else DEFAULT_OPENAI_MODEL,
+            settings.embedding_model
+            if settings.embedding_model not in (DEFAULT_LOCAL_MODEL, AUTO_MODEL)
+            else DEFAULT_OPENAI_MODEL,
             api_key=settings.openai_api_key,
             base_url=settings.openai_base_url,
             timeout=settings.llm_timeout,
@@ -37,13 +39,23 @@ def build_embedder(settings: Settings, embedding_function: Any = None) -> Embedd
     if settings.embedding_model in MODEL_ALIASES:
         return MultilingualEmbedder(batch_size=min(settings.embedding_batch_size, 64))
     return LocalEmbedder(
-        settings.embedding_model,
+        local_model(settings),
         batch_size=settings.embedding_batch_size,
         device=settings.embedding_device,
         backend=settings.embedding_backend,
         cache_dir=settings.cache_dir,
         index_precision=settings.index_precision,
     )
+
+
+def local_model(settings: Settings) -> str:
+    """The sentence-transformers model ``settings`` name: under ``auto``, MiniLM (Latin-script namespaces')."""
+    return DEFAULT_LOCAL_MODEL if settings.embedding_model == AUTO_MODEL else settings.embedding_model
+
+
+def routes_by_script(settings: Settings) -> bool:
+    """Whether an engine of ``settings`` picks each new namespace's model by its text (``routing.py``)."""
+    return settings.embedding_provider == "local" and settings.embedding_model == AUTO_MODEL
 
 
 def runs_locally(model: str) -> bool:
@@ -65,7 +77,7 @@ def slow_model_start(settings: Settings) -> str | None:
     if settings.embedding_provider != "local" or settings.embedding_model in MODEL_ALIASES:
         return None  # the multilingual engine maps its weights in a few milliseconds
     try:
-        path, name = resolve_local_model(settings.embedding_model)
+        path, name = resolve_local_model(local_model(settings))
     except ConfigurationError:
         return None  # building the engine will say what is missing
     if is_loaded(path, settings.embedding_device):
@@ -78,4 +90,4 @@ def slow_model_start(settings: Settings) -> str | None:
     return f"loading the embedding model {name}"
 
 
-__all__ = ["build_embedder", "runs_locally", "slow_model_start"]
+__all__ = ["build_embedder", "local_model", "routes_by_script", "runs_locally", "slow_model_start"]

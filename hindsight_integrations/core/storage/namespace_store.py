@@ -75,8 +75,12 @@ class NamespaceStore:
         context_vectors: BackgroundContextVectors | None = None,
         shared_locks: CrossProcessLocks | None = None,
         may_write: Callable[[], None] | None = None,
+        embedding_model: str | None = None,
+        model_pending: bool = False,
     ) -> None:
         self.name = name
+        self.embedding_model = embedding_model  # what its vectors were made with (the collection's metadata)
+        self.model_pending = model_pending  # nothing written yet and the first write chooses the model (auto)
         self.collection = collection
         self.context_collection = context_collection
         self.options = options

@@ -14,6 +14,7 @@ import tempfile
 import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, overload
 from urllib.parse import urlparse
@@ -135,6 +136,19 @@ def _check_writable(path: Path) -> None:
         ) from None
 
 
+# Collection metadata: the namespace was created before anything was written, and its first write chooses
+# the model (``ChromaStore.settle_model``); "embedding_model" meanwhile is a placeholder.
+_PENDING = "embedding_model_pending"
+
+
+@dataclass(frozen=True)
+class RecordedModel:
+    """What a namespace's collection says of its embedding model (``ChromaStore.recorded_model``)."""
+
+    model: str | None  # None: a collection older than the record
+    pending: bool  # nothing written yet, and the first write chooses (``auto``)
+
+
 class ChromaStore:
     """Every namespace of one Chroma, each opened once per process as a ``NamespaceStore``."""
 
@@ -170,6 +184,11 @@ class ChromaStore:
         self._access = AccessRecorder(access_flush_seconds)
         self._syncer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="hindsight-sync")  # threads start on use
         self.context_vectors = BackgroundContextVectors(embed_context) if embed_context is not None else None
+        # Every model this store opens namespaces of, with its dimension and context-vector worker:
+        # the configured one, and under ``auto`` the multilingual one (``add_model``).
+        self._models: dict[str, tuple[int | None, BackgroundContextVectors | None]] = {
+            embedding_model: (embedding_dim, self.context_vectors)
+        }
         self._shared_locks = shared_locks
         self.writers = writers
         self.on_open: Callable[[NamespaceStore], object] | None = None
@@ -185,32 +204,96 @@ class ChromaStore:
         if self.writers is not None:
             self.writers.check()
 
-    @overload
-    def namespace(self, name: str) -> NamespaceStore: ...
-    @overload
-    def namespace(self, name: str, *, create: Literal[True]) -> NamespaceStore: ...
-    @overload
-    def namespace(self, name: str, *, create: bool) -> NamespaceStore | None: ...
+    def add_model(
+        self, model: str, dimension: int | None, embed_context: Callable[[Sequence[str]], np.ndarray] | None
+    ) -> None:
+        """Let ``namespace(..., model=model)`` open and create namespaces of a second model (``routing.py``)."""
+        with self._lock:
+            if model not in self._models:
+                worker = BackgroundContextVectors(embed_context) if embed_context is not None else None
+                self._models[model] = (dimension, worker)
 
-    def namespace(self, name: str, *, create: bool = True) -> NamespaceStore | None:
+    def opened(self, name: str) -> NamespaceStore | None:
+        """The handle of ``name`` if this process has opened it already (no Chroma call), else None."""
+        with self._lock:
+            return self._namespaces.get(name)
+
+    def recorded_model(self, name: str) -> RecordedModel | None:
+        """What namespace ``name``'s collection records of its model (read from Chroma); None if it does not exist."""
+        try:
+            collection = self.client.get_collection(COLLECTION_PREFIX + name, embedding_function=None)
+        except Exception as exc:
+            if "does not exist" in str(exc).lower() or type(exc).__name__ == "NotFoundError":
+                return None
+            raise StoreUnavailableError(f"could not open namespace {name!r}: {exc}") from exc
+        meta = collection.metadata or {}
+        model = meta.get("embedding_model")
+        return RecordedModel(str(model) if model else None, pending=bool(meta.get(_PENDING)))
+
+    def stored_model(self, name: str) -> str | None:
+        """The model namespace ``name`` was written with; None: no such namespace, no model yet, or too old to say."""
+        recorded = self.recorded_model(name)
+        return recorded.model if recorded is not None and not recorded.pending else None
+
+    def settle_model(self, name: str, model: str) -> NamespaceStore:
+        """Record ``model`` as the model of ``name``, a namespace created with its model pending (nothing in it yet).
+
+        The caller holds the namespace's write lock and has read that it is still pending.
+        """
+        with self._lock:
+            dimension, _ = self._models[model]
+            meta = _collection_metadata(name, model, dimension)
+            for prefix in (COLLECTION_PREFIX, CONTEXT_PREFIX):
+                self.client.get_collection(prefix + name, embedding_function=None).modify(metadata=meta)
+            self._namespaces.pop(name, None)
+        return self.namespace(name, model=model)
+
+    def reopen(self, name: str, model: str) -> NamespaceStore:
+        """Open ``name`` again, with ``model`` (another process settled its model since this one opened it)."""
+        with self._lock:
+            self._namespaces.pop(name, None)
+        return self.namespace(name, model=model)
+
+    @overload
+    def namespace(self, name: str, *, model: str | None = None, pending: bool = False) -> NamespaceStore: ...
+    @overload
+    def namespace(
+        self, name: str, *, create: Literal[True], model: str | None = None, pending: bool = False
+    ) -> NamespaceStore: ...
+    @overload
+    def namespace(
+        self, name: str, *, create: bool, model: str | None = None, pending: bool = False
+    ) -> NamespaceStore | None: ...
+
+    def namespace(
+        self, name: str, *, create: bool = True, model: str | None = None, pending: bool = False
+    ) -> NamespaceStore | None:
         """The handle of namespace ``name``, opened (and its indexes loaded) on first use.
 
         With ``create=False`` a namespace that does not exist yet is None instead of created.
+        ``model`` (one ``add_model`` made known; default: the store's own) is the model a new
+        namespace is created with and the one an existing namespace must have been written with.
+        ``pending`` creates it with its model still to be chosen (``settle_model``): under ``auto``,
+        a namespace a read opens before anything is written; such a namespace opens with any model.
         """
         with self._lock:
             handle = self._namespaces.get(name)
             if handle is not None:
                 return handle
+            model = model or self.embedding_model
+            dimension, worker = self._models[model]
             try:
                 if not create:
                     self.client.get_collection(COLLECTION_PREFIX + name, embedding_function=None)
-                collection = self._open(COLLECTION_PREFIX + name, name)
-                context_collection = self._open(CONTEXT_PREFIX + name, name)
+                collection = self._open(COLLECTION_PREFIX + name, name, model, dimension, pending)
+                context_collection = self._open(CONTEXT_PREFIX + name, name, model, dimension, pending)
             except Exception as exc:
                 if not create and ("does not exist" in str(exc).lower() or type(exc).__name__ == "NotFoundError"):
                     return None
                 raise StoreUnavailableError(f"could not open namespace {name!r}: {exc}") from exc
-            self._check_model(name, collection.metadata or {})
+            meta = collection.metadata or {}
+            if not meta.get(_PENDING):
+                _check_model(name, meta, model, dimension)
             handle = NamespaceStore(
                 name,
                 collection,
@@ -218,9 +301,11 @@ class ChromaStore:
                 options=self.options,
                 access=self._access,
                 run_in_background=self._run_in_background,
-                context_vectors=self.context_vectors,
+                context_vectors=worker,
                 shared_locks=self._shared_locks,
                 may_write=self.check_writes if self.writers is not None else None,
+                embedding_model=model,
+                model_pending=bool(meta.get(_PENDING)),
             )
             self._namespaces[name] = handle
             if self.on_open is not None:
@@ -233,37 +318,17 @@ class ChromaStore:
     def _run_in_background(self, job: Callable[[], None]) -> None:
         self._syncer.submit(job)
 
-    def _open(self, collection_name: str, namespace: str) -> Any:
+    def _open(self, collection_name: str, namespace: str, model: str, dimension: int | None, pending: bool) -> Any:
         collection = self.client.get_or_create_collection(
             collection_name,
             embedding_function=None,
-            metadata=self._collection_metadata(namespace),
+            metadata=_collection_metadata(namespace, model, dimension, pending=pending),
             configuration={"hnsw": {"space": "cosine", "ef_search": 64, "sync_threshold": _SYNC_THRESHOLD}},
         )
         hnsw = (collection.configuration or {}).get("hnsw") or {}
         if hnsw.get("sync_threshold", _SYNC_THRESHOLD) > _SYNC_THRESHOLD:  # made by an older version
             collection.modify(configuration={"hnsw": {"sync_threshold": _SYNC_THRESHOLD}})
         return RetryingReads(collection)  # a server's reads can fail a moment while first records land
-
-    def _collection_metadata(self, name: str) -> dict[str, Any]:
-        # "schema" is the record layout new collections start with; older collections may hold
-        # both layouts, which ``records.unpack`` tells apart per record.
-        meta: dict[str, Any] = {"hindsight_namespace": name, "embedding_model": self.embedding_model, "schema": LAYOUT}
-        if self.embedding_dim:
-            meta["embedding_dim"] = self.embedding_dim
-        return meta
-
-    def _check_model(self, name: str, meta: dict[str, Any]) -> None:
-        stored = meta.get("embedding_model")
-        if stored and stored != self.embedding_model:
-            raise EmbeddingModelMismatchError(name, stored, self.embedding_model)
-        stored_dim = meta.get("embedding_dim")
-        if stored_dim and self.embedding_dim and int(stored_dim) != int(self.embedding_dim):
-            raise EmbeddingModelMismatchError(
-                name,
-                f"{stored} ({stored_dim} dimensions)",
-                f"{self.embedding_model} ({self.embedding_dim} dimensions)",
-            )
 
     def list_namespaces(self) -> list[str]:
         """Names of every namespace in this Chroma (also a cheap readiness probe)."""
@@ -286,6 +351,27 @@ class ChromaStore:
     def flush_access(self) -> None:
         """Write queued recall counts now (before a process exits, or before a test reads them)."""
         self._access.flush()
+
+
+def _collection_metadata(name: str, model: str, dimension: int | None, *, pending: bool = False) -> dict[str, Any]:
+    # "schema" is the record layout new collections start with; older collections may hold
+    # both layouts, which ``records.unpack`` tells apart per record.
+    meta: dict[str, Any] = {"hindsight_namespace": name, "embedding_model": model, "schema": LAYOUT}
+    if dimension:
+        meta["embedding_dim"] = dimension
+    if pending:
+        meta[_PENDING] = True
+    return meta
+
+
+def _check_model(name: str, meta: dict[str, Any], model: str, dimension: int | None) -> None:
+    stored = meta.get("embedding_model")
+    if stored and stored != model:
+        raise EmbeddingModelMismatchError(name, stored, model)
+    stored_dim = meta.get("embedding_dim")
+    if stored_dim and dimension and int(stored_dim) != int(dimension):
+        wanted = f"{model} ({dimension} dimensions)"
+        raise EmbeddingModelMismatchError(name, f"{stored} ({stored_dim} dimensions)", wanted)
 
 
 def _max_batch(client: Any) -> int:

@@ -3,25 +3,22 @@
 ``MemoryEngine`` inherits these methods from ``UpkeepFacade`` (they are its public API, see
 ``upkeep/__init__.py`` for the words); they live here, beside the modules that do the work,
 so the engine's module stays a readable size. ``MemoryEngine.__init__`` sets the parts and
-working memory they use, then calls ``_start_upkeep``.
+the lanes (``lanes.py``: the modules of each namespace's model) they use.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
+from typing import TYPE_CHECKING
 
-from ..backup import Backup
 from ..errors import InvalidInputError
 from ..model.records import Tier
 from ..model.results import ConsolidationReport, MergedRepeat
 from ..parts import EngineParts
 from ..storage.namespace_store import NamespaceStore
 from ..working.compression import Compressor
-from ..working.window import WorkingMemory
-from .consolidation import Consolidator
-from .merging import RepeatMerger
-from .retention import Maintenance, MaintenanceReport
+from .retention import MaintenanceReport
 from .runner import (
     ConsolidationStepReport,
     SessionCompressionReport,
@@ -31,35 +28,31 @@ from .runner import (
     run_upkeep,
 )
 
+if TYPE_CHECKING:
+    from ..lanes import ModelLane, ModelLanes
+
 
 class UpkeepFacade:
-    """``MemoryEngine``'s upkeep methods, over the engine's parts and working memory."""
+    """``MemoryEngine``'s upkeep methods, over the engine's parts and the lane of each namespace's model."""
 
     _parts: EngineParts
-    _working: WorkingMemory
+    _lanes: ModelLanes
 
-    def _start_upkeep(self, backup: Backup) -> None:
-        """Make the upkeep modules; ``backup`` re-imports what ``restore`` brings back from cold storage."""
-        parts, settings = self._parts, self._parts.settings
-        self._maintenance = Maintenance(
-            settings.resolved_cold_store, backup.import_data, parts.clock, semantic_decay=settings.semantic_decay
-        )
-        self._merger = RepeatMerger(parts)
-        self._consolidator = Consolidator(parts, self._merger)
+    def _upkept(self, namespace: str | None) -> tuple[NamespaceStore, ModelLane]:
+        """The handle of ``namespace`` (default: the configured one), checked first, and its lane."""
+        handle = self._lanes.open(self._parts.namespace_name(namespace), create=True, text=None)
+        assert handle is not None  # created when missing
+        return handle, self._lanes.of(handle)
 
-    def _upkept(self, namespace: str | None) -> NamespaceStore:
-        """The handle of ``namespace`` (default: the configured one), checked first."""
-        return self._parts.store.namespace(self._parts.namespace_name(namespace))
-
-    def _existing(self, namespace: str | None) -> NamespaceStore:
-        """The handle of a namespace that holds memories; upkeep of one never written is a mistake worth naming."""
+    def _existing(self, namespace: str | None) -> tuple[NamespaceStore, ModelLane]:
+        """The handle and lane of a namespace that holds memories (upkeep of one never written is a mistake)."""
         name = self._parts.namespace_name(namespace)
-        handle = self._parts.store.namespace(name, create=False)
+        handle = self._lanes.open(name, create=False, text=None)
         if handle is None:
             known = self._parts.store.list_namespaces()
             listing = f"the namespaces are: {', '.join(known)}" if known else "the store holds no namespace yet"
             raise InvalidInputError("namespace", f"nothing was ever stored in namespace {name!r} ({listing})")
-        return handle
+        return handle, self._lanes.of(handle)
 
     def maintain(
         self,
@@ -75,7 +68,8 @@ class UpkeepFacade:
         evicted. Idleness is measured at ``now``, by default the engine's clock. ``dry_run``
         reports what would happen and changes nothing.
         """
-        return self._maintenance.maintain(self._upkept(namespace), now=now, caps=caps, dry_run=dry_run)
+        handle, lane = self._upkept(namespace)
+        return lane.maintenance.maintain(handle, now=now, caps=caps, dry_run=dry_run)
 
     def upkeep(self, namespace: str | None = None, *, dry_run: bool = False) -> UpkeepReport:
         """Run every upkeep step on ``namespace`` (default: the configured one), in order (``upkeep/runner.py``).
@@ -89,7 +83,7 @@ class UpkeepFacade:
         name = self._parts.namespace_name(namespace)
         if not isinstance(dry_run, bool):
             raise InvalidInputError("dry_run", f"must be true or false, got {type(dry_run).__name__}")
-        if self._parts.store.namespace(name, create=False) is None:
+        if self._lanes.open(name, create=False, text=None) is None:
             return UpkeepReport(namespace=name, dry_run=dry_run, started_at=self._parts.clock.now())
         return run_upkeep(name, self.upkeep_steps(), dry_run=dry_run, clock=self._parts.clock)
 
@@ -109,15 +103,15 @@ class UpkeepFacade:
 
     def _compress_due_sessions(self, namespace: str, dry_run: bool) -> SessionCompressionReport:
         """Upkeep's ``compress`` step: every session of ``namespace`` whose window was left past the threshold."""
-        handle = self._upkept(namespace)
+        handle, lane = self._upkept(namespace)
         return compress_due_sessions(
             handle,
             threshold=self._parts.settings.compress_threshold_tokens,
-            window=lambda session_id: self._working.window(handle, session_id=session_id),
-            compress=lambda session_id: self._working.compress(
+            window=lambda session_id: lane.working.window(handle, session_id=session_id),
+            compress=lambda session_id: lane.working.compress(
                 handle, session_id=session_id, threshold_tokens=None, force=False
             ),
-            compressor=Compressor(self._parts),
+            compressor=Compressor(lane.parts),
             dry_run=dry_run,
         )
 
@@ -131,7 +125,8 @@ class UpkeepFacade:
         their importance, linked by ``consolidated_into``; running it again adds nothing.
         ``dry_run`` reports what would happen, changes nothing and calls no LLM.
         """
-        return self._consolidator.consolidate(self._existing(namespace), dry_run=dry_run)
+        handle, lane = self._existing(namespace)
+        return lane.consolidator.consolidate(handle, dry_run=dry_run)
 
     def merge_repeats(self, namespace: str | None = None, *, dry_run: bool = False) -> list[MergedRepeat]:
         """Merge active memories with cosine ≥ ``merge_threshold`` and the same values into one (``upkeep/merging.py``).
@@ -139,7 +134,8 @@ class UpkeepFacade:
         The survivor is reinforced, the other becomes history pointing at it; ``unmerge`` splits
         them again. ``dry_run`` lists the pairs and changes nothing.
         """
-        return self._merger.merge(self._existing(namespace), dry_run=dry_run)
+        handle, lane = self._existing(namespace)
+        return lane.merger.merge(handle, dry_run=dry_run)
 
     def restore(self, *, namespace: str | None = None, ids: Sequence[str] | None = None) -> int:
         """Bring archived memories back from cold storage (all, or the given ids) as active.
@@ -147,11 +143,13 @@ class UpkeepFacade:
         A restored memory counts as used at the clock's now, so the next upkeep does not archive
         it again. Returns how many came back; ids not in cold storage are skipped (see ``archived_ids``).
         """
-        return self._maintenance.restore(self._upkept(namespace), ids, now=self._parts.clock.now())
+        handle, lane = self._upkept(namespace)
+        return lane.maintenance.restore(handle, ids, now=self._parts.clock.now())
 
     def archived_ids(self, *, namespace: str | None = None) -> list[str]:
         """The ids in the namespace's cold storage: what ``restore`` can bring back, oldest archive first."""
-        return self._maintenance.archived_ids(self._upkept(namespace))
+        handle, lane = self._upkept(namespace)
+        return lane.maintenance.archived_ids(handle)
 
 
 __all__ = ["UpkeepFacade"]

@@ -1,0 +1,191 @@
+"""The default model, ``auto``: each new namespace gets MiniLM or multilingual-e5-small by its first text.
+
+These engines are built the way a user builds one (no embedder given, the default settings),
+on the embedded default store.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import pytest
+
+from hindsight_integrations.core import lanes
+from hindsight_integrations.core.config import AUTO_MODEL, DEFAULT_LOCAL_MODEL, Settings, load_settings
+from hindsight_integrations.core.embedding.calibration import thresholds_for
+from hindsight_integrations.core.embedding.multilingual import MULTILINGUAL_MODEL
+from hindsight_integrations.core.embedding.routing import calls_for_multilingual, non_latin_share, routed_model
+from hindsight_integrations.core.engine import MemoryEngine
+from hindsight_integrations.core.errors import ConfigurationError, EmbeddingModelMismatchError
+from hindsight_integrations.core.reembedding import reembed
+
+CHINESE = [
+    "我住在上海，在一家做跨境电商的公司当产品经理。",
+    "我对花生过敏，吃了会起疹子。",
+    "我们的订单服务用 PostgreSQL，缓存用 Redis。",
+    "我女儿叫小雨，今年六岁，喜欢画画。",
+]
+ENGLISH = ["I live in Lisbon and work as a nurse.", "I am allergic to shellfish.", "My cat is called Miso."]
+
+
+@pytest.fixture
+def auto(tmp_path: Path) -> MemoryEngine:
+    return MemoryEngine(store=tmp_path / "store", llm=False)
+
+
+@pytest.mark.parametrize(
+    ("text", "multilingual"),
+    [
+        ("我对花生过敏。", True),
+        ("我在Google上班，用Python写后端。", True),  # Chinese with English names: still Chinese
+        ("We had 饺子 for dinner at my aunt's place last night.", False),  # English quoting a word
+        ("Я живу в Москве и работаю врачом.", True),  # Cyrillic: MiniLM reads English only
+        ("東京で働いています。", True),
+        ("Je travaille à Montréal, où j'habite depuis 2019.", False),  # Latin script, accents
+        ("Tôi sống ở Hà Nội.", False),  # Vietnamese: Latin Extended Additional
+        ("2026-12-01 14:00 !!!", False),  # no letters at all
+        ("", False),
+    ],
+)
+def test_which_text_calls_for_the_multilingual_model(text: str, multilingual: bool) -> None:
+    assert calls_for_multilingual(text) is multilingual
+    assert routed_model(text) == (MULTILINGUAL_MODEL if multilingual else DEFAULT_LOCAL_MODEL)
+    assert 0.0 <= non_latin_share(text) <= 1.0
+
+
+def test_auto_is_the_default_and_gives_each_namespace_the_model_of_its_first_text(auto: MemoryEngine) -> None:
+    assert Settings().embedding_model == AUTO_MODEL and auto.configured_model == AUTO_MODEL
+    assert auto.embedding_model("zh") is None  # nothing written yet: no model chosen
+    auto.store_memories(CHINESE, namespace="zh")
+    for text in ENGLISH:
+        auto.store(text, namespace="en")
+    assert auto.embedding_model("zh") == MULTILINGUAL_MODEL
+    assert auto.embedding_model("en") == DEFAULT_LOCAL_MODEL
+    assert auto.stats(namespace="zh").embedding_model == MULTILINGUAL_MODEL
+    assert auto.stats(namespace="en").embedding_model == DEFAULT_LOCAL_MODEL
+
+    # Each namespace is searched with its own model, so both languages are found, and an English
+    # question finds a Chinese memory.
+    assert auto.recall("我对什么过敏？", namespace="zh").records[0].content == CHINESE[1]
+    assert auto.recall("What is my daughter's name?", namespace="zh").records[0].content == CHINESE[3]
+    assert auto.recall("What am I allergic to?", namespace="en").records[0].content == ENGLISH[1]
+    # ... and each compares with its own model's calibrated thresholds (the e5 floor refuses this one).
+    assert auto.recall("Who won the football world cup in 1998?", namespace="zh").records == []
+    assert auto._lanes.of(auto._namespace("zh")).parts.cosines == thresholds_for(MULTILINGUAL_MODEL)
+
+
+def test_a_conversation_turn_chooses_too_and_later_engines_read_the_recorded_choice(tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    first = MemoryEngine(store=store, llm=False)
+    first.record_turn("我下个月搬去杭州，新工作在阿里巴巴。", session_id="s1", namespace="chat")
+    assert first.embedding_model("chat") == MULTILINGUAL_MODEL
+
+    # A new process reads the model from the collection, whatever the next text is written in.
+    second = MemoryEngine(store=store, llm=False)
+    assert second.embedding_model("chat") == MULTILINGUAL_MODEL
+    second.record_turn("By the way, my manager's name is Priya.", session_id="s1", namespace="chat")
+    assert second.embedding_model("chat") == MULTILINGUAL_MODEL
+    assert "杭州" in second.recall("我要搬到哪个城市？", namespace="chat").context
+    assert "Priya" in second.recall("Who is my manager?", namespace="chat").context
+    assert second.upkeep(namespace="chat").steps  # upkeep runs in the namespace's lane
+    assert second.stats(namespace="chat").embedding_model == MULTILINGUAL_MODEL
+
+
+def test_a_namespace_read_before_its_first_write_still_gets_the_model_of_that_write(tmp_path: Path) -> None:
+    # What an agent does on connecting: stats, the session's window, a recall, before anything is said.
+    store = tmp_path / "store"
+    reader, writer = MemoryEngine(store=store, llm=False), MemoryEngine(store=store, llm=False)
+    assert reader.stats(namespace="zh").total == 0
+    assert reader.working_window(session_id="s1", namespace="zh") == []
+    assert reader.recall("我对什么过敏？", namespace="zh").records == []
+    assert reader.embedding_model("zh") is None  # created, its model still to be chosen
+
+    writer.record_turn(CHINESE[1], session_id="s1", namespace="zh")  # another process writes first
+    assert writer.embedding_model("zh") == MULTILINGUAL_MODEL
+    # The reader still holds the namespace it opened; it reads the choice before it reads or writes again.
+    assert reader.recall("我对什么过敏？", namespace="zh").records[0].content == CHINESE[1]
+    reader.store("Also: I take the train to work.", namespace="zh")
+    assert reader.embedding_model("zh") == MULTILINGUAL_MODEL
+    assert MemoryEngine(store=store, llm=False).stats(namespace="zh").embedding_model == MULTILINGUAL_MODEL
+
+    # The same for English, in one process: the read left it pending, the write chose MiniLM.
+    reader.stats(namespace="en")
+    reader.store(ENGLISH[0], namespace="en")
+    assert reader.embedding_model("en") == DEFAULT_LOCAL_MODEL
+    # A fixed-model engine opens a pending namespace too (it is empty) and its write chooses its model.
+    fixed = MemoryEngine(store=store, llm=False, embedding_model=MULTILINGUAL_MODEL)
+    reader.stats(namespace="fixed")
+    fixed.store(ENGLISH[1], namespace="fixed")
+    assert fixed.embedding_model("fixed") == MULTILINGUAL_MODEL
+    assert reader.recall("What am I allergic to?", namespace="fixed").records[0].content == ENGLISH[1]
+
+
+def test_an_export_imported_into_a_new_namespace_gets_the_model_of_its_text(auto: MemoryEngine) -> None:
+    auto.store_memories(CHINESE, namespace="zh")
+    data = auto.export(namespace="zh", include_embeddings=False)
+    assert auto.import_data(data, namespace="copy") == len(CHINESE)
+    assert auto.embedding_model("copy") == MULTILINGUAL_MODEL
+    assert auto.recall("我的女儿叫什么名字？", namespace="copy").records[0].content == CHINESE[3]
+
+
+def test_a_fixed_model_setting_turns_routing_off(tmp_path: Path) -> None:
+    engine = MemoryEngine(store=tmp_path / "store", llm=False, embedding_model=DEFAULT_LOCAL_MODEL)
+    engine.store_memories(CHINESE, namespace="zh")
+    assert engine.configured_model == DEFAULT_LOCAL_MODEL
+    assert engine.embedding_model("zh") == DEFAULT_LOCAL_MODEL
+    # An auto engine opens that namespace with the model it records; a fixed e5 one refuses it.
+    assert MemoryEngine(store=tmp_path / "store", llm=False).embedding_model("zh") == DEFAULT_LOCAL_MODEL
+    e5 = MemoryEngine(store=tmp_path / "store", llm=False, embedding_model=MULTILINGUAL_MODEL)
+    with pytest.raises(EmbeddingModelMismatchError, match="hindsight reembed"):
+        e5.recall("我对什么过敏？", namespace="zh")
+
+
+def test_an_english_namespace_written_in_chinese_warns_once_naming_reembed(
+    auto: MemoryEngine, caplog: pytest.LogCaptureFixture
+) -> None:
+    auto.store(ENGLISH[0], namespace="mixed")
+    with caplog.at_level(logging.WARNING, logger="hindsight_integrations.core.lanes"):
+        auto.store(CHINESE[0], namespace="mixed")
+        auto.store(CHINESE[1], namespace="mixed")
+        auto.store(ENGLISH[1], namespace="mixed")
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert len(warnings) == 1, warnings
+    assert f"hindsight reembed --model {MULTILINGUAL_MODEL} --namespace mixed" in warnings[0]
+    assert auto.embedding_model("mixed") == DEFAULT_LOCAL_MODEL  # nothing moves by itself
+    assert len(auto.list(namespace="mixed", include_history=True)) == 4  # nothing was lost
+
+
+def test_two_writers_creating_one_namespace_at_once_agree_on_its_model(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = tmp_path / "store"
+    english_first = MemoryEngine(store=store, llm=False)
+    chinese_first = MemoryEngine(store=store, llm=False)
+    # Both look before either creates it; the English writer wins the race.
+    real, looks = chinese_first.chroma.stored_model, []
+    monkeypatch.setattr(
+        chinese_first.chroma, "stored_model", lambda name: real(name) if looks.append(name) or len(looks) > 1 else None
+    )
+    english_first.store(ENGLISH[0], namespace="shared")
+    chinese_first.store(CHINESE[0], namespace="shared")  # chose e5, found MiniLM, took MiniLM
+    assert chinese_first.embedding_model("shared") == DEFAULT_LOCAL_MODEL
+    assert len(english_first.list(namespace="shared", include_history=True)) == 2
+
+
+def test_without_the_multilingual_package_a_chinese_namespace_falls_back_with_a_warning(
+    auto: MemoryEngine, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setattr(lanes, "multilingual_available", lambda: False)
+    with caplog.at_level(logging.WARNING, logger="hindsight_integrations.core.lanes"):
+        auto.store(CHINESE[0], namespace="zh")
+    assert auto.embedding_model("zh") == DEFAULT_LOCAL_MODEL
+    assert any("hindsight-integrations[multilingual]" in r.getMessage() for r in caplog.records)
+
+
+def test_reembed_under_auto_asks_for_the_model_to_move_to(auto: MemoryEngine, tmp_path: Path) -> None:
+    auto.store_memories(CHINESE, namespace="zh")
+    settings = load_settings(store=tmp_path / "store")
+    with pytest.raises(ConfigurationError, match=f"--model {MULTILINGUAL_MODEL}"):
+        reembed(settings, namespaces=["zh"], backup_dir=tmp_path / "backups")
+    assert len(auto.list(namespace="zh")) == len(CHINESE)  # nothing touched
