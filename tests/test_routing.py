@@ -19,6 +19,7 @@ from hindsight_integrations.core.embedding.routing import calls_for_multilingual
 from hindsight_integrations.core.engine import MemoryEngine
 from hindsight_integrations.core.errors import ConfigurationError, EmbeddingModelMismatchError
 from hindsight_integrations.core.reembedding import reembed
+from hindsight_integrations.mcp.client import MemoryClient
 
 CHINESE = [
     "我住在上海，在一家做跨境电商的公司当产品经理。",
@@ -189,3 +190,16 @@ def test_reembed_under_auto_asks_for_the_model_to_move_to(auto: MemoryEngine, tm
     with pytest.raises(ConfigurationError, match=f"--model {MULTILINGUAL_MODEL}"):
         reembed(settings, namespaces=["zh"], backup_dir=tmp_path / "backups")
     assert len(auto.list(namespace="zh")) == len(CHINESE)  # nothing touched
+
+
+@pytest.mark.server
+def test_an_mcp_server_over_stdio_routes_what_its_clients_write(tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    env = {"HINDSIGHT_STORE": str(store), "HF_HUB_OFFLINE": "1", "HINDSIGHT_LOG_LEVEL": "WARNING"}
+    with MemoryClient.stdio(env=env, namespace="zh", timeout=60) as client:
+        assert client.stats().total == 0  # connecting reads first: the namespace's model is left open
+        for text in CHINESE:
+            client.record_turn(text, session_id="s1", role="user")
+        assert client.stats().embedding_model == MULTILINGUAL_MODEL
+        assert any(CHINESE[3] in r.content for r in client.recall("What is my daughter called?").records)
+    assert MemoryEngine(store=store, llm=False).embedding_model("zh") == MULTILINGUAL_MODEL
