@@ -19,6 +19,7 @@ from hindsight_integrations.core.embedding.routing import calls_for_multilingual
 from hindsight_integrations.core.engine import MemoryEngine
 from hindsight_integrations.core.errors import ConfigurationError, EmbeddingModelMismatchError
 from hindsight_integrations.core.reembedding import reembed
+from hindsight_integrations.core.storage.store import COLLECTION_PREFIX, CONTEXT_PREFIX
 from hindsight_integrations.mcp.client import MemoryClient
 
 CHINESE = [
@@ -203,3 +204,12 @@ def test_an_mcp_server_over_stdio_routes_what_its_clients_write(tmp_path: Path) 
         assert client.stats().embedding_model == MULTILINGUAL_MODEL
         assert any(CHINESE[3] in r.content for r in client.recall("What is my daughter called?").records)
     assert MemoryEngine(store=store, llm=False).embedding_model("zh") == MULTILINGUAL_MODEL
+
+
+def test_a_collection_too_old_to_record_its_model_stays_on_minilm(auto: MemoryEngine) -> None:
+    for prefix in (COLLECTION_PREFIX, CONTEXT_PREFIX):  # what versions before the model record made
+        auto.chroma.client.create_collection(
+            prefix + "old", metadata={"hindsight_namespace": "old"}, embedding_function=None
+        )
+    auto.store(CHINESE[1], namespace="old")  # its vectors so far are MiniLM's: Chinese text does not move it
+    assert auto.embedding_model("old") == DEFAULT_LOCAL_MODEL

@@ -127,7 +127,10 @@ class ModelLanes:
             recorded = store.recorded_model(name)
             if recorded is None and not create:
                 return None
-            model = recorded.model if recorded is not None and recorded.model else self._model_for(text)
+            if recorded is None:
+                model = self._model_for(text)
+            else:  # a collection too old to record its model was written with MiniLM, the default then
+                model = recorded.model or self.primary.model
             try:
                 # A read (no text) that opens a namespace never written leaves its model to the first write.
                 return store.namespace(
