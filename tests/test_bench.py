@@ -255,6 +255,9 @@ def test_default_path_rows_write_as_users_do(locomo_dir: Path, store_path: Path,
         # a tiny corpus about pets, music and a move: nearly every off-topic question recalls nothing
         assert row["off_topic_asked"] == 20 * len(conversations)
         assert row["off_topic_asked"] * 0.8 <= row["off_topic_empty"] <= row["off_topic_asked"]
+        by_category = row["per_category"]  # what each kind of question finds on the path users take
+        assert sum(c["questions"] for c in by_category.values()) == row["questions"]
+        assert {c["name"] for c in by_category.values()} <= {"multi-hop", "temporal", "open-domain", "single-hop"}
     table = default_path_table({"recall@10": 1, "all_found@10": 1, "context_tokens@10": 1, "default_path": rows[:1]})
     assert f"| {rows[0]['off_topic_empty']} of 40 |" in table  # two conversations, 20 off-topic questions each
     with pytest.raises(ValueError, match="unknown default-path mode"):

@@ -35,9 +35,9 @@ from ..core.model.records import MemoryRecord
 from ..core.progress import ProgressCallback, prefixed, report
 from ..core.recall.context import format_context
 from ..core.recall.ranking import RecallWeights
-from .locomo_data import CATEGORY_NAMES, Conversation, Turn, load_directory
+from .locomo_data import Conversation, Turn, load_directory
 from .locomo_default import run_default_path
-from .locomo_scoring import dia_ids, evidence_scores, mean, reciprocal_rank, summarise
+from .locomo_scoring import dia_ids, evidence_scores, mean, per_category, reciprocal_rank, summarise
 
 log = logging.getLogger("hindsight.bench.locomo")
 
@@ -192,11 +192,7 @@ def evaluate(
         tokens_section["last_n_tokens"].append(window_tokens)
         conv_summaries[conv.name] = {"turns": stored, **summarise(conv_rows)}
     result: dict[str, Any] = summarise(rows)
-    categories = sorted({r["category"] for r in rows})
-    result["per_category"] = {
-        str(c): {"name": CATEGORY_NAMES.get(c, "unknown"), **summarise([r for r in rows if r["category"] == c])}
-        for c in categories
-    }
+    result["per_category"] = per_category(rows)
     result["per_conversation"] = conv_summaries
     result["tokens"] = token_savings(rows, tokens_section, budget)
     result["skipped"] = skipped

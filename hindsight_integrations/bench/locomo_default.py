@@ -36,7 +36,7 @@ from ..core.engine import MemoryEngine
 from ..core.progress import ProgressCallback, prefixed, report
 from ..mcp.client import MemoryClient
 from .locomo_data import Conversation, Turn
-from .locomo_scoring import dia_ids, evidence_scores, reciprocal_rank, summarise
+from .locomo_scoring import dia_ids, evidence_scores, per_category, reciprocal_rank, summarise
 
 MODES = ("record_turn", "store_memory", "record_turn_stdio", "store_memory_batch")
 ROW_NAMES = {
@@ -226,6 +226,10 @@ def run_mode(
     out["ingest_seconds"] = round(ingest_seconds, 2)
     out["off_topic_empty"] = empty
     out["off_topic_asked"] = asked
+    out["per_category"] = {
+        number: {"name": c["name"], "questions": c["questions"], "recall@10": c["recall@10"]}
+        for number, c in per_category(rows).items()
+    }
     return out
 
 

@@ -12,6 +12,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from ..core.model.records import MemoryRecord
+from .locomo_data import CATEGORY_NAMES
 
 
 def evidence_scores(ranked: Sequence[str], evidence: Sequence[str], k: int) -> tuple[float, bool]:
@@ -58,4 +59,13 @@ def summarise(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
-__all__ = ["dia_ids", "evidence_scores", "mean", "reciprocal_rank", "summarise"]
+def per_category(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """``summarise`` of each question category's rows, keyed by the category's number, with its name."""
+    categories = sorted({r["category"] for r in rows})
+    return {
+        str(c): {"name": CATEGORY_NAMES.get(c, "unknown"), **summarise([r for r in rows if r["category"] == c])}
+        for c in categories
+    }
+
+
+__all__ = ["dia_ids", "evidence_scores", "mean", "per_category", "reciprocal_rank", "summarise"]
