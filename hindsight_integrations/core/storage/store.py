@@ -223,7 +223,7 @@ class ChromaStore:
         try:
             collection = self.client.get_collection(COLLECTION_PREFIX + name, embedding_function=None)
         except Exception as exc:
-            if "does not exist" in str(exc).lower() or type(exc).__name__ == "NotFoundError":
+            if _is_missing(exc):
                 return None
             raise StoreUnavailableError(f"could not open namespace {name!r}: {exc}") from exc
         meta = collection.metadata or {}
@@ -288,7 +288,7 @@ class ChromaStore:
                 collection = self._open(COLLECTION_PREFIX + name, name, model, dimension, pending)
                 context_collection = self._open(CONTEXT_PREFIX + name, name, model, dimension, pending)
             except Exception as exc:
-                if not create and ("does not exist" in str(exc).lower() or type(exc).__name__ == "NotFoundError"):
+                if not create and _is_missing(exc):
                     return None
                 raise StoreUnavailableError(f"could not open namespace {name!r}: {exc}") from exc
             meta = collection.metadata or {}
@@ -351,6 +351,11 @@ class ChromaStore:
     def flush_access(self) -> None:
         """Write queued recall counts now (before a process exits, or before a test reads them)."""
         self._access.flush()
+
+
+def _is_missing(exc: Exception) -> bool:
+    """Whether Chroma raised ``exc`` because the collection does not exist (embedded and server say it differently)."""
+    return "does not exist" in str(exc).lower() or type(exc).__name__ == "NotFoundError"
 
 
 def _collection_metadata(name: str, model: str, dimension: int | None, *, pending: bool = False) -> dict[str, Any]:
