@@ -17,7 +17,7 @@ from hindsight_integrations.core.embedding.calibration import thresholds_for
 from hindsight_integrations.core.embedding.multilingual import MULTILINGUAL_MODEL
 from hindsight_integrations.core.embedding.routing import calls_for_multilingual, non_latin_share, routed_model
 from hindsight_integrations.core.engine import MemoryEngine
-from hindsight_integrations.core.errors import ConfigurationError, EmbeddingModelMismatchError
+from hindsight_integrations.core.errors import ConfigurationError, EmbeddingModelMismatchError, InvalidInputError
 from hindsight_integrations.core.reembedding import reembed
 from hindsight_integrations.core.storage.store import COLLECTION_PREFIX, CONTEXT_PREFIX
 from hindsight_integrations.mcp.client import MemoryClient
@@ -213,3 +213,16 @@ def test_a_collection_too_old_to_record_its_model_stays_on_minilm(auto: MemoryEn
         )
     auto.store(CHINESE[1], namespace="old")  # its vectors so far are MiniLM's: Chinese text does not move it
     assert auto.embedding_model("old") == DEFAULT_LOCAL_MODEL
+
+
+def test_the_choice_reads_a_bounded_sample_of_a_hostile_text(auto: MemoryEngine) -> None:
+    huge = "我对花生过敏。" * 1_000_000  # 21 MB, far past the write's size limit
+    assert calls_for_multilingual(huge)
+    assert non_latin_share("a" * 2000 + "中" * 5000) == 0.0  # only the first 2,000 characters are read
+    with pytest.raises(InvalidInputError, match="content"):
+        auto.store(huge, namespace="zh")
+    with pytest.raises(InvalidInputError, match="content"):
+        auto.record_turn(huge, session_id="s1", namespace="zh")
+    auto.store(CHINESE[1], namespace="zh")  # the process serves on, and nothing else was written
+    assert [r.content for r in auto.list(namespace="zh", include_history=True)] == [CHINESE[1]]
+    assert auto.recall("我对什么过敏？", namespace="zh").records[0].content == CHINESE[1]
