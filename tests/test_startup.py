@@ -23,6 +23,8 @@ from hindsight_integrations.core.embedding.local import LocalEmbedder
 from hindsight_integrations.core.embedding.onnx import cache as onnx_cache
 from hindsight_integrations.core.embedding.onnx import export as onnx_export
 
+from .conftest import cache_with_the_installed_model
+
 HEAVY = ("torch", "sentence_transformers", "transformers")
 TEXTS = ["hi", "", "我喜欢在早上喝绿茶。", "The quarterly report is due on Friday. " * 60, "Ça va? naïve café!"]
 
@@ -30,7 +32,7 @@ TEXTS = ["hi", "", "我喜欢在早上喝绿茶。", "The quarterly report is du
 @pytest.fixture(scope="module")
 def warm_cache(tmp_path_factory: pytest.TempPathFactory, embedder: LocalEmbedder) -> Path:
     """A cache directory holding the default model's export and sidecar, as after a first use."""
-    cache = tmp_path_factory.mktemp("warm-cache")
+    cache = cache_with_the_installed_model(tmp_path_factory.mktemp("warm-cache"))
     onnx_export.exported_model(embedder._load(), embedder._path, cache)
     assert onnx_cache.cached_export(embedder._path, cache) is not None
     return cache

@@ -271,6 +271,30 @@ def bench_startup(
     _emit(result, as_json=as_json, out=out, table=startup_table(result))
 
 
+@bench_app.command("floors")
+def bench_floors(
+    data: Annotated[
+        list[Path] | None,
+        typer.Option(
+            help="A directory of LoCoMo-format *.json conversations (repeatable).", exists=True, file_okay=False
+        ),
+    ] = None,
+    model: Annotated[
+        str, typer.Option(help="The embedding model setting the conversations are written with (auto by default).")
+    ] = "auto",
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object on stdout.")] = False,
+    out: Annotated[Path | None, typer.Option(help="JSON results file.")] = None,
+) -> None:
+    """What each model's relevance floors gate: answered and off-topic questions, leave one conversation out."""
+    _check_out(out)
+    _bench_env()
+    from .floors import floors_table, run_floors
+
+    with reported(), _user_errors(), progress_bar() as steps:
+        result = run_floors(data or [DEV_DATA], model=model, progress=_say, steps=steps)
+    _emit(result, as_json=as_json, out=out, table=floors_table(result))
+
+
 @bench_app.command("distinct")
 def bench_distinct(
     count: Annotated[int, typer.Option(help="Distinct near-identical facts to write.")] = 210,

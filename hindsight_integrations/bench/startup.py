@@ -94,7 +94,8 @@ def fill_store(store: Path, memories: int) -> dict[str, Any]:
     embedder = engine.embedder
     warm = None
     if isinstance(embedder, LocalEmbedder):
-        warm = cached_export(resolve_local_model(local_model(settings))[0], settings.cache_dir) is not None
+        path = resolve_local_model(local_model(settings), settings.cache_dir)[0]
+        warm = cached_export(path, settings.cache_dir) is not None
     started = time.perf_counter()
     engine.store_memories(synthetic_memories(memories), apply_filter=False)
     engine.chroma.flush_access()

@@ -35,6 +35,7 @@ from .model.results import (
     CompressionResult,
     NamespaceStats,
     RecallResult,
+    Relevance,
     StoreResult,
     TurnResult,
 )
@@ -295,6 +296,19 @@ class MemoryEngine(UpkeepFacade):
         if handle is None:  # nothing was ever written there: a read does not create it
             return RecallResult(query=request.query, hits=[], context="", tokens=0)
         return self._lane(handle).recaller.recall(handle, request, candidates=candidates, touch=touch)
+
+    def relevance(self, query: str, *, namespace: str | None = None) -> Relevance:
+        """How close ``namespace``'s best candidates for ``query`` are, beside the floors a recall compares them with.
+
+        Says why a recall came back empty (or would), and is what ``hindsight bench floors``
+        calibrates the floors on; it returns no memory and touches none.
+        """
+        request = self._lanes.primary.recaller.request(
+            query, top_k=None, min_score=None, filters=None, token_budget=None, weights=None, include_history=False
+        )
+        handle = self._namespace(namespace, create=False)
+        lane = self._lanes.primary if handle is None else self._lane(handle)
+        return lane.recaller.relevance(handle, request)
 
     def list(
         self,

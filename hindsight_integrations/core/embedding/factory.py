@@ -12,6 +12,7 @@ from typing import Any
 
 from ..config import AUTO_MODEL, DEFAULT_LOCAL_MODEL, Settings
 from ..errors import ConfigurationError
+from .bundled import MODEL_NAME, bundled_minilm_written
 from .chroma_function import ChromaFunctionEmbedder
 from .local import BUNDLED_MINILM, LocalEmbedder, is_loaded, resolve_local_model
 from .multilingual import MODEL_ALIASES, MultilingualEmbedder
@@ -76,16 +77,18 @@ def slow_model_start(settings: Settings) -> str | None:
     """
     if settings.embedding_provider != "local" or settings.embedding_model in MODEL_ALIASES:
         return None  # the multilingual engine maps its weights in a few milliseconds
-    try:
-        path, name = resolve_local_model(local_model(settings))
-    except ConfigurationError:
-        return None  # building the engine will say what is missing
-    if is_loaded(path, settings.embedding_device):
-        return None
     backend, device = settings.embedding_backend, settings.embedding_device
-    if backend == "onnx" or (backend == "auto" and device == "cpu"):
-        if cached_export(path, settings.cache_dir) is not None:
+    builds = backend == "onnx" or (backend == "auto" and device == "cpu")
+    if local_model(settings) in BUNDLED_MINILM and bundled_minilm_written(settings.cache_dir) is None:
+        name = MODEL_NAME  # its folder is written first (``bundled.py``): nothing is cached for it yet
+    else:
+        try:
+            path, name = resolve_local_model(local_model(settings), settings.cache_dir)
+        except ConfigurationError:
+            return None  # building the engine will say what is missing
+        if is_loaded(path, device) or (builds and cached_export(path, settings.cache_dir) is not None):
             return None
+    if builds:
         return f"preparing the embedding model {name}: building its ONNX graph (once per machine)"
     return f"loading the embedding model {name}"
 

