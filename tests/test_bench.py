@@ -246,8 +246,11 @@ def test_peers_score_the_same_way(locomo_dir: Path, tmp_path: Path, embedder, mo
 def test_default_path_rows_write_as_users_do(locomo_dir: Path, store_path: Path, embedder) -> None:
     conversations, _ = load_directory(locomo_dir)
     engine = MemoryEngine(store=store_path, embedder=embedder, llm=False)
-    rows = run_default_path(engine, conversations, modes=["record_turn", "store_memory"])
-    assert [r["mode"] for r in rows] == ["record_turn", "store_memory"]
+    rows = run_default_path(engine, conversations, modes=["record_turn", "store_memory", "export_import"])
+    assert [r["mode"] for r in rows] == ["record_turn", "store_memory", "export_import"]
+    moved = rows[2]  # exported without vectors and imported elsewhere, it finds what it found where it was written
+    assert (moved["recall@10"], moved["off_topic_empty"]) == (rows[0]["recall@10"], rows[0]["off_topic_empty"])
+    assert not [n for n in engine.chroma.list_namespaces() if n.endswith("-source")]  # the source is dropped
     for row in rows:
         assert row["questions"] == 4 and 0 < row["recall@10"] <= 1
         assert row["context_tokens@10_max"] <= engine.settings.default_token_budget

@@ -15,6 +15,7 @@ import pytest
 from hindsight_integrations import InvalidInputError, Kind, MemoryEngine, MemoryRecord, Status, Tier
 from hindsight_integrations.core.clock import ManualClock
 from hindsight_integrations.core.language.sameness import joins, same_fact, says_the_same
+from hindsight_integrations.mcp.render import consolidate_text
 
 from .conftest import CLOCK_START
 
@@ -190,6 +191,30 @@ def test_one_burst_in_one_session_is_not_a_stable_fact(timed: MemoryEngine, cloc
     timed.record_turn("I take my coffee black, as I told you.", session_id="later", namespace=NS)
     (fact,) = timed.consolidate(NS).created  # said in a second session: now it is one
     assert fact.occasions == 2 and fact.statements == 5
+
+
+def test_a_preference_said_word_for_word_in_three_sessions_is_reported_as_one_semantic_memory(
+    timed: MemoryEngine, clock: ManualClock
+) -> None:
+    """Repeats merged when written leave one semantic memory: consolidate says so, and writes nothing."""
+    for session in ("s0", "s1", "s2"):
+        timed.store("I always want my coffee to be an oat flat white.", namespace=NS, session_id=session)
+        clock.advance(days=1)
+    (memory,) = timed.list(namespace=NS, limit=10)
+    assert memory.tier is Tier.SEMANTIC and len(memory.sources) == 2  # the two repeats, merged into it
+    before = _state(timed)
+    report = timed.consolidate(NS)
+    assert report.created == [] and report.reinforced == []
+    (fact,) = report.standing
+    assert (fact.id, fact.statements, fact.occasions, fact.distilled_by) == (memory.id, 3, 3, "existing")
+    assert _state(timed) == before  # nothing to distil: nothing written
+    text = consolidate_text(report)
+    assert "one semantic memory already" in text and "said 3 times in 3 sessions" in text
+    assert "no fact was said often enough" not in text
+    # said in one session only, it is not reported (no stable fact yet)
+    timed.store("I like my tea green.", namespace="u2", session_id="s9")
+    timed.store("I like my tea green.", namespace="u2", session_id="s9")
+    assert timed.consolidate("u2").standing == []
 
 
 def test_distinct_values_are_never_clustered_or_merged(timed: MemoryEngine, clock: ManualClock) -> None:

@@ -88,9 +88,10 @@ def bench_locomo(
         str,
         typer.Option(
             "--default-path",
-            help="Default-path rows to add (record_turn,store_memory,record_turn_stdio,store_memory_batch), or 'none'.",
+            help="Default-path rows to add (record_turn,store_memory,record_turn_stdio,store_memory_batch,"
+            "export_import), or 'none'.",
         ),
-    ] = "record_turn,store_memory,record_turn_stdio,store_memory_batch",
+    ] = "record_turn,store_memory,record_turn_stdio,store_memory_batch,export_import",
 ) -> None:
     """Evidence recall@5/10/20, all-found, MRR and context tokens on LoCoMo: tuned and default path."""
     _bench_env()

@@ -17,6 +17,11 @@
 * **store_memory_batch**: a chat history imported, ``store_memory`` with 100 turns per call in
   conversation order, each item as the one-call row writes it; it should recall what one call
   per turn recalls.
+* **export_import**: a memory moved: the turns written as the ``record_turn`` row writes them into
+  another namespace, exported without vectors (``MemoryEngine.export``, what ``hindsight export
+  --no-embeddings`` writes, and what a store of another model gets) and imported into this one,
+  where every record is embedded again from its text and context; it should recall what the
+  namespace it came from recalls. Its ingest time counts the writes, the export and the import.
 
 Every row is recalled with ``retrieve_memory`` defaults except ``top_k`` (10, as the metric
 needs): default weights, no token budget unless the engine's default sets one. A memory is
@@ -38,12 +43,13 @@ from ..mcp.client import MemoryClient
 from .locomo_data import Conversation, Turn
 from .locomo_scoring import dia_ids, evidence_scores, per_category, reciprocal_rank, summarise
 
-MODES = ("record_turn", "store_memory", "record_turn_stdio", "store_memory_batch")
+MODES = ("record_turn", "store_memory", "record_turn_stdio", "store_memory_batch", "export_import")
 ROW_NAMES = {
     "record_turn": "default path: record_turn (in-process MCP client, as the adapters write)",
     "store_memory": "default path: MCP store_memory with defaults",
     "record_turn_stdio": "default path: record_turn through MCP over stdio (one call per turn)",
     "store_memory_batch": "history import: MCP store_memory, batches of 100 turns in order",
+    "export_import": "moved: record_turn into another namespace, exported without vectors, imported here",
 }
 IMPORT_BATCH = 100
 
@@ -101,11 +107,25 @@ def import_turns(client: MemoryClient, conversation: Conversation, steps: Progre
     report(steps, "writing turns", len(turns), len(turns))
 
 
+def export_and_import(client: MemoryClient, conversation: Conversation, steps: ProgressCallback | None = None) -> None:
+    """``write_turns`` into a namespace beside the client's, exported without vectors and imported into the client's."""
+    engine, namespace = client.engine, client.namespace
+    if engine is None or namespace is None:
+        raise ValueError("the export_import row needs an in-process client bound to a namespace")
+    source = f"{namespace}-source"
+    engine.drop_namespace(source)
+    with MemoryClient.in_process(engine, namespace=source) as writer:
+        write_turns(writer, conversation, steps)
+    engine.import_data(engine.export(namespace=source, include_embeddings=False), namespace=namespace)
+    engine.drop_namespace(source)
+
+
 WRITERS: dict[str, Callable[[MemoryClient, Conversation, ProgressCallback | None], None]] = {
     "record_turn": write_turns,
     "store_memory": store_turns,
     "record_turn_stdio": write_turns,
     "store_memory_batch": import_turns,
+    "export_import": export_and_import,
 }
 
 
@@ -253,6 +273,7 @@ __all__ = [
     "IMPORT_BATCH",
     "MODES",
     "ROW_NAMES",
+    "export_and_import",
     "import_turns",
     "run_default_path",
     "run_mode",

@@ -92,6 +92,17 @@ def consolidate_text(report: ConsolidationReport) -> str:
                 f"- {name}{fact.kind.value}: {short(fact.content, 200)} (said {fact.statements} times in "
                 f"{fact.occasions} sessions or days; sources {', '.join(fact.sources)})"
             )
+    if report.standing:
+        count = len(report.standing)
+        lines.append(
+            f"{count} fact{' is' if count == 1 else 's are'} said often enough and one semantic memory already "
+            "(repeats merged when written), nothing to distil:"
+        )
+        lines.extend(
+            f"- [{fact.id}] {fact.kind.value}: {short(fact.content, 200)} (said {fact.statements} times in "
+            f"{fact.occasions} sessions or days)"
+            for fact in report.standing
+        )
     if len(lines) == 1:
         lines.append("Nothing to merge or consolidate: no fact was said often enough, in enough sessions, to distil.")
     return "\n".join(lines)

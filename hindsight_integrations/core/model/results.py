@@ -147,6 +147,11 @@ class ConsolidationReport(BaseModel):
     reinforced: list[ConsolidatedFact] = Field(
         default_factory=list, description="existing consolidated memories said again"
     )
+    standing: list[ConsolidatedFact] = Field(
+        default_factory=list,
+        description="facts said often enough, in enough sessions, that are one semantic memory already "
+        "(their repeats were merged into it when written): nothing to distil",
+    )
 
 
 __all__ = [

@@ -154,6 +154,7 @@ class Consolidator:
             seed_unit=seed_unit,
         )
         plans = [p for c in clusters if (p := self._plan(handle.name, c, pool, unit, seeds, now, dry_run))]
+        report.standing = [f for c in clusters if (f := self._standing(c, pool))]
         if not dry_run:
             plans = self._apply(handle, plans, now)
         for plan in plans:
@@ -175,15 +176,34 @@ class Consolidator:
         if group.seed is not None:
             seed = seeds[group.seed]
             return _Plan(members, _reinforced(seed, members, now), new=False, by="existing", seed=seed)
-        said = sum(statements(m) for m in members)
-        if said < self._parts.settings.consolidation_min_members or len(_occasions(members)) < 2:
+        if not self._said_enough(members) or _standing_alone(members):
             return None
-        if len(members) == 1 and members[0].tier is Tier.SEMANTIC:
-            return None  # already the one semantic memory of its fact, reinforced by its repeats
         distilled = self._distiller.distil(members, unit[group.members], use_llm=not dry_run)
         if distilled is None:
             return None
         return _Plan(members, self._semantic(namespace, members, distilled, now), new=True, by=distilled.by)
+
+    def _said_enough(self, members: Sequence[MemoryRecord]) -> bool:
+        """Said ``consolidation_min_members`` times (merged repeats counted) on two occasions at least."""
+        said = sum(statements(m) for m in members)
+        return said >= self._parts.settings.consolidation_min_members and len(_occasions(members)) >= 2
+
+    def _standing(self, group: Cluster, pool: Sequence[MemoryRecord]) -> ConsolidatedFact | None:
+        """A fact said often enough that is one semantic memory already: reported, nothing written."""
+        members = [pool[n] for n in group.members]
+        if group.seed is not None or not _standing_alone(members) or not self._said_enough(members):
+            return None
+        record = members[0]
+        return ConsolidatedFact(
+            id=record.id,
+            content=record.content,
+            kind=record.kind,
+            importance=record.importance,
+            sources=[record.id],
+            statements=statements(record),
+            occasions=len(occasions(record)),
+            distilled_by="existing",
+        )
 
     def _semantic(
         self, namespace: str, members: Sequence[MemoryRecord], distilled: Distilled, now: datetime
@@ -237,6 +257,11 @@ class Consolidator:
                 handle.add(fresh, vectors, context_vectors)
             handle.rewrite(changed)
         return done
+
+
+def _standing_alone(members: Sequence[MemoryRecord]) -> bool:
+    """One semantic memory, its repeats merged into it when written: already the memory of its fact."""
+    return len(members) == 1 and members[0].tier is Tier.SEMANTIC
 
 
 def _is_consolidated(record: MemoryRecord, now: datetime) -> bool:
