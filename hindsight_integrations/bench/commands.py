@@ -296,6 +296,27 @@ def bench_floors(
     _emit(result, as_json=as_json, out=out, table=floors_table(result))
 
 
+@bench_app.command("judgement")
+def bench_judgement(
+    llm: Annotated[str, typer.Option(help="none (offline rules), scripted (a scripted LLM server), or both.")] = "both",
+    cases: Annotated[
+        Path | None, typer.Option(help="A judgement case file (TOML) instead of the packaged one.", exists=True)
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object on stdout.")] = False,
+    out: Annotated[Path | None, typer.Option(help="JSON results file.")] = None,
+) -> None:
+    """Updates, other people's facts, paraphrases and habits, in English, Chinese and mixed: judged as written."""
+    if llm not in ("none", "scripted", "both"):
+        fail(f"--llm must be none, scripted or both, not {llm!r}")
+    _check_out(out)
+    _bench_env()
+    from .judgement import judgement_table, run_judgement
+
+    with reported(), _user_errors():
+        result = run_judgement(llm, cases_file=cases, progress=_say)
+    _emit(result, as_json=as_json, out=out, table=judgement_table(result))
+
+
 @bench_app.command("distinct")
 def bench_distinct(
     count: Annotated[int, typer.Option(help="Distinct near-identical facts to write.")] = 210,

@@ -212,14 +212,7 @@ def run_mode(
     )
     options: dict[str, Any] = {"context_window_tokens": context_window_tokens}
     if server is not None:
-        options.update(
-            openai_base_url=server.base_url,
-            openai_api_key=server.api_key,
-            llm_model="scripted",
-            llm_timeout=LLM_TIMEOUT,
-            llm_max_retries=LLM_RETRIES,
-            use_llm=True,
-        )
+        options.update(server.engine_options(timeout=LLM_TIMEOUT, retries=LLM_RETRIES))
     engine = MemoryEngine(store=store, embedder=embedder, llm=None if server else False, clock=clock, **options)
     # As the HTTP server builds it (mcp/startup.start_scheduled_upkeep), over this one namespace.
     schedule = UpkeepSchedule(

@@ -28,7 +28,7 @@ import secrets
 import threading
 import time
 from collections import Counter
-from typing import Any
+from typing import Any, Protocol
 
 from ..core.llm import CONSOLIDATION_PROMPT, EXTRACTION_PROMPT, SUMMARY_PROMPT, UPDATE_PROMPT
 from .http_json import LoopbackServer, QuietHandler, error_body, send_json
@@ -43,6 +43,39 @@ CALLS = {
     SUMMARY_PROMPT: "summary",
 }
 _NUMBERED = re.compile(r"^\s*\d+\.\s+(.*)$")
+
+
+def judged_statements(prompt: str) -> tuple[str, list[str]]:
+    """The new statement and the stored ones of an update-judgement prompt (``core/llm.py``)."""
+    new_line, _, stored_part = prompt.partition("\nSTORED:\n")
+    return new_line.removeprefix("NEW:").strip(), [
+        m.group(1) for line in stored_part.splitlines() if (m := _NUMBERED.match(line))
+    ]
+
+
+def numbered_statements(prompt: str) -> list[str]:
+    """The numbered statements of a distillation prompt."""
+    return [m.group(1) for line in prompt.splitlines() if (m := _NUMBERED.match(line))]
+
+
+class Script(Protocol):
+    """What a scripted server answers each of the engine's prompts with."""
+
+    def extract(self, transcript: str) -> dict[str, Any]:
+        """The memories of an extraction prompt's exchange."""
+        ...
+
+    def judge(self, prompt: str) -> dict[str, Any]:
+        """A verdict for each stored statement of an update-judgement prompt."""
+        ...
+
+    def distil(self, prompt: str) -> dict[str, Any]:
+        """The one fact a distillation prompt's statements say, or ``same_fact: false``."""
+        ...
+
+    def summarise(self, transcript: str) -> str:
+        """A summary of a transcript's turns."""
+        ...
 
 
 class ScriptedLLM:
@@ -76,9 +109,7 @@ class ScriptedLLM:
 
     def judge(self, prompt: str) -> dict[str, Any]:
         """One verdict per stored memory: same attribute and value merge, another value replaces, else both stay."""
-        new_line, _, stored_part = prompt.partition("\nSTORED:\n")
-        new = new_line.removeprefix("NEW:").strip()
-        stored = [m.group(1) for line in stored_part.splitlines() if (m := _NUMBERED.match(line))]
+        new, stored = judged_statements(prompt)
         return {"verdicts": [self._verdict(new, old) for old in stored]}
 
     def _verdict(self, new: str, old: str) -> str:
@@ -91,7 +122,7 @@ class ScriptedLLM:
 
     def distil(self, prompt: str) -> dict[str, Any]:
         """The preference the statements say, in one sentence; a repeat as it was said; else the shortest."""
-        statements = [m.group(1) for line in prompt.splitlines() if (m := _NUMBERED.match(line))]
+        statements = numbered_statements(prompt)
         if not statements:
             return {"same_fact": False}
         preferences = {self._distilled.get(normalised(s)) for s in statements}
@@ -121,12 +152,14 @@ class ScriptedLLMServer(LoopbackServer):
 
     ``fault_rate`` of the requests get a fault (``FAULTS``), chosen by ``random.Random(seed)``;
     a ``timeout`` fault answers after ``slow_seconds``. Requests need the random ``api_key``.
+    Another benchmark's ``script`` answers instead of ``history``'s when given.
     """
 
     def __init__(
         self,
-        history: History,
+        history: History | None = None,
         *,
+        script: Script | None = None,
         fault_rate: float = 0.15,
         seed: int = 7,
         slow_seconds: float = 2.0,
@@ -135,7 +168,11 @@ class ScriptedLLMServer(LoopbackServer):
     ) -> None:
         if not 0.0 <= fault_rate <= 1.0:
             raise ValueError(f"fault_rate must be between 0 and 1, got {fault_rate}")
-        self.script = ScriptedLLM(history)
+        if script is None:
+            if history is None:
+                raise ValueError("a scripted server needs a history or a script to answer from")
+            script = ScriptedLLM(history)
+        self.script: Script = script
         self.fault_rate = fault_rate
         self.slow_seconds = slow_seconds
         self.requests: Counter[str] = Counter()
@@ -167,6 +204,17 @@ class ScriptedLLMServer(LoopbackServer):
                 send_json(self, status, payload)
 
         super().__init__(Handler, host=host, port=port, name="scripted-llm")
+
+    def engine_options(self, *, timeout: float, retries: int) -> dict[str, Any]:
+        """``MemoryEngine`` settings that make its LLM this server, with the client's ``timeout`` and ``retries``."""
+        return {
+            "openai_base_url": self.base_url,
+            "openai_api_key": self.api_key,
+            "llm_model": "scripted",
+            "llm_timeout": timeout,
+            "llm_max_retries": retries,
+            "use_llm": True,
+        }
 
     def respond(self, system: str, user: str, model: str) -> tuple[int, dict[str, Any], float]:
         """(status, body, delay in seconds) for one chat request: the scripted reply, or a fault."""
@@ -220,4 +268,13 @@ def chat_completion(content: str, model: str) -> dict[str, Any]:
     }
 
 
-__all__ = ["CALLS", "FAULTS", "ScriptedLLM", "ScriptedLLMServer", "chat_completion"]
+__all__ = [
+    "CALLS",
+    "FAULTS",
+    "Script",
+    "ScriptedLLM",
+    "ScriptedLLMServer",
+    "chat_completion",
+    "judged_statements",
+    "numbered_statements",
+]

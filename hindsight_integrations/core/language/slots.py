@@ -39,6 +39,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from functools import lru_cache
+from re import Match
 
 from .rules import Rules, Searcher, every, for_text
 from .subjects import owner_of, project_slot
@@ -94,8 +95,16 @@ def _explicit_slot(rules: Rules, content: str, spans: Sequence[str]) -> str | No
                 if match := rule.search(span):
                     if subject == "project":
                         return project_slot(content, attribute)
-                    return f"{owner_of(span, match.start()) or subject}:{attribute}"
+                    return f"{owner_of(span, match.start()) or subject}:{_filled(attribute, match)}"
     return None
+
+
+def _filled(attribute: str, match: Match[str]) -> str:
+    """``"name of {animal}"`` with the animal the rule found, in one language: two pets' names are two slots."""
+    if "{animal}" not in attribute:
+        return attribute
+    animal = (match.groupdict().get("animal") or "pet").lower()
+    return attribute.replace("{animal}", every().mapping("pet_kinds").get(animal, animal))
 
 
 def _category_slot(content: str) -> str | None:

@@ -62,13 +62,21 @@ def _number(text: str, scale: int = 1) -> str:
 
 
 def _zh_number(text: str) -> int | None:
-    """``十二`` → 12, ``两万三千`` → 23000, ``2`` → 2; None when it is no numeral (or an implausibly long one)."""
+    """``十二`` → 12, ``两万三千`` → 23000, ``三千二`` → 3200, ``2`` → 2.
+
+    None when it is no numeral (or an implausibly long one).
+    """
     if len(text) > 20:
         return None
     if text.isdigit():
         return int(text)
     rules = every()
     digits, units, big_units = rules.mapping("digits"), rules.mapping("units"), rules.mapping("big_units")
+    if len(text) >= 3 and text[-1] in digits and (units.get(text[-2], 0) >= 100 or text[-2] in big_units):
+        # 三千二 is 3200, 两万五 25000: a last digit right after 百/千/万 counts in the next unit down
+        lower = (units.get(text[-2]) or big_units[text[-2]]) // 10
+        head = _zh_number(text[:-1])
+        return None if head is None else head + digits[text[-1]] * lower
     total, section, digit = 0, 0, None
     for char in text:
         if char in digits:
@@ -231,8 +239,8 @@ def _zh_month(m: re.Match[str]) -> Iterator[str]:
 
 
 def _zh_count(m: re.Match[str]) -> Iterator[str]:
-    value = _zh_number(m.group(2) or m.group(3))
-    if value is not None and (m.group(2) or "x")[0] not in every().words("not_count_starts"):
+    value = _zh_number(m.group(1) or m.group(3) or m.group(4))
+    if value is not None and (m.group(3) or "x")[0] not in every().words("not_count_starts"):
         yield str(value)
 
 

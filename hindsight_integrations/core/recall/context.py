@@ -11,7 +11,8 @@ relevant lines beat five long ones.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from datetime import date
 
 from ..language.rules import every
 from ..language.text import query_terms, sentences
@@ -52,12 +53,17 @@ def quoted(text: str) -> str:
     return json.dumps(text.strip(), ensure_ascii=False).translate(DISPLAY_CONTROL_ESCAPES)
 
 
-def memory_line(record: MemoryRecord, content: str | None = None) -> str:
-    """One dated line of the context block (``content`` replaces the record's, e.g. trimmed)."""
+def memory_line(record: MemoryRecord, content: str | None = None, *, changed_on: date | None = None) -> str:
+    """One dated line of the context block (``content`` replaces the record's, e.g. trimmed).
+
+    ``changed_on``: a later memory in the block announces a change of this one (``currency.py``).
+    """
     line = f"- ({record.occurred_at.date().isoformat()}) {quoted(content if content is not None else record.content)}"
     if record.status is Status.SUPERSEDED:
         until = record.valid_until.date().isoformat() if record.valid_until else "later"
         line += f" [superseded on {until}]"
+    elif changed_on is not None:
+        line += f" [earlier: changed on {changed_on.isoformat()}]"
     return line
 
 
@@ -107,6 +113,7 @@ def pack_within_budget(
     counter: TokenCounter | None = None,
     keep_whole: int = 3,
     min_chars: int = 60,
+    changed: Mapping[str, date] | None = None,
 ) -> list[tuple[MemoryRecord, str]]:
     """Fit records (best first) into ``budget`` tokens: whole, then trimmed, then dropped from the end.
 
@@ -120,7 +127,7 @@ def pack_within_budget(
         return items
 
     def cost(chosen: Sequence[tuple[MemoryRecord, str]]) -> int:
-        return count(format_context(chosen))
+        return count(format_context(chosen, changed))
 
     terms = query_terms(query)
     texts: list[_Trimmable] | None = None  # split into sentences only when something must be trimmed
@@ -171,10 +178,18 @@ def _first_fitting(steps: int, fits: Callable[[int], bool]) -> int | None:
     return low
 
 
-def format_context(items: Sequence[MemoryRecord | tuple[MemoryRecord, str]]) -> str:
-    """The injected block: chronological, dated, fenced. Empty string when nothing was recalled."""
+def format_context(
+    items: Sequence[MemoryRecord | tuple[MemoryRecord, str]], changed: Mapping[str, date] | None = None
+) -> str:
+    """The injected block: chronological, dated, fenced. Empty string when nothing was recalled.
+
+    ``changed``: memories a later one in the block changes, by id, with that one's date.
+    """
     if not items:
         return ""
     pairs = [item if isinstance(item, tuple) else (item, item.content) for item in items]
     ordered = sorted(pairs, key=lambda p: p[0].occurred_at)
-    return "\n".join([CONTEXT_HEADER, *(memory_line(r, c) for r, c in ordered), CONTEXT_FOOTER])
+    marks = changed or {}
+    return "\n".join(
+        [CONTEXT_HEADER, *(memory_line(r, c, changed_on=marks.get(r.id)) for r, c in ordered), CONTEXT_FOOTER]
+    )

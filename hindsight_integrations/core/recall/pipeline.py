@@ -12,16 +12,17 @@
 4. *rank*: ``ranking.rank`` fuses the signals; a consolidated memory stands in for its sources
    (``ranking.prefer_consolidated``).
 5. *fetch*: only the finalists are read from Chroma, and re-checked there, so a memory another
-   process forgot a moment ago is never returned.
+   process forgot a moment ago is never returned; a finalist announcing a change of another
+   ranks above it, which the context marks as changed since (``currency.py``).
 6. *pack*: fit the token budget, count the accesses, format the context block.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import date, datetime
 from typing import Any
 
 import numpy as np
@@ -38,6 +39,7 @@ from ..parts import EngineParts
 from ..storage.field_index import MemoryFacts
 from ..storage.namespace_store import NamespaceStore, Vector
 from .context import format_context, pack_within_budget
+from .currency import current_first
 from .filters import RecallFilters, bounded_filters
 from .ranking import Candidate, Ranked, RecallWeights, prefer_consolidated, rank
 
@@ -170,8 +172,8 @@ class Recaller:
         ):
             ranked = []  # nothing here is about the question
         ranked = prefer_consolidated(ranked, {c.id: c.facts for c in admitted})
-        hits = self._fetch(handle, search, ranked)
-        return self._pack(handle, request, hits, now, touch=touch)
+        hits, changed = current_first(self._fetch(handle, search, ranked))
+        return self._pack(handle, request, hits, now, touch=touch, changed=changed)
 
     def relevance(self, handle: NamespaceStore | None, request: RecallRequest) -> Relevance:
         """What the floors see for ``request``: the candidates ``recall`` would rank, measured, none returned.
@@ -304,17 +306,24 @@ class Recaller:
         return hits[: request.top_k]
 
     def _pack(
-        self, handle: NamespaceStore, request: RecallRequest, hits: list[RecallHit], now: datetime, *, touch: bool
+        self,
+        handle: NamespaceStore,
+        request: RecallRequest,
+        hits: list[RecallHit],
+        now: datetime,
+        *,
+        touch: bool,
+        changed: Mapping[str, date],
     ) -> RecallResult:
         counter = self._parts.tokens
         packed = pack_within_budget(
-            [h.record for h in hits], request.token_budget, query=request.query, counter=counter
+            [h.record for h in hits], request.token_budget, query=request.query, counter=counter, changed=changed
         )
         hits = hits[: len(packed)]
         if touch and hits:
             handle.record_access([h.record.id for h in hits], now)
             hits = [h.model_copy(update={"record": _touched(h.record, now)}) for h in hits]
-        context = format_context([(h.record, text) for h, (_, text) in zip(hits, packed)])
+        context = format_context([(h.record, text) for h, (_, text) in zip(hits, packed)], changed)
         return RecallResult(query=request.query, hits=hits, context=context, tokens=counter.count(context))
 
 

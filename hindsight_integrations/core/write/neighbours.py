@@ -114,13 +114,15 @@ def _that_matter(
 
     Below ``cutoff`` only an exact repeat (the same normalised text), a memory of the same slot,
     or the other side of a reversal (the same content words, the negation on one side only: "I
-    don't eat meat" / "I eat meat again") can; hits not in the facts index yet (another
+    don't eat meat" / "I eat meat again") can, and a change announced next to a slot on either
+    side (``supersede.rule_verdict``: the slot names the question both answer); hits not in the facts index yet (another
     writer's, a moment ago) are kept to be read. Most writes then read no neighbour at all.
     """
     facts = handle.facts.lookup([i for i, s in hits if s < cutoff])
     if not facts:
         return hits
-    keys = read(record.content).keys
+    reading = read(record.content)
+    keys = reading.keys
     key, negation, about = keys.text_key, keys.negated, keys.reversal_key
     return [
         (i, s)
@@ -130,6 +132,7 @@ def _that_matter(
         or f.text_key == key
         or (about and f.reversal_key == about and f.negated != negation)
         or (record.slot and f.slot == record.slot)
+        or (reading.change_cue and bool(record.slot or f.slot))
     ]
 
 

@@ -207,7 +207,10 @@ class Settler:
             return
         records = [self._with_corrected_slot(handle, r) for r in records]
         vectors, context_vectors = self._parts.embed_records(records, with_context=with_context)
-        judge = UpdateJudge(self._parts.llm, threshold=self._parts.cosines.update)
+        cosines = self._parts.cosines
+        judge = UpdateJudge(
+            self._parts.llm, threshold=cosines.update, related=(self._finder.floor + cosines.update) / 2
+        )
         # Without dedup or an LLM, the rules only supersede by slot or by meaning with a change cue:
         # anything else is added without comparing.
         comparable = [n for n, r in enumerate(records) if (dedup or supersede) and can_repeat(r)]

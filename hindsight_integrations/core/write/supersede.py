@@ -61,8 +61,19 @@ def is_low_trust(record: MemoryRecord, *, trusted: bool) -> bool:
     return not trusted or record.role in (Role.TOOL, Role.ASSISTANT)
 
 
-def rule_verdict(existing: MemoryRecord, new: MemoryRecord, similarity: float, threshold: float) -> Verdict:
-    """The offline judgement: an update when slots match, or close meaning plus a change cue."""
+def rule_verdict(
+    existing: MemoryRecord, new: MemoryRecord, similarity: float, threshold: float, related: float | None = None
+) -> Verdict:
+    """The offline judgement: an update when slots match, or close meaning plus a change cue.
+
+    ``threshold`` is how close two statements must be for a change cue alone to make one update
+    the other. When one of the two sets a slot, it names the question they answer: then being
+    ``related`` is close enough if a value was replaced ("我的房租是每月三千二" → "房东涨价了，
+    下个月起每月三千五", 0.955 with e5, whose ``threshold`` is 0.97). The engine passes halfway
+    between the neighbour search's floor and ``threshold``: at the floor itself, "Lena: Actually,
+    I have 2 kids, not 3." (0.53 with MiniLM) would update "Lena: My budget for the apartment is
+    1200 euros a month.".
+    """
     same = compare(existing, new)
     if not same.comparable or existing.id == new.id:
         return Verdict.KEEP_BOTH
@@ -72,20 +83,25 @@ def rule_verdict(existing: MemoryRecord, new: MemoryRecord, similarity: float, t
         return Verdict.KEEP_BOTH if same.different_slots else Verdict.KEEP_NEW
     if same.reversal:
         return Verdict.KEEP_NEW  # "I'm no longer allergic to peanuts": the same words, turned around
-    if similarity < threshold or not read(new.content).change_cue or same.different_subjects:
+    if not read(new.content).change_cue or same.different_subjects:
         return Verdict.KEEP_BOTH
     only_old, only_new = same.differing_values
+    replaced = bool(only_old and only_new)
+    one_slot = related is not None and bool(new.slot or existing.slot) and similarity >= related
+    if similarity < threshold and not (one_slot and replaced):
+        return Verdict.KEEP_BOTH
     # "no matter" is no reversal: only the packs' negations and reversals turn a statement round
-    changed = (only_old and only_new) or bool(same.flipped & reversals())
+    changed = replaced or bool(same.flipped & reversals())
     return Verdict.KEEP_NEW if changed else Verdict.KEEP_BOTH
 
 
 class UpdateJudge:
     """Decides, for one new memory, which neighbours it updates; the LLM when configured, else rules."""
 
-    def __init__(self, llm: LLMClient | None, *, threshold: float) -> None:
+    def __init__(self, llm: LLMClient | None, *, threshold: float, related: float | None = None) -> None:
         self._llm = llm
         self.threshold = threshold
+        self.related = related
 
     def verdicts(self, new: MemoryRecord, neighbours: Sequence[Neighbour]) -> list[tuple[Neighbour, Verdict]]:
         """A verdict for every neighbour (``KEEP_BOTH`` for the unrelated)."""
@@ -98,7 +114,7 @@ class UpdateJudge:
                 return [(n, Verdict(v)) for n, v in zip(candidates, judged)]
             except LLMError as exc:
                 log.warning("LLM update judgement failed, falling back to rules: %s", describe_error(exc))
-        return [(n, rule_verdict(n.record, new, n.similarity, self.threshold)) for n in candidates]
+        return [(n, rule_verdict(n.record, new, n.similarity, self.threshold, self.related)) for n in candidates]
 
 
 def history_of(record: MemoryRecord, current: MemoryRecord, now: datetime) -> MemoryRecord:

@@ -1,0 +1,204 @@
+"""Updates no earlier rule named (issue #27), the current value first at recall, and ``hindsight bench judgement``.
+
+The statements are written as a user writes them: through an in-process MCP session,
+``store_memory`` once per statement, dated weeks apart, on the default engine (``auto`` model:
+the Chinese ones run on e5).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from hindsight_integrations import MemoryEngine
+from hindsight_integrations.bench.judgement import (
+    Case,
+    JudgementScript,
+    judgement_table,
+    load_cases,
+    run_mode,
+    score_case,
+)
+from hindsight_integrations.bench.scripted_llm import ScriptedLLMServer
+from hindsight_integrations.cli import app
+from hindsight_integrations.core.clock import ManualClock
+from hindsight_integrations.core.language.values import values_of
+from hindsight_integrations.core.model.records import MemoryRecord, Status
+from hindsight_integrations.mcp import MemoryClient
+
+T0 = datetime(2026, 3, 2, 19, 0, tzinfo=UTC)
+
+# (earlier, later, question, what the first answer must name): each names no attribute the
+# rules knew before, so both used to stay current with the earlier one first.
+UPDATES = [
+    ("我的房租是每月三千二。", "房东涨价了，下个月起每月三千五。", "我的房租多少钱？", "三千五"),
+    ("我们的鹦鹉叫小绿。", "鹦鹉后来改叫豆豆了。", "鹦鹉叫什么名字？", "豆豆"),
+    (
+        "The kitchen renovation can cost at most 8,000 euros.",
+        "We settled on 11,000 for the kitchen in the end.",
+        "How much will the kitchen cost?",
+        "11,000",
+    ),
+    (
+        "Our search runs on Elasticsearch.",
+        "We swapped Elasticsearch out for OpenSearch in March.",
+        "What does our search run on?",
+        "OpenSearch",
+    ),
+    ("I rent a flat in Porto.", "Packed everything up and moved to Braga.", "Where do I live?", "Braga"),
+    (
+        "I'm an accountant at Deloitte.",
+        "Two weeks into my new role at a fintech called Ledgerly.",
+        "Where do I work?",
+        "Ledgerly",
+    ),
+]
+
+
+@pytest.fixture
+def default_engine(tmp_path: Path) -> Iterator[tuple[MemoryEngine, ManualClock]]:
+    clock = ManualClock(T0)
+    yield MemoryEngine(store=tmp_path / "store", llm=False, clock=clock), clock
+
+
+def _write(engine: MemoryEngine, clock: ManualClock, namespace: str, *texts: str) -> list[MemoryRecord]:
+    written = []
+    start = clock.now() + timedelta(days=1)
+    with MemoryClient.in_process(engine, namespace=namespace) as client:
+        for n, text in enumerate(texts):
+            at = start + timedelta(weeks=4 * n)
+            clock.set(at)
+            written += client.store(text, session_id=f"s{n}", occurred_at=at).stored
+    return written
+
+
+@pytest.mark.parametrize(("earlier", "later", "question", "current"), UPDATES, ids=[u[3] for u in UPDATES])
+def test_a_new_value_said_in_other_words_makes_the_old_one_history(
+    default_engine: tuple[MemoryEngine, ManualClock], earlier: str, later: str, question: str, current: str
+) -> None:
+    engine, clock = default_engine
+    old, new = _write(engine, clock, "u", earlier, later)
+    assert engine.get(old.id, namespace="u").status is Status.SUPERSEDED
+    assert engine.get(old.id, namespace="u").superseded_by == new.id
+    assert [m.content for m in engine.list(namespace="u")] == [later]
+    assert current in engine.recall(question, namespace="u").records[0].content
+
+
+def test_a_relatives_value_and_an_unrelated_number_stay_current(
+    default_engine: tuple[MemoryEngine, ManualClock],
+) -> None:
+    engine, clock = default_engine
+    _write(engine, clock, "a", "My brother lives in Lyon.", "I live in Paris now.")
+    assert len(engine.list(namespace="a")) == 2
+    assert "Lyon" in engine.recall("Where does my brother live?", namespace="a").records[0].content
+    # a change cue, a slot on one side and another number, but not the same question (MiniLM 0.53)
+    _write(engine, clock, "b", "My budget for the apartment is 1200 euros a month.", "Actually, I have 2 kids, not 3.")
+    assert len(engine.list(namespace="b")) == 2
+
+
+def test_two_pets_names_are_two_facts(default_engine: tuple[MemoryEngine, ManualClock]) -> None:
+    engine, clock = default_engine
+    _write(engine, clock, "u", "Our dog is called Rex.", "Our cat is called Tom.", "We renamed the cat Whiskers.")
+    current = sorted(m.content for m in engine.list(namespace="u"))
+    assert current == ["Our dog is called Rex.", "We renamed the cat Whiskers."]
+
+
+def test_a_change_both_memories_keep_ranks_first_and_the_context_marks_the_earlier(
+    default_engine: tuple[MemoryEngine, ManualClock],
+) -> None:
+    engine, clock = default_engine
+    old, new = _write(
+        engine, clock, "u", "Our CI runs on Jenkins.", "We migrated CI from Jenkins to GitHub Actions last sprint."
+    )
+    assert engine.get(old.id, namespace="u").status is Status.ACTIVE  # no rule names CI: both stay current
+    result = engine.recall("What does our CI run on?", namespace="u")
+    assert [r.id for r in result.records] == [new.id, old.id]
+    assert f'"Our CI runs on Jenkins." [earlier: changed on {new.occurred_at.date().isoformat()}]' in result.context
+    assert 'GitHub Actions last sprint." [' not in result.context
+    # another person's value is no change of the user's, and is not marked
+    _write(engine, clock, "b", "My brother lives in Lyon.", "I live in Paris now.")
+    brother = engine.recall("Where does my brother live?", namespace="b")
+    assert "Lyon" in brother.records[0].content and "[earlier" not in brother.context
+
+
+def test_chinese_numerals_with_a_dropped_unit_read_as_amounts() -> None:
+    assert values_of("我的房租是每月三千二。") == {"3200"}
+    assert "3500" in values_of("房东涨价了，下个月起每月三千五。")
+    assert values_of("两万五") == {"25000"} and values_of("一百五十块钱") >= {"150"}
+    assert values_of("三千零二") == {"3002"} and values_of("三个人") == {"3"}
+
+
+# -- hindsight bench judgement -----------------------------------------------------------------
+
+
+def _case(kind: str, statements: list[str], question: str, current: str) -> Case:
+    return Case(set="own", kind=kind, language="en", statements=statements, question=question, current=current)  # type: ignore[arg-type]
+
+
+def _record(content: str, **fields: object) -> MemoryRecord:
+    return MemoryRecord(namespace="n", content=content, **fields)  # type: ignore[arg-type]
+
+
+def test_the_scoring_fails_what_it_should() -> None:
+    update = _case("update", ["I live in Leeds.", "Relocated to York."], "Where do I live?", "York")
+    old, new = _record("I live in Leeds."), _record("Relocated to York.")
+    assert score_case(update, [new], [new]) == (True, "")
+    assert score_case(update, [new, old], [new, old]) == (False, "the earlier statement is still current")
+    assert score_case(update, [old, new], [new])[0] is False
+    assert score_case(update, [], [new]) == (False, "recalled nothing")
+    paraphrase = _case("paraphrase", ["Short answers, please.", "Keep it short."], "How long?", "short")
+    assert score_case(paraphrase, [_record("Keep it short.")], [])[0]
+    assert score_case(paraphrase, [_record("Keep it short."), _record("Short answers, please.")], [])[0] is False
+    habit = _case("habit", ["Swam tonight.", "Swam again."], "Do I do any sport?", "swim")
+    assert score_case(habit, [_record("Swam tonight.")], [_record("Swam tonight.")]) == (
+        False,
+        "no memory of the habit",
+    )
+
+
+def test_the_scripted_judge_answers_as_a_good_model_would() -> None:
+    cases = [
+        _case("update", ["Our CI runs on Jenkins.", "We moved CI to GitHub Actions."], "CI?", "GitHub"),
+        _case("paraphrase", ["Short answers, please.", "Keep it short."], "How long?", "short"),
+    ]
+    script = JudgementScript(cases)
+    prompt = "NEW: We moved CI to GitHub Actions.\nSTORED:\n1. Our CI runs on Jenkins.\n2. Keep it short."
+    assert script.judge(prompt) == {"verdicts": ["keep_new", "keep_both"]}
+    assert script.distil("1. Short answers, please.\n2. Keep it short.")["content"] == "Short answers, please."
+    assert script.distil("1. Short answers, please.\n2. Our CI runs on Jenkins.") == {"same_fact": False}
+    with pytest.raises(ValueError, match="history or a script"):
+        ScriptedLLMServer()
+
+
+def test_the_packaged_cases_cover_every_kind_and_language() -> None:
+    cases = load_cases()
+    assert {c.kind for c in cases} == {"update", "cancel", "kept_apart", "paraphrase", "habit"}
+    assert {c.language for c in cases} == {"en", "zh", "mixed"} and {c.set for c in cases} == {"issue", "own"}
+
+
+def test_a_malformed_case_file_is_refused_with_its_name(tmp_path: Path) -> None:
+    bad = tmp_path / "cases.toml"
+    bad.write_text('doc = "x"\n[[case]]\nkind = "guess"\n', encoding="utf-8")
+    with pytest.raises(ValueError, match=r"cases\.toml: not a judgement case file"):
+        load_cases(bad)
+    result = CliRunner().invoke(app, ["bench", "judgement", "--llm", "none", "--cases", str(bad)])
+    assert result.exit_code == 2 and "not a judgement case file" in result.output
+    assert CliRunner().invoke(app, ["bench", "judgement", "--llm", "sometimes"]).exit_code == 2
+
+
+@pytest.mark.parametrize("mode", ["none", "scripted"])
+def test_the_benchmark_runs_cases_offline_and_through_the_scripted_server(tmp_path: Path, mode: str) -> None:
+    cases = [c for c in load_cases() if c.question in ("Where do I live?", "Where does my brother live?")]
+    result = run_mode(mode, cases, store=tmp_path / mode)
+    assert result["total"] == len(cases) == 3
+    assert {c["question"] for c in result["cases"] if c["passed"]} >= {"Where does my brother live?"}
+    if mode == "scripted":
+        assert result["llm_server"]["requests"].get("update_judgement", 0) >= 1
+    table = judgement_table({"modes": {mode: result}})
+    assert table.splitlines()[-1].startswith(f"| all | {result['passed']}/3")
+    json.dumps(result)  # what --out writes
