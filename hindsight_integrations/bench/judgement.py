@@ -67,6 +67,7 @@ class Case(BaseModel):
     statements: list[str]
     question: str
     current: str
+    distilled: str | None = None  # what the scripted LLM distils a paraphrase or habit case to
 
 
 class _CaseFile(BaseModel):
@@ -90,7 +91,7 @@ class JudgementScript:
 
     Statements of one update or cancel case: the later one replaces the earlier; of one
     paraphrase case: the same fact; anything else: both stay. A paraphrase case distils to its
-    first statement, a habit case to a sentence naming the activity and how often.
+    ``distilled`` sentence (else its first statement), and so does a habit case.
     """
 
     def __init__(self, cases: Sequence[Case]) -> None:
@@ -126,11 +127,8 @@ class JudgementScript:
         if len(found) != 1 or (n := found.pop()) < 0:
             return {"same_fact": False}
         case = self._cases[n]
-        if case.kind == "habit":
-            count = len(case.statements)
-            content = f"A regular habit, {count} times in {count * 2} days: {case.statements[0]}"
-            return {"same_fact": True, "content": content, "kind": "fact", "importance": 0.7}
-        return {"same_fact": True, "content": case.statements[0], "kind": "preference", "importance": 0.8}
+        kind = "fact" if case.kind == "habit" else "preference"
+        return {"same_fact": True, "content": case.distilled or case.statements[0], "kind": kind, "importance": 0.8}
 
     def summarise(self, transcript: str) -> str:
         """Not asked: the cases write no conversation turns."""
@@ -162,7 +160,7 @@ def score_case(case: Case, recalled: Sequence[MemoryRecord], active: Sequence[Me
         if len(naming) != 1:
             return False, f"{len(naming)} memories name {case.current!r}"
     if case.kind == "habit":
-        habit = next((r for r in active if r.tier is Tier.SEMANTIC and len(r.sources) >= 2), None)
+        habit = next((r for r in active if r.tier is Tier.SEMANTIC and len(r.source.memory_ids) >= 2), None)
         if habit is None:
             return False, "no memory of the habit"
         if first.id != habit.id:

@@ -35,14 +35,17 @@ offline; that is the price of never joining a contrast.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import re
+from collections.abc import Iterable, Sequence
 from functools import cached_property, lru_cache
 
 from ..model.records import Kind, MemoryRecord, Tier
 from .keys import negations, normalised, polarity, topic_words
 from .rules import clear_with_packs, every, for_text
+from .speakers import without_speaker
 from .subjects import different_subjects
-from .values import differing_values
+from .text import lexical_tokens, stopwords
+from .values import differing_values, values_of
 
 
 def can_repeat(record: MemoryRecord) -> bool:
@@ -192,6 +195,33 @@ def content_words(text: str) -> frozenset[str]:
     return _reading(text)[0]
 
 
+# A label opening a line, whatever its script ("孙浩然: "): for topic terms only, so a "Note:"
+# dropped with it costs nothing (``speakers.speaker_of`` is stricter: a Latin capitalised name).
+_LEADING_LABEL = re.compile(r"^\s*[^\s:：]{1,30}\s?[:：]\s*")
+
+
+def meaning_terms(text: str, names: Iterable[str] = ()) -> frozenset[str]:
+    """The terms that say what a statement is about: its words (character pairs in Chinese).
+
+    Not who said it ("Lena: …", or any of ``names``: a memory's entities, its speaker among
+    them), no stopword, value, or word that only says when or how often
+    (the packs' ``time_words``: "every", "evening", 晚上). Two statements sharing none are about
+    different things, however close their vectors: e5 puts one speaker's unrelated turns 0.94
+    apart.
+    """
+    said = without_speaker(text)
+    for _ in range(3):  # "孙浩然: 孙浩然: …": a Chinese name's label, the turn quoted with it
+        said = _LEADING_LABEL.sub("", said, count=1)
+    ignored = stopwords() | every().words("time_words") | {t for name in names for t in lexical_tokens(name)}
+    return frozenset(t for t in lexical_tokens(said) if t not in ignored and not t.isdigit() and not values_of(t))
+
+
+def share_a_topic(a: MemoryRecord, b: MemoryRecord) -> bool:
+    """Whether two memories share a term about what they say (``meaning_terms``, their entities aside)."""
+    names = [*a.entities, *b.entities]
+    return bool(meaning_terms(a.content, names) & meaning_terms(b.content, names))
+
+
 def says_the_same(a: str, b: str) -> bool:
     """Whether one text says all the other says and at most as much again, naming no one new.
 
@@ -261,9 +291,11 @@ __all__ = [
     "content_words",
     "core",
     "joins",
+    "meaning_terms",
     "reversals",
     "reverses",
     "same_fact",
     "same_frame",
     "says_the_same",
+    "share_a_topic",
 ]

@@ -63,6 +63,25 @@ def is_lasting(slot: str | None) -> bool:
     return slot is not None and slot.rpartition(":")[2] in LASTING_ATTRIBUTES
 
 
+def is_named(slot: str | None) -> bool:
+    """Whether ``slot`` is one the packs' slot rules name (a phone, rent, a project's database…).
+
+    Not a generic "my X is" slot (``user:family`` from "my family is everything"): chat is full of
+    those, and they name no question precisely enough for a slot on one side alone to say two
+    statements answer it (``supersede.rule_verdict``).
+    """
+    if slot is None:
+        return False
+    attribute = slot.rpartition(":")[2]
+    return attribute in _named_attributes(every()) or attribute.startswith(("deadline of ", "name of "))
+
+
+@lru_cache(maxsize=16)
+def _named_attributes(rules: Rules) -> frozenset[str]:
+    named = {attribute for _, attribute, _ in _slot_rules(rules)}
+    return frozenset(named | set(_CATEGORIES) | set(_SUBJECT_OF))
+
+
 def detect_slot(content: str) -> str | None:
     """Return ``"subject:attribute"`` if the text sets a recognisable attribute, else None.
 
@@ -147,4 +166,4 @@ def _attribute(phrase: str) -> str | None:
     return rules.mapping("attribute_synonyms").get(key, key)
 
 
-__all__ = ["LASTING_ATTRIBUTES", "change_cue", "detect_slot", "is_lasting"]
+__all__ = ["LASTING_ATTRIBUTES", "change_cue", "detect_slot", "is_lasting", "is_named"]

@@ -13,39 +13,88 @@ earlier one, and the context block marks the earlier one as changed since, whate
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections import Counter
+from collections.abc import Callable, Sequence
 from datetime import date
 
 from ..language.keys import read
 from ..language.sameness import compare
+from ..language.speakers import speaker_of, without_speaker
 from ..language.values import values_of
 from ..model.records import MemoryRecord
 from ..model.results import RecallHit
 
 
-def _changes(earlier: MemoryRecord, later: MemoryRecord) -> bool:
+def _changes(earlier: MemoryRecord, later: MemoryRecord, common: frozenset[str] = frozenset()) -> bool:
     """Whether ``later`` announces a change of what ``earlier`` says (see the module docstring)."""
     if later.occurred_at <= earlier.occurred_at or not read(later.content).change_cue:
         return False
     same = compare(earlier, later)
     if not same.comparable or same.disjoint_entities or same.different_subjects:
         return False
-    if earlier.slot and later.slot:
-        return not same.different_slots
-    return bool(values_of(earlier.content) & values_of(later.content))
+    if earlier.slot and later.slot and not same.different_slots:
+        return True
+    # a shared value holds even when the slots read differently ("I drive a silver Corolla to the
+    # office." is a car, "Sold the Corolla, I take the train to work now." a commute)
+    return bool(_named_values(earlier, common) & _named_values(later, common))
 
 
-def current_first(hits: Sequence[RecallHit]) -> tuple[list[RecallHit], dict[str, date]]:
+def _named_values(record: MemoryRecord, common: frozenset[str]) -> frozenset[str]:
+    """The things a memory names (Jenkins, a Corolla, 38): written with a capital or a digit, no one's name.
+
+    Not what ``common`` holds (``_common``: people, and what starts one of their names: "Mel"),
+    and not the time words ("yesterday") every chat turn has.
+    """
+    text = without_speaker(record.content)
+    named = {w.lower() for w in text.split() if w[:1].isupper() or any(c.isdigit() for c in w)}
+    found = set()
+    for value in values_of(text):
+        if any(p.startswith(value) or value.startswith(p) for p in common):
+            continue
+        if any(c.isdigit() for c in value) or any(value in word for word in named):
+            found.add(value)
+    return frozenset(found)
+
+
+def _common(hits: Sequence[RecallHit]) -> frozenset[str]:
+    """Who the hits are by or about (speakers, entities), and any value three or more of them name.
+
+    A value one pair shares is what changed (Jenkins); one that half a chat names is whom it
+    is said to ("Thanks, Caroline!") or what it is about anyway (LGBTQ), not a change.
+    """
+    found = {e.lower() for hit in hits for e in hit.record.entities}
+    found |= {name.lower() for hit in hits if (name := speaker_of(hit.record.content))}
+    counts = Counter(v for hit in hits for v in values_of(without_speaker(hit.record.content)))
+    return frozenset(found | {v for v, n in counts.items() if n >= 3})
+
+
+Closeness = Callable[[str, str], float]
+"""The cosine between two memories' own vectors, by id."""
+
+
+def current_first(
+    hits: Sequence[RecallHit], closeness: Closeness | None = None, *, floor: float = 0.0
+) -> tuple[list[RecallHit], dict[str, date]]:
     """``hits`` with each memory that announces a change ranked just above the ones it changes.
 
     Also returns, for each memory changed since, the date of the memory that changed it (the
-    context block says so). Only memories both returned for the question are compared: a few
-    dozen pairs at most.
+    context block says so). A pair must also be ``floor`` close by ``closeness`` (the engine
+    passes the write path's own bar for a slot on one side, halfway between its neighbour floor
+    and its update cosine: MiniLM 0.675): in a chat, a later turn naming the same thing with
+    "now" in it is mostly about something else. Only memories both returned for the question
+    are compared: a few dozen pairs at most.
     """
     ordered = list(hits)
     changed: dict[str, date] = {}
+    common = _common(hits)
     for later in list(ordered):
-        changes = [hit for hit in ordered if hit is not later and _changes(hit.record, later.record)]
+        changes = [
+            hit
+            for hit in ordered
+            if hit is not later
+            and _changes(hit.record, later.record, common)
+            and (closeness is None or closeness(hit.record.id, later.record.id) >= floor)
+        ]
         for hit in changes:
             changed.setdefault(hit.record.id, later.record.occurred_at.date())
         position = ordered.index(later)
@@ -55,4 +104,4 @@ def current_first(hits: Sequence[RecallHit]) -> tuple[list[RecallHit], dict[str,
     return ordered, changed
 
 
-__all__ = ["current_first"]
+__all__ = ["Closeness", "current_first"]

@@ -12,17 +12,18 @@
 4. *rank*: ``ranking.rank`` fuses the signals; a consolidated memory stands in for its sources
    (``ranking.prefer_consolidated``).
 5. *fetch*: only the finalists are read from Chroma, and re-checked there, so a memory another
-   process forgot a moment ago is never returned; a finalist announcing a change of another
-   ranks above it, which the context marks as changed since (``currency.py``).
-6. *pack*: fit the token budget, count the accesses, format the context block.
+   process forgot a moment ago is never returned.
+6. *pack*: fit the token budget; among what fits, a memory announcing a change of another goes
+   above it, which the context marks as changed since (``currency.py``); count the accesses,
+   format the context block.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from datetime import date, datetime
+from datetime import datetime
 from typing import Any
 
 import numpy as np
@@ -39,7 +40,7 @@ from ..parts import EngineParts
 from ..storage.field_index import MemoryFacts
 from ..storage.namespace_store import NamespaceStore, Vector
 from .context import format_context, pack_within_budget
-from .currency import current_first
+from .currency import Closeness, current_first
 from .filters import RecallFilters, bounded_filters
 from .ranking import Candidate, Ranked, RecallWeights, prefer_consolidated, rank
 
@@ -172,8 +173,8 @@ class Recaller:
         ):
             ranked = []  # nothing here is about the question
         ranked = prefer_consolidated(ranked, {c.id: c.facts for c in admitted})
-        hits, changed = current_first(self._fetch(handle, search, ranked))
-        return self._pack(handle, request, hits, now, touch=touch, changed=changed)
+        hits = self._fetch(handle, search, ranked)
+        return self._pack(handle, request, hits, now, touch=touch)
 
     def relevance(self, handle: NamespaceStore | None, request: RecallRequest) -> Relevance:
         """What the floors see for ``request``: the candidates ``recall`` would rank, measured, none returned.
@@ -206,7 +207,7 @@ class Recaller:
         handle.wait_for_context(_CONTEXT_WAIT_SECONDS)  # what this process just wrote ranks like the rest
         pool = candidates or max(50, request.top_k * 4)
         search = self._search(handle, request, pool, now)
-        inherited = _inherit_from_history(handle, search.dense)
+        inherited = _inherit_from_history(handle, search.dense, search.vector, request.weights.context)
         admitted = self._admit(handle, search, list(dict.fromkeys([*search.dense, *search.context, *search.lexical])))
         admitted += self._widen(handle, search, pool, admitted)
         ranked = rank(admitted, query=request.query, query_vector=search.vector, weights=request.weights, now=now)
@@ -313,18 +314,42 @@ class Recaller:
         now: datetime,
         *,
         touch: bool,
-        changed: Mapping[str, date],
     ) -> RecallResult:
+        """Fit the budget in rank order, then put what announces a change above what it changes.
+
+        Reordering only what was packed keeps the packed set the ranking chose: a change moved up
+        never pushes another memory out of the budget.
+        """
         counter = self._parts.tokens
+        cosines = self._parts.cosines
+        closeness, floor = _closeness(handle, hits), (cosines.neighbours_rules + cosines.update) / 2
+        changed = current_first(hits, closeness, floor=floor)[1]  # the marks' tokens count from the start
         packed = pack_within_budget(
             [h.record for h in hits], request.token_budget, query=request.query, counter=counter, changed=changed
         )
-        hits = hits[: len(packed)]
+        texts = {h.record.id: text for h, (_, text) in zip(hits, packed)}
+        hits, changed = current_first(hits[: len(packed)], closeness, floor=floor)
         if touch and hits:
             handle.record_access([h.record.id for h in hits], now)
             hits = [h.model_copy(update={"record": _touched(h.record, now)}) for h in hits]
-        context = format_context([(h.record, text) for h, (_, text) in zip(hits, packed)], changed)
+        context = format_context([(h.record, texts[h.record.id]) for h in hits], changed)
         return RecallResult(query=request.query, hits=hits, context=context, tokens=counter.count(context))
+
+
+def _closeness(handle: NamespaceStore, hits: Sequence[RecallHit]) -> Closeness:
+    """Cosines between the hits' own vectors, read once and only when a pair is first asked about."""
+    unit: dict[str, np.ndarray] = {}
+
+    def cosine(a: str, b: str) -> float:
+        if not unit:
+            for memory_id, vector in handle.vectors([h.record.id for h in hits]).items():
+                array = np.asarray(vector, dtype=np.float32)
+                unit[memory_id] = array / (float(np.linalg.norm(array)) or 1.0)
+        if a not in unit or b not in unit:
+            return 0.0
+        return float(unit[a] @ unit[b])
+
+    return cosine
 
 
 def _lexical_candidates(
@@ -346,7 +371,9 @@ def _lexical_candidates(
 _CHAIN = 8  # supersedes followed from a history hit to the memory current now, at most
 
 
-def _inherit_from_history(handle: NamespaceStore, dense: dict[str, float]) -> dict[str, float]:
+def _inherit_from_history(
+    handle: NamespaceStore, dense: dict[str, float], query: Vector, context_weight: float
+) -> dict[str, float]:
     """Give the memory current now the similarity of each older value of it the search found.
 
     "Where do I work?" is close to "I work at Zalando" (0.28) and far from "I left Feedzai and
@@ -357,12 +384,22 @@ def _inherit_from_history(handle: NamespaceStore, dense: dict[str, float]) -> di
     current now (docs/architecture.md, "Recall"). Returns the similarities handed on, by memory:
     the relevance floor counts them as they are, since ranking mixes them with the memory's own
     context similarity, which its history does not hand on (context vectors frame one wording).
+    The floor does count an older value's own closeness as a candidate would have it (its own
+    vector mixed with its undated context vector, ``ranking.rank``): "I ride a blue Vespa scooter
+    to work." is 0.16 from "How do I get to work?" dated and 0.31 undated, and the e-bike that
+    replaced it 0.06 either way, so without it the question got nothing.
     """
     facts = handle.facts
     found = facts.lookup(list(dense))
+    history = [i for i, f in found.items() if f.status == "superseded" and f.superseded_by]
+    framed = handle.vectors(history, context=True) if history and context_weight > 0 else {}
+    q = np.asarray(query, dtype=np.float32)
     handed: dict[str, float] = {}
     for memory_id, similarity in list(dense.items()):
         current = found.get(memory_id)
+        if memory_id in framed:
+            blend = (1 - context_weight) * similarity + context_weight * float(np.asarray(framed[memory_id]) @ q)
+            similarity = max(similarity, blend)
         steps = 0
         while current is not None and current.status == "superseded" and current.superseded_by and steps < _CHAIN:
             successor = current.superseded_by

@@ -23,6 +23,11 @@ provenance links to its sources; run periodically, not every turn. One run of ``
    (``consolidated_into``), so recall returns the semantic memory in their place
    (``ranking.prefer_consolidated``) instead of spending tokens on both.
 
+5. **habits**: episodes of one activity (events, each with its own values, which the facts above
+   never join) done on ``consolidation_min_members`` days or more become one semantic memory
+   of the habit: how often, from when to when, the first and latest in their own words
+   (``habits.py``).
+
 Running it again adds nothing: consolidated sources are skipped, and a memory that states an
 existing consolidated fact again *reinforces* it (importance, access count, provenance) rather
 than starting a second one. The LLM, when configured, is called outside the namespace's write
@@ -46,6 +51,16 @@ from ..parts import EngineParts
 from ..storage.namespace_store import NamespaceStore
 from .clustering import Cluster, cluster, unit_rows
 from .distillation import Distilled, Distiller, statements
+from .habits import (
+    HABIT_KEY,
+    days_done,
+    episodes_of,
+    habit_text,
+    habit_threshold,
+    is_episode,
+    is_habit,
+    same_activity,
+)
 from .merging import CONSOLIDATION_ORIGIN, RepeatMerger, mergeable
 
 SOURCE_IMPORTANCE_FACTOR = 0.5  # a source weighs half once its semantic memory speaks for it
@@ -133,14 +148,15 @@ class Consolidator:
             records = [r for r in records if r.id not in gone]
         elif merged:
             records = [r for r, _ in handle.iterate()]
+        habit_plans = self._habit_plans(handle, records, now, dry_run=dry_run)
         pool = [r for r in records if consolidable(r, now)]
-        seeds = [r for r in records if _is_consolidated(r, now)]
+        seeds = [r for r in records if _is_consolidated(r, now) and not is_habit(r, now)]
         vectors = handle.vectors([r.id for r in pool + seeds])
         pool = [r for r in pool if r.id in vectors]
         seeds = [r for r in seeds if r.id in vectors]
         report = ConsolidationReport(namespace=handle.name, dry_run=dry_run, examined=len(pool), merged=merged)
         if not pool:
-            return report
+            return self._report(handle, report, habit_plans, now, dry_run=dry_run)
         unit = unit_rows([vectors[r.id] for r in pool])
         seed_unit = unit_rows([vectors[r.id] for r in seeds]) if seeds else None
         settings = self._parts.settings
@@ -155,12 +171,64 @@ class Consolidator:
         )
         plans = [p for c in clusters if (p := self._plan(handle.name, c, pool, unit, seeds, now, dry_run))]
         report.standing = [f for c in clusters if (f := self._standing(c, pool))]
+        facts = {m.id for p in plans for m in p.members}
+        habit_plans = [p for p in habit_plans if not facts & {m.id for m in p.members}]  # a fact's first
+        return self._report(handle, report, plans + habit_plans, now, dry_run=dry_run)
+
+    def _report(
+        self, handle: NamespaceStore, report: ConsolidationReport, plans: list[_Plan], now: datetime, *, dry_run: bool
+    ) -> ConsolidationReport:
+        """Apply ``plans`` (unless a dry run) and list what they created and reinforced."""
         if not dry_run:
             plans = self._apply(handle, plans, now)
         for plan in plans:
             fact = _fact(plan, dry_run=dry_run)
             (report.created if plan.new else report.reinforced).append(fact)
         return report
+
+    def _habit_plans(
+        self, handle: NamespaceStore, records: Sequence[MemoryRecord], now: datetime, *, dry_run: bool
+    ) -> list[_Plan]:
+        """Episodes of one activity done on enough days: a new habit, or more of one already made (``habits.py``)."""
+        pool = [r for r in records if is_episode(r, now)]
+        seeds = [r for r in records if is_habit(r, now)]
+        vectors = handle.vectors([r.id for r in pool + seeds]) if pool else {}
+        pool = [r for r in pool if r.id in vectors]
+        seeds = [r for r in seeds if r.id in vectors]
+        if not pool:
+            return []
+        unit = unit_rows([vectors[r.id] for r in pool])
+        clusters = cluster(
+            pool,
+            unit,
+            threshold=habit_threshold(self._parts.cosines.neighbours_rules, self._parts.cosines.consolidation),
+            window=timedelta(days=self._parts.settings.consolidation_window_days),
+            joins=same_activity,
+            seeds=seeds,
+            seed_unit=unit_rows([vectors[r.id] for r in seeds]) if seeds else None,
+        )
+        plans = []
+        for group in clusters:
+            members = [pool[n] for n in group.members]
+            if group.seed is not None:
+                seed = seeds[group.seed]
+                episodes = episodes_of(seed, members)
+                retold = _reinforced(seed, members, now).model_copy(
+                    update={
+                        "content": habit_text(episodes),
+                        "metadata": {**seed.metadata, HABIT_KEY: days_done(episodes)},
+                    }
+                )
+                plans.append(_Plan(members, retold, new=False, by="existing", seed=seed))
+            elif days_done(members) >= self._parts.settings.consolidation_min_members:
+                distilled = self._distiller.distil(members, unit[group.members], use_llm=not dry_run)
+                by: Literal["rules", "llm"] = "llm" if distilled is not None and distilled.by == "llm" else "rules"
+                said = distilled.content if distilled is not None and by == "llm" else None
+                habit = Distilled(habit_text(members, said), Kind.FACT, max(m.importance for m in members), by=by)
+                semantic = self._semantic(handle.name, members, habit, now)
+                semantic = semantic.model_copy(update={"metadata": {HABIT_KEY: days_done(members)}})
+                plans.append(_Plan(members, semantic, new=True, by=by))
+        return plans
 
     def _plan(
         self,
@@ -240,7 +308,8 @@ class Consolidator:
             current = {r.id: r for r, _ in handle.get(list(wanted))}
             done = [p for p in plans if _still_as_read(p, current)]
             fresh = [p.semantic for p in done if p.new]
-            changed = [p.semantic for p in done if not p.new]
+            retold = [p.semantic for p in done if p.seed is not None and p.semantic.content != p.seed.content]
+            changed = [p.semantic for p in done if not p.new and p.semantic not in retold]
             for plan in done:
                 changed.extend(
                     m.model_copy(
@@ -255,6 +324,9 @@ class Consolidator:
             if fresh:
                 vectors, context_vectors = self._parts.embed_records(fresh)
                 handle.add(fresh, vectors, context_vectors)
+            if retold:  # a habit's text says how often: written again, so embedded again
+                vectors, context_vectors = self._parts.embed_records(retold)
+                handle.rewrite(retold, vectors, context_vectors)
             handle.rewrite(changed)
         return done
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..language.keys import read
+from ..language.slots import is_named
 from ..model.records import MemoryRecord
 from ..parts import EngineParts
 from ..storage.namespace_store import NamespaceStore
@@ -132,7 +133,7 @@ def _that_matter(
         or f.text_key == key
         or (about and f.reversal_key == about and f.negated != negation)
         or (record.slot and f.slot == record.slot)
-        or (reading.change_cue and bool(record.slot or f.slot))
+        or (reading.change_cue and (is_named(record.slot) or is_named(f.slot)))
     ]
 
 

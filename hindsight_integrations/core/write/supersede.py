@@ -29,7 +29,8 @@ from enum import Enum
 
 from ..errors import LLMError
 from ..language.keys import read
-from ..language.sameness import can_repeat, compare, reversals
+from ..language.sameness import can_repeat, compare, reversals, share_a_topic
+from ..language.slots import is_named
 from ..llm import LLMClient
 from ..model.records import MemoryRecord, Role, Status
 from ..redaction import describe_error
@@ -67,12 +68,15 @@ def rule_verdict(
     """The offline judgement: an update when slots match, or close meaning plus a change cue.
 
     ``threshold`` is how close two statements must be for a change cue alone to make one update
-    the other. When one of the two sets a slot, it names the question they answer: then being
+    the other. When one of the two sets a slot a rule names (``slots.is_named``: not a generic
+    "my X is" one), it names the question they answer: then being
     ``related`` is close enough if a value was replaced ("我的房租是每月三千二" → "房东涨价了，
     下个月起每月三千五", 0.955 with e5, whose ``threshold`` is 0.97). The engine passes halfway
     between the neighbour search's floor and ``threshold``: at the floor itself, "Lena: Actually,
     I have 2 kids, not 3." (0.53 with MiniLM) would update "Lena: My budget for the apartment is
-    1200 euros a month.".
+    1200 euros a month.". And the two must share a term about their topic
+    (``sameness.share_a_topic``: 每月 in the rent pair): one speaker's unrelated turns are 0.94
+    apart with e5, "我要跳槽了…" would have replaced "哇谢谢！你去的是东京吗？".
     """
     same = compare(existing, new)
     if not same.comparable or existing.id == new.id:
@@ -87,7 +91,12 @@ def rule_verdict(
         return Verdict.KEEP_BOTH
     only_old, only_new = same.differing_values
     replaced = bool(only_old and only_new)
-    one_slot = related is not None and bool(new.slot or existing.slot) and similarity >= related
+    one_slot = (
+        related is not None
+        and (is_named(new.slot) or is_named(existing.slot))
+        and similarity >= related
+        and share_a_topic(existing, new)
+    )
     if similarity < threshold and not (one_slot and replaced):
         return Verdict.KEEP_BOTH
     # "no matter" is no reversal: only the packs' negations and reversals turn a statement round
