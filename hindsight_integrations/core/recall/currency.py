@@ -1,14 +1,16 @@
 """Which of several recalled memories holds the current value, when the write path left them all current.
 
 The write path makes an old value history when it can tell that a new statement replaces it
-(``write/supersede.py``); when it cannot ("Our CI runs on Jenkins." then "We migrated CI from
-Jenkins to GitHub Actions last sprint.": no slot names CI), both stay active and the older,
+(``write/supersede.py``); when it cannot ("Our CI runs on Jenkins." then "Now our CI uses
+GitHub Actions instead of Jenkins.": no slot names CI), both stay active and the older,
 lexically closer to "What does our CI run on?", ranks first. At recall the question has picked
 both, so what is left to tell is whether the later one announces a change of what the earlier
-one says: it carries a change cue, is about the same subject and names a value the earlier one
-names (Jenkins), or sets the same slot. Sharing only words is not enough: "I live in Paris
-now." does not change "My brother lives in Lyon.". Then the later one is moved just above the
-earlier one, and the context block marks the earlier one as changed since, whatever their scores.
+one says: it carries a change cue, is about the same subject, names a thing the earlier one
+names (Jenkins) that few other hits name, or sets the same slot, and is as close to it as the
+write path asks of a slot on one side (``current_first``). Sharing only words is not enough:
+"I live in Paris now." does not change "My brother lives in Lyon.". Then the later one is
+moved just above the earlier one, and the context block marks the earlier one as changed
+since, whatever their scores.
 """
 
 from __future__ import annotations
