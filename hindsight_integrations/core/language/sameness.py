@@ -35,7 +35,6 @@ offline; that is the price of never joining a contrast.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Sequence
 from functools import cached_property, lru_cache
 
@@ -195,11 +194,6 @@ def content_words(text: str) -> frozenset[str]:
     return _reading(text)[0]
 
 
-# A label opening a line, whatever its script ("孙浩然: "): for topic terms only, so a "Note:"
-# dropped with it costs nothing (``speakers.speaker_of`` is stricter: a Latin capitalised name).
-_LEADING_LABEL = re.compile(r"^\s*[^\s:：]{1,30}\s?[:：]\s*")
-
-
 def meaning_terms(text: str, names: Iterable[str] = ()) -> frozenset[str]:
     """The terms that say what a statement is about: its words (character pairs in Chinese).
 
@@ -210,8 +204,10 @@ def meaning_terms(text: str, names: Iterable[str] = ()) -> frozenset[str]:
     apart.
     """
     said = without_speaker(text)
-    for _ in range(3):  # "孙浩然: 孙浩然: …": a Chinese name's label, the turn quoted with it
-        said = _LEADING_LABEL.sub("", said, count=1)
+    label = every().pattern("text.leading_label")  # any script's ("孙浩然: "), not only a speaker's
+    if label is not None:
+        for _ in range(3):  # "孙浩然: 孙浩然: …": the turn quoted with its label
+            said = label.sub("", said, count=1)
     ignored = stopwords() | every().words("time_words") | {t for name in names for t in lexical_tokens(name)}
     return frozenset(t for t in lexical_tokens(said) if t not in ignored and not t.isdigit() and not values_of(t))
 
