@@ -328,7 +328,9 @@ class Recaller:
             [h.record for h in hits], request.token_budget, query=request.query, counter=counter, changed=changed
         )
         texts = {h.record.id: text for h, (_, text) in zip(hits, packed)}
-        hits, changed = current_first(hits[: len(packed)], closeness, floor=floor)
+        hits = hits[: len(packed)]
+        if changed:  # no change among all the hits is none among the packed ones: nothing to look at again
+            hits, changed = current_first(hits, closeness, floor=floor)
         if touch and hits:
             handle.record_access([h.record.id for h in hits], now)
             hits = [h.model_copy(update={"record": _touched(h.record, now)}) for h in hits]
