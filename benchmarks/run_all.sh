@@ -14,6 +14,7 @@ OUT=benchmarks/results
 hindsight bench locomo --data "$DATA" --out "$OUT/locomo.json"
 hindsight bench peers --data "$DATA" --out "$OUT/peers.json"
 hindsight bench grid --data "$DATA" --out "$OUT/grid.json"
+hindsight bench grid --data "$DATA" --default-path --leave-one-out --out "$OUT/grid_default_loo.json"
 hindsight bench scale --sizes "${SCALE_SIZES:-1000,10000,100000}" --queries 200 --mode both --out "$OUT/scale.json"
 hindsight bench distinct --out "$OUT/distinct.json"
 hindsight bench judgement --llm both --out "$OUT/judgement.json"

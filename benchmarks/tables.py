@@ -14,7 +14,7 @@ from pathlib import Path
 from hindsight_integrations.bench.adversarial_report import adversarial_table
 from hindsight_integrations.bench.distinct import distinct_table
 from hindsight_integrations.bench.floors import floors_table
-from hindsight_integrations.bench.grid_report import grid_table
+from hindsight_integrations.bench.grid_report import grid_table, loo_table
 from hindsight_integrations.bench.lifecycle_report import lifecycle_table
 from hindsight_integrations.bench.load import load_table
 from hindsight_integrations.bench.locomo_report import default_path_table, locomo_table, tokens_table
@@ -34,6 +34,7 @@ def main() -> int:
         ("floors_e5.json", "Relevance floors with e5 for every conversation", lambda r: floors_table(r)),
         ("peers.json", "Peers", lambda r: peers_table(r)),
         ("grid.json", "Grid (top 10 settings)", lambda r: grid_table(r)),
+        ("grid_default_loo.json", "Default-path weights, leave one conversation out", lambda r: loo_table(r)),
         ("scale.json", "Scale", lambda r: scale_table(r)),
         ("load.json", "Load on two replicas", lambda r: load_table(r)),
         ("lifecycle.json", "Lifecycle", lambda r: lifecycle_table(r)),

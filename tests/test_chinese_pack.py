@@ -10,6 +10,7 @@ import pytest
 from hindsight_integrations import MemoryEngine
 from hindsight_integrations.core.language.sameness import says_the_same
 from hindsight_integrations.core.language.slots import change_cue, detect_slot
+from hindsight_integrations.core.language.speakers import speaker_of, spoken
 from hindsight_integrations.core.language.values import values_of
 from hindsight_integrations.core.model.records import Kind, Status, Tier
 from hindsight_integrations.core.write.admission import assess, event_ttl
@@ -162,3 +163,26 @@ def test_a_chinese_correction_supersedes_the_project_database(engine: MemoryEngi
     fixed = _say(engine, "更正：项目用的是 PostgreSQL，不是 MySQL。", 1)
     assert fixed.superseded == [old.id]
     assert fixed.stored[0].kind is Kind.CORRECTION and fixed.stored[0].slot == "project:database"
+
+
+@pytest.mark.parametrize(
+    ("text", "speaker", "said"),
+    [
+        ("孙浩然: 哇谢谢！你去的是东京吗？", "孙浩然", "哇谢谢！你去的是东京吗？"),
+        ("林晓雯：我下周去上海出差。", "林晓雯", "我下周去上海出差。"),
+        ("备注：明天交房租。", None, "备注：明天交房租。"),  # a label, not a name
+        ("我说: 明天见。", None, "我说: 明天见。"),  # a pronoun opens it: someone speaking, not a label
+        ("我们说好了: 明天见。", None, "我们说好了: 明天见。"),
+    ],
+)
+def test_a_chinese_name_label_names_the_speaker(text: str, speaker: str | None, said: str) -> None:
+    assert speaker_of(text) == speaker
+    assert spoken(text) == said
+
+
+def test_a_chinese_transcript_line_stored_gets_its_speaker_as_an_entity(engine: MemoryEngine) -> None:
+    """``store_memory`` of "孙浩然：…" gets 孙浩然 as an entity, as "Caroline: …" gets Caroline."""
+    stored = engine.store("孙浩然：我下周去上海出差，住在外滩附近。", namespace="zh")
+    assert engine.get(stored.ids[0], namespace="zh").entities == ["孙浩然"]
+    english = engine.store("Caroline: I'm off to Lisbon next week for work.", namespace="en")
+    assert engine.get(english.ids[0], namespace="en").entities == ["Caroline"]

@@ -154,29 +154,39 @@ def bench_grid(
         Path, typer.Option(help="Labelled LoCoMo-style directory (dev data only).", exists=True, file_okay=False)
     ] = DEV_DATA,
     grid: Annotated[
-        str | None,
-        typer.Option(help='e.g. "dense=0.3,0.5,0.7;window=0,0.5;entity_boost=0,0.2;top_k=3,5,10;budget=none,450"'),
+        str | None, typer.Option(help='e.g. "dense=0.3,0.7;context=0,0.5;entity_boost=0,0.2;recency=0,0.1;top_k=5,10"')
     ] = None,
     max_tokens: Annotated[
         int, typer.Option(help="Pick the best setting among those using at most this many tokens.")
     ] = 450,
+    default_path: Annotated[
+        bool, typer.Option("--default-path", help="record_turn writes; the grid around RecallWeights().")
+    ] = False,
+    leave_one_out: Annotated[
+        bool, typer.Option("--leave-one-out", help="Per conversation: weights best on the others, scored on it.")
+    ] = False,
     as_json: Annotated[bool, typer.Option("--json")] = False,
     out: Annotated[Path | None, typer.Option(help="JSON results file (PNG beside it).")] = RESULTS / "grid.json",
 ) -> None:
-    """Grid search over fusion weights, top_k and budget: recall, precision, MRR (ingest once, re-rank)."""
+    """Grid search over fusion weights, top_k and budget: recall, precision, MRR; weights chosen leaving one out."""
     _bench_env()
-    from .grid import parse_grid, run_grid
-    from .grid_report import grid_table, plot_grid
+    from .grid import DEFAULT_GRID, DEFAULT_PATH_GRID, parse_grid, run_grid
+    from .grid_report import best_line, grid_table, loo_table, plot_grid
 
     _check_out(out)
     with reported(), _user_errors(), progress_bar() as steps:
-        result = run_grid(data, grid=parse_grid(grid), max_tokens=max_tokens, progress=_say, steps=steps)
-    best = result["best"]
-    table = grid_table(result) + (
-        f"\n\nbest within {max_tokens} tokens: dense={best['dense']} lexical={best['lexical']} window={best['window']} "
-        f"entity_boost={best['entity_boost']} top_k={best['top_k']} budget={best['budget']} "
-        f"→ recall {best['recall']:.3f}"
-    )
+        chosen = parse_grid(grid, DEFAULT_PATH_GRID if default_path else DEFAULT_GRID)
+        result = run_grid(
+            data,
+            grid=chosen,
+            max_tokens=max_tokens,
+            default_path=default_path,
+            with_leave_one_out=leave_one_out,
+            progress=_say,
+            steps=steps,
+        )
+    table = grid_table(result) + f"\n\n{best_line(result)}"
+    table += f"\n\n{loo_table(result)}" if "leave_one_out" in result else ""
     _emit(result, as_json=as_json, out=out, table=table, plot=plot_grid)
 
 
@@ -187,7 +197,7 @@ def bench_peers(
     ] = DEV_DATA,
     only: Annotated[
         str | None,
-        typer.Option(help="Comma-separated subset: hindsight,hindsight-defaults,langchain,llamaindex,mem0"),
+        typer.Option(help="Comma-separated subset: hindsight,hindsight-defaults,langchain,llamaindex,mem0,engram"),
     ] = None,
     mem0_venv: Annotated[
         Path | None,
@@ -200,10 +210,10 @@ def bench_peers(
     as_json: Annotated[bool, typer.Option("--json")] = False,
     out: Annotated[Path | None, typer.Option(help="JSON results file (PNG beside it).")] = RESULTS / "peers.json",
 ) -> None:
-    """Hindsight next to LangChain, LlamaIndex and mem0 memories: same data, same model, one run.
+    """Hindsight next to LangChain, LlamaIndex, mem0 and engram-search memories: same data, same model, one run.
 
-    mem0 runs in a virtual environment of its own (its protobuf pin clashes with chromadb's),
-    which the first run creates with pip; if it cannot be, the mem0 row says why.
+    mem0 runs in a virtual environment the first run creates with pip (its protobuf pin clashes with
+    chromadb's), engram-search from the [engram] extra; a peer that cannot run has a row saying why.
     """
     _bench_env()
     from .peers import run_peers

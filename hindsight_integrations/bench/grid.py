@@ -9,8 +9,16 @@ evaluated on that ranked list with the engine's own ``pack_within_budget`` and
 ``format_context``, which is exactly what ``recall(top_k=k, token_budget=b)`` would return,
 without paying for another search per cell.
 
+``--default-path`` measures what a user on the defaults gets instead: turns written by
+``record_turn`` (``locomo_default.write_turns``), weights varied around ``RecallWeights()``, and
+each cell its own ``recall``: its grid has one (top_k, budget), so re-ranking would save nothing,
+and a real recall also packs as the engine does (current-first order, marks of changed memories),
+which the re-ranking above skips. ``--leave-one-out`` chooses weights on all
+conversations but one and scores them on that one (``grid_loo.py``), because a best cell chosen
+and scored on the same questions flatters itself.
+
 Reported per setting: evidence recall, precision (share of returned memories that are
-evidence), MRR, all-evidence-found rate and the context tokens.
+evidence), MRR, all-evidence-found rate and the context tokens, overall and per conversation.
 """
 
 from __future__ import annotations
@@ -23,12 +31,16 @@ from pathlib import Path
 from typing import Any
 
 from ..core.engine import MemoryEngine
+from ..core.model.limits import MAX_TOKENS
 from ..core.progress import ProgressCallback, prefixed, report
 from ..core.recall.context import format_context, pack_within_budget
 from ..core.recall.ranking import RecallWeights
+from ..mcp.client import MemoryClient
+from .grid_loo import Cell, ConversationScore, leave_one_out
 from .locomo import CONTEXT_BUDGET, LOCOMO_WEIGHTS, ingest, namespace_for
 from .locomo_data import Conversation, load_directory
-from .locomo_scoring import reciprocal_rank
+from .locomo_default import write_turns
+from .locomo_scoring import dia_ids, reciprocal_rank
 
 DEFAULT_GRID: dict[str, list[Any]] = {
     "dense": [0.3, 0.5, 0.7],  # lexical = 1 - dense
@@ -37,27 +49,51 @@ DEFAULT_GRID: dict[str, list[Any]] = {
     "top_k": [3, 5, 10],
     "budget": [None, CONTEXT_BUDGET],
 }
+# --default-path: the weights a user gets are RecallWeights() (recency, importance and access on),
+# recalled as an agent recalls (top 10 in 450 tokens), so the grid varies the fusion around them
+# and recency itself, at that one (top_k, budget).
+DEFAULT_PATH_GRID: dict[str, list[Any]] = {
+    "dense": [0.3, 0.5, 0.7],
+    "context": [0.25, 0.5, 0.75],
+    "entity_boost": [0.0, 0.2, 0.5],
+    "recency": [0.0, 0.1],
+    "top_k": [10],
+    "budget": [CONTEXT_BUDGET],
+}
+# Keys a grid may name; a weight key a grid leaves out keeps the base weights' value.
+GRID_KEYS = ("dense", "context", "entity_boost", "recency", "top_k", "budget")
+VARIED = ("dense", "lexical", "context", "entity_boost", "recency")
 
 
-def weight_settings(grid: dict[str, list[Any]]) -> list[RecallWeights]:
-    """Every fusion-weight combination, relevance-only (recency/importance/access off, as LoCoMo needs)."""
-    base = LOCOMO_WEIGHTS.model_dump()
+def weight_settings(grid: dict[str, list[Any]], base: RecallWeights = LOCOMO_WEIGHTS) -> list[RecallWeights]:
+    """Every fusion-weight combination on ``base`` (LOCOMO_WEIGHTS: recency/importance/access off, as LoCoMo needs)."""
+    values = base.model_dump()
     out = []
-    for dense, context, boost in itertools.product(grid["dense"], grid["context"], grid["entity_boost"]):
+    for dense, context, boost, recency in itertools.product(
+        grid["dense"], grid["context"], grid["entity_boost"], grid.get("recency", [base.recency])
+    ):
         out.append(
             RecallWeights(
-                **{**base, "dense": dense, "lexical": round(1 - dense, 4), "context": context, "entity_boost": boost}
+                **{
+                    **values,
+                    "dense": dense,
+                    "lexical": round(1 - dense, 4),
+                    "context": context,
+                    "entity_boost": boost,
+                    "recency": recency,
+                }
             )
         )
     return out
 
 
-def _score_cell(
-    engine: MemoryEngine, question: str, evidence: Sequence[str], ranked: Sequence[Any], k: int, budget: int | None
-) -> dict[str, float]:
-    """One question's scores for (k, budget), packed from the ranked list as ``recall`` would pack it."""
-    packed = pack_within_budget(list(ranked[:k]), budget, query=question, counter=engine.tokens)
-    ids = [str(record.metadata.get("dia_id")) for record, _ in packed]
+def varied(weights: RecallWeights) -> dict[str, float]:
+    """The weights a grid varies, as a row and the leave-one-out section name them."""
+    return {key: getattr(weights, key) for key in VARIED}
+
+
+def _scores(ids: Sequence[str], evidence: Sequence[str], tokens: float) -> dict[str, float]:
+    """One question's scores given the turn ids returned (in rank order) and the context's tokens."""
     wanted = set(evidence)
     hits = sum(1 for i in ids if i in wanted)
     found = len(wanted & set(ids))
@@ -66,8 +102,43 @@ def _score_cell(
         "precision": hits / len(ids) if ids else 0.0,
         "mrr": reciprocal_rank(ids, evidence),
         "all_found": float(found == len(wanted)),
-        "tokens": float(engine.tokens.count(format_context(packed))),
+        "tokens": tokens,
     }
+
+
+def _score_cell(
+    engine: MemoryEngine, question: str, evidence: Sequence[str], ranked: Sequence[Any], k: int, budget: int | None
+) -> dict[str, float]:
+    """One question's scores for (k, budget), packed from the ranked list as ``recall`` would pack it."""
+    packed = pack_within_budget(list(ranked[:k]), budget, query=question, counter=engine.tokens)
+    ids = [str(record.metadata.get("dia_id")) for record, _ in packed]
+    return _scores(ids, evidence, float(engine.tokens.count(format_context(packed))))
+
+
+def ingest_default_path(
+    engine: MemoryEngine, conversation: Conversation, namespace: str, steps: ProgressCallback | None = None
+) -> int:
+    """Write the turns as the default path does (``write_turns``: one ``record_turn`` each, in process).
+
+    The recall at the end waits for the context vectors embedded behind the writes (it returns
+    nothing), so no question is scored against a half-built namespace.
+    """
+    with MemoryClient.in_process(engine, namespace=namespace) as client:
+        write_turns(client, conversation, steps)
+        client.recall("ingest done", top_k=1, min_score=1.0)
+    engine.chroma.namespace(namespace).lexical.wait_for_rebuild()
+    return len(conversation.turns)
+
+
+def loo_slice(grid: dict[str, list[Any]], max_tokens: int) -> tuple[int, int | None]:
+    """The (top_k, budget) leave-one-out compares weights at: top 10 (else the largest) within ``max_tokens``.
+
+    The budget is ``max_tokens`` when the grid has it, else its smallest budget, else none.
+    """
+    top_k = 10 if 10 in grid["top_k"] else max(grid["top_k"])
+    budgets = [b for b in grid["budget"] if b is not None]
+    budget = max_tokens if max_tokens in budgets else (min(budgets) if budgets else None)
+    return top_k, budget
 
 
 def grid_search(
@@ -76,87 +147,189 @@ def grid_search(
     grid: dict[str, list[Any]] = DEFAULT_GRID,
     *,
     max_tokens: int = CONTEXT_BUDGET,
+    default_path: bool = False,
+    with_leave_one_out: bool = False,
     progress: Callable[[str], None] | None = None,
     steps: ProgressCallback | None = None,
 ) -> dict[str, Any]:
-    """Ingest once, re-rank per weight setting, score every (weights, top_k, budget) cell.
+    """Ingest once, score every (weights, top_k, budget) cell per conversation; optionally leave one out.
 
-    ``progress`` gets a line per conversation; ``steps`` counts turns stored and questions scored.
+    Tuned (the default): turns stored by ``locomo.ingest``, weights varied on LOCOMO_WEIGHTS, one
+    recall per question and weight setting re-ranked into every (top_k, budget) cell. With
+    ``default_path``: turns written by ``ingest_default_path``, weights varied on ``RecallWeights()``,
+    and every cell is its own ``recall(top_k, token_budget)`` (budget none = unbounded), exactly
+    what an agent on the defaults gets. ``with_leave_one_out`` adds the shipped ``RecallWeights()``
+    as a cell if the grid lacks it (reported, never chosen) and the ``leave_one_out`` section
+    (``grid_loo.py``). ``progress`` gets a line per conversation; ``steps`` counts turns stored
+    and questions scored.
     """
-    settings = weight_settings(grid)
+    if with_leave_one_out and len(conversations) < 2:
+        raise ValueError("--leave-one-out needs at least two conversations")
+    if len({c.name for c in conversations}) < len(conversations):  # scores are kept by conversation name
+        raise ValueError("two conversations have the same name (sample_id); the grid scores each by its name")
+    settings = weight_settings(grid, RecallWeights() if default_path else LOCOMO_WEIGHTS)
+    in_grid = len(settings)
+    if with_leave_one_out and RecallWeights() not in settings:
+        settings.append(RecallWeights())
     max_k = max(grid["top_k"])
     cells = list(itertools.product(range(len(settings)), grid["top_k"], grid["budget"]))
-    sums: dict[tuple[int, int, int | None], dict[str, float]] = {c: {} for c in cells}
-    questions = 0
+    # sums[conversation][cell][score]: the grid keeps each conversation apart so it can be left out
+    sums: dict[str, dict[tuple[int, int, int | None], dict[str, float]]] = {}
+    asked: dict[str, int] = {}
     started = time.perf_counter()
     for n, conv in enumerate(conversations):
         namespace = namespace_for(n)
         engine.drop_namespace(namespace)
         conv_steps = prefixed(steps, conv.name)
-        ingest(engine, conv, namespace, conv_steps)
+        (ingest_default_path if default_path else ingest)(engine, conv, namespace, conv_steps)
         if progress:
             progress(
                 f"{conv.name}: {len(conv.turns)} turns, "
                 f"{len(conv.questions)} questions × {len(settings)} weight settings"
             )
+        conv_sums: dict[tuple[int, int, int | None], dict[str, float]] = {c: {} for c in cells}
         scored, to_score = 0, len(settings) * len(conv.questions)
         report(conv_steps, "scoring questions × weight settings", 0, to_score)
         for w, weights in enumerate(settings):
             for q in conv.questions:
-                ranked = engine.recall(
-                    q.question, namespace=namespace, top_k=max_k, weights=weights, touch=False
-                ).records
-                for k in grid["top_k"]:
-                    for budget in grid["budget"]:
-                        cell = sums[(w, k, budget)]
-                        for key, value in _score_cell(engine, q.question, q.evidence, ranked, k, budget).items():
-                            cell[key] = cell.get(key, 0.0) + value
+                for (k, budget), values in _question_scores(
+                    engine, namespace, q.question, q.evidence, weights, grid, max_k, exact=default_path
+                ).items():
+                    cell = conv_sums[(w, k, budget)]
+                    for key, value in values.items():
+                        cell[key] = cell.get(key, 0.0) + value
                 scored += 1
                 report(conv_steps, "scoring questions × weight settings", scored, to_score)
-        questions += len(conv.questions)
-    rows: list[dict[str, Any]] = []
-    for (w, k, budget), total in sums.items():
-        weights = settings[w]
-        rows.append(
-            {
-                "dense": weights.dense,
-                "lexical": weights.lexical,
-                "context": weights.context,
-                "entity_boost": weights.entity_boost,
-                "top_k": k,
-                "budget": budget,
-                **{
-                    key: round(total.get(key, 0.0) / max(questions, 1), 4)
-                    for key in ("recall", "precision", "mrr", "all_found")
-                },
-                "tokens_mean": round(total.get("tokens", 0.0) / max(questions, 1), 1),
-            }
-        )
+        sums[conv.name] = conv_sums
+        asked[conv.name] = len(conv.questions)
+    questions = sum(asked.values())
+    rows = [_row(settings[w], k, budget, w, in_grid, sums, asked) for w, k, budget in cells]
     rows.sort(key=lambda r: (-r["recall"], -r["mrr"], r["tokens_mean"]))
-    within = [r for r in rows if r["tokens_mean"] <= max_tokens]
-    return {
+    candidates = [r for r in rows if r["in_grid"]]
+    within = [r for r in candidates if r["tokens_mean"] <= max_tokens]
+    result: dict[str, Any] = {
         "benchmark": "grid",
+        "write_path": "default (record_turn, in process)" if default_path else "tuned (locomo.ingest)",
+        "scoring": "one recall per cell" if default_path else "one recall per weight setting, re-ranked",
+        "base_weights": (RecallWeights() if default_path else LOCOMO_WEIGHTS).model_dump(),
         "questions": questions,
-        "settings": len(rows),
+        "conversations": list(asked),
+        "settings": len(candidates),
         "grid": {k: list(v) for k, v in grid.items()},
         "max_tokens": max_tokens,
-        "best": within[0] if within else rows[0],
+        "best": within[0] if within else candidates[0],
         "best_within_max_tokens": bool(within),
         "seconds": round(time.perf_counter() - started, 1),
         "rows": rows,
     }
+    if with_leave_one_out:
+        top_k, budget = loo_slice(grid, max_tokens)
+        loo_cells = [
+            Cell(
+                weights=varied(weights),
+                scores={
+                    name: ConversationScore(
+                        questions=asked[name],
+                        recall=by_cell[(w, top_k, budget)].get("recall", 0.0) / max(asked[name], 1),
+                        mrr=by_cell[(w, top_k, budget)].get("mrr", 0.0) / max(asked[name], 1),
+                    )
+                    for name, by_cell in sums.items()
+                },
+                candidate=w < in_grid,
+            )
+            for w, weights in enumerate(settings)
+        ]
+        result["leave_one_out"] = {
+            "top_k": top_k,
+            "budget": budget,
+            **leave_one_out(loo_cells, settings.index(RecallWeights())),
+        }
+    return result
 
 
-def parse_grid(spec: str | None) -> dict[str, list[Any]]:
-    """``"dense=0.3,0.5;top_k=5,10;budget=none,450"`` → a grid (unnamed keys keep their defaults)."""
-    grid = {k: list(v) for k, v in DEFAULT_GRID.items()}
+def _question_scores(
+    engine: MemoryEngine,
+    namespace: str,
+    question: str,
+    evidence: Sequence[str],
+    weights: RecallWeights,
+    grid: dict[str, list[Any]],
+    max_k: int,
+    *,
+    exact: bool,
+) -> dict[tuple[int, int | None], dict[str, float]]:
+    """One question's scores in every (top_k, budget) cell for ``weights``: exact recalls, or one re-ranked."""
+    out: dict[tuple[int, int | None], dict[str, float]] = {}
+    if exact:
+        for k in grid["top_k"]:
+            for budget in grid["budget"]:
+                result = engine.recall(
+                    question,
+                    namespace=namespace,
+                    top_k=k,
+                    token_budget=MAX_TOKENS if budget is None else budget,
+                    weights=weights,
+                    touch=False,
+                )
+                out[(k, budget)] = _scores(dia_ids(result.records), evidence, float(result.tokens))
+        return out
+    ranked = engine.recall(question, namespace=namespace, top_k=max_k, weights=weights, touch=False).records
+    for k in grid["top_k"]:
+        for budget in grid["budget"]:
+            out[(k, budget)] = _score_cell(engine, question, evidence, ranked, k, budget)
+    return out
+
+
+def _row(
+    weights: RecallWeights,
+    k: int,
+    budget: int | None,
+    w: int,
+    in_grid: int,
+    sums: dict[str, dict[tuple[int, int, int | None], dict[str, float]]],
+    asked: dict[str, int],
+) -> dict[str, Any]:
+    """A cell's row: its means over all questions, and per conversation (what leave-one-out reads)."""
+    questions = max(sum(asked.values()), 1)
+    total: dict[str, float] = {}
+    for by_cell in sums.values():
+        for key, value in by_cell[(w, k, budget)].items():
+            total[key] = total.get(key, 0.0) + value
+    return {
+        **varied(weights),
+        "top_k": k,
+        "budget": budget,
+        **{key: round(total.get(key, 0.0) / questions, 4) for key in ("recall", "precision", "mrr", "all_found")},
+        "tokens_mean": round(total.get("tokens", 0.0) / questions, 1),
+        "default": weights == RecallWeights(),
+        "in_grid": w < in_grid,
+        "per_conversation": {
+            name: {
+                "questions": asked[name],
+                **{
+                    key: round(by_cell[(w, k, budget)].get(key, 0.0) / max(asked[name], 1), 4)
+                    for key in ("recall", "mrr")
+                },
+            }
+            for name, by_cell in sums.items()
+        },
+    }
+
+
+def parse_grid(spec: str | None, defaults: dict[str, list[Any]] = DEFAULT_GRID) -> dict[str, list[Any]]:
+    """``"dense=0.3,0.5;top_k=5,10;budget=none,450"`` → a grid (unnamed keys keep ``defaults``' values).
+
+    ``window`` is still read as ``context`` (its name before 0.2, as ``RecallWeights`` reads it).
+    """
+    grid = {k: list(v) for k, v in defaults.items()}
     if not spec:
         return grid
     for part in filter(None, (p.strip() for p in spec.split(";"))):
         key, _, values = part.partition("=")
         key = key.strip()
-        if key not in grid:
-            raise ValueError(f"unknown grid key {key!r}; use {', '.join(grid)}")
+        key = "context" if key == "window" else key
+        if key not in GRID_KEYS:
+            raise ValueError(f"unknown grid key {key!r}; use {', '.join(GRID_KEYS)}")
         parsed: list[Any] = []
         for value in values.split(","):
             value = value.strip().lower()
@@ -177,17 +350,32 @@ def run_grid(
     *,
     grid: dict[str, list[Any]] = DEFAULT_GRID,
     max_tokens: int = CONTEXT_BUDGET,
+    default_path: bool = False,
+    with_leave_one_out: bool = False,
     embedder: Any = None,
     progress: Callable[[str], None] | None = None,
     steps: ProgressCallback | None = None,
 ) -> dict[str, Any]:
     """``hindsight bench grid``: the grid search over ``data`` in a throwaway embedded store.
 
-    The store is deleted afterwards; the result is ``grid_search``'s, plus the data path.
+    The store is deleted afterwards; the result is ``grid_search``'s (``default_path`` and
+    ``with_leave_one_out`` are its), plus the data path.
     """
     conversations, _ = load_directory(data)
+    if with_leave_one_out and len(conversations) < 2:  # before minutes of ingest, not after
+        raise ValueError(f"--leave-one-out needs at least two conversations; {data} has {len(conversations)}")
     with tempfile.TemporaryDirectory(prefix="hindsight-grid-") as tmp:
         engine = MemoryEngine(store=Path(tmp) / "store", embedder=embedder, llm=False)
-        result = grid_search(engine, conversations, grid, max_tokens=max_tokens, progress=progress, steps=steps)
+        result = grid_search(
+            engine,
+            conversations,
+            grid,
+            max_tokens=max_tokens,
+            default_path=default_path,
+            with_leave_one_out=with_leave_one_out,
+            progress=progress,
+            steps=steps,
+        )
+        engine.chroma.flush_access()
     result["data"] = str(data)
     return result

@@ -1,7 +1,8 @@
 """The memory systems ``hindsight bench peers`` compares, each driven through its own memory API.
 
 Every system stores every turn of a conversation as one memory in a collection of its own
-(Chroma for all but mem0, which keeps its default local Qdrant), turn granularity so that
+(Chroma for all but mem0, which keeps its default local Qdrant, and engram-search, which holds
+a conversation's documents in memory as its own benchmark does), turn granularity so that
 evidence ids can be scored the same way for everyone, then answers every question asking for
 ``TOP_K`` items (``PeerSystem``: ``load`` a conversation, ``ask`` a question):
 
@@ -27,7 +28,17 @@ evidence ids can be scored the same way for everyone, then answers every questio
   models from the network at run time). Its embedder is mem0's ``openai`` provider pointed at
   ``embedding_server``: this process's MiniLM behind ``/v1/embeddings`` on 127.0.0.1. When the
   environment cannot be built (no package index), the mem0 row says why and the others run;
-  a peer that fails mid-run (``PeerFailed``) is dropped with its reason.
+* **engram-search** (``engram_peer.EngramSystem``, the ``[engram]`` extra, in this
+  environment: it adds only engram-search, faiss-cpu and rank-bm25 to what is installed):
+  one engram ``Document`` per turn (its dia_id in the metadata), and
+  ``RetrievalPipeline.search(question, documents, top_k=10)`` per question, the call engram's
+  own LoCoMo benchmark makes: dense + BM25 + name/quote boosts fused by reciprocal rank
+  fusion. Two defaults are changed, as the row's name says, because each would download a
+  model from the hub: it ranks with this process's MiniLM instead of bge-large, and its
+  cross-encoder re-ranker is off. No peer gets the question's date, so its time boost is idle.
+  When engram-search is not installed, its row says how to install it and the others run.
+
+A peer that fails mid-run (``PeerFailed``) is dropped with its reason.
 """
 
 from __future__ import annotations
@@ -39,6 +50,7 @@ from typing import Any, Protocol
 from ..core.embedding.protocol import Embedder, embed_documents
 from ..core.engine import MemoryEngine
 from ..core.recall.ranking import RecallWeights
+from ..core.recall.stages import StageTimes, timing_stages
 from .embedding_server import EmbeddingServer
 from .locomo import ingest
 from .locomo_data import Conversation, Turn
@@ -78,6 +90,12 @@ class HindsightSystem:
     def __init__(self, engine: MemoryEngine, *, weights: RecallWeights | None, budget: int | None, name: str) -> None:
         self.engine, self.weights, self.budget, self.name = engine, weights, budget, name
         self.namespace = ""
+        self.stages = StageTimes()
+
+    @property
+    def details(self) -> dict[str, Any]:
+        """What the row adds: where recall's time went, stage by stage (``core/recall/stages.py``)."""
+        return {"stages_ms": self.stages.summary()}
 
     def load(self, conversation: Conversation, index: int) -> None:
         """Ingest the conversation into its namespace, unless another setting already filled it."""
@@ -89,9 +107,15 @@ class HindsightSystem:
 
     def ask(self, question: str) -> tuple[list[str], str]:
         """Recall with this setting's weights and budget; the turn ids in rank order and the context."""
-        result = self.engine.recall(
-            question, namespace=self.namespace, top_k=TOP_K, token_budget=self.budget, weights=self.weights, touch=False
-        )
+        with timing_stages(self.stages):
+            result = self.engine.recall(
+                question,
+                namespace=self.namespace,
+                top_k=TOP_K,
+                token_budget=self.budget,
+                weights=self.weights,
+                touch=False,
+            )
         return dia_ids(result.records), result.context
 
 

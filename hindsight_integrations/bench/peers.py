@@ -1,9 +1,10 @@
 """Peers side by side (`hindsight bench peers`): same LoCoMo data, same MiniLM model, one run.
 
-Hindsight (tuned and with its defaults), LangChain's and LlamaIndex's vector memories and mem0
-each store every turn and answer every question asking for 10 items; how each system is driven
-(its memory API, its store) is ``peer_systems``'s. This module runs them side by side and
-scores them all the same way (``locomo_scoring``); its table and plot are ``peers_report``'s.
+Hindsight (tuned and with its defaults), LangChain's and LlamaIndex's vector memories, mem0
+and engram-search each store every turn and answer every question asking for 10 items; how
+each system is driven (its memory API, its store) is ``peer_systems``'s (engram's is
+``engram_peer``'s). This module runs them side by side and scores them all the same way
+(``locomo_scoring``); its table and plot are ``peers_report``'s.
 
 Peers get the text a user would hand them: "(session date) Speaker: text". Latency is the
 wall time of the retrieval call (query embedding included), with the systems asked in
@@ -27,6 +28,7 @@ from ..core.embedding.factory import build_embedder
 from ..core.embedding.protocol import Embedder
 from ..core.engine import MemoryEngine
 from .embedding_server import EmbeddingServer
+from .engram_peer import EngramSystem
 from .locomo import CONTEXT_BUDGET, LOCOMO_WEIGHTS
 from .locomo_data import Conversation, load_directory
 from .locomo_scoring import evidence_scores, mean, reciprocal_rank
@@ -212,6 +214,7 @@ def run_peers(
             ("langchain", lambda: LangChainSystem(client, embedder)),
             ("llamaindex", lambda: LlamaIndexSystem(client, embedder)),
             ("mem0", mem0),
+            ("engram", lambda: EngramSystem(embedder)),
         ]
         systems: list[PeerSystem] = []
         for key, factory in factories:

@@ -45,7 +45,16 @@ def peers_table(result: dict[str, Any]) -> str:
     skipped = [p for p in result["peers"] if p.get("status") != "ok"]
     if skipped:
         table += "\n\n" + "\n".join(f"- **{p['name']}** {p.get('status', 'not run')}: {p['reason']}" for p in skipped)
+    staged = [p for p in result["peers"] if p.get("status") == "ok" and p.get("stages_ms")]
+    if staged:
+        table += "\n\n" + "\n".join(_stage_line(p) for p in staged)
     return table
+
+
+def _stage_line(row: dict[str, Any]) -> str:
+    """Where one system's recall time went: each stage's p50, in ms (``core/recall/stages.py``)."""
+    stages = ", ".join(f"{stage} {s['p50_ms']:.2f}" for stage, s in row["stages_ms"].items())
+    return f"- **{row['name']}**, p50 ms by stage: {stages}"
 
 
 def plot_peers(result: dict[str, Any], path: Path) -> None:

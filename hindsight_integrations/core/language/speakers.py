@@ -3,8 +3,9 @@
 A memory whose text starts with a name and a colon gets that name as an entity
 (``write.conversation``), the write filter judges what was said without it (``spoken``), and
 the subject rules read a statement without its label (``without_speaker``). The label's
-shape is the ``common`` pack's ``text.speaker``; labels that name no one ("Update:",
-"Note:") are the packs' ``not_speakers``.
+shape is the packs' ``text.speaker`` (a capitalised name in ``common``, two to four Chinese
+characters in ``zh``: "孙浩然：…"); labels that name no one ("Update:", "Note:", 备注：) are the
+packs' ``not_speakers``.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ def speaker_of(text: str) -> str | None:
     match = _label(text)
     if match is None:
         return None
-    name = match.group(1)
+    name = next(group for group in match.groups() if group)  # one group per pack's label shape
     return None if name.lower() in every().words("not_speakers") else name
 
 

@@ -88,22 +88,32 @@ def current_first(
     """
     ordered = list(hits)
     changed: dict[str, date] = {}
-    common = _common(hits)
-    for later in list(ordered):
-        changes = [
-            hit
-            for hit in ordered
-            if hit is not later
-            and _changes(hit.record, later.record, common)
-            and (closeness is None or closeness(hit.record.id, later.record.id) >= floor)
-        ]
+    announcing = [hit for hit in ordered if read(hit.record.content).change_cue]
+    if not announcing:  # most recalls: nothing here says anything changed
+        return ordered, changed
+    common: frozenset[str] | None = None  # read only once a pair is dated and close enough to ask
+    for later in announcing:
+        changes = []
+        for hit in ordered:
+            if hit is later or hit.record.occurred_at >= later.record.occurred_at:
+                continue
+            if closeness is not None and closeness(hit.record.id, later.record.id) < floor:
+                continue
+            common = _common(hits) if common is None else common
+            if _changes(hit.record, later.record, common):
+                changes.append(hit)
         for hit in changes:
             changed.setdefault(hit.record.id, later.record.occurred_at.date())
-        position = ordered.index(later)
-        above = [ordered.index(hit) for hit in changes if ordered.index(hit) < position]
+        position = _position(ordered, later)
+        above = [n for hit in changes if (n := _position(ordered, hit)) < position]
         if above:
             ordered.insert(min(above), ordered.pop(position))
     return ordered, changed
+
+
+def _position(hits: Sequence[RecallHit], hit: RecallHit) -> int:
+    """Where ``hit`` itself is in ``hits``: by identity, since comparing hits field by field is slow."""
+    return next(n for n, other in enumerate(hits) if other is hit)
 
 
 __all__ = ["Closeness", "current_first"]

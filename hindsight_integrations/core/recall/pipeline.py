@@ -16,6 +16,8 @@
 6. *pack*: fit the token budget; among what fits, a memory announcing a change of another goes
    above it, which the context marks as changed since (``currency.py``); count the accesses,
    format the context block.
+
+Each stage's time can be measured from outside (``stages.timing_stages``).
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 import numpy as np
@@ -31,10 +33,11 @@ import numpy as np
 from ..embedding.centring import Centring
 from ..embedding.protocol import embed_query
 from ..errors import InvalidInputError
+from ..language.when import TimeFrame, time_frames
 from ..model.arguments import coerce_model, fraction, whole_number
 from ..model.inputs import validate_content
 from ..model.limits import MAX_TOKENS
-from ..model.records import MemoryRecord
+from ..model.records import MemoryRecord, from_epoch
 from ..model.results import RecallHit, RecallResult, Relevance
 from ..parts import EngineParts
 from ..storage.field_index import MemoryFacts
@@ -42,7 +45,9 @@ from ..storage.namespace_store import NamespaceStore, Vector
 from .context import format_context, pack_within_budget
 from .currency import Closeness, current_first
 from .filters import RecallFilters, bounded_filters
+from .history import inherit_from_history
 from .ranking import Candidate, Ranked, RecallWeights, prefer_consolidated, rank
+from .stages import Stopwatch, stopwatch
 
 _WIDER = 8  # how much deeper the unfiltered search looks when the nearest hits are mostly history
 _CONTEXT_WAIT_SECONDS = 5.0  # a stalled embedder must not stall recall: it ranks without those context vectors
@@ -164,7 +169,8 @@ class Recaller:
     ) -> RecallResult:
         """Run the stages (see the module docstring); ``candidates`` overrides the search pool size."""
         now = self._parts.clock.now()
-        search, admitted, ranked, inherited = self._ranked(handle, request, candidates, now)
+        watch = stopwatch()
+        search, admitted, ranked, inherited = self._ranked(handle, request, candidates, now, watch)
         if request.min_score is not None:
             ranked = [r for r in ranked if r.similarity >= request.min_score]
         closeness = _best_closeness(ranked, inherited)
@@ -173,8 +179,12 @@ class Recaller:
         ):
             ranked = []  # nothing here is about the question
         ranked = prefer_consolidated(ranked, {c.id: c.facts for c in admitted})
+        watch.lap("floor")
         hits = self._fetch(handle, search, ranked)
-        return self._pack(handle, request, hits, now, touch=touch)
+        watch.lap("fetch")
+        result = self._pack(handle, request, hits, now, touch=touch)
+        watch.lap("pack")
+        return result
 
     def relevance(self, handle: NamespaceStore | None, request: RecallRequest) -> Relevance:
         """What the floors see for ``request``: the candidates ``recall`` would rank, measured, none returned.
@@ -185,7 +195,7 @@ class Recaller:
         """
         closeness = centred = None
         if handle is not None:
-            search, _, ranked, inherited = self._ranked(handle, request, None, self._parts.clock.now())
+            search, _, ranked, inherited = self._ranked(handle, request, None, self._parts.clock.now(), stopwatch())
             closeness = _best_closeness(ranked, inherited)
             centred = _best_centred(ranked, handle, search.vector, self._parts)
         floors = self._parts.cosines
@@ -200,28 +210,39 @@ class Recaller:
 
     # -- stages ---------------------------------------------------------------------------
     def _ranked(
-        self, handle: NamespaceStore, request: RecallRequest, candidates: int | None, now: datetime
+        self, handle: NamespaceStore, request: RecallRequest, candidates: int | None, now: datetime, watch: Stopwatch
     ) -> tuple[_Search, list[Candidate], list[Ranked], dict[str, float]]:
         """Search, admit, widen and rank: the candidates, ranked, and the closeness each inherits from its history."""
         handle.refresh_indexes()
         handle.wait_for_context(_CONTEXT_WAIT_SECONDS)  # what this process just wrote ranks like the rest
+        watch.lap("indexes")
         pool = candidates or max(50, request.top_k * 4)
-        search = self._search(handle, request, pool, now)
-        inherited = _inherit_from_history(handle, search.dense, search.vector, request.weights.context)
+        search = self._search(handle, request, pool, now, watch)
+        inherited = inherit_from_history(handle, search.dense, search.vector, request.weights.context)
         admitted = self._admit(handle, search, list(dict.fromkeys([*search.dense, *search.context, *search.lexical])))
         admitted += self._widen(handle, search, pool, admitted)
-        ranked = rank(admitted, query=request.query, query_vector=search.vector, weights=request.weights, now=now)
+        watch.lap("admit")
+        frames = _frames(handle, request, now)
+        ranked = rank(
+            admitted, query=request.query, query_vector=search.vector, weights=request.weights, now=now, frames=frames
+        )
+        watch.lap("rank")
         return search, admitted, ranked, inherited
 
-    def _search(self, handle: NamespaceStore, request: RecallRequest, pool: int, now: datetime) -> _Search:
+    def _search(
+        self, handle: NamespaceStore, request: RecallRequest, pool: int, now: datetime, watch: Stopwatch
+    ) -> _Search:
         with_context = request.weights.context > 0 and handle.facts.any_context
         lexical_side = _RECALL_WORKERS.submit(_lexical_candidates, handle, request.query, pool, with_context)
         vector = embed_query(self._parts.embedder, request.query, self._parts.query_cache)
+        watch.lap("embed")
         prefiltered = request.filters.narrows() or request.include_history
         where = request.filters.where(include_history=request.include_history, now=now) if prefiltered else None
+        context_side = _RECALL_WORKERS.submit(handle.query_context, vector, n=pool) if with_context else None
         dense = dict(handle.query(vector, n=pool if prefiltered else 2 * pool, where=where))
-        context = dict(handle.query_context(vector, n=pool)) if with_context else {}
+        context = dict(context_side.result()) if context_side is not None else {}
         lexical, lexical_vectors, lexical_context_vectors = lexical_side.result()
+        watch.lap("search")
         return _Search(
             request, now, vector, prefiltered, with_context, dense, context, lexical, lexical_vectors,
             lexical_context_vectors,
@@ -338,6 +359,15 @@ class Recaller:
         return RecallResult(query=request.query, hits=hits, context=context, tokens=counter.count(context))
 
 
+def _frames(handle: NamespaceStore, request: RecallRequest, now: datetime) -> tuple[TimeFrame, ...]:
+    """The times the question names, read against the store's latest date (``language/when.py``)."""
+    if not request.weights.time_boost:
+        return ()
+    latest = from_epoch(handle.facts.latest_occurred) if handle.facts.latest_occurred else None
+    anchor = min(now, latest) if latest is not None else now
+    return time_frames(request.query, anchor.astimezone(UTC).replace(tzinfo=None))
+
+
 def _closeness(handle: NamespaceStore, hits: Sequence[RecallHit]) -> Closeness:
     """Cosines between the hits' own vectors, read once and only when a pair is first asked about."""
     unit: dict[str, np.ndarray] = {}
@@ -368,48 +398,6 @@ def _lexical_candidates(
     facts = handle.facts.lookup(list(lexical)) if with_context else {}
     context_vectors = handle.vectors([i for i, f in facts.items() if f.has_context_vector], context=True)
     return lexical, handle.vectors(list(lexical)), context_vectors
-
-
-_CHAIN = 8  # supersedes followed from a history hit to the memory current now, at most
-
-
-def _inherit_from_history(
-    handle: NamespaceStore, dense: dict[str, float], query: Vector, context_weight: float
-) -> dict[str, float]:
-    """Give the memory current now the similarity of each older value of it the search found.
-
-    "Where do I work?" is close to "I work at Zalando" (0.28) and far from "I left Feedzai and
-    joined Farfetch" (0.15), which superseded it through "I started at Feedzai". History is not
-    returned without ``include_history``, so the question would get the current value only if
-    it matched it by itself, or nothing at all below the relevance floor. A question close to
-    any earlier value of an attribute is about that attribute, and what answers it is the value
-    current now (docs/architecture.md, "Recall"). Returns the similarities handed on, by memory:
-    the relevance floor counts them as they are, since ranking mixes them with the memory's own
-    context similarity, which its history does not hand on (context vectors frame one wording).
-    The floor does count an older value's own closeness as a candidate would have it (its own
-    vector mixed with its undated context vector, ``ranking.rank``): "I ride a blue Vespa scooter
-    to work." is 0.16 from "How do I get to work?" dated and 0.31 undated, and the e-bike that
-    replaced it 0.06 either way, so without it the question got nothing.
-    """
-    facts = handle.facts
-    found = facts.lookup(list(dense))
-    history = [i for i, f in found.items() if f.status == "superseded" and f.superseded_by]
-    framed = handle.vectors(history, context=True) if history and context_weight > 0 else {}
-    q = np.asarray(query, dtype=np.float32)
-    handed: dict[str, float] = {}
-    for memory_id, similarity in list(dense.items()):
-        current = found.get(memory_id)
-        if memory_id in framed:
-            blend = (1 - context_weight) * similarity + context_weight * float(np.asarray(framed[memory_id]) @ q)
-            similarity = max(similarity, blend)
-        steps = 0
-        while current is not None and current.status == "superseded" and current.superseded_by and steps < _CHAIN:
-            successor = current.superseded_by
-            if similarity > dense.get(successor, -1.0):
-                dense[successor] = handed[successor] = similarity
-            current = facts.lookup([successor]).get(successor)
-            steps += 1
-    return handed
 
 
 def _admissible(handle: NamespaceStore, ids: list[str], trusted: set[str], search: _Search) -> dict[str, MemoryFacts]:

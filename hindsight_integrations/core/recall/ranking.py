@@ -29,6 +29,7 @@ import numpy as np
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field
 
 from ..language.rules import for_text
+from ..language.when import TimeFrame
 from ..model.records import MemoryRecord, to_epoch
 from ..model.results import RecallHit
 from ..storage.field_index import MemoryFacts
@@ -61,6 +62,9 @@ class RecallWeights(BaseModel):
     )
     entity_boost: float = Field(
         0.2, ge=0, description="relevance bonus when the one entity named in the query is the memory's"
+    )
+    time_boost: float = Field(
+        0.2, ge=0, description='relevance bonus for memories dated within a time the query names ("in June")'
     )
     recency_lambda: float | None = Field(
         None, ge=0, description="per hour; when set, recency is exp(-λ·hours) instead of log-scaled age"
@@ -175,6 +179,16 @@ def _known_or_cosine(known: list[float | None], vectors: list[Vector | None], qu
     return out
 
 
+def _within_frames(facts: Sequence[MemoryFacts], frames: Sequence[TimeFrame]) -> np.ndarray:
+    """Which memories are dated inside one of ``frames`` (epoch bounds compared, as stored)."""
+    occurred = np.array([f.occurred_at for f in facts], dtype=np.float64)
+    inside = np.zeros(len(facts), dtype=bool)
+    for frame in frames:
+        start, end = to_epoch(frame.start) or 0.0, to_epoch(frame.end) or 0.0
+        inside |= (occurred >= start) & (occurred < end)
+    return inside
+
+
 def named_entity(query: str, candidates: Sequence[Candidate]) -> str | None:
     """The single candidate entity (e.g. a speaker's name) the query mentions, if exactly one."""
     lowered = query.lower()
@@ -190,12 +204,14 @@ def rank(
     query_vector: Vector,
     weights: RecallWeights,
     now: datetime,
+    frames: Sequence[TimeFrame] = (),
 ) -> list[Ranked]:
     """Score already-filtered candidates; best first.
 
     Dense similarity mixes the memory's own vector with its context vector; both
     signals are min-max normalised over the candidate set before fusion, which keeps
-    BM25's unbounded scores and cosine's narrow band on one scale.
+    BM25's unbounded scores and cosine's narrow band on one scale. ``frames``: the times the
+    query names (``language/when.py``), whose memories get ``weights.time_boost``.
     """
     if not candidates:
         return []
@@ -217,6 +233,10 @@ def rank(
     entity = named_entity(query, candidates) if weights.entity_boost else None
     if entity:  # a bonus for the named one, kept within [0, 1]
         relevance[[entity not in f.entities for f in facts]] /= 1 + weights.entity_boost
+    if frames and weights.time_boost:
+        outside = ~_within_frames(facts, frames)
+        if outside.any() and not outside.all():  # all or none inside: the time tells them nothing apart
+            relevance[outside] /= 1 + weights.time_boost
     now_epoch = to_epoch(now) or 0.0
     occurred = np.array([f.occurred_at or now_epoch for f in facts], dtype=np.float64)
     recency = _recency(np.maximum(0.0, (now_epoch - occurred) / 3600.0), weights)

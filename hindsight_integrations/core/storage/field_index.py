@@ -107,6 +107,7 @@ class FactsIndex:
         self._by_slot: dict[str, set[str]] = {}
         self._with_context = 0
         self._working = 0  # records of the working tier (turns), whatever their status
+        self._latest = 0.0  # the latest ``occurred_at`` ever indexed here (a removal does not lower it)
         self._lock = threading.Lock()
 
     def __len__(self) -> int:
@@ -142,6 +143,14 @@ class FactsIndex:
             total, working = len(self._facts), self._working
         return 1.0 if not total else max(total - working, 1) / total
 
+    @property
+    def latest_occurred(self) -> float:
+        """The latest ``occurred_at`` (epoch seconds) of any record indexed here, turns included; 0 when none.
+
+        What "last week" in a question is read against (``language/when.py``): the store's present.
+        """
+        return self._latest
+
     def ids_with_context(self) -> list[str]:
         """The records that should have a context vector (``indexing.has_frame``)."""
         with self._lock:
@@ -158,6 +167,7 @@ class FactsIndex:
                 self._facts[memory_id] = facts
                 self._with_context += facts.has_context_vector
                 self._working += facts.tier == "working"
+                self._latest = max(self._latest, facts.occurred_at)
                 if facts.slot and facts.long_term_active:  # only what a new memory may update
                     self._by_slot.setdefault(facts.slot, set()).add(memory_id)
 

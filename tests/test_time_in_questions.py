@@ -1,0 +1,126 @@
+"""Time named in a question (#28): "in June", "last week", 上个月, 去年夏天 read as ranges, recall preferring them.
+
+The parsing is ``dateparser``'s (``core/language/when.py``), gated by the packs' ``recall.time_hint``;
+ranking gives memories dated inside the range ``RecallWeights.time_boost``. Relative times are
+read against the store's latest date, not the clock, so an imported history's "June" is its own.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from hindsight_integrations import MemoryEngine
+from hindsight_integrations.core.clock import ManualClock
+from hindsight_integrations.core.language.when import PARSED_CHARS, time_frames
+from hindsight_integrations.mcp import MemoryClient
+
+ANCHOR = datetime(2023, 8, 28, 12, 0)
+
+
+def _frames(query: str) -> list[tuple[str, str, str]]:
+    return [(f.grain, f.start.date().isoformat(), f.end.date().isoformat()) for f in time_frames(query, ANCHOR)]
+
+
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        ("When did Melanie go camping in June?", [("month", "2023-06-01", "2023-07-01")]),
+        ("What did I do last May?", [("month", "2023-05-01", "2023-06-01")]),
+        ("What happened last week?", [("week", "2023-08-21", "2023-08-28")]),
+        ("What did I do yesterday?", [("day", "2023-08-27", "2023-08-28")]),
+        ("What did Gina find on 1 February, 2023?", [("day", "2023-02-01", "2023-02-02")]),
+        ("What did Mel paint in July 2023?", [("month", "2023-07-01", "2023-08-01")]),
+        ("Where did Caroline move from 4 years ago?", [("year", "2019-01-01", "2020-01-01")]),
+        ("When did we go to a pride parade during the summer?", [("season", "2023-06-01", "2023-09-01")]),
+        ("我上个月去了哪里？", [("month", "2023-07-01", "2023-08-01")]),
+        ("去年夏天我们做了什么？", [("season", "2022-06-01", "2022-09-01")]),
+        ("五月份你去旅行了吗", [("month", "2023-05-01", "2023-06-01")]),
+        ("我2022年在哪里工作", [("year", "2022-01-01", "2023-01-01")]),
+    ],
+)
+def test_a_named_time_is_read_as_a_range_against_the_anchor(query: str, expected: list[tuple[str, str, str]]) -> None:
+    assert _frames(query) == expected
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "How do I get to work?",
+        "What may I eat?",  # the verb, not the month
+        "How long ago was Caroline's 18th birthday?",  # an ordinal, not a date
+        "What is the name of John's one-year-old child?",
+        "我怎么去上班？",
+    ],
+)
+def test_a_question_naming_no_time_gets_no_frame(query: str) -> None:
+    assert time_frames(query, ANCHOR) == ()
+
+
+def test_a_long_query_is_read_only_as_far_as_its_start() -> None:
+    """A 32 KB query full of dates must not hold recall for seconds: only the first PARSED_CHARS are read."""
+    noise = "what did I do last week in June 2023, and yesterday? " * 700
+    frames = time_frames(noise, ANCHOR)
+    assert all(noise.lower().find(f.said.lower()) < PARSED_CHARS for f in frames)
+    assert time_frames("x" * PARSED_CHARS + " in June", ANCHOR) == ()
+
+
+def test_nonsense_dates_are_no_frames_and_no_errors() -> None:
+    for query in [
+        "on 99/99/9999",
+        "in the 45th of Smarch 2023",
+        "last week of year 0",
+        "\x00 june \ud7ff",
+        "2023" * 80,
+    ]:
+        for frame in time_frames(query, ANCHOR):
+            assert frame.start < frame.end
+
+
+@pytest.fixture
+def engine(tmp_path: Path) -> Iterator[MemoryEngine]:
+    yield MemoryEngine(store=tmp_path / "store", llm=False, clock=ManualClock(datetime(2026, 12, 1, tzinfo=UTC)))
+
+
+def _store(client: MemoryClient, text: str, when: datetime) -> None:
+    client.store(text, occurred_at=when, session_id=f"s-{when:%Y%m%d}")
+
+
+def test_recall_prefers_memories_from_the_month_a_question_names(engine: MemoryEngine) -> None:
+    """Two cinema trips, August's closer in words; "June" is read against the store's dates (2023), not the clock's."""
+    with MemoryClient.in_process(engine, namespace="films") as client:
+        _store(client, "Saw a film at the Odeon cinema with Ana, a comedy.", datetime(2023, 6, 10, tzinfo=UTC))
+        _store(client, "Watched a film at the Odeon cinema with Ana, a thriller.", datetime(2023, 8, 5, tzinfo=UTC))
+        _store(client, "Booked the car in for its yearly service.", datetime(2023, 8, 20, tzinfo=UTC))
+        asked = client.recall("Which film did I watch at the cinema in June?", top_k=2)
+        assert "comedy" in asked.records[0].content
+        plain = client.recall("Which film did I watch at the cinema?", top_k=2)
+        assert "thriller" in plain.records[0].content  # without a time, the closer wording leads
+    off = engine.recall(
+        "Which film did I watch at the cinema in June?", namespace="films", top_k=2, weights={"time_boost": 0.0}
+    )
+    assert "thriller" in off.records[0].content  # the bonus is what put June first
+
+
+def test_a_time_no_candidate_falls_in_changes_nothing(engine: MemoryEngine) -> None:
+    with MemoryClient.in_process(engine, namespace="films") as client:
+        _store(client, "Watched a film at the Odeon cinema with Ana, a thriller.", datetime(2023, 6, 10, tzinfo=UTC))
+        _store(client, "Saw a film at the Odeon cinema with Ana, a comedy.", datetime(2023, 8, 5, tzinfo=UTC))
+    question = "Which film did I watch at the cinema in 2019?"
+    named = engine.recall(question, namespace="films", top_k=2, touch=False)
+    plain = engine.recall(question, namespace="films", top_k=2, touch=False, weights={"time_boost": 0.0})
+    assert [(h.record.id, round(h.score, 9)) for h in named.hits] == [
+        (h.record.id, round(h.score, 9)) for h in plain.hits
+    ]
+
+
+def test_a_hostile_query_full_of_dates_returns_promptly_and_the_engine_goes_on(engine: MemoryEngine) -> None:
+    with MemoryClient.in_process(engine, namespace="films") as client:
+        _store(client, "Watched a film at the Odeon cinema with Ana, a thriller.", datetime(2023, 6, 10, tzinfo=UTC))
+        hostile = "On 1 June 2023, last week, yesterday, in May 2022 and 去年夏天 " * 440  # under the 32 KB limit
+        result = client.recall(hostile, top_k=3)
+        assert result.records and "thriller" in result.records[0].content
+        assert client.recall("Which film did I watch in June?", top_k=1).records  # still answering
