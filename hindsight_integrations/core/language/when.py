@@ -78,7 +78,7 @@ def _parsed(query: str, language: str, anchor: datetime) -> list[TimeFrame]:
     from dateparser.search import search_dates
 
     settings = {"RELATIVE_BASE": anchor, "PREFER_DATES_FROM": "past", "RETURN_TIME_AS_PERIOD": True}
-    with _PARSING:  # dateparser keeps state in its parsers: one question at a time
+    with _PARSING:  # search_dates runs through a process-wide singleton that raced between threads (dateparser#1369)
         found = search_dates(query, languages=[language], settings=settings) or []
         parser = DateDataParser(languages=[language], settings=settings)  # for each one's period (day, month...)
         out = []
