@@ -38,10 +38,6 @@ class TimeFrame:
     said: str
     grain: str
 
-    def holds(self, moment: datetime) -> bool:
-        """Whether ``moment`` falls inside the frame."""
-        return self.start <= moment < self.end
-
 
 def time_frames(query: str, anchor: datetime) -> tuple[TimeFrame, ...]:
     """The frames ``query`` names, read against ``anchor``; () when it names no time the parser reads.

@@ -179,10 +179,9 @@ def _known_or_cosine(known: list[float | None], vectors: list[Vector | None], qu
     return out
 
 
-def _within_frames(facts: Sequence[MemoryFacts], frames: Sequence[TimeFrame]) -> np.ndarray:
-    """Which memories are dated inside one of ``frames`` (epoch bounds compared, as stored)."""
-    occurred = np.array([f.occurred_at for f in facts], dtype=np.float64)
-    inside = np.zeros(len(facts), dtype=bool)
+def _within_frames(occurred: np.ndarray, frames: Sequence[TimeFrame]) -> np.ndarray:
+    """Which of the ``occurred`` epoch stamps fall inside one of ``frames`` (compared as stored)."""
+    inside = np.zeros(len(occurred), dtype=bool)
     for frame in frames:
         start, end = to_epoch(frame.start) or 0.0, to_epoch(frame.end) or 0.0
         inside |= (occurred >= start) & (occurred < end)
@@ -233,12 +232,13 @@ def rank(
     entity = named_entity(query, candidates) if weights.entity_boost else None
     if entity:  # a bonus for the named one, kept within [0, 1]
         relevance[[entity not in f.entities for f in facts]] /= 1 + weights.entity_boost
+    stamps = np.array([f.occurred_at for f in facts], dtype=np.float64)  # 0 = not dated
     if frames and weights.time_boost:
-        outside = ~_within_frames(facts, frames)
+        outside = ~_within_frames(stamps, frames)
         if outside.any() and not outside.all():  # all or none inside: the time tells them nothing apart
             relevance[outside] /= 1 + weights.time_boost
     now_epoch = to_epoch(now) or 0.0
-    occurred = np.array([f.occurred_at or now_epoch for f in facts], dtype=np.float64)
+    occurred = np.where(stamps != 0, stamps, now_epoch)
     recency = _recency(np.maximum(0.0, (now_epoch - occurred) / 3600.0), weights)
     access = np.minimum(
         1.0,
