@@ -185,8 +185,14 @@ def test_the_scripted_judge_answers_as_a_good_model_would() -> None:
 
 def test_the_packaged_cases_cover_every_kind_and_language() -> None:
     cases = load_cases()
-    assert {c.kind for c in cases} == {"update", "cancel", "kept_apart", "paraphrase", "habit"}
-    assert {c.language for c in cases} == {"en", "zh", "mixed"} and {c.set for c in cases} == {"issue", "own"}
+    assert {c.kind for c in cases} == {"update", "cancel", "kept_apart", "paraphrase", "habit", "contrast"}
+    assert {c.language for c in cases} == {"en", "zh", "mixed"} and {c.set for c in cases} == {
+        "issue",
+        "own",
+        "heldout",
+    }
+    heldout = [c for c in cases if c.set == "heldout"]
+    assert {c.kind for c in heldout} == {"paraphrase", "contrast"} and len(heldout) == 32
 
 
 def test_a_malformed_case_file_is_refused_with_its_name(tmp_path: Path) -> None:

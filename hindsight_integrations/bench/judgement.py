@@ -10,8 +10,16 @@ question is asked and scored:
   statement is no longer current (it went to history);
 * ``kept_apart``: both statements stay current and the question about the other person gets
   theirs first;
-* ``paraphrase``: one memory naming the fact answers, not one per wording;
-* ``habit``: a consolidated memory of the repeated activity exists and comes first.
+* ``paraphrase``: one memory naming the fact answers, not one per wording (a case without a
+  question: its statements end as one memory);
+* ``habit``: a consolidated memory of the repeated activity exists and comes first;
+* ``contrast``: two statements that look alike and say different things stay two memories
+  through the write path and ``consolidate``: neither merged into the other as a repeat nor
+  joined with it (the later may make the earlier history: "I don't want type hints" said after
+  "I want type hints" is a change of mind).
+
+Set "heldout" (paraphrases and contrasts without questions) was written by someone who had not
+read the rules, after them; only its first run is a held-out figure (README §7 says which).
 
 With ``llm="scripted"`` the engine's judge and distiller are the scripted OpenAI-compatible
 server (``scripted_llm``), answering as a good model would for these cases, with faults
@@ -31,18 +39,19 @@ from importlib.resources.abc import Traversable
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 
 from ..core.clock import ManualClock
 from ..core.engine import MemoryEngine
 from ..core.model.records import MemoryRecord, Tier
+from ..core.upkeep.merging import CONSOLIDATION_ORIGIN
 from ..mcp.client import MemoryClient
 from .report import markdown_table
 from .scripted_llm import ScriptedLLMServer, judged_statements, numbered_statements
 
 DATA_FILE: Traversable = resources.files("hindsight_integrations.bench") / "data" / "judgement_cases.toml"
 MODES = ("none", "scripted")
-KINDS = ("update", "cancel", "kept_apart", "paraphrase", "habit")
+KINDS = ("update", "cancel", "kept_apart", "paraphrase", "habit", "contrast")
 START = datetime(2026, 3, 2, 19, 0, tzinfo=UTC)
 # How far apart a case's statements are said: a change a few weeks on, a repeat over days.
 GAPS = {
@@ -51,6 +60,7 @@ GAPS = {
     "kept_apart": timedelta(weeks=1),
     "paraphrase": timedelta(days=3),
     "habit": timedelta(days=2),
+    "contrast": timedelta(days=3),
 }
 CASE_SPAN = timedelta(weeks=26)  # each case has its own half year on the engine's clock, which only moves forward
 LLM_TIMEOUT = 1.0
@@ -61,13 +71,23 @@ class Case(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    set: Literal["issue", "own"]
-    kind: Literal["update", "cancel", "kept_apart", "paraphrase", "habit"]
+    set: Literal["issue", "own", "heldout"]
+    kind: Literal["update", "cancel", "kept_apart", "paraphrase", "habit", "contrast"]
     language: Literal["en", "zh", "mixed"]
     statements: list[str]
-    question: str
-    current: str
+    question: str | None = None  # none for a contrast, and a paraphrase scored by what stays
+    current: str | None = None
     distilled: str | None = None  # what the scripted LLM distils a paraphrase or habit case to
+
+    @model_validator(mode="after")
+    def _asked(self) -> Case:
+        if self.kind not in ("paraphrase", "contrast") and not (self.question and self.current):
+            raise ValueError(f"a {self.kind} case needs a question and what its answer names (current)")
+        if (self.question is None) != (self.current is None):
+            raise ValueError("question and current go together")
+        if self.kind == "contrast" and len(self.statements) != 2:
+            raise ValueError("a contrast case is two statements")
+        return self
 
 
 class _CaseFile(BaseModel):
@@ -101,6 +121,14 @@ class JudgementScript:
             for position, text in enumerate(case.statements):
                 self._where[_key(text)] = (n, position)
 
+    def _locate(self, text: str) -> tuple[int, int] | None:
+        """The case and position of a statement, or of the statement a stored piece was split from."""
+        key = _key(text)
+        found = self._where.get(key)
+        if found is None and len(key) >= 8:
+            found = next((where for statement, where in self._where.items() if key in statement), None)
+        return found
+
     def extract(self, transcript: str) -> dict[str, Any]:
         """No extraction: the cases are written with ``store_memory``, which takes statements as they are."""
         return {"memories": []}
@@ -111,7 +139,7 @@ class JudgementScript:
         return {"verdicts": [self._verdict(new, old) for old in stored]}
 
     def _verdict(self, new: str, old: str) -> str:
-        a, b = self._where.get(_key(new)), self._where.get(_key(old))
+        a, b = self._locate(new), self._locate(old)
         if a is None or b is None or a[0] != b[0]:
             return "keep_both"
         kind = self._cases[a[0]].kind
@@ -123,8 +151,8 @@ class JudgementScript:
 
     def distil(self, prompt: str) -> dict[str, Any]:
         """One case's statements become its fact (or habit); statements of several cases are no one fact."""
-        found = {self._where.get(_key(s), (-1, 0))[0] for s in numbered_statements(prompt)}
-        if len(found) != 1 or (n := found.pop()) < 0:
+        found = {(self._locate(s) or (-1, 0))[0] for s in numbered_statements(prompt)}
+        if len(found) != 1 or (n := found.pop()) < 0 or self._cases[n].kind == "contrast":
             return {"same_fact": False}
         case = self._cases[n]
         kind = "fact" if case.kind == "habit" else "preference"
@@ -143,12 +171,25 @@ def _names(record: MemoryRecord, value: str) -> bool:
     return value.lower() in record.content.lower()
 
 
-def score_case(case: Case, recalled: Sequence[MemoryRecord], active: Sequence[MemoryRecord]) -> tuple[bool, str]:
-    """Whether ``case`` passed given what its question recalled and which memories are current; and why not."""
+def score_case(
+    case: Case,
+    recalled: Sequence[MemoryRecord],
+    active: Sequence[MemoryRecord],
+    history: Sequence[MemoryRecord] = (),
+) -> tuple[bool, str]:
+    """Whether ``case`` passed, given what its question recalled and which memories are current or history; why not."""
+    current = {r.content for r in active}
+    if case.kind == "contrast":
+        own = {r.content for r in [*active, *history]}
+        joined = [r.content for r in active if r.source.origin == CONSOLIDATION_ORIGIN]
+        kept = all(s in own for s in case.statements) and not joined
+        return kept, "" if kept else f"memories: {sorted(own)}"
+    if case.current is None:  # a paraphrase told by what stays: one memory
+        return len(active) == 1, "" if len(active) == 1 else f"{len(active)} memories stay"
     first = recalled[0] if recalled else None
     if first is None:
         return False, "recalled nothing"
-    current = {r.content for r in active}
+    assert case.current is not None  # the model's validator
     if case.kind in ("update", "cancel", "kept_apart") and not _names(first, case.current):
         return False, f"first recalled: {first.content!r}"
     if case.kind == "update" and case.statements[0] in current:
@@ -175,11 +216,12 @@ def _run_case(client: MemoryClient, clock: ManualClock, case: Case, start: datet
         client.store(text, session_id=f"s{n}", occurred_at=at)
         at += GAPS[case.kind]
     clock.set(at)
-    if case.kind in ("paraphrase", "habit"):
+    if case.kind in ("paraphrase", "habit", "contrast"):
         client.consolidate()
-    recalled = client.recall(case.question).records
+    recalled = client.recall(case.question).records if case.question else []
     active = client.list(limit=100)
-    passed, why = score_case(case, recalled, active)
+    history = [r for r in client.list(limit=100, include_history=True) if r.id not in {a.id for a in active}]
+    passed, why = score_case(case, recalled, active, history)
     return {
         "set": case.set,
         "kind": case.kind,

@@ -29,8 +29,9 @@ A cluster (``joins``) holds memories that all extend its *core*, the member that
 "When I travel by train, I prefer window seats" and "On long train journeys I prefer a window
 seat" add different details to "I prefer window seats on trains", and replace none of its words.
 
-Paraphrases that change words ("I take my coffee black" / "I drink my coffee black") are missed
-offline; that is the price of never joining a contrast.
+Paraphrases that change words ("An oat flat white is my usual." / "If you order coffee for me,
+it's a flat white with oat milk.") are not one fact here; consolidation reads what this leaves
+alone a second time, more loosely (``paraphrase.py``).
 """
 
 from __future__ import annotations
@@ -153,7 +154,8 @@ def compare(a: MemoryRecord, b: MemoryRecord) -> Comparison:
 _PEOPLE = ("self", "we", "others")
 
 
-def _stem(word: str) -> str:
+def stem(word: str) -> str:
+    """A word as sameness compares it: like / love / prefer as "+", hate / avoid as "-", a plural as its singular."""
     rules = every()
     if word in rules.words("likes"):
         return "+"  # "I like X" and "I prefer X" state one preference
@@ -182,10 +184,10 @@ def _reading(text: str) -> tuple[frozenset[str], frozenset[str], frozenset[str]]
         people.update(group for group, pronouns in groups if word in pronouns)
         if word in fillers:
             continue
-        stem = _stem(word)
-        words.add(stem)
+        stemmed = stem(word)
+        words.add(stemmed)
         if raw[:1].isupper() and word not in verbs:
-            named.add(stem)
+            named.add(stemmed)
     return frozenset(words), frozenset(named), frozenset(people)
 
 
@@ -194,21 +196,23 @@ def content_words(text: str) -> frozenset[str]:
     return _reading(text)[0]
 
 
-def meaning_terms(text: str, names: Iterable[str] = ()) -> frozenset[str]:
+def meaning_terms(text: str, names: Iterable[str] = (), dropped: frozenset[str] | None = None) -> frozenset[str]:
     """The terms that say what a statement is about: its words (character pairs in Chinese).
 
     Not who said it ("Lena: …", or any of ``names``: a memory's entities, its speaker among
     them), no stopword, value, or word that only says when or how often
     (the packs' ``time_words``: "every", "evening", 晚上). Two statements sharing none are about
     different things, however close their vectors: e5 puts one speaker's unrelated turns 0.94
-    apart.
+    apart. ``dropped`` replaces the stopwords and time words left out.
     """
     said = without_speaker(text)
     label = every().pattern("text.leading_label")  # any script's ("孙浩然: "), not only a speaker's
     if label is not None:
         for _ in range(3):  # "孙浩然: 孙浩然: …": the turn quoted with its label
             said = label.sub("", said, count=1)
-    ignored = stopwords() | every().words("time_words") | {t for name in names for t in lexical_tokens(name)}
+    if dropped is None:
+        dropped = stopwords() | every().words("time_words")
+    ignored = dropped | {t for name in names for t in lexical_tokens(name)}
     return frozenset(t for t in lexical_tokens(said) if t not in ignored and not t.isdigit() and not values_of(t))
 
 
@@ -237,9 +241,35 @@ def says_the_same(a: str, b: str) -> bool:
         return False  # each has a word the other lacks: a substitution, i.e. another fact
     if len(added) > len(core):
         return False
+    return not _names_others(a, b, added, named - (named_a & named_b))
+
+
+def substituted(a: str, b: str) -> bool:
+    """Whether each text has a content word the other lacks: a word replaced, so another fact.
+
+    "I go to the gym before work." / "… after work."; 我喜欢吃甜豆腐脑 / 我喜欢吃咸豆腐脑 (a
+    Chinese text's content words are its characters). A repeat adds or drops words, it replaces none.
+    """
+    words_a, words_b = content_words(a), content_words(b)
+    return bool(words_a - words_b and words_b - words_a)
+
+
+def people_of(text: str) -> frozenset[str]:
+    """The groups of people a statement speaks of: "self", "we", "others" (the packs' pronouns)."""
+    return _reading(text)[2]
+
+
+def names_someone_new(a: str, b: str) -> bool:
+    """Whether one text names a relative or a person the other does not ("My sister prefers…", "…, Tom said")."""
+    words_a, named_a, _ = _reading(a)
+    words_b, named_b, _ = _reading(b)
+    return _names_others(a, b, words_a ^ words_b, named_a ^ named_b)
+
+
+def _names_others(a: str, b: str, added: frozenset[str], named: frozenset[str]) -> bool:
     # A name (capitalised where the sentence did not need it) or a relative changes whom it is about.
     relatives = every().words("relatives")
-    return not (added & relatives or added & (named - (named_a & named_b)) - _sentence_starts(a, b))
+    return bool(added & relatives or added & named - _sentence_starts(a, b))
 
 
 def _sentence_starts(*texts: str) -> set[str]:
@@ -249,7 +279,7 @@ def _sentence_starts(*texts: str) -> set[str]:
     assert sentence_start is not None  # common's
     for text in texts:
         for match in sentence_start.finditer(text):
-            out.add(_stem(match.group(1).lower()))
+            out.add(stem(match.group(1).lower()))
     return out
 
 
@@ -288,10 +318,14 @@ __all__ = [
     "core",
     "joins",
     "meaning_terms",
+    "names_someone_new",
+    "people_of",
     "reversals",
     "reverses",
     "same_fact",
     "same_frame",
     "says_the_same",
     "share_a_topic",
+    "stem",
+    "substituted",
 ]

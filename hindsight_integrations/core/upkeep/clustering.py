@@ -53,6 +53,17 @@ def last_said(record: MemoryRecord) -> datetime:
     return latest
 
 
+def loose_threshold(neighbours: float, consolidation: float) -> float:
+    """Halfway between a model's neighbour floor and its consolidation cosine (MiniLM 0.625, e5 0.925).
+
+    What habits and paraphrases cluster at: four evenings at the pool (MiniLM 0.65-0.86 apart)
+    made two groups of two at the consolidation cosine (0.75), and "An oat flat white is my
+    usual." is 0.78 from "If you order coffee for me, it's a flat white with oat milk.". Their
+    rules (``habits.same_activity``, ``paraphrase.joins_rephrased``) decide; the vectors only nominate.
+    """
+    return (neighbours + consolidation) / 2
+
+
 def neighbours(unit: np.ndarray, threshold: float, *, limit: int = _NEIGHBOURS) -> list[list[tuple[int, float]]]:
     """For each row, the other rows with cosine ≥ ``threshold``, closest first, at most ``limit``."""
     out: list[list[tuple[int, float]]] = []
@@ -160,4 +171,4 @@ def cluster(
     return clusters
 
 
-__all__ = ["Cluster", "cluster", "last_said", "neighbours", "unit_rows"]
+__all__ = ["Cluster", "cluster", "last_said", "loose_threshold", "neighbours", "unit_rows"]

@@ -39,29 +39,30 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any, Literal
+from typing import Literal
 
 import numpy as np
 
+from ..language.paraphrase import joins_related, joins_rephrased
 from ..language.sameness import joins
 from ..language.slots import detect_slot
 from ..model.records import Kind, MemoryRecord, Role, Source, Status, Tier
 from ..model.results import ConsolidatedFact, ConsolidationReport
 from ..parts import EngineParts
 from ..storage.namespace_store import NamespaceStore
-from .clustering import Cluster, cluster, unit_rows
+from .clustering import Cluster, cluster, loose_threshold, unit_rows
 from .distillation import Distilled, Distiller, statements
 from .habits import (
     HABIT_KEY,
     days_done,
     episodes_of,
     habit_text,
-    habit_threshold,
     is_episode,
     is_habit,
     same_activity,
 )
 from .merging import CONSOLIDATION_ORIGIN, RepeatMerger, mergeable
+from .provenance import member_entry, occasions, restated, turn_ids
 
 SOURCE_IMPORTANCE_FACTOR = 0.5  # a source weighs half once its semantic memory speaks for it
 _MOMENTS = frozenset({Kind.EVENT, Kind.TURN, Kind.SUMMARY})
@@ -70,53 +71,6 @@ _MOMENTS = frozenset({Kind.EVENT, Kind.TURN, Kind.SUMMARY})
 def consolidable(record: MemoryRecord, now: datetime) -> bool:
     """A current statement of a fact, not yet part of a consolidated one."""
     return mergeable(record) and record.kind not in _MOMENTS and record.expires_at is None and record.is_valid(now)
-
-
-def occasions(record: MemoryRecord) -> set[str]:
-    """The sessions (or, without one, the days) a memory and the repeats merged into it were said in."""
-    found = {_occasion(record.session_id, record.occurred_at.isoformat())}
-    stack: list[Any] = list(record.sources)
-    while stack:
-        entry = stack.pop()
-        if isinstance(entry, dict):
-            found.add(_occasion(entry.get("session_id"), str(entry.get("occurred_at") or "")))
-            stack.extend(entry.get("sources") or [])
-    return found
-
-
-def _occasion(session_id: Any, occurred_at: str) -> str:
-    return f"session:{session_id}" if session_id else f"day:{occurred_at[:10]}"
-
-
-def turn_ids(records: Iterable[MemoryRecord]) -> list[str]:
-    """The turns the records came from, theirs and their merged repeats', in order, once each."""
-    out: dict[str, None] = {}
-    for record in records:
-        out.update(dict.fromkeys(record.source.message_ids))
-        stack: list[Any] = list(record.sources)
-        while stack:
-            entry = stack.pop(0)
-            if isinstance(entry, dict):
-                out.update(dict.fromkeys((entry.get("source") or {}).get("message_ids") or []))
-                stack.extend(entry.get("sources") or [])
-    return list(out)
-
-
-def member_entry(record: MemoryRecord) -> dict[str, Any]:
-    """What a consolidated memory keeps of one source: enough to trace it even once it is archived."""
-    entry: dict[str, Any] = {
-        "id": record.id,
-        "content": record.content,
-        "kind": record.kind.value,
-        "importance": record.importance,
-        "occurred_at": record.occurred_at.isoformat(),
-        "statements": statements(record),
-        "metadata": record.metadata,
-        "message_ids": turn_ids([record]),
-    }
-    optional = {"session_id": record.session_id, "agent_id": record.agent_id}
-    entry.update({k: v for k, v in optional.items() if v is not None})
-    return entry
 
 
 @dataclass
@@ -171,6 +125,8 @@ class Consolidator:
         )
         plans = [p for c in clusters if (p := self._plan(handle.name, c, pool, unit, seeds, now, dry_run))]
         report.standing = [f for c in clusters if (f := self._standing(c, pool))]
+        judged = [c for c in clusters if c.seed is not None or self._said_enough([pool[n] for n in c.members])]
+        plans += self._rephrased_plans(handle.name, judged, pool, unit, seeds, seed_unit, now, dry_run)
         facts = {m.id for p in plans for m in p.members}
         habit_plans = [p for p in habit_plans if not facts & {m.id for m in p.members}]  # a fact's first
         return self._report(handle, report, plans + habit_plans, now, dry_run=dry_run)
@@ -201,7 +157,7 @@ class Consolidator:
         clusters = cluster(
             pool,
             unit,
-            threshold=habit_threshold(self._parts.cosines.neighbours_rules, self._parts.cosines.consolidation),
+            threshold=self._loose_threshold,
             window=timedelta(days=self._parts.settings.consolidation_window_days),
             joins=same_activity,
             seeds=seeds,
@@ -230,6 +186,54 @@ class Consolidator:
                 plans.append(_Plan(members, semantic, new=True, by=by))
         return plans
 
+    @property
+    def _loose_threshold(self) -> float:
+        return loose_threshold(self._parts.cosines.neighbours_rules, self._parts.cosines.consolidation)
+
+    def _rephrased_plans(
+        self,
+        namespace: str,
+        judged: Sequence[Cluster],
+        pool: Sequence[MemoryRecord],
+        unit: np.ndarray,
+        seeds: Sequence[MemoryRecord],
+        seed_unit: np.ndarray | None,
+        now: datetime,
+        dry_run: bool,
+    ) -> list[_Plan]:
+        """The facts said again in other words (``paraphrase.py``) among what the first clustering left alone.
+
+        Left alone: any memory and seed but those of the ``judged`` clusters (consolidated, or
+        found no one fact by the LLM, which is not asked twice).
+
+        Two wordings on two occasions make the fact: a paraphrase is no burst of one chat. With
+        an LLM (not in a dry run, where none is asked) the clusters are looser and the model's
+        distillation decides whether they state one fact.
+        """
+        taken = {n for c in judged for n in c.members}
+        used = {c.seed for c in judged}
+        left = [n for n in range(len(pool)) if n not in taken]
+        free = [n for n in range(len(seeds)) if n not in used]
+        if len(left) < (1 if free else 2):
+            return []
+        records, free_seeds = [pool[n] for n in left], [seeds[n] for n in free]
+        rule = joins_related if self._parts.llm is not None and not dry_run else joins_rephrased
+        clusters = cluster(
+            records,
+            unit[left],
+            threshold=self._loose_threshold,
+            window=timedelta(days=self._parts.settings.consolidation_window_days),
+            joins=lambda members, record: rule(restated(members), record),
+            seeds=free_seeds,
+            seed_unit=seed_unit[free] if seed_unit is not None and free else None,
+        )
+        return [
+            p
+            for c in clusters
+            if (c.seed is not None or len(c.members) >= 2)
+            and (p := self._plan(namespace, c, records, unit[left], free_seeds, now, dry_run, minimum=2))
+        ]
+
     def _plan(
         self,
         namespace: str,
@@ -239,22 +243,25 @@ class Consolidator:
         seeds: Sequence[MemoryRecord],
         now: datetime,
         dry_run: bool,
+        *,
+        minimum: int | None = None,
     ) -> _Plan | None:
         members = [pool[n] for n in group.members]
         if group.seed is not None:
             seed = seeds[group.seed]
             return _Plan(members, _reinforced(seed, members, now), new=False, by="existing", seed=seed)
-        if not self._said_enough(members) or _standing_alone(members):
+        if not self._said_enough(members, minimum) or _standing_alone(members):
             return None
         distilled = self._distiller.distil(members, unit[group.members], use_llm=not dry_run)
         if distilled is None:
             return None
         return _Plan(members, self._semantic(namespace, members, distilled, now), new=True, by=distilled.by)
 
-    def _said_enough(self, members: Sequence[MemoryRecord]) -> bool:
-        """Said ``consolidation_min_members`` times (merged repeats counted) on two occasions at least."""
+    def _said_enough(self, members: Sequence[MemoryRecord], minimum: int | None = None) -> bool:
+        """Said ``minimum`` (``consolidation_min_members``) times, merged repeats counted, on two occasions at least."""
         said = sum(statements(m) for m in members)
-        return said >= self._parts.settings.consolidation_min_members and len(_occasions(members)) >= 2
+        wanted = self._parts.settings.consolidation_min_members if minimum is None else minimum
+        return said >= wanted and len(_occasions(members)) >= 2
 
     def _standing(self, group: Cluster, pool: Sequence[MemoryRecord]) -> ConsolidatedFact | None:
         """A fact said often enough that is one semantic memory already: reported, nothing written."""
@@ -388,11 +395,4 @@ def _fact(plan: _Plan, *, dry_run: bool) -> ConsolidatedFact:
     )
 
 
-__all__ = [
-    "SOURCE_IMPORTANCE_FACTOR",
-    "Consolidator",
-    "consolidable",
-    "member_entry",
-    "occasions",
-    "turn_ids",
-]
+__all__ = ["SOURCE_IMPORTANCE_FACTOR", "Consolidator", "consolidable"]

@@ -4,8 +4,8 @@
 lengths." and two more evenings are four episodes (events), each with its own values, so
 consolidation's facts (``consolidation.py``: the same values in every member) never join them,
 and a question about the habit finds four scattered moments or nothing. Here episodes join when
-they are close to the group's centroid (``habit_threshold``: two evenings at the pool are less
-alike than two wordings of one fact), about the same people, neither denying what the other
+they are close to the group's centroid (``clustering.loose_threshold``: two evenings at the pool
+are less alike than two wordings of one fact), about the same people, neither denying what the other
 says, and share a term with every member that is no speaker, value or time word ("tonight",
 "every evening" alone is no activity: ``sameness.meaning_terms``). A group done on
 ``consolidation_min_members`` different days or more becomes a semantic memory saying how
@@ -28,15 +28,6 @@ from .merging import CONSOLIDATION_ORIGIN, mergeable
 
 HABIT_KEY = "_habit"
 """Metadata key marking a consolidated memory as a habit (its value: how many days it was done on)."""
-
-
-def habit_threshold(neighbours: float, consolidation: float) -> float:
-    """Halfway between a model's neighbour floor and its consolidation cosine (MiniLM 0.625, e5 0.925).
-
-    At the consolidation cosine (MiniLM 0.75) four evenings at the pool (0.65-0.86 apart) made
-    two groups of two.
-    """
-    return (neighbours + consolidation) / 2
 
 
 def is_episode(record: MemoryRecord, now: datetime) -> bool:
@@ -116,7 +107,6 @@ __all__ = [
     "days_done",
     "episodes_of",
     "habit_text",
-    "habit_threshold",
     "is_episode",
     "is_habit",
     "same_activity",

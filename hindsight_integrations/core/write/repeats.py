@@ -17,7 +17,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from ..language.sameness import compare
+from ..language.sameness import compare, names_someone_new, substituted
 from ..model.records import MemoryRecord
 
 
@@ -25,14 +25,23 @@ def is_repeat(existing: MemoryRecord, new: MemoryRecord, similarity: float, thre
     """Whether ``new`` says what ``existing`` says: the same text, or the same meaning with the same values.
 
     The same meaning also needs the same negations and qualifiers ("I am allergic" and "I am no
-    longer allergic" are 0.94 apart); memories of different slots are never repeats.
+    longer allergic" are 0.94 apart), the same people (我老婆不吃猪肉 is not 我不吃猪肉, 0.985 with
+    e5) and no word replaced ("before work" / "after work", 0.985 with MiniLM; 甜 / 咸豆腐脑, 0.99
+    with e5); memories of different slots are never repeats.
     """
     same = compare(existing, new)
     if not same.comparable or same.different_slots:
         return False
     if same.same_text:
         return True
-    return similarity >= threshold and same.same_polarity and same.same_values
+    return (
+        similarity >= threshold
+        and same.same_polarity
+        and same.same_values
+        and not same.different_subjects
+        and not names_someone_new(existing.content, new.content)
+        and not substituted(existing.content, new.content)
+    )
 
 
 def source_entry(record: MemoryRecord, now: datetime) -> dict[str, Any]:
