@@ -35,6 +35,11 @@ def main() -> int:
         ("peers.json", "Peers", lambda r: peers_table(r)),
         ("grid.json", "Grid (top 10 settings)", lambda r: grid_table(r)),
         ("grid_default_loo.json", "Default-path weights, leave one conversation out", lambda r: loo_table(r)),
+        (
+            "grid_default_loo_access.json",
+            "Default-path weights, leave one conversation out, access counted",
+            lambda r: loo_table(r),
+        ),
         ("scale.json", "Scale", lambda r: scale_table(r)),
         ("load.json", "Load on two replicas", lambda r: load_table(r)),
         ("lifecycle.json", "Lifecycle", lambda r: lifecycle_table(r)),

@@ -243,6 +243,17 @@ def test_peers_score_the_same_way(locomo_dir: Path, tmp_path: Path, embedder, mo
     assert "Traceback" not in mem0["reason"]
 
 
+def test_an_unknown_peer_is_refused_before_anything_runs(locomo_dir: Path, tmp_path: Path) -> None:
+    from hindsight_integrations.cli import app
+
+    out = tmp_path / "peers.json"
+    result = CliRunner().invoke(
+        app, ["bench", "peers", "--data", str(locomo_dir), "--only", "langchian,engram", "--out", str(out)]
+    )
+    assert result.exit_code != 0 and "unknown peer(s) langchian" in result.output
+    assert "langchain" in result.output and not out.exists()
+
+
 def test_default_path_rows_write_as_users_do(locomo_dir: Path, store_path: Path, embedder) -> None:
     conversations, _ = load_directory(locomo_dir)
     engine = MemoryEngine(store=store_path, embedder=embedder, llm=False)

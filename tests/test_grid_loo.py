@@ -205,7 +205,9 @@ def test_the_table_shows_leave_one_out(three_conversations: Path, tmp_path: Path
     assert result.exit_code == 0, result.output
     assert "Leave one conversation out" in result.stdout
     # the shipped weights are in this grid (recency 0.1), so they are a candidate, not an addition
-    assert "default = dense 0.5 / lexical 0.5, context 0.5, boost 0.2, recency 0.1):" in result.stdout
+    assert (
+        "default = dense 0.5 / lexical 0.5, context 0.5, boost 0.2, recency 0.1; access not counted):" in result.stdout
+    )
     for name in ("tiny-a", "tiny-b", "tiny-c", "mean over conversations", "mean over questions"):
         assert name in result.stdout
 
@@ -239,3 +241,43 @@ def locomo_one(tmp_path: Path) -> Path:
     directory.mkdir()
     (directory / "a.json").write_text(json.dumps(NESTED), encoding="utf-8")
     return directory
+
+
+def test_count_access_recalls_each_setting_on_a_fresh_copy(
+    three_conversations: Path, store_path: Path, embedder: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    conversations, _ = load_directory(three_conversations)
+    engine = MemoryEngine(store=store_path, embedder=embedder, llm=False)
+    asked: list[tuple[str, str, bool, int]] = []
+    recall = engine.recall
+
+    def counting(question: str, **options: Any) -> Any:
+        namespace = options["namespace"]
+        engine.chroma.flush_access()
+        before = sum(r.access_count for r in engine.list(namespace=namespace, limit=1000))
+        asked.append((namespace, question, options.get("touch", True), before))
+        return recall(question, **options)
+
+    monkeypatch.setattr(engine, "recall", counting)
+    grid = parse_grid("dense=0.3,0.7;context=0.5;entity_boost=0;recency=0;top_k=1", DEFAULT_PATH_GRID)
+    result = grid_search(engine, conversations, grid, default_path=True, with_leave_one_out=True, count_access=True)
+    assert result["access"].startswith("counted") and result["settings"] == 2
+    scored = [a for a in asked if a[0].endswith("-cell")]
+    assert len(scored) == 3 * 8 and all(touch for _, _, touch, _ in scored)  # 2 cells + the defaults, 8 questions
+    openers = {c.questions[0].question for c in conversations}
+    firsts = [before for _, question, _, before in scored if question in openers]
+    assert len(firsts) == 3 * 3 and set(firsts) == {0}  # every cell starts on an untouched copy
+    assert max(before for *_, before in scored) > 0  # and its recalls count, as a user's do
+    engine.chroma.flush_access()
+    assert not [ns for ns in engine.namespaces() if ns.endswith("-cell")]  # the copies are gone
+    for namespace in engine.namespaces():  # and the ingested namespaces were never touched
+        assert all(r.access_count == 0 for r in engine.list(namespace=namespace, limit=1000))
+
+
+def test_count_access_needs_the_default_path(three_conversations: Path) -> None:
+    from hindsight_integrations.cli import app
+
+    argv = ["bench", "grid", "--data", str(three_conversations), "--count-access", "--json"]
+    result = CliRunner().invoke(app, [*argv, "--out", str(three_conversations / "grid.json")])
+    assert result.exit_code != 0 and result.stdout == ""
+    assert "--default-path" in result.output

@@ -165,6 +165,12 @@ def bench_grid(
     leave_one_out: Annotated[
         bool, typer.Option("--leave-one-out", help="Per conversation: weights best on the others, scored on it.")
     ] = False,
+    count_access: Annotated[
+        bool,
+        typer.Option(
+            "--count-access", help="With --default-path: each setting on a fresh copy, access counted as users' is."
+        ),
+    ] = False,
     as_json: Annotated[bool, typer.Option("--json")] = False,
     out: Annotated[Path | None, typer.Option(help="JSON results file (PNG beside it).")] = RESULTS / "grid.json",
 ) -> None:
@@ -182,6 +188,7 @@ def bench_grid(
             max_tokens=max_tokens,
             default_path=default_path,
             with_leave_one_out=leave_one_out,
+            count_access=count_access,
             progress=_say,
             steps=steps,
         )

@@ -13,7 +13,10 @@ without paying for another search per cell.
 ``record_turn`` (``locomo_default.write_turns``), weights varied around ``RecallWeights()``, and
 each cell its own ``recall``: its grid has one (top_k, budget), so re-ranking would save nothing,
 and a real recall also packs as the engine does (current-first order, marks of changed memories),
-which the re-ranking above skips. ``--leave-one-out`` chooses weights on all
+which the re-ranking above skips. With ``--count-access`` each cell recalls on its own fresh copy
+of the namespace, questions in order, access counted as a user's recalls count it (the shipped
+weights read access counts, so a grid that never counts them scores weights a user never gets).
+``--leave-one-out`` chooses weights on all
 conversations but one and scores them on that one (``grid_loo.py``), because a best cell chosen
 and scored on the same questions flatters itself.
 
@@ -149,6 +152,7 @@ def grid_search(
     max_tokens: int = CONTEXT_BUDGET,
     default_path: bool = False,
     with_leave_one_out: bool = False,
+    count_access: bool = False,
     progress: Callable[[str], None] | None = None,
     steps: ProgressCallback | None = None,
 ) -> dict[str, Any]:
@@ -160,9 +164,12 @@ def grid_search(
     and every cell is its own ``recall(top_k, token_budget)`` (budget none = unbounded), exactly
     what an agent on the defaults gets. ``with_leave_one_out`` adds the shipped ``RecallWeights()``
     as a cell if the grid lacks it (reported, never chosen) and the ``leave_one_out`` section
-    (``grid_loo.py``). ``progress`` gets a line per conversation; ``steps`` counts turns stored
-    and questions scored.
+    (``grid_loo.py``). ``count_access`` (default path only) recalls each weight setting on a fresh
+    copy of the namespace (``engine.export`` / ``import_data``, vectors reused) with access counted.
+    ``progress`` gets a line per conversation; ``steps`` counts turns stored and questions scored.
     """
+    if count_access and not default_path:
+        raise ValueError("--count-access measures the default path: add --default-path")
     if with_leave_one_out and len(conversations) < 2:
         raise ValueError("--leave-one-out needs at least two conversations")
     if len({c.name for c in conversations}) < len(conversations):  # scores are kept by conversation name
@@ -190,10 +197,23 @@ def grid_search(
         conv_sums: dict[tuple[int, int, int | None], dict[str, float]] = {c: {} for c in cells}
         scored, to_score = 0, len(settings) * len(conv.questions)
         report(conv_steps, "scoring questions × weight settings", 0, to_score)
+        snapshot = None
+        if count_access:  # the copies are of the finished store: every context vector written
+            engine.chroma.namespace(namespace).wait_for_context()
+            snapshot = engine.export(namespace=namespace)
         for w, weights in enumerate(settings):
+            asked_in = _fresh_copy(engine, snapshot, f"{namespace}-cell") if snapshot is not None else namespace
             for q in conv.questions:
                 for (k, budget), values in _question_scores(
-                    engine, namespace, q.question, q.evidence, weights, grid, max_k, exact=default_path
+                    engine,
+                    asked_in,
+                    q.question,
+                    q.evidence,
+                    weights,
+                    grid,
+                    max_k,
+                    exact=default_path,
+                    touch=count_access,
                 ).items():
                     cell = conv_sums[(w, k, budget)]
                     for key, value in values.items():
@@ -202,6 +222,8 @@ def grid_search(
                 report(conv_steps, "scoring questions × weight settings", scored, to_score)
         sums[conv.name] = conv_sums
         asked[conv.name] = len(conv.questions)
+        if snapshot is not None:
+            engine.drop_namespace(f"{namespace}-cell")
     questions = sum(asked.values())
     rows = [_row(settings[w], k, budget, w, in_grid, sums, asked) for w, k, budget in cells]
     rows.sort(key=lambda r: (-r["recall"], -r["mrr"], r["tokens_mean"]))
@@ -211,6 +233,7 @@ def grid_search(
         "benchmark": "grid",
         "write_path": "default (record_turn, in process)" if default_path else "tuned (locomo.ingest)",
         "scoring": "one recall per cell" if default_path else "one recall per weight setting, re-ranked",
+        "access": "counted: each weight setting on a fresh copy, questions in order" if count_access else "not counted",
         "base_weights": (RecallWeights() if default_path else LOCOMO_WEIGHTS).model_dump(),
         "questions": questions,
         "conversations": list(asked),
@@ -247,6 +270,19 @@ def grid_search(
     return result
 
 
+def _fresh_copy(engine: MemoryEngine, snapshot: dict[str, Any], namespace: str) -> str:
+    """``namespace`` holding ``snapshot`` (an export) and nothing else, its lexical index built.
+
+    The counts the last copy's recalls queued are written first, so none lands on the new copy's
+    memories, which have the same ids.
+    """
+    engine.chroma.flush_access()
+    engine.drop_namespace(namespace)
+    engine.import_data(snapshot, namespace=namespace)
+    engine.chroma.namespace(namespace).lexical.wait_for_rebuild()
+    return namespace
+
+
 def _question_scores(
     engine: MemoryEngine,
     namespace: str,
@@ -257,8 +293,12 @@ def _question_scores(
     max_k: int,
     *,
     exact: bool,
+    touch: bool = False,
 ) -> dict[tuple[int, int | None], dict[str, float]]:
-    """One question's scores in every (top_k, budget) cell for ``weights``: exact recalls, or one re-ranked."""
+    """One question's scores in every (top_k, budget) cell for ``weights``: exact recalls, or one re-ranked.
+
+    ``touch``: the recall counts access, as a user's does (only on a copy made for it).
+    """
     out: dict[tuple[int, int | None], dict[str, float]] = {}
     if exact:
         for k in grid["top_k"]:
@@ -269,7 +309,7 @@ def _question_scores(
                     top_k=k,
                     token_budget=MAX_TOKENS if budget is None else budget,
                     weights=weights,
-                    touch=False,
+                    touch=touch,
                 )
                 out[(k, budget)] = _scores(dia_ids(result.records), evidence, float(result.tokens))
         return out
@@ -352,15 +392,18 @@ def run_grid(
     max_tokens: int = CONTEXT_BUDGET,
     default_path: bool = False,
     with_leave_one_out: bool = False,
+    count_access: bool = False,
     embedder: Any = None,
     progress: Callable[[str], None] | None = None,
     steps: ProgressCallback | None = None,
 ) -> dict[str, Any]:
     """``hindsight bench grid``: the grid search over ``data`` in a throwaway embedded store.
 
-    The store is deleted afterwards; the result is ``grid_search``'s (``default_path`` and
-    ``with_leave_one_out`` are its), plus the data path.
+    The store is deleted afterwards; the result is ``grid_search``'s (``default_path``,
+    ``with_leave_one_out`` and ``count_access`` are its), plus the data path.
     """
+    if count_access and not default_path:  # before minutes of ingest, not after
+        raise ValueError("--count-access measures the default path: add --default-path")
     conversations, _ = load_directory(data)
     if with_leave_one_out and len(conversations) < 2:  # before minutes of ingest, not after
         raise ValueError(f"--leave-one-out needs at least two conversations; {data} has {len(conversations)}")
@@ -373,6 +416,7 @@ def run_grid(
             max_tokens=max_tokens,
             default_path=default_path,
             with_leave_one_out=with_leave_one_out,
+            count_access=count_access,
             progress=progress,
             steps=steps,
         )

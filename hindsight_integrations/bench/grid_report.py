@@ -98,9 +98,10 @@ def loo_table(result: dict[str, Any]) -> str:
         rows.append([label, "", "", means["score_held_out"], means["default_score"], means["best_on_itself"], ""])
     budget = loo["budget"] if loo["budget"] is not None else "none"
     default = _weights(loo["default_weights"]) + ("" if loo["default_in_grid"] else ", not in the grid")
+    access = f"; access {result['access']}" if "access" in result else ""
     return (
         f"Leave one conversation out (evidence recall, top_k={loo['top_k']}, budget={budget}; "
-        f"default = {default}):\n\n" + markdown_table(headers, rows)
+        f"default = {default}{access}):\n\n" + markdown_table(headers, rows)
     )
 
 

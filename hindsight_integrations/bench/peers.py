@@ -148,6 +148,10 @@ def _timed_ask(system: PeerSystem, question: str) -> tuple[list[str], str, float
     return ranked, context, (time.perf_counter() - started) * 1000
 
 
+PEER_KEYS = ("hindsight", "hindsight-defaults", "langchain", "llamaindex", "mem0", "engram")
+"""The systems ``run_peers`` can run, by the name ``only`` (``--only``) takes."""
+
+
 def run_peers(
     data: Path,
     *,
@@ -166,6 +170,9 @@ def run_peers(
     """
     import chromadb
 
+    unknown = sorted(set(only or ()) - set(PEER_KEYS))
+    if unknown:
+        raise ValueError(f"unknown peer(s) {', '.join(unknown)}; choose from {', '.join(PEER_KEYS)}")
     conversations, _ = load_directory(data)
     embedder = embedder or build_embedder(load_settings())
     embedder.embed(["warm up the model"])
@@ -216,6 +223,7 @@ def run_peers(
             ("mem0", mem0),
             ("engram", lambda: EngramSystem(embedder)),
         ]
+        assert [key for key, _ in factories] == list(PEER_KEYS)
         systems: list[PeerSystem] = []
         for key, factory in factories:
             if only and key not in only:

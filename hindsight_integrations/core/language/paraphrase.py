@@ -8,18 +8,18 @@ restatement from a contrast here is what the two *share* and what each says *ins
 
 * a contrast swaps one part for another and keeps the rest ("window" → "aisle", 绿茶 → 红茶,
   "black" → "with milk"): exactly one term of its own on each side;
-* a restatement shares the terms that carry the fact (oat, flat, white; 香菜) and adds at least as
-  few of its own on one side as it shares: "I always want my tea to be green." shares only
-  framing with the coffee (always, want), and two shared words do not outweigh tea and green.
+* a restatement shares the terms that carry the fact (oat, flat, white; 香菜), and on one side
+  adds no more terms of its own than the two share: "I always want my tea to be green." shares
+  only framing with the coffee (always, want), and two shared words do not outweigh tea and green.
 
 Terms are a statement's words (``sameness.meaning_terms``: no speaker or value; time words and
 stopwords kept, since "before work" is not "after work"), stemmed, without the words that only
 frame a statement: pronouns, fillers, negations and the like / dislike verbs (character pairs
-holding one of them, in Chinese). On top of that, both
-must be in frame as ``sameness.same_frame`` reads it (values, slots, entities, subjects), speak
-of the same people (an imperative's unnamed "you" asks for the speaker), be negated alike (不吃
-and 不要 are both a "no"; "no long paragraphs" is not "keep your answers short"), like or
-dislike alike, and name no relative or name the other lacks.
+holding one of them, in Chinese). On top of that, both must be in frame as
+``sameness.same_frame`` reads it (values, slots, entities, subjects), speak of the same people
+(an imperative's unnamed "you" asks for the speaker), be negated alike (不吃 and 不要 are both a
+"no"; "no long paragraphs" is not "keep your answers short"), like or dislike alike, and name
+no relative or name the other lacks.
 
 "I take my coffee black" / "I drink my coffee black" (one verb swapped) is still missed
 offline; an LLM, when configured, sees the looser ``related`` candidates and decides.
@@ -65,7 +65,7 @@ def _sign(text: str) -> frozenset[str]:
 
 
 def in_frame(a: MemoryRecord, b: MemoryRecord) -> bool:
-    """All but the wording may agree: the frame, the people, negation and liking (see the module docstring)."""
+    """Whether all but the wording agrees: the frame, the people, negation and liking (see the module docstring)."""
     same = compare(a, b)
     flipped = same.flipped - every().words(*_NEGATING)
     people_a, people_b = people_of(a.content), people_of(b.content)
