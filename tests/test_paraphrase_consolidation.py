@@ -31,7 +31,7 @@ COFFEE = [
     "If you order coffee for me, it's a flat white with oat milk.",
 ]
 CORIANDER = ["我不吃香菜。", "菜里别放香菜，我受不了那个味道。", "点外卖记得备注不要香菜。"]
-MIXED = ["My standup is at 9:30, 每天都是。", "每天的 standup 在 9:30 开。"]
+MIXED = ["I prefer dark mode in every editor, 深色主题。", "I prefer dark mode, 每个 editor 都用深色主题。"]
 
 RESTATED = [
     (COFFEE[0], COFFEE[1]),
@@ -47,6 +47,8 @@ CONTRASTS = [
     ("I prefer concise answers.", "I prefer detailed answers."),
     ("I take my coffee black.", "I take my coffee with milk."),
     ("I like red cars.", "I hate red cars."),  # liked, then disliked
+    ("I love country music.", "I can't stand country music."),
+    ("I prefer dark mode in every editor.", "Dark mode in every editor, please."),  # liked on one side only
     ("Please keep your answers short.", "I prefer brief replies, no long paragraphs."),  # a "no" on one side
     (COFFEE[0], "I always want my tea to be green."),  # only the framing shared
     ("I prefer window seats.", "My sister prefers window seats."),  # someone else
@@ -154,6 +156,12 @@ def test_a_mixed_language_fact_said_twice_is_one_memory(default_engine: tuple[Me
     assert fact.content in MIXED and len(fact.sources) == 2
 
 
+def test_two_episodes_of_an_activity_are_no_fact(default_engine: tuple[MemoryEngine, ManualClock]) -> None:
+    engine, clock = default_engine
+    _say(engine, clock, "u", ["Went for a run along the river this morning.", "Ran along the river."])
+    assert engine.consolidate("u").created == []  # two runs: a habit's, from three days on
+
+
 # -- with an LLM: looser clusters, the model decides ---------------------------------------------------
 
 
@@ -194,6 +202,19 @@ def test_a_model_that_finds_two_facts_leaves_them_and_is_asked_once(tmp_path: Pa
     assert engine.consolidate("u").created == [] and len(stub.requests) == 1
     assert all(r.consolidated_into is None for r in engine.list(namespace="u"))
     assert engine.consolidate("u", dry_run=True).created == [] and len(stub.requests) == 1  # a dry run: rules only
+
+
+def test_when_the_model_fails_only_what_the_rules_join_is_consolidated(tmp_path: Path, stub: OpenAIStub) -> None:
+    engine, clock = _llm_engine(tmp_path, stub)
+    _import(engine, clock, ["I prefer window seats on trains.", "I prefer aisle seats on trains."])
+    stub.script(*[("status", 500)] * 2)  # the call and its one retry
+    assert engine.consolidate("u").created == [] and len(stub.requests) == 2  # asked, failed: no rules on a contrast
+    assert all(r.consolidated_into is None for r in engine.list(namespace="u"))
+    engine, clock = _llm_engine(tmp_path / "coffee", stub)
+    _import(engine, clock, COFFEE)
+    stub.script(*[("status", 500)] * 2)
+    (fact,) = engine.consolidate("u").created
+    assert fact.distilled_by == "rules" and len(fact.sources) == 3
 
 
 # -- the write path: what looks alike is no repeat ---------------------------------------------------

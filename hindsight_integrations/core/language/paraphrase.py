@@ -18,8 +18,9 @@ frame a statement: pronouns, fillers, negations and the like / dislike verbs (ch
 holding one of them, in Chinese). On top of that, both must be in frame as
 ``sameness.same_frame`` reads it (values, slots, entities, subjects), speak of the same people
 (an imperative's unnamed "you" asks for the speaker), be negated alike (不吃 and 不要 are both a
-"no"; "no long paragraphs" is not "keep your answers short"), like or dislike alike, and name
-no relative or name the other lacks.
+"no"; "no long paragraphs" is not "keep your answers short"), like or dislike alike (a liking
+on one side only is kept apart too: with it, the lifecycle's scripted model was handed clusters
+that cost seven current values their place), and name no relative or name the other lacks.
 
 "I take my coffee black" / "I drink my coffee black" (one verb swapped) is still missed
 offline; an LLM, when configured, sees the looser ``related`` candidates and decides.
@@ -137,6 +138,12 @@ def joins_rephrased(members: Sequence[MemoryRecord], record: MemoryRecord) -> bo
     return all(in_frame(m, record) for m in members) and rephrases(core(members), record)
 
 
+def states_one_fact(members: Sequence[MemoryRecord]) -> bool:
+    """Whether the rules would have joined ``members`` (in the order said): each rephrases those before it."""
+    ordered = sorted(members, key=lambda m: m.occurred_at)
+    return all(joins_rephrased(ordered[:n], ordered[n]) for n in range(1, len(ordered)))
+
+
 def joins_related(members: Sequence[MemoryRecord], record: MemoryRecord) -> bool:
     """Whether ``record`` is ``related`` to every member: a cluster for an LLM to judge."""
     return all(related(m, record) for m in members)
@@ -145,4 +152,13 @@ def joins_related(members: Sequence[MemoryRecord], record: MemoryRecord) -> bool
 clear_with_packs(fact_terms)
 
 
-__all__ = ["core", "fact_terms", "in_frame", "joins_related", "joins_rephrased", "related", "rephrases"]
+__all__ = [
+    "core",
+    "fact_terms",
+    "in_frame",
+    "joins_related",
+    "joins_rephrased",
+    "related",
+    "rephrases",
+    "states_one_fact",
+]

@@ -43,7 +43,7 @@ from typing import Literal
 
 import numpy as np
 
-from ..language.paraphrase import joins_related, joins_rephrased
+from ..language.paraphrase import joins_related, joins_rephrased, states_one_fact
 from ..language.sameness import joins
 from ..language.slots import detect_slot
 from ..model.records import Kind, MemoryRecord, Role, Source, Status, Tier
@@ -207,8 +207,10 @@ class Consolidator:
         found no one fact by the LLM, which is not asked twice).
 
         Two wordings on two occasions make the fact: a paraphrase is no burst of one chat. With
-        an LLM (not in a dry run, where none is asked) the clusters are looser and the model's
-        distillation decides whether they state one fact.
+        an LLM (not in a dry run, where none is asked) new clusters are looser and the model's
+        distillation decides whether they state one fact; when the call fails, only a cluster the
+        rules would have made is distilled by them. A consolidated memory is only ever joined by
+        the rules: reinforcing it asks no model.
         """
         taken = {n for c in judged for n in c.members}
         used = {c.seed for c in judged}
@@ -217,22 +219,28 @@ class Consolidator:
         if len(left) < (1 if free else 2):
             return []
         records, free_seeds = [pool[n] for n in left], [seeds[n] for n in free]
-        rule = joins_related if self._parts.llm is not None and not dry_run else joins_rephrased
+        loose = self._parts.llm is not None and not dry_run
+
+        def joins(members: Sequence[MemoryRecord], record: MemoryRecord) -> bool:
+            seeded = any(m.source.origin == CONSOLIDATION_ORIGIN for m in members)
+            return (joins_related if loose and not seeded else joins_rephrased)(restated(members), record)
+
         clusters = cluster(
             records,
             unit[left],
             threshold=self._loose_threshold,
             window=timedelta(days=self._parts.settings.consolidation_window_days),
-            joins=lambda members, record: rule(restated(members), record),
+            joins=joins,
             seeds=free_seeds,
             seed_unit=seed_unit[free] if seed_unit is not None and free else None,
         )
-        return [
+        plans = [
             p
             for c in clusters
-            if (c.seed is not None or len(c.members) >= 2)
+            if (c.seed is not None or _lasting([records[n] for n in c.members]))
             and (p := self._plan(namespace, c, records, unit[left], free_seeds, now, dry_run, minimum=2))
         ]
+        return [p for p in plans if not (loose and p.by == "rules") or states_one_fact(p.members)]
 
     def _plan(
         self,
@@ -336,6 +344,15 @@ class Consolidator:
                 handle.rewrite(retold, vectors, context_vectors)
             handle.rewrite(changed)
         return done
+
+
+def _lasting(members: Sequence[MemoryRecord]) -> bool:
+    """Two wordings or more, one of them a lasting statement (semantic: a preference, a stated fact).
+
+    "Went for a run along the river this morning." and "Ran along the river." are two runs, not
+    one fact said twice: episodes of an activity are a habit's (``habits.py``), made of three days.
+    """
+    return len(members) >= 2 and any(m.tier is Tier.SEMANTIC for m in members)
 
 
 def _standing_alone(members: Sequence[MemoryRecord]) -> bool:
