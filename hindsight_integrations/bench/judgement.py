@@ -183,13 +183,12 @@ def score_case(
         own = {r.content for r in [*active, *history]}
         joined = [r.content for r in active if r.source.origin == CONSOLIDATION_ORIGIN]
         kept = all(s in own for s in case.statements) and not joined
-        return kept, "" if kept else f"memories: {sorted(own)}"
+        return kept, "" if kept else f"memories: {sorted(own)}" + (f"; consolidated: {joined}" if joined else "")
     if case.current is None:  # a paraphrase told by what stays: one memory
         return len(active) == 1, "" if len(active) == 1 else f"{len(active)} memories stay"
     first = recalled[0] if recalled else None
     if first is None:
         return False, "recalled nothing"
-    assert case.current is not None  # the model's validator
     if case.kind in ("update", "cancel", "kept_apart") and not _names(first, case.current):
         return False, f"first recalled: {first.content!r}"
     if case.kind == "update" and case.statements[0] in current:
