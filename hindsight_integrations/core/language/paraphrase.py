@@ -16,7 +16,7 @@ Terms are a statement's words (``sameness.meaning_terms``: no speaker or value; 
 stopwords kept, since "before work" is not "after work"), stemmed, without the words that only
 frame a statement: pronouns, fillers, negations and the like / dislike verbs (character pairs
 holding one of them, in Chinese). On top of that, both must be in frame as
-``sameness.same_frame`` reads it (values, slots, entities, subjects), speak of the same people
+``sameness.Comparison.same_setting`` reads it (values, slots, entities, subjects), speak of the same people
 (an imperative's unnamed "you" asks for the speaker), be negated alike (不吃 and 不要 are both a
 "no"; "no long paragraphs" is not "keep your answers short"), like or dislike alike (a liking
 on one side only is kept apart too: with it, the lifecycle's scripted model was handed clusters
@@ -72,11 +72,7 @@ def in_frame(a: MemoryRecord, b: MemoryRecord) -> bool:
     people_a, people_b = people_of(a.content), people_of(b.content)
     people = people_a == people_b or (people_a | people_b) == {"self"}
     return (
-        same.comparable
-        and not same.different_slots
-        and not same.disjoint_entities
-        and same.same_values
-        and not same.different_subjects
+        same.same_setting
         and not flipped
         and people
         and _negated(a.content) == _negated(b.content)
@@ -124,7 +120,7 @@ def rephrases(a: MemoryRecord, b: MemoryRecord) -> bool:
     return bool(shared) and not swapped and min(len(own_a), len(own_b)) <= limit and in_frame(a, b)
 
 
-def core(members: Sequence[MemoryRecord]) -> MemoryRecord:
+def plainest(members: Sequence[MemoryRecord]) -> MemoryRecord:
     """The member with the fewest fact terms: the plainest statement of the cluster's fact."""
     return min(members, key=lambda m: (len(fact_terms(m.content, tuple(m.entities))), m.occurred_at))
 
@@ -135,7 +131,7 @@ def joins_rephrased(members: Sequence[MemoryRecord], record: MemoryRecord) -> bo
     "菜里别放香菜，我受不了那个味道。" and "点外卖记得备注不要香菜。" each add words of their own, too
     many to rephrase each other, and both rephrase 我不吃香菜。.
     """
-    return all(in_frame(m, record) for m in members) and rephrases(core(members), record)
+    return all(in_frame(m, record) for m in members) and rephrases(plainest(members), record)
 
 
 def states_one_fact(members: Sequence[MemoryRecord]) -> bool:
@@ -153,11 +149,11 @@ clear_with_packs(fact_terms)
 
 
 __all__ = [
-    "core",
     "fact_terms",
     "in_frame",
     "joins_related",
     "joins_rephrased",
+    "plainest",
     "related",
     "rephrases",
     "states_one_fact",

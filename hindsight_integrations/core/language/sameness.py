@@ -133,16 +133,20 @@ class Comparison:
         return _turned_round(self.flipped, self.a.content, self.b.content)
 
     @property
-    def same_frame(self) -> bool:
-        """Everything but the wording agrees: comparable, slots, entities, negations, values, subjects."""
+    def same_setting(self) -> bool:
+        """Everything but the wording and the negations agrees: comparable, slots, entities, values, subjects."""
         return (
             self.comparable
             and not self.different_slots
             and not self.disjoint_entities
-            and self.same_polarity
             and self.same_values
             and not self.different_subjects
         )
+
+    @property
+    def same_frame(self) -> bool:
+        """Everything but the wording agrees: ``same_setting`` and the same negations."""
+        return self.same_setting and self.same_polarity
 
 
 def compare(a: MemoryRecord, b: MemoryRecord) -> Comparison:
