@@ -27,6 +27,7 @@ from hindsight_integrations.bench.judgement import (
 from hindsight_integrations.bench.scripted_llm import ScriptedLLMServer
 from hindsight_integrations.cli import app
 from hindsight_integrations.core.clock import ManualClock
+from hindsight_integrations.core.language.retired import retires
 from hindsight_integrations.core.language.sameness import share_a_topic
 from hindsight_integrations.core.language.slots import is_named
 from hindsight_integrations.core.language.values import values_of
@@ -62,6 +63,15 @@ UPDATES = [
         "Where do I work?",
         "Ledgerly",
     ),
+    # what the old one holds, said to be gone: sold, or moved from it to another (``retired.retires``)
+    ("I drive a silver Corolla to the office.", "Sold the Corolla, I take the train to work now.", "How do I get to work?", "train"),
+    (
+        "Our CI runs on Jenkins.",
+        "We migrated CI from Jenkins to GitHub Actions last sprint.",
+        "What does our CI run on?",
+        "GitHub Actions",
+    ),
+    ("我每天坐地铁上班。", "现在把地铁换成了自行车。", "我怎么上班？", "自行车"),
 ]
 
 
@@ -106,6 +116,22 @@ def test_a_relatives_value_and_an_unrelated_number_stay_current(
     assert len(engine.list(namespace="b")) == 2
 
 
+def test_what_a_statement_says_is_gone_updates_only_the_one_that_holds_it(
+    default_engine: tuple[MemoryEngine, ManualClock],
+) -> None:
+    assert retires("Our CI runs on Jenkins.", "We migrated CI from Jenkins to GitHub Actions.") == {"jenkins"}
+    assert retires("我住在上海。", "我们从上海搬到了杭州。") == {"上海"}
+    assert not retires("Our CI runs on Jenkins.", "We migrated the wiki from Confluence to Notion.")
+    assert not retires("I drive a Corolla.", "I got a letter from Anna.")  # no "to": nothing left
+    engine, clock = default_engine
+    # a relative's value, a route that is no change, another thing sold: all stay current
+    _write(engine, clock, "a", "My brother lives in Lyon.", "I moved from Lyon to Paris.")
+    _write(engine, clock, "b", "I live in Leeds.", "I commute from Leeds to York every day.")
+    _write(engine, clock, "c", "I drive a silver Corolla to the office.", "Sold the old bike, I drive everywhere now.")
+    for namespace, count in (("a", 2), ("b", 2), ("c", 2)):
+        assert len(engine.list(namespace=namespace)) == count, engine.list(namespace=namespace)
+
+
 def test_two_pets_names_are_two_facts(default_engine: tuple[MemoryEngine, ManualClock]) -> None:
     engine, clock = default_engine
     _write(engine, clock, "u", "Our dog is called Rex.", "Our cat is called Tom.", "We renamed the cat Whiskers.")
@@ -118,17 +144,28 @@ def test_a_change_both_memories_keep_ranks_first_and_the_context_marks_the_earli
 ) -> None:
     engine, clock = default_engine
     old, new = _write(
-        engine, clock, "u", "Our CI runs on Jenkins.", "Now our CI uses GitHub Actions instead of Jenkins."
+        engine, clock, "u", "Our CI runs on Jenkins.", "Now our CI uses GitHub Actions, Jenkins kept breaking."
     )
-    assert engine.get(old.id, namespace="u").status is Status.ACTIVE  # no rule names CI: both stay current
+    # no rule names CI, nor says Jenkins is gone ("from Jenkins to …" would): both stay current
+    assert engine.get(old.id, namespace="u").status is Status.ACTIVE
     result = engine.recall("What does our CI run on?", namespace="u")
     assert [r.id for r in result.records] == [new.id, old.id]
     assert f'"Our CI runs on Jenkins." [earlier: changed on {new.occurred_at.date().isoformat()}]' in result.context
-    assert 'instead of Jenkins." [' not in result.context
+    assert 'kept breaking." [' not in result.context
     # another person's value is no change of the user's, and is not marked
     _write(engine, clock, "b", "My brother lives in Lyon.", "I live in Paris now.")
     brother = engine.recall("Where does my brother live?", namespace="b")
     assert "Lyon" in brother.records[0].content and "[earlier" not in brother.context
+
+
+def test_a_chinese_place_is_a_thing_both_name(default_engine: tuple[MemoryEngine, ManualClock]) -> None:
+    # no capital shows 云南 is a name: the pack's places do, so the cancel ranks above the plan
+    engine, clock = default_engine
+    plan, cancel = _write(engine, clock, "u", "我们五月去云南玩一周。", "云南的行程取消了。")
+    assert "yunnan" in values_of("云南的行程取消了。") and not values_of("东西藏在柜子里。")  # 西藏 is left out
+    result = engine.recall("我们还去云南吗？", namespace="u")
+    assert [r.id for r in result.records][:2] == [cancel.id, plan.id]
+    assert f"[earlier: changed on {cancel.occurred_at.date().isoformat()}]" in result.context
 
 
 def test_chinese_numerals_with_a_dropped_unit_read_as_amounts() -> None:

@@ -270,6 +270,11 @@ def names_someone_new(a: str, b: str) -> bool:
     return _names_others(a, b, words_a ^ words_b, named_a ^ named_b)
 
 
+def names_a_relative_new(a: str, b: str) -> bool:
+    """Whether one text names a relative the other does not ("My brother lives in Lyon." / "I moved from Lyon …")."""
+    return bool((_reading(a)[0] ^ _reading(b)[0]) & every().words("relatives"))
+
+
 def _names_others(a: str, b: str, added: frozenset[str], named: frozenset[str]) -> bool:
     # A name (capitalised where the sentence did not need it) or a relative changes whom it is about.
     relatives = every().words("relatives")
@@ -322,6 +327,7 @@ __all__ = [
     "core",
     "joins",
     "meaning_terms",
+    "names_a_relative_new",
     "names_someone_new",
     "people_of",
     "reversals",

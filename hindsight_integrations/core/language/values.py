@@ -19,8 +19,9 @@ what tells them apart is a handful of values. ``values_of`` pulls those out with
   (``Tue``/``周二``/``星期二``/``礼拜二`` → ``tuesday``; ``下周二`` → ``next tuesday``; ``明天`` → ``tomorrow``);
 * Chinese numerals followed by a measure word or 第 (``三个``, ``十二天``, ``第二``);
 * proper names and places: capitalised words not at a sentence start and not common
-  sentence words (runs of them join: ``New York``), and a short list of major cities written
-  in Chinese (``北京`` → ``beijing``) or with a place suffix after a locative (``在朝阳区``).
+  sentence words (runs of them join: ``New York``), and a short list of major cities and the
+  provinces written in Chinese (``北京`` → ``beijing``, ``云南`` → ``yunnan``; not 西藏, which
+  东西藏在… holds) or with a place suffix after a locative (``在朝阳区``).
 
 The tables and patterns live in the language packs (``language/rules/*/values.toml``: ``common``
 for the shapes every language writes alike, ``en`` and ``zh`` for words and numerals); this

@@ -20,6 +20,7 @@ from collections.abc import Callable, Sequence
 from datetime import date
 
 from ..language.keys import read
+from ..language.rules import every
 from ..language.sameness import compare
 from ..language.speakers import speaker_of, without_speaker
 from ..language.values import values_of
@@ -41,19 +42,25 @@ def _changes(earlier: MemoryRecord, later: MemoryRecord, common: frozenset[str] 
     return bool(_named_values(earlier, common) & _named_values(later, common))
 
 
+def _places_in_chinese() -> frozenset[str]:
+    """The places a Chinese text names with no capital to show it (云南 → yunnan: the zh pack's ``cities``)."""
+    return frozenset(every().mapping("cities").values())
+
+
 def _named_values(record: MemoryRecord, common: frozenset[str]) -> frozenset[str]:
-    """The things a memory names (Jenkins, a Corolla, 38): written with a capital or a digit, no one's name.
+    """The things a memory names (Jenkins, a Corolla, 38, 云南): written with a capital or a digit, or a place, no one's name.
 
     Not what ``common`` holds (``_common``: people, and what starts one of their names: "Mel"),
     and not the time words ("yesterday") every chat turn has.
     """
     text = without_speaker(record.content)
     named = {w.lower() for w in text.split() if w[:1].isupper() or any(c.isdigit() for c in w)}
+    places = _places_in_chinese()
     found = set()
     for value in values_of(text):
         if any(p.startswith(value) or value.startswith(p) for p in common):
             continue
-        if any(c.isdigit() for c in value) or any(value in word for word in named):
+        if any(c.isdigit() for c in value) or value in places or any(value in word for word in named):
             found.add(value)
     return frozenset(found)
 

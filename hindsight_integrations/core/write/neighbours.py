@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..language.keys import read
+from ..language.retired import retired_spans
 from ..language.slots import is_named
 from ..model.records import MemoryRecord
 from ..parts import EngineParts
@@ -115,7 +116,8 @@ def _that_matter(
 
     Below ``cutoff`` only an exact repeat (the same normalised text), a memory of the same slot,
     or the other side of a reversal (the same content words, the negation on one side only: "I
-    don't eat meat" / "I eat meat again") can, and a change announced next to a slot on either
+    don't eat meat" / "I eat meat again") can, or any of them when ``record`` says something is gone
+    ("from Jenkins to …", ``retired.retired_spans``), and a change announced next to a slot on either
     side (``supersede.rule_verdict``: the slot names the question both answer); hits not in the facts index yet (another
     writer's, a moment ago) are kept to be read. Most writes then read no neighbour at all.
     """
@@ -123,6 +125,8 @@ def _that_matter(
     if not facts:
         return hits
     reading = read(record.content)
+    if reading.change_cue and retired_spans(record.content):
+        return hits  # "Sold the Corolla": the one that holds it is read to be told (``retired.retires``)
     keys = reading.keys
     key, negation, about = keys.text_key, keys.negated, keys.reversal_key
     return [

@@ -5,7 +5,9 @@ same subject/attribute slot (``slots.detect_slot``: where someone lives, works, 
 phone, a project's database, a deadline...), or when the two are close in meaning and the new
 one signals a change ("moved to", "no longer", "new", "again", 改成, 搬到, 不再...,
 ``slots.change_cue``) *and* says something else: a different value (``values.py``) or the
-opposite ("no longer", "again"). Memories about different entities (two speakers, two
+opposite ("no longer", "again"). A change that says the old one's value is gone updates it
+whatever slots the two read ("Sold the Corolla, …", "migrated CI from Jenkins to …":
+``retired.retires``). Memories about different entities (two speakers, two
 projects) never update each other, and neither do close statements about different things
 (other identifiers, other people's relatives: ``subjects.different_subjects``). With an LLM configured, the
 candidates are judged by the model instead (``keep_old | keep_new | merge | keep_both``, one
@@ -29,7 +31,8 @@ from enum import Enum
 
 from ..errors import LLMError
 from ..language.keys import read
-from ..language.sameness import can_repeat, compare, reversals, share_a_topic
+from ..language.retired import retires
+from ..language.sameness import Comparison, can_repeat, compare, names_a_relative_new, reversals, share_a_topic
 from ..language.slots import is_named
 from ..llm import LLMClient
 from ..model.records import MemoryRecord, Role, Status
@@ -83,6 +86,8 @@ def rule_verdict(
         return Verdict.KEEP_BOTH
     if same.disjoint_entities:
         return Verdict.KEEP_BOTH  # about different people or projects
+    if _retires(existing, new, same):
+        return Verdict.KEEP_NEW  # "Sold the Corolla": what the old one holds is gone, whichever slot each sets
     if new.slot and existing.slot:
         return Verdict.KEEP_BOTH if same.different_slots else Verdict.KEEP_NEW
     if same.reversal:
@@ -102,6 +107,16 @@ def rule_verdict(
     # "no matter" is no reversal: only the packs' negations and reversals turn a statement round
     changed = replaced or bool(same.flipped & reversals())
     return Verdict.KEEP_NEW if changed else Verdict.KEEP_BOTH
+
+
+def _retires(existing: MemoryRecord, new: MemoryRecord, same: Comparison) -> bool:
+    """Whether ``new`` announces that what ``existing`` holds is gone, about the same people (``retired.retires``).
+
+    "I moved from Lyon to Paris." leaves "My brother lives in Lyon." alone: a relative on one side only.
+    """
+    if not read(new.content).change_cue or same.different_subjects:
+        return False
+    return bool(retires(existing.content, new.content)) and not names_a_relative_new(existing.content, new.content)
 
 
 class UpdateJudge:

@@ -1,0 +1,50 @@
+"""What a statement says is gone, and whether a stored memory holds it.
+
+"Sold the Corolla, I take the train to work now." sets another slot than "I drive a silver
+Corolla to the office." (a commute, not a car), and "We migrated CI from Jenkins to GitHub
+Actions." sets none; yet each names the very thing the earlier statement holds as the thing
+that is gone. The packs' ``cues.retired`` finds where a statement says so: the words after
+"sold", "traded", "swapped", "instead of"…, or between "from" and "to" (从…搬到, 把…换成). A
+value of the new statement in those words (``values.py``: a name, an amount, a city) that the
+stored memory carries too is what the new one retires. A Chinese object that is no value
+(把地铁换成…) counts when the stored memory contains it as written.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+from .rules import clear_with_packs, for_text
+from .values import values_of
+
+_CJK_LOW, _CJK_HIGH = "\u4e00", "\u9fff"
+
+
+@lru_cache(maxsize=4096)
+def retired_spans(text: str) -> tuple[str, ...]:
+    """The stretches of ``text`` that name what it says is gone (the packs' ``cues.retired``)."""
+    pattern = for_text(text).pattern("cues.retired")
+    if pattern is None:
+        return ()
+    return tuple(next(g for g in m.groups() if g) for m in pattern.finditer(text))
+
+
+def _chinese(span: str) -> bool:
+    return len(span) >= 2 and all(_CJK_LOW <= c <= _CJK_HIGH for c in span)
+
+
+def retires(earlier: str, later: str) -> frozenset[str]:
+    """What ``earlier`` holds that ``later`` says is gone; empty when it retires nothing of it."""
+    spans = retired_spans(later)
+    if not spans:
+        return frozenset()
+    lowered = [s.lower() for s in spans]
+    named = {v for v in values_of(later) if any(v in s for s in lowered)} & values_of(earlier)
+    written = {s for s in spans if _chinese(s) and s in earlier}
+    return frozenset(named | written)
+
+
+clear_with_packs(retired_spans)
+
+
+__all__ = ["retired_spans", "retires"]
