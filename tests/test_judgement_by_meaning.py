@@ -64,7 +64,12 @@ UPDATES = [
         "Ledgerly",
     ),
     # what the old one holds, said to be gone: sold, or moved from it to another (``retired.retires``)
-    ("I drive a silver Corolla to the office.", "Sold the Corolla, I take the train to work now.", "How do I get to work?", "train"),
+    (
+        "I drive a silver Corolla to the office.",
+        "Sold the Corolla, I take the train to work now.",
+        "How do I get to work?",
+        "train",
+    ),
     (
         "Our CI runs on Jenkins.",
         "We migrated CI from Jenkins to GitHub Actions last sprint.",

@@ -9,13 +9,19 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from hindsight_integrations.core import lanes
 from hindsight_integrations.core.config import AUTO_MODEL, DEFAULT_LOCAL_MODEL, Settings, load_settings
 from hindsight_integrations.core.embedding.calibration import thresholds_for
 from hindsight_integrations.core.embedding.multilingual import MULTILINGUAL_MODEL
-from hindsight_integrations.core.embedding.routing import calls_for_multilingual, non_latin_share, routed_model
+from hindsight_integrations.core.embedding.routing import (
+    calls_for_multilingual,
+    non_latin_share,
+    routed_model,
+    tells_script,
+)
 from hindsight_integrations.core.engine import MemoryEngine
 from hindsight_integrations.core.errors import ConfigurationError, EmbeddingModelMismatchError, InvalidInputError
 from hindsight_integrations.core.reembedding import reembed
@@ -121,6 +127,53 @@ def test_a_namespace_read_before_its_first_write_still_gets_the_model_of_that_wr
     fixed.store(ENGLISH[1], namespace="fixed")
     assert fixed.embedding_model("fixed") == MULTILINGUAL_MODEL
     assert reader.recall("What am I allergic to?", namespace="fixed").records[0].content == ENGLISH[1]
+
+
+def _stored_vector(engine: MemoryEngine, namespace: str, content: str) -> np.ndarray:
+    handle = engine._namespace(namespace)
+    record = next(r for r, _ in handle.iterate() if r.content == content)
+    return np.asarray(handle.vectors([record.id])[record.id], dtype=np.float32)
+
+
+def _cosine(a: np.ndarray, b: np.ndarray) -> float:
+    return float(a @ b / (np.linalg.norm(a) * np.linalg.norm(b)))
+
+
+def test_a_greeting_chooses_provisionally_and_the_first_text_that_tells_decides(tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    writer, other = MemoryEngine(store=store, llm=False), MemoryEngine(store=store, llm=False)
+    assert not tells_script("你好") and not tells_script("Hello, how are you?") and tells_script("我对花生过敏。")
+    writer.record_turn("你好", session_id="s1", namespace="lena")
+    assert writer.embedding_model("lena") == MULTILINGUAL_MODEL
+    assert writer.chroma.recorded_model("lena").provisional
+    assert other.stats(namespace="lena").embedding_model == MULTILINGUAL_MODEL  # another process opens it so
+    hello = _stored_vector(writer, "lena", "你好")
+
+    writer.record_turn("I moved to Lisbon last spring and I work as a nurse there.", session_id="s1", namespace="lena")
+    assert writer.embedding_model("lena") == DEFAULT_LOCAL_MODEL
+    assert not writer.chroma.recorded_model("lena").provisional
+    moved = _stored_vector(writer, "lena", "你好")  # embedded again, with MiniLM
+    minilm = writer._lanes.primary.parts.embed(["你好"])[0]
+    assert _cosine(moved, np.asarray(minilm)) > _cosine(hello, np.asarray(minilm))
+    # the other process reads the decision before its next read or write, and writes with MiniLM
+    assert "Lisbon" in other.recall("Where do I live?", namespace="lena").context
+    other.store("I am allergic to shellfish.", namespace="lena")
+    assert other.embedding_model("lena") == DEFAULT_LOCAL_MODEL
+    assert other.recall("What am I allergic to?", namespace="lena").records[0].content == "I am allergic to shellfish."
+
+
+def test_a_text_that_tells_the_same_model_settles_it_without_a_move(auto: MemoryEngine) -> None:
+    auto.record_turn("ok", session_id="s1", namespace="en")
+    assert auto.chroma.recorded_model("en").provisional
+    before = _stored_vector(auto, "en", "ok")
+    auto.record_turn("I live in Lisbon and work as a nurse.", session_id="s1", namespace="en")
+    assert not auto.chroma.recorded_model("en").provisional
+    assert _cosine(_stored_vector(auto, "en", "ok"), before) > 0.999
+    # a greeting in English, then Chinese: the namespace moves to the multilingual model
+    auto.record_turn("Hi!", session_id="s1", namespace="zh")
+    auto.record_turn(CHINESE[1], session_id="s1", namespace="zh")
+    assert auto.embedding_model("zh") == MULTILINGUAL_MODEL
+    assert auto.recall("我对什么过敏？", namespace="zh").records[0].content == CHINESE[1]
 
 
 def test_an_export_imported_into_a_new_namespace_gets_the_model_of_its_text(auto: MemoryEngine) -> None:

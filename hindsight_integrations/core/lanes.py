@@ -8,7 +8,9 @@ built the first time a namespace needs it; both share the store, the token count
 and the clock.
 
 ``ModelLanes.open`` is where a namespace meets its lane: an existing namespace is served by the
-model its collection records, a new one by the model its first text calls for.
+model its collection records, a new one by the model its first text calls for. A first text too
+short to tell its script ("你好") chooses provisionally, and the first one that tells decides:
+if it calls for the other model, what was written before it is embedded again with that one.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from typing import Any
 from .backup import Backup
 from .config import DEFAULT_LOCAL_MODEL
 from .embedding.multilingual import MULTILINGUAL_MODEL, MultilingualEmbedder
-from .embedding.routing import calls_for_multilingual, multilingual_available, routed_model
+from .embedding.routing import calls_for_multilingual, multilingual_available, routed_model, tells_script
 from .errors import EmbeddingModelMismatchError
 from .parts import EngineParts
 from .recall.pipeline import Recaller
@@ -37,6 +39,11 @@ log = logging.getLogger(__name__)
 
 # How many of a batch's items (or an export's records) the choice of a new namespace's model reads.
 _ROUTING_SAMPLE = 20
+# A provisional namespace holding more records than this stays on its model when a text decides
+# otherwise (a warning names ``hindsight reembed``): the move happens inside one write.
+_MOST_MOVED = 500
+_MOVE_CHUNK = 64
+_CONTEXT_WAIT_SECONDS = 30.0
 
 
 @dataclass(frozen=True)
@@ -117,6 +124,8 @@ class ModelLanes:
             handle = store.namespace(name, create=create)
         if handle is not None and handle.model_pending:
             handle = self._settle(handle, text)
+        if handle is not None and handle.model_provisional:
+            handle = self._confirm(handle, text)
         if handle is not None and text:
             self._warn_if_unread(handle, text)
         return handle
@@ -134,7 +143,11 @@ class ModelLanes:
             try:
                 # A read (no text) that opens a namespace never written leaves its model to the first write.
                 return store.namespace(
-                    name, create=create, model=self._served(model).model, pending=recorded is None and not text
+                    name,
+                    create=create,
+                    model=self._served(model).model,
+                    pending=recorded is None and not text,
+                    provisional=recorded is None and bool(text) and not tells_script(str(text)),
                 )
             except EmbeddingModelMismatchError:
                 if recorded is not None:
@@ -157,8 +170,62 @@ class ModelLanes:
             recorded = store.recorded_model(handle.name)
             if recorded is not None and recorded.model and not recorded.pending:
                 return store.reopen(handle.name, self._served(recorded.model).model)
-            model = self._model_for(text) if self._routes else self.primary.model
-            return store.settle_model(handle.name, self._served(model).model)
+            if not self._routes:
+                return store.settle_model(handle.name, self.primary.model)
+            return store.settle_model(
+                handle.name, self._served(self._model_for(text)).model, provisional=not tells_script(text)
+            )
+
+    def _confirm(self, handle: NamespaceStore, text: str | None) -> NamespaceStore:
+        """A namespace whose model a text too short to tell chose: the first text that tells decides.
+
+        While a handle is provisional, each process re-reads the collection's record (a write does
+        so under the namespace's write lock), so every replica sees the decision. When the deciding
+        text calls for the other model, the memories written so far are embedded again with it
+        (``_moved``) before the choice is recorded; a process stopped in between leaves the
+        namespace provisional, and the next deciding write embeds them all again.
+        """
+        store = self.primary.parts.store
+        if not text or not tells_script(text):
+            recorded = store.recorded_model(handle.name)
+            if recorded is None or recorded.provisional or not recorded.model:
+                return handle
+            return store.reopen(handle.name, self._served(recorded.model).model)
+        with handle.writing:
+            recorded = store.recorded_model(handle.name)
+            if recorded is None or not recorded.model:
+                return handle
+            if not recorded.provisional:
+                return store.reopen(handle.name, self._served(recorded.model).model)
+            model = self._served(self._model_for(text)).model
+            if model != recorded.model and not self._moved(handle, model):
+                model = recorded.model
+            return store.settle_model(handle.name, model)
+
+    def _moved(self, handle: NamespaceStore, model: str) -> bool:
+        """Embed every record of ``handle`` again with ``model``, in place; False if there are too many to move here."""
+        if handle.count() > _MOST_MOVED:
+            log.warning(
+                "namespace %r was given %s by a first text too short to tell its language, and now holds too many "
+                "memories to move within one write; it stays there. `hindsight reembed --model %s --namespace %s` "
+                "moves it",
+                handle.name,
+                handle.embedding_model,
+                model,
+                handle.name,
+            )
+            return False
+        handle.wait_for_context(_CONTEXT_WAIT_SECONDS)  # the old model's context vectors land first, then are replaced
+        records = [record for record, _ in handle.iterate(include_embeddings=False)]
+        parts = self._served(model).parts
+        for start in range(0, len(records), _MOVE_CHUNK):
+            chunk = records[start : start + _MOVE_CHUNK]
+            vectors, framed = parts.embed_records(chunk)
+            handle.rewrite(chunk, vectors, framed)
+        log.info(
+            "namespace %r moved from %s to %s (%d memories)", handle.name, handle.embedding_model, model, len(records)
+        )
+        return True
 
     def _served(self, model: str) -> ModelLane:
         """The lane of ``model``: the multilingual one (made on first need), else the primary."""

@@ -10,6 +10,10 @@ Japanese, Korean, Cyrillic, ...) → multilingual-e5-small, otherwise MiniLM. Th
 recorded in the collection's metadata like any model, so every later process and every
 replica reads it from there, and ``hindsight reembed --model ...`` can change it later.
 
+A first text too short to tell ("你好" opening a year of English, "ok") chooses *provisionally*:
+the first text with enough letters (``tells_script``) decides, and if it calls for the other
+model the few memories written before it are embedded again with that one (``lanes.py``).
+
 Latin-script languages other than English stay on MiniLM. For a namespace that began in
 English and is now written in another script, the engine logs a warning that names the
 ``reembed`` command (``calls_for_multilingual``).
@@ -33,10 +37,16 @@ _NON_LATIN_SHARE = 0.3
 # The share is read from a text's first characters: the choice runs before the write's own size
 # checks and, for the warning, on every write to a MiniLM namespace, so it must not scan a megabyte.
 _SAMPLE_CHARS = 2000
+# Letters a text needs to tell its script, a letter outside the Latin script counting as three (a
+# Chinese character carries about what a short English word does): a short statement in either
+# ("I moved to Porto", "我对花生过敏"), and not a greeting ("Hello, how are you?", "你好，在吗"). A
+# round number, not tuned.
+_TELLING_LETTERS = 16
+_NON_LATIN_WEIGHT = 3
 
 
-def non_latin_share(text: str) -> float:
-    """The share of the letters in ``text``'s first 2,000 characters that are not Latin (0.0 with no letters)."""
+def _letters(text: str) -> tuple[int, int]:
+    """(letters, letters outside the Latin script) in ``text``'s first 2,000 characters."""
     letters = other = 0
     for char in text[:_SAMPLE_CHARS]:
         if char.isalpha():
@@ -44,7 +54,19 @@ def non_latin_share(text: str) -> float:
             code = ord(char)
             if code > _LATIN_END and code not in _LATIN_ADDITIONAL:
                 other += 1
+    return letters, other
+
+
+def non_latin_share(text: str) -> float:
+    """The share of the letters in ``text``'s first 2,000 characters that are not Latin (0.0 with no letters)."""
+    letters, other = _letters(text)
     return other / letters if letters else 0.0
+
+
+def tells_script(text: str) -> bool:
+    """Whether ``text`` is long enough to choose a namespace's model for good ("你好" is not)."""
+    letters, other = _letters(text)
+    return letters - other + _NON_LATIN_WEIGHT * other >= _TELLING_LETTERS
 
 
 def calls_for_multilingual(text: str) -> bool:
@@ -68,4 +90,5 @@ __all__ = [
     "multilingual_available",
     "non_latin_share",
     "routed_model",
+    "tells_script",
 ]

@@ -48,7 +48,7 @@ def _places_in_chinese() -> frozenset[str]:
 
 
 def _named_values(record: MemoryRecord, common: frozenset[str]) -> frozenset[str]:
-    """The things a memory names (Jenkins, a Corolla, 38, 云南): written with a capital or a digit, or a place, no one's name.
+    """The things a memory names (Jenkins, a Corolla, 38, 云南): with a capital or a digit, or a place; no one's name.
 
     Not what ``common`` holds (``_common``: people, and what starts one of their names: "Mel"),
     and not the time words ("yesterday") every chat turn has.

@@ -77,10 +77,12 @@ class NamespaceStore:
         may_write: Callable[[], None] | None = None,
         embedding_model: str | None = None,
         model_pending: bool = False,
+        model_provisional: bool = False,
     ) -> None:
         self.name = name
         self.embedding_model = embedding_model  # what its vectors were made with (the collection's metadata)
         self.model_pending = model_pending  # nothing written yet and the first write chooses the model (auto)
+        self.model_provisional = model_provisional  # chosen by a text too short to tell; may move (auto)
         self.collection = collection
         self.context_collection = context_collection
         self.options = options

@@ -139,6 +139,9 @@ def _check_writable(path: Path) -> None:
 # Collection metadata: the namespace was created before anything was written, and its first write chooses
 # the model (``ChromaStore.settle_model``); "embedding_model" meanwhile is a placeholder.
 _PENDING = "embedding_model_pending"
+# Collection metadata: the model was chosen by a text too short to tell its script, and the first
+# text that tells may move the namespace to the other model (``lanes.ModelLanes``).
+_PROVISIONAL = "embedding_model_provisional"
 
 
 @dataclass(frozen=True)
@@ -147,6 +150,7 @@ class RecordedModel:
 
     model: str | None  # None: a collection older than the record
     pending: bool  # nothing written yet, and the first write chooses (``auto``)
+    provisional: bool = False  # chosen by a text too short to tell (``auto``); the first that tells decides
 
 
 class ChromaStore:
@@ -228,21 +232,24 @@ class ChromaStore:
             raise StoreUnavailableError(f"could not open namespace {name!r}: {exc}") from exc
         meta = collection.metadata or {}
         model = meta.get("embedding_model")
-        return RecordedModel(str(model) if model else None, pending=bool(meta.get(_PENDING)))
+        return RecordedModel(
+            str(model) if model else None, pending=bool(meta.get(_PENDING)), provisional=bool(meta.get(_PROVISIONAL))
+        )
 
     def stored_model(self, name: str) -> str | None:
         """The model namespace ``name`` was written with; None: no such namespace, no model yet, or too old to say."""
         recorded = self.recorded_model(name)
         return recorded.model if recorded is not None and not recorded.pending else None
 
-    def settle_model(self, name: str, model: str) -> NamespaceStore:
-        """Record ``model`` as the model of ``name``, a namespace created with its model pending (nothing in it yet).
+    def settle_model(self, name: str, model: str, *, provisional: bool = False) -> NamespaceStore:
+        """Record ``model`` as the model of ``name``, a namespace whose model was pending or provisional.
 
-        The caller holds the namespace's write lock and has read that it is still pending.
+        The caller holds the namespace's write lock and has read that it still is; a provisional
+        namespace's vectors are ``model``'s already. ``provisional`` keeps the choice open.
         """
         with self._lock:
             dimension, _ = self._models[model]
-            meta = _collection_metadata(name, model, dimension)
+            meta = _collection_metadata(name, model, dimension, provisional=provisional)
             for prefix in (COLLECTION_PREFIX, CONTEXT_PREFIX):
                 self.client.get_collection(prefix + name, embedding_function=None).modify(metadata=meta)
             self._namespaces.pop(name, None)
@@ -255,18 +262,32 @@ class ChromaStore:
         return self.namespace(name, model=model)
 
     @overload
-    def namespace(self, name: str, *, model: str | None = None, pending: bool = False) -> NamespaceStore: ...
-    @overload
     def namespace(
-        self, name: str, *, create: Literal[True], model: str | None = None, pending: bool = False
+        self, name: str, *, model: str | None = None, pending: bool = False, provisional: bool = False
     ) -> NamespaceStore: ...
     @overload
     def namespace(
-        self, name: str, *, create: bool, model: str | None = None, pending: bool = False
+        self,
+        name: str,
+        *,
+        create: Literal[True],
+        model: str | None = None,
+        pending: bool = False,
+        provisional: bool = False,
+    ) -> NamespaceStore: ...
+    @overload
+    def namespace(
+        self, name: str, *, create: bool, model: str | None = None, pending: bool = False, provisional: bool = False
     ) -> NamespaceStore | None: ...
 
     def namespace(
-        self, name: str, *, create: bool = True, model: str | None = None, pending: bool = False
+        self,
+        name: str,
+        *,
+        create: bool = True,
+        model: str | None = None,
+        pending: bool = False,
+        provisional: bool = False,
     ) -> NamespaceStore | None:
         """The handle of namespace ``name``, opened (and its indexes loaded) on first use.
 
@@ -275,6 +296,7 @@ class ChromaStore:
         namespace is created with and the one an existing namespace must have been written with.
         ``pending`` creates it with its model still to be chosen (``settle_model``): under ``auto``,
         a namespace a read opens before anything is written; such a namespace opens with any model.
+        ``provisional`` creates it with ``model`` chosen by a text too short to tell its script.
         """
         with self._lock:
             handle = self._namespaces.get(name)
@@ -285,8 +307,9 @@ class ChromaStore:
             try:
                 if not create:
                     self.client.get_collection(COLLECTION_PREFIX + name, embedding_function=None)
-                collection = self._open(COLLECTION_PREFIX + name, name, model, dimension, pending)
-                context_collection = self._open(CONTEXT_PREFIX + name, name, model, dimension, pending)
+                meta = _collection_metadata(name, model, dimension, pending=pending, provisional=provisional)
+                collection = self._open(COLLECTION_PREFIX + name, meta)
+                context_collection = self._open(CONTEXT_PREFIX + name, meta)
             except Exception as exc:
                 if not create and _is_missing(exc):
                     return None
@@ -306,6 +329,7 @@ class ChromaStore:
                 may_write=self.check_writes if self.writers is not None else None,
                 embedding_model=model,
                 model_pending=bool(meta.get(_PENDING)),
+                model_provisional=bool(meta.get(_PROVISIONAL)),
             )
             self._namespaces[name] = handle
             if self.on_open is not None:
@@ -318,11 +342,11 @@ class ChromaStore:
     def _run_in_background(self, job: Callable[[], None]) -> None:
         self._syncer.submit(job)
 
-    def _open(self, collection_name: str, namespace: str, model: str, dimension: int | None, pending: bool) -> Any:
+    def _open(self, collection_name: str, metadata: dict[str, Any]) -> Any:
         collection = self.client.get_or_create_collection(
             collection_name,
             embedding_function=None,
-            metadata=_collection_metadata(namespace, model, dimension, pending=pending),
+            metadata=metadata,
             configuration={"hnsw": {"space": "cosine", "ef_search": 64, "sync_threshold": _SYNC_THRESHOLD}},
         )
         hnsw = (collection.configuration or {}).get("hnsw") or {}
@@ -358,7 +382,9 @@ def _is_missing(exc: Exception) -> bool:
     return "does not exist" in str(exc).lower() or type(exc).__name__ == "NotFoundError"
 
 
-def _collection_metadata(name: str, model: str, dimension: int | None, *, pending: bool = False) -> dict[str, Any]:
+def _collection_metadata(
+    name: str, model: str, dimension: int | None, *, pending: bool = False, provisional: bool = False
+) -> dict[str, Any]:
     # "schema" is the record layout new collections start with; older collections may hold
     # both layouts, which ``records.unpack`` tells apart per record.
     meta: dict[str, Any] = {"hindsight_namespace": name, "embedding_model": model, "schema": LAYOUT}
@@ -366,6 +392,8 @@ def _collection_metadata(name: str, model: str, dimension: int | None, *, pendin
         meta["embedding_dim"] = dimension
     if pending:
         meta[_PENDING] = True
+    if provisional:
+        meta[_PROVISIONAL] = True
     return meta
 
 
