@@ -8,11 +8,13 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from hindsight_integrations import MemoryEngine
+from hindsight_integrations.core.clock import ManualClock
 from hindsight_integrations.core.language.keys import value_shapes
 from hindsight_integrations.core.language.sameness import reverses
 from hindsight_integrations.core.model.records import Kind, MemoryRecord, Role, Status
 from hindsight_integrations.core.write.admission import assess
 from hindsight_integrations.core.write.corrections import inherited_slot
+from hindsight_integrations.core.write.supersede import PROTECTED_IMPORTANCE
 
 T0 = datetime(2024, 3, 4, 19, 0, tzinfo=UTC)
 
@@ -97,6 +99,22 @@ def test_a_low_trust_reversal_of_an_important_fact_is_quarantined(engine: Memory
     assert engine.get(allergy.id, namespace="u").status is Status.ACTIVE
     hits = engine.recall("Am I allergic to anything?", namespace="u", top_k=3)
     assert "no longer" not in " ".join(r.content for r in hits.records)
+
+
+def test_an_important_fact_decayed_by_upkeep_is_still_protected(timed: MemoryEngine, clock: ManualClock) -> None:
+    # unrecalled for ten months, the allergy's importance decays under the bar; a tool still may not overwrite it
+    allergy = timed.store("I'm allergic to peanuts.", namespace="u", occurred_at=clock.now()).stored[0]
+    for _ in range(10):
+        clock.advance(timedelta(days=31))
+        timed.maintain(namespace="u")
+    decayed = timed.get(allergy.id, namespace="u")
+    assert decayed.importance < PROTECTED_IMPORTANCE <= decayed.metadata["_stated_importance"]
+    claim = timed.store("I'm no longer allergic to peanuts.", namespace="u", occurred_at=clock.now(), trusted=False)
+    assert claim.quarantined == [claim.stored[0].id]
+    assert timed.get(allergy.id, namespace="u").status is Status.ACTIVE
+    # a trusted statement of the same still updates it
+    update = timed.store("I'm no longer allergic to peanuts, the test came back clean.", namespace="u")
+    assert update.superseded == [allergy.id]
 
 
 def test_a_trusted_reversal_updates(engine: MemoryEngine) -> None:

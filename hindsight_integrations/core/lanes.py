@@ -28,6 +28,7 @@ from .errors import EmbeddingModelMismatchError
 from .parts import EngineParts
 from .recall.pipeline import Recaller
 from .storage.namespace_store import NamespaceStore
+from .storage.store import RecordedModel
 from .upkeep.consolidation import Consolidator
 from .upkeep.merging import RepeatMerger
 from .upkeep.retention import Maintenance
@@ -162,14 +163,12 @@ class ModelLanes:
         """
         store = self.primary.parts.store
         if not text:
-            recorded = store.recorded_model(handle.name)
-            if recorded is None or recorded.pending or not recorded.model:
-                return handle
-            return store.reopen(handle.name, self._served(recorded.model).model)
+            return self._reopened(handle, store.recorded_model(handle.name), final=False)
         with handle.writing:
             recorded = store.recorded_model(handle.name)
-            if recorded is not None and recorded.model and not recorded.pending:
-                return store.reopen(handle.name, self._served(recorded.model).model)
+            reopened = self._reopened(handle, recorded, final=False)
+            if reopened is not handle:
+                return reopened
             if not self._routes:
                 return store.settle_model(handle.name, self.primary.model)
             return store.settle_model(
@@ -187,20 +186,22 @@ class ModelLanes:
         """
         store = self.primary.parts.store
         if not text or not tells_script(text):
-            recorded = store.recorded_model(handle.name)
-            if recorded is None or recorded.provisional or not recorded.model:
-                return handle
-            return store.reopen(handle.name, self._served(recorded.model).model)
+            return self._reopened(handle, store.recorded_model(handle.name), final=True)
         with handle.writing:
             recorded = store.recorded_model(handle.name)
-            if recorded is None or not recorded.model:
-                return handle
-            if not recorded.provisional:
-                return store.reopen(handle.name, self._served(recorded.model).model)
+            reopened = self._reopened(handle, recorded, final=True)
+            if reopened is not handle or recorded is None or not recorded.model or recorded.pending:
+                return reopened
             model = self._served(self._model_for(text)).model
             if model != recorded.model and not self._moved(handle, model):
                 model = recorded.model
             return store.settle_model(handle.name, model)
+
+    def _reopened(self, handle: NamespaceStore, recorded: RecordedModel | None, *, final: bool) -> NamespaceStore:
+        """``handle`` reopened with the model its collection records once chosen (``final``: for good); else itself."""
+        if recorded is None or not recorded.model or recorded.pending or (final and recorded.provisional):
+            return handle
+        return self.primary.parts.store.reopen(handle.name, self._served(recorded.model).model)
 
     def _moved(self, handle: NamespaceStore, model: str) -> bool:
         """Embed every record of ``handle`` again with ``model``, in place; False if there are too many to move here."""

@@ -19,7 +19,7 @@ from pydantic import BaseModel, Field
 from ..backup import EXPORT_FORMAT
 from ..clock import Clock
 from ..errors import StoreUnavailableError
-from ..model.records import Kind, MemoryRecord, Status, Tier
+from ..model.records import STATED_IMPORTANCE, Kind, MemoryRecord, Status, Tier
 from ..storage.namespace_store import NamespaceStore
 
 DECAY_AFTER = timedelta(days=30)
@@ -108,7 +108,11 @@ def plan(
                 record.model_copy(
                     update={
                         "importance": round(record.importance * factor, 4),
-                        "metadata": {**record.metadata, "_decayed_at": now.timestamp()},
+                        "metadata": {
+                            **record.metadata,
+                            "_decayed_at": now.timestamp(),
+                            STATED_IMPORTANCE: record.metadata.get(STATED_IMPORTANCE, record.importance),
+                        },
                     }
                 )
             )

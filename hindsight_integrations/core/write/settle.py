@@ -41,7 +41,7 @@ from .corrections import inherited_slot
 from .neighbours import NeighbourFinder
 from .recovery import finish_supersedes_locked
 from .repeats import is_repeat, reinforce
-from .supersede import PROTECTED_IMPORTANCE, Neighbour, UpdateJudge, Verdict, history_of, is_low_trust, quarantined
+from .supersede import Neighbour, UpdateJudge, Verdict, history_of, is_low_trust, protected, quarantined
 
 _CORRECTABLE = 8  # latest memories with a slot a correction naming no attribute may be about
 
@@ -286,11 +286,7 @@ class Settler:
                 continue
             if verdict is Verdict.MERGE:
                 return record, old
-            if (
-                verdict is Verdict.KEEP_NEW
-                and old.importance >= PROTECTED_IMPORTANCE
-                and is_low_trust(record, trusted=trusted)
-            ):
+            if verdict is Verdict.KEEP_NEW and protected(old) and is_low_trust(record, trusted=trusted):
                 result.quarantined.append(record.id)
                 return quarantined(record, old), None
             if verdict is Verdict.KEEP_OLD or record.occurred_at < old.occurred_at:

@@ -16,7 +16,8 @@ call), and the rules take over whenever the call fails.
 Time decides which is current, not arrival order: the one that *occurred* later stays active
 and the other becomes history with ``valid_until`` = the newer one's time, so a fact dated
 before the current one, arriving later, goes straight to history. An important memory
-(importance ≥ 0.9) is never overwritten by a low-trust source (tool output, an assistant
+(importance ≥ 0.9 when written: upkeep's decay does not lower it, ``protected``) is never
+overwritten by a low-trust source (tool output, an assistant
 turn, a caller that marks itself untrusted): the contradiction is stored ``quarantined``
 until someone accepts or rejects it.
 """
@@ -35,7 +36,7 @@ from ..language.retired import retires
 from ..language.sameness import Comparison, can_repeat, compare, names_a_relative_new, reversals, share_a_topic
 from ..language.slots import is_named
 from ..llm import LLMClient
-from ..model.records import MemoryRecord, Role, Status
+from ..model.records import STATED_IMPORTANCE, MemoryRecord, Role, Status
 from ..redaction import describe_error
 
 log = logging.getLogger("hindsight.updates")
@@ -58,6 +59,13 @@ class Neighbour:
 
     record: MemoryRecord
     similarity: float
+
+
+def protected(record: MemoryRecord) -> bool:
+    """Whether a low-trust write may not overwrite ``record``: important when written, whatever decay did since."""
+    stated = record.metadata.get(STATED_IMPORTANCE)
+    stated = float(stated) if isinstance(stated, (int, float)) else 0.0
+    return max(record.importance, stated) >= PROTECTED_IMPORTANCE
 
 
 def is_low_trust(record: MemoryRecord, *, trusted: bool) -> bool:
@@ -161,6 +169,7 @@ __all__ = [
     "Verdict",
     "history_of",
     "is_low_trust",
+    "protected",
     "quarantined",
     "rule_verdict",
 ]
