@@ -32,7 +32,19 @@ from typing import Any
 import httpx
 import pytest
 
-from hindsight_integrations.core.language import keys, rules, sameness, slots, speakers, subjects, text, tokens, values
+from hindsight_integrations.core.embedding import routing
+from hindsight_integrations.core.language import (
+    keys,
+    retired,
+    rules,
+    sameness,
+    slots,
+    speakers,
+    subjects,
+    text,
+    tokens,
+    values,
+)
 from hindsight_integrations.core.language.rules import Followed, patterns_of
 from hindsight_integrations.core.model.records import MemoryRecord, Role
 from hindsight_integrations.core.recall import context
@@ -266,6 +278,9 @@ ADVERSARIAL = {
     "project": _long("Project "),
     "no-sentence-breaks": _long("lorem ipsum dolor sit amet "),
     "one-sentence-per-line": _long("I moved to Lisbon and my email is x@y.com.\n"),
+    "from-without-to": _long("from Jenkins "),
+    "sold-sold": _long("sold "),
+    "chinese-from": _long("从把将"),
 }
 PAIR = (ADVERSARIAL["email-like"], ADVERSARIAL["capital-hyphens"])
 
@@ -321,6 +336,8 @@ ENTRY_POINTS: dict[str, Callable[[str], object]] = {
     "estimate_tokens": tokens.estimate_tokens,
     "extractive_summary": lambda t: compression.extractive_summary([_record(t, role=Role.USER)]),
     "trim_to_query": lambda t: context.trim_to_query(t, 300, ["lisbon", "email"]),
+    "retires": lambda t: retired.retires(PAIR[1], t),
+    "tells_script": routing.tells_script,
 }
 
 
