@@ -126,8 +126,10 @@ def pack_within_budget(
     if budget is None:
         return items
 
+    lines = _Lines(changed)
+
     def cost(chosen: Sequence[tuple[MemoryRecord, str]]) -> int:
-        return count(format_context(chosen, changed))
+        return count(lines.block(chosen))
 
     terms = query_terms(query)
     texts: list[_Trimmable] | None = None  # split into sentences only when something must be trimmed
@@ -185,11 +187,25 @@ def format_context(
 
     ``changed``: memories a later one in the block changes, by id, with that one's date.
     """
-    if not items:
-        return ""
-    pairs = [item if isinstance(item, tuple) else (item, item.content) for item in items]
-    ordered = sorted(pairs, key=lambda p: p[0].occurred_at)
-    marks = changed or {}
-    return "\n".join(
-        [CONTEXT_HEADER, *(memory_line(r, c, changed_on=marks.get(r.id)) for r, c in ordered), CONTEXT_FOOTER]
-    )
+    return _Lines(changed).block([item if isinstance(item, tuple) else (item, item.content) for item in items])
+
+
+class _Lines:
+    """The context block's lines, each quoted once: the budget search formats the same lines many times."""
+
+    def __init__(self, changed: Mapping[str, date] | None) -> None:
+        self._changed = changed or {}
+        self._quoted: dict[tuple[str, str], str] = {}
+
+    def block(self, pairs: Sequence[tuple[MemoryRecord, str]]) -> str:
+        if not pairs:
+            return ""
+        ordered = sorted(pairs, key=lambda p: p[0].occurred_at)
+        return "\n".join([CONTEXT_HEADER, *(self._line(r, c) for r, c in ordered), CONTEXT_FOOTER])
+
+    def _line(self, record: MemoryRecord, content: str) -> str:
+        key = (record.id, content)
+        line = self._quoted.get(key)
+        if line is None:
+            line = self._quoted[key] = memory_line(record, content, changed_on=self._changed.get(record.id))
+        return line

@@ -18,9 +18,10 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Sequence
 from datetime import date
+from functools import lru_cache
 
 from ..language.keys import read
-from ..language.rules import every
+from ..language.rules import clear_with_packs, every
 from ..language.sameness import compare
 from ..language.speakers import speaker_of, without_speaker
 from ..language.values import values_of
@@ -42,6 +43,7 @@ def _changes(earlier: MemoryRecord, later: MemoryRecord, common: frozenset[str] 
     return bool(_named_values(earlier, common) & _named_values(later, common))
 
 
+@lru_cache(maxsize=1)
 def _places_in_chinese() -> frozenset[str]:
     """The places a Chinese text names with no capital to show it (云南 → yunnan: the zh pack's ``cities``)."""
     return frozenset(every().mapping("cities").values())
@@ -122,5 +124,7 @@ def _position(hits: Sequence[RecallHit], hit: RecallHit) -> int:
     """Where ``hit`` itself is in ``hits``: by identity, since comparing hits field by field is slow."""
     return next(n for n, other in enumerate(hits) if other is hit)
 
+
+clear_with_packs(_places_in_chinese)
 
 __all__ = ["Closeness", "current_first"]

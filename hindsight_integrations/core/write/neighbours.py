@@ -21,13 +21,12 @@ from ..storage.namespace_store import NamespaceStore
 
 _LONG_TERM = {"$and": [{"status": "active"}, {"tier": {"$in": ["episodic", "semantic"]}}]}
 _NEIGHBOURS = 4  # nearest stored memories a new one is compared with
-# Nearest of any status searched for them, before keeping the active long-term ones. Deeper than
-# the few kept, because the depth is what Chroma's HNSW searches with (ef = max(ef_search, n)): a
-# store where small talk is said again and again ("Thanks for telling me." sixty times, the same
-# vector each) traps a shallow search among the duplicates, and in the lifecycle history (§9) a
-# 16-deep query missed the two memories 0.77 from "I'm no longer allergic to peanuts." (found
-# from 200), so a tool's claim was stored active beside the allergy instead of quarantined.
-_SEARCHED = 200
+# Nearest of any status searched for them, before keeping the active long-term ones. However few
+# are asked for, Chroma searches the graph max(ef_search, n) deep, and the collections search 200
+# deep (``storage/store.py``): a store where small talk is said again and again ("Thanks for
+# telling me." sixty times) trapped a 16-deep search among the copies, and in the lifecycle history
+# (§9) missed the two memories 0.77 from "I'm no longer allergic to peanuts.".
+_SEARCHED = 16
 # Below the model's ``neighbours_rules`` / ``neighbours_llm`` cosines (embedding/calibration.py) nothing
 # is compared (slots are found apart): the rules need close meaning, the LLM judge is shown looser
 # neighbours ("I work at Acme" / "these days I'm at Initech": 0.31 with MiniLM).
