@@ -16,7 +16,8 @@ from hindsight_integrations.bench.locomo_data import load_directory, parse_evide
 from hindsight_integrations.bench.locomo_default import run_default_path
 from hindsight_integrations.bench.locomo_report import default_path_table
 from hindsight_integrations.bench.locomo_scoring import evidence_scores, reciprocal_rank
-from hindsight_integrations.bench.scale import PARALLEL_STAGE, run_scale
+from hindsight_integrations.bench.scale import CONTEXT_EMBEDDING_STAGE, PARALLEL_STAGE, run_scale
+from hindsight_integrations.bench.scale_report import scale_table
 from hindsight_integrations.core.engine import MemoryEngine
 
 # A nested-layout conversation with the quirks real files have: a session without a date,
@@ -198,8 +199,12 @@ def test_scale_on_200_memories(tmp_path: Path, embedder) -> None:
     out = tmp_path / "scale.json"
     results = run_scale(sizes=[200], queries=15, mode="embedded", out=out, embedder=embedder, raw_sample=200)
     (run,) = results["runs"]
-    assert run["stored"] == 200 and run["queries"] == 15
+    assert run["stored"] == 200 and run["queries"] == 15 and run["settled_queries"] == 15
     assert run["recall_p50_ms"] <= run["recall_p99_ms"]
+    assert run["settled_recall_p50_ms"] <= run["settled_recall_p99_ms"] and run["context_vectors_wait_s"] >= 0
+    assert "settled p50 / p99 ms" in scale_table(results)
+    # the synthetic memories carry sessions: a batch frames each with what came before it in its session
+    assert run["store_stages_s"][CONTEXT_EMBEDDING_STAGE] > 0
     assert run["store_per_second"] > 0 and run["raw_embed_per_second"] > 0
     assert set(run["profile"]["stages_ms"]) >= {"query embedding (MiniLM)", "dense ANN (Chroma query)", PARALLEL_STAGE}
     assert json.loads(out.read_text())["runs"][0]["size"] == 200
@@ -241,6 +246,35 @@ def test_peers_score_the_same_way(locomo_dir: Path, tmp_path: Path, embedder, mo
     assert mem0["status"] == "not run"
     assert "pip install mem0ai==" in mem0["reason"] and "No matching distribution" in mem0["reason"]
     assert "Traceback" not in mem0["reason"]
+
+
+@pytest.mark.server
+def test_peers_through_a_chroma_server(locomo_dir: Path, embedder) -> None:
+    pytest.importorskip("langchain_chroma")
+    pytest.importorskip("llama_index.vector_stores.chroma")
+    from hindsight_integrations.bench.peers import run_peers
+    from hindsight_integrations.bench.peers_report import peers_table
+
+    result = run_peers(
+        locomo_dir, embedder=embedder, only=["hindsight-defaults", "langchain", "llamaindex"], chroma="server"
+    )
+    assert result["chroma"] == "server"
+    by_name = {p["name"].split(" ")[0]: p for p in result["peers"]}
+    assert sorted(by_name) == ["LangChain", "LlamaIndex", "hindsight"]
+    for peer in by_name.values():
+        assert peer["status"] == "ok" and peer["questions"] == 4 and peer["recall@10"] == 1.0
+    assert "`chroma run` server" in peers_table(result)
+
+
+def test_an_unknown_chroma_mode_is_refused(locomo_dir: Path, tmp_path: Path) -> None:
+    from hindsight_integrations.cli import app
+
+    out = tmp_path / "peers.json"
+    result = CliRunner().invoke(
+        app, ["bench", "peers", "--data", str(locomo_dir), "--chroma", "cloud", "--out", str(out)]
+    )
+    assert result.exit_code != 0 and "chroma must be one of embedded, server, not 'cloud'" in result.output
+    assert not out.exists()
 
 
 def test_an_unknown_peer_is_refused_before_anything_runs(locomo_dir: Path, tmp_path: Path) -> None:

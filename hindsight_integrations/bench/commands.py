@@ -214,6 +214,13 @@ def bench_peers(
             file_okay=False,
         ),
     ] = None,
+    chroma: Annotated[
+        str,
+        typer.Option(
+            help="Where hindsight, LangChain and LlamaIndex keep their collections: embedded (one local store) "
+            "or server (a `chroma run` on a loopback port, each system over HTTP)."
+        ),
+    ] = "embedded",
     as_json: Annotated[bool, typer.Option("--json")] = False,
     out: Annotated[Path | None, typer.Option(help="JSON results file (PNG beside it).")] = RESULTS / "peers.json",
 ) -> None:
@@ -229,7 +236,11 @@ def bench_peers(
     _check_out(out)
     with reported(), _user_errors():
         result = run_peers(
-            data, only=[s.strip() for s in only.split(",")] if only else None, progress=_say, mem0_venv=mem0_venv
+            data,
+            only=[s.strip() for s in only.split(",")] if only else None,
+            progress=_say,
+            mem0_venv=mem0_venv,
+            chroma=chroma,
         )
     _emit(result, as_json=as_json, out=out, table=peers_table(result), plot=plot_peers)
 

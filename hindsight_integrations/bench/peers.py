@@ -22,11 +22,13 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlparse
 
 from ..core.config import load_settings
 from ..core.embedding.factory import build_embedder
 from ..core.embedding.protocol import Embedder
 from ..core.engine import MemoryEngine
+from ..processes import chroma_server
 from .embedding_server import EmbeddingServer
 from .engram_peer import EngramSystem
 from .locomo import CONTEXT_BUDGET, LOCOMO_WEIGHTS
@@ -148,6 +150,8 @@ def _timed_ask(system: PeerSystem, question: str) -> tuple[list[str], str, float
     return ranked, context, (time.perf_counter() - started) * 1000
 
 
+CHROMA_MODES = ("embedded", "server")
+"""Where the Chroma-backed systems keep their collections (``run_peers``'s ``chroma``)."""
 PEER_KEYS = ("hindsight", "hindsight-defaults", "langchain", "llamaindex", "mem0", "engram")
 """The systems ``run_peers`` can run, by the name ``only`` (``--only``) takes."""
 
@@ -159,8 +163,14 @@ def run_peers(
     progress: Callable[[str], None] | None = None,
     only: Sequence[str] | None = None,
     mem0_venv: Path | None = None,
+    chroma: str = "embedded",
 ) -> dict[str, Any]:
     """Every system on the same conversations with one shared embedding model; unavailable peers say why.
+
+    ``chroma`` is where the Chroma-backed systems (hindsight, LangChain, LlamaIndex) keep their
+    collections: ``"embedded"`` (one ``PersistentClient``) or ``"server"`` (one ``chroma run``
+    on a loopback port, each system on an ``HttpClient``), as a shared deployment runs them.
+    mem0 and engram-search keep their own stores in both.
 
     The model is ``embedder``, else the configured one (``HINDSIGHT_EMBEDDING_MODEL``), so a
     multilingual run compares every system on multilingual vectors.
@@ -168,22 +178,21 @@ def run_peers(
     ``mem0_venv`` is mem0's virtual environment (``mem0_peer.default_venv()`` when None),
     created on first use; when it cannot be, the mem0 row says why and the rest still run.
     """
-    import chromadb
-
     unknown = sorted(set(only or ()) - set(PEER_KEYS))
     if unknown:
         raise ValueError(f"unknown peer(s) {', '.join(unknown)}; choose from {', '.join(PEER_KEYS)}")
+    if chroma not in CHROMA_MODES:
+        raise ValueError(f"chroma must be one of {', '.join(CHROMA_MODES)}, not {chroma!r}")
     conversations, _ = load_directory(data)
     embedder = embedder or build_embedder(load_settings())
     embedder.embed(["warm up the model"])
     say = progress or (lambda _msg: None)
     peers: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="hindsight-peers-") as tmp, contextlib.ExitStack() as stack:
-        engine = MemoryEngine(store=Path(tmp) / "hindsight", embedder=embedder, llm=False)
+        where = _chroma(chroma, Path(tmp), stack)
+        engine = MemoryEngine(**where, embedder=embedder, llm=False)
         count = engine.tokens.count
-        client = chromadb.PersistentClient(
-            path=str(Path(tmp) / "peers"), settings=chromadb.Settings(anonymized_telemetry=False)
-        )
+        client = _peers_client(Path(tmp) / "peers", where.get("chroma_url"))
 
         def mem0() -> PeerSystem:
             python = ensure_venv(mem0_venv, progress=say)
@@ -210,9 +219,7 @@ def run_peers(
             (
                 "hindsight-defaults",
                 lambda: HindsightSystem(
-                    MemoryEngine(
-                        store=Path(tmp) / "hindsight", embedder=embedder, llm=False, chroma_client=engine.chroma.client
-                    ),
+                    MemoryEngine(**where, embedder=embedder, llm=False, chroma_client=engine.chroma.client),
                     weights=None,
                     budget=None,
                     name="hindsight (default weights and budget)",
@@ -249,5 +256,24 @@ def run_peers(
         "questions": sum(len(c.questions) for c in conversations),
         "top_k": TOP_K,
         "embedding_model": embedder.name,
+        "chroma": chroma,
         "peers": peers,
     }
+
+
+def _chroma(mode: str, tmp: Path, stack: contextlib.ExitStack) -> dict[str, Any]:
+    """Where hindsight's engine keeps its store, as ``MemoryEngine`` arguments; starts the server in server mode."""
+    if mode == "embedded":
+        return {"store": tmp / "hindsight"}
+    return {"chroma_url": stack.enter_context(chroma_server(tmp / "server")).url}
+
+
+def _peers_client(path: Path, url: str | None) -> Any:
+    """The peers' Chroma client as their users open it: Chroma's defaults, telemetry off."""
+    import chromadb
+
+    settings = chromadb.Settings(anonymized_telemetry=False)
+    if url is None:
+        return chromadb.PersistentClient(path=str(path), settings=settings)
+    parsed = urlparse(url)
+    return chromadb.HttpClient(host=parsed.hostname or "127.0.0.1", port=parsed.port or 8000, settings=settings)

@@ -48,6 +48,8 @@ def peers_table(result: dict[str, Any]) -> str:
     staged = [p for p in result["peers"] if p.get("status") == "ok" and p.get("stages_ms")]
     if staged:
         table += "\n\n" + "\n".join(_stage_line(p) for p in staged)
+    if result.get("chroma") == "server":
+        table += "\n\nChroma-backed systems talked to one `chroma run` server on 127.0.0.1 over HTTP."
     return table
 
 

@@ -9,7 +9,10 @@ from .report import markdown_table, pyplot, save_figure
 
 
 def scale_table(results: dict[str, Any]) -> str:
-    """One row per (mode, size) of ``run_scale``: store rate against the raw model, recall latency, memory."""
+    """One row per (mode, size) of ``run_scale``: store rate against the raw model, recall latency, memory.
+
+    "settled" is recall once the import's background context vectors are written (``bench_size``).
+    """
     headers = [
         "mode",
         "memories",
@@ -20,6 +23,7 @@ def scale_table(results: dict[str, Any]) -> str:
         "store ÷ float32",
         "recall p50 ms",
         "p99 ms",
+        "settled p50 / p99 ms",
         "peak RSS MB",
         "server RSS MB",
     ]
@@ -34,6 +38,7 @@ def scale_table(results: dict[str, Any]) -> str:
             f"{r['store_vs_float32_embed']:.0%}" if "store_vs_float32_embed" in r else "–",
             r["recall_p50_ms"],
             r["recall_p99_ms"],
+            f"{r['settled_recall_p50_ms']} / {r['settled_recall_p99_ms']}" if "settled_recall_p50_ms" in r else "–",
             r["peak_rss_mb"],
             r.get("server_peak_rss_mb", "–"),
         ]

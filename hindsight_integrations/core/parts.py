@@ -182,7 +182,11 @@ class EngineParts:
         framed = {r.id: t for r, f in zip(records, flats) if (t := framed_text(f))}
         if not framed:
             return self.embed(texts), {}
-        return self.embed(texts), dict(zip(framed, embed_index_matrix(self.embedder, list(framed.values()))))
+        return self.embed(texts), dict(zip(framed, self.embed_framed(list(framed.values()))))
+
+    def embed_framed(self, texts: Sequence[str]) -> np.ndarray:
+        """Context vectors' framed texts as one float32 array: a step of its own, so the store's cost can be split."""
+        return embed_index_matrix(self.embedder, texts)
 
     def new_record(
         self,
