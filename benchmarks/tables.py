@@ -33,6 +33,7 @@ def main() -> int:
         ("floors.json", "Relevance floors, leave one conversation out", lambda r: floors_table(r)),
         ("floors_e5.json", "Relevance floors with e5 for every conversation", lambda r: floors_table(r)),
         ("peers.json", "Peers", lambda r: peers_table(r)),
+        ("peers_server.json", "Peers through a Chroma server", lambda r: peers_table(r)),
         ("grid.json", "Grid (top 10 settings)", lambda r: grid_table(r)),
         ("grid_default_loo.json", "Default-path weights, leave one conversation out", lambda r: loo_table(r)),
         (
@@ -41,6 +42,7 @@ def main() -> int:
             lambda r: loo_table(r),
         ),
         ("scale.json", "Scale", lambda r: scale_table(r)),
+        ("scale_100k.json", "Scale at 100k, the latest run", lambda r: scale_table(r)),
         ("load.json", "Load on two replicas", lambda r: load_table(r)),
         ("lifecycle.json", "Lifecycle", lambda r: lifecycle_table(r)),
         ("adversarial.json", "Pathological inputs on a shared server", lambda r: adversarial_table(r)),
