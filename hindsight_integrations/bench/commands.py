@@ -215,11 +215,7 @@ def bench_peers(
         ),
     ] = None,
     chroma: Annotated[
-        str,
-        typer.Option(
-            help="Where hindsight, LangChain and LlamaIndex keep their collections: embedded (one local store) "
-            "or server (a `chroma run` on a loopback port, each system over HTTP)."
-        ),
+        str, typer.Option(help="Chroma for hindsight, LangChain, LlamaIndex: embedded, or server (`chroma run`, HTTP).")
     ] = "embedded",
     as_json: Annotated[bool, typer.Option("--json")] = False,
     out: Annotated[Path | None, typer.Option(help="JSON results file (PNG beside it).")] = RESULTS / "peers.json",
@@ -227,21 +223,16 @@ def bench_peers(
     """Hindsight next to LangChain, LlamaIndex, mem0 and engram-search memories: same data, same model, one run.
 
     mem0 runs in a virtual environment the first run creates with pip (its protobuf pin clashes with
-    chromadb's), engram-search from the [engram] extra; a peer that cannot run has a row saying why.
+    chromadb's), engram-search from the "engram" extra; a peer that cannot run has a row saying why.
     """
     _bench_env()
     from .peers import run_peers
     from .peers_report import peers_table, plot_peers
 
     _check_out(out)
+    names = [s.strip() for s in only.split(",")] if only else None
     with reported(), _user_errors():
-        result = run_peers(
-            data,
-            only=[s.strip() for s in only.split(",")] if only else None,
-            progress=_say,
-            mem0_venv=mem0_venv,
-            chroma=chroma,
-        )
+        result = run_peers(data, only=names, progress=_say, mem0_venv=mem0_venv, chroma=chroma)
     _emit(result, as_json=as_json, out=out, table=peers_table(result), plot=plot_peers)
 
 
