@@ -45,8 +45,9 @@ _SYNC_THRESHOLD = 100
 # what lies behind them: on 3,600 records of a chat whose assistant repeated six phrases, 0.95
 # of the exact 10 nearest were found at 100 and 0.98 at 200, in the same query time (1.3 ms).
 # At 100k a recall costs ~1 ms more (README §5). Building the graph at 200 too
-# (``ef_construction``) found all ten, but slowed Chroma's adds by a quarter at 100k, and the
-# recalls timed right after a 100k import by 5 ms (README §5, §7), so the build keeps Chroma's 100.
+# (``ef_construction``) found all ten, but slowed Chroma's adds by a quarter at 100k, and in one
+# run each the recalls timed after a 100k import were 5 ms slower, for a reason not found (README
+# §5, §7); so the build keeps Chroma's 100 until a fuller comparison says otherwise.
 _HNSW_SEARCH = 200
 # The context vectors' collection. The name predates "context vector" and stays, so stores
 # written by earlier versions open as they are; it never matches COLLECTION_PREFIX, so it is
