@@ -43,6 +43,7 @@ def main() -> int:
         ),
         ("scale.json", "Scale", lambda r: scale_table(r)),
         ("scale_100k.json", "Scale at 100k, the latest run", lambda r: scale_table(r)),
+        ("scale_small.json", "Scale at 1k and 10k, the latest run", lambda r: scale_table(r)),
         ("load.json", "Load on two replicas", lambda r: load_table(r)),
         ("lifecycle.json", "Lifecycle", lambda r: lifecycle_table(r)),
         ("adversarial.json", "Pathological inputs on a shared server", lambda r: adversarial_table(r)),

@@ -112,9 +112,9 @@ def test_current_memories_behind_a_wall_of_history_are_found(
     wheres: list[object] = []
     query = handle.query
 
-    def spied(vector, *, n, where):
+    def spied(vector, *, n, where, from_copy=False):
         wheres.append(where)
-        return query(vector, n=n, where=where)
+        return query(vector, n=n, where=where, from_copy=from_copy)
 
     monkeypatch.setattr(handle, "query", spied)
     hits = writer.recall("the team standup moved to room B", namespace="s", top_k=10).hits

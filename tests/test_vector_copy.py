@@ -1,8 +1,10 @@
-"""The in-memory vector copy: recall scores from it, and it stays what Chroma holds.
+"""The in-memory vector copy: recall scores from it, searches it, and it stays what Chroma holds.
 
 Recall with the copy must rank exactly as recall that reads every vector from Chroma, on
 the same store; the copy must follow this process's writes and deletes and catch up with
-other processes' writes, and a process opening a namespace must copy what is there.
+other processes' writes, and a process opening a namespace must copy what is there. A small
+copy is searched in place of Chroma, exactly, unless Chroma holds a memory it does not (another
+process wrote it a moment ago): then recall asks Chroma and finds it at once.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import pytest
 
 from hindsight_integrations import MemoryEngine
 from hindsight_integrations.core.config import load_settings
-from hindsight_integrations.core.storage.vector_copy import VectorCopy
+from hindsight_integrations.core.storage.vector_copy import EXACT_SEARCH_ROWS, VectorCopy
 
 NS = "copy"
 MEMORIES = [
@@ -57,9 +59,10 @@ def _assert_copy_matches_chroma(engine: MemoryEngine, ids: list[str], *, context
 
 
 def _count_vector_reads(engine: MemoryEngine) -> dict[str, int]:
-    """Wrap the namespace's collections so every ``get`` that asks for embeddings is counted."""
+    """Wrap the namespace's collections so every ``get`` that asks for embeddings (``n``) and every
+    vector search (``queries``) is counted."""
     state = engine.chroma.namespace(NS)
-    reads = {"n": 0}
+    reads = {"n": 0, "queries": 0}
     for attr in ("collection", "context_collection"):
         original = getattr(state, attr)
 
@@ -73,6 +76,10 @@ def _count_vector_reads(engine: MemoryEngine) -> dict[str, int]:
             def get(self, *args: Any, **kwargs: Any) -> Any:
                 reads["n"] += "embeddings" in (kwargs.get("include") or [])
                 return self._inner.get(*args, **kwargs)
+
+            def query(self, *args: Any, **kwargs: Any) -> Any:
+                reads["queries"] += 1
+                return self._inner.query(*args, **kwargs)
 
         setattr(state, attr, Counting(original))
     return reads
@@ -111,6 +118,45 @@ def test_vectors_of_another_dimension_are_refused() -> None:
     assert copy.lookup(["a", "b"]).keys() == {"a"}
 
 
+def test_nearest_is_an_exact_cosine_search_over_the_live_rows() -> None:
+    rng = np.random.default_rng(7)
+    vectors = rng.standard_normal((600, 16)).astype(np.float32) * rng.uniform(0.5, 3, (600, 1)).astype(np.float32)
+    ids = [f"m{n}" for n in range(600)]
+    copy = VectorCopy()
+    copy.upsert(ids, vectors)
+    copy.remove(ids[:50])  # freed rows are never returned, even when reused ...
+    copy.upsert(["new"], vectors[:1] * -1)  # ... by another id
+    live = dict(zip(ids[50:], vectors[50:])) | {"new": -vectors[0]}
+    query = rng.standard_normal(16).astype(np.float32)
+    expected = sorted(
+        ((i, float(v @ query / np.linalg.norm(v) / np.linalg.norm(query))) for i, v in live.items()),
+        key=lambda pair: -pair[1],
+    )
+    found = copy.nearest(query, 40)
+    assert found is not None and [i for i, _ in found] == [i for i, _ in expected[:40]]
+    assert [c for _, c in found] == pytest.approx([c for _, c in expected[:40]], abs=1e-5)
+    everything = copy.nearest(query, 10_000)
+    assert everything is not None and len(everything) == len(live) == len(copy)
+    assert copy.nearest(query, 0) == [] and VectorCopy().nearest(query, 5) == []
+    assert copy.nearest(np.ones(3), 5) is None  # another dimension: left to Chroma, which says what is wrong
+    assert set(copy.ids()) == set(live)
+
+
+def test_a_copy_grown_past_the_exact_search_size_halves_its_rows_and_is_not_searched() -> None:
+    copy = VectorCopy()
+    vectors = np.random.default_rng(3).random((EXACT_SEARCH_ROWS + 1, 4), dtype=np.float32)
+    ids = [f"m{n}" for n in range(len(vectors))]
+    copy.upsert(ids[:-1], vectors[:-1])
+    assert copy.searchable and copy.nearest(vectors[0], 1) == [("m0", pytest.approx(1.0, abs=1e-6))]
+    copy.upsert(ids[-1:], vectors[-1:])
+    assert not copy.searchable and copy.nearest(vectors[0], 1) is None
+    held = copy.lookup(["m0", ids[-1]])
+    np.testing.assert_allclose(held["m0"], vectors[0], atol=1e-3)
+    np.testing.assert_allclose(held[ids[-1]], vectors[-1], atol=1e-3)
+    copy.remove(["m0"])
+    assert copy.lookup(["m0"]) == {} and len(copy) == EXACT_SEARCH_ROWS
+
+
 # -- in the store ----------------------------------------------------------------------------
 def test_recall_reads_no_vectors_from_chroma_and_ranks_as_without_the_copy(store_path: Path, embedder) -> None:
     # no catch-up with other processes during the test: its read (embeddings included) is not scoring's
@@ -125,6 +171,42 @@ def test_recall_reads_no_vectors_from_chroma_and_ranks_as_without_the_copy(store
         assert [h.record.id for h in got] == [h.record.id for h in expected]
         assert [h.score for h in got] == pytest.approx([h.score for h in expected], abs=1e-3)
     assert reads["n"] == 0
+
+
+def test_recall_searches_the_copy_and_asks_chroma_when_another_process_wrote_since(store_path: Path, embedder) -> None:
+    reader = MemoryEngine(store=store_path, embedder=embedder, llm=False, lexical_sync_seconds=3600)
+    writer = MemoryEngine(store=store_path, embedder=embedder, llm=False)
+    _store(reader)
+    reads = _count_vector_reads(reader)
+    assert reader.chroma.namespace(NS).copies_current()
+    assert reader.recall("what does Maria drink", namespace=NS, top_k=2).hits[0].record.content.startswith("Maria")
+    assert reads["queries"] == 0
+    new = writer.store_memories(
+        [{"content": "Maria switched to rooibos in the afternoons.", "context": "Office kitchen, again."}],
+        namespace=NS,
+        apply_filter=False,
+        dedup=False,
+    ).ids
+    # Not synced here (an hour between syncs): the counts differ, so Chroma is asked and finds it.
+    assert not reader.chroma.namespace(NS).copies_current()
+    hits = reader.recall("Maria rooibos afternoon", namespace=NS, top_k=3).hits
+    assert new[0] in [h.record.id for h in hits] and reads["queries"] > 0
+    reader.chroma.namespace(NS).sync_indexes(force=True)
+    assert reader.chroma.namespace(NS).copies_current()
+
+
+def test_what_another_process_hard_deletes_leaves_the_indexes_at_the_next_sync(store_path: Path, embedder) -> None:
+    reader = MemoryEngine(store=store_path, embedder=embedder, llm=False, lexical_sync_seconds=3600)
+    ids = _store(reader)
+    other = MemoryEngine(store=store_path, embedder=embedder, llm=False)
+    other.chroma.namespace(NS).delete(ids[:2])  # as the cold archive of another replica does
+    state = reader.chroma.namespace(NS)
+    assert not state.copies_current()  # the copy holds two vectors Chroma does not: search Chroma meanwhile
+    assert ids[0] not in [h.record.id for h in reader.recall("INV-4471 paid", namespace=NS, top_k=5).hits]
+    state.sync_indexes(force=True)
+    assert state.copies_current() and len(state.vector_copy) == len(ids) - 2
+    assert state.facts.lookup(ids[:2]) == {} and state.context_copy.lookup(ids[:2]) == {}
+    assert state.facts.lookup(ids[2:]).keys() == set(ids[2:])
 
 
 def test_copy_follows_content_updates_and_deletes(engine: MemoryEngine) -> None:
@@ -165,6 +247,30 @@ def test_copy_catches_up_with_another_process_and_meanwhile_reads_chroma(store_p
     writer.update(new[0], namespace=NS, content="Invoice INV-9001 covers the new laptops and two monitors.")
     state.sync_indexes(force=True)
     _assert_copy_matches_chroma(reader, new)
+    _assert_copy_matches_chroma(reader, new, context=True)
+
+
+def test_a_context_vector_written_after_its_record_was_synced_is_copied_at_a_later_sync(
+    store_path: Path, embedder
+) -> None:
+    reader = MemoryEngine(store=store_path, embedder=embedder, llm=False, lexical_sync_seconds=3600)
+    _store(reader)
+    writer = MemoryEngine(store=store_path, embedder=embedder, llm=False)
+    new = writer.store_memories(
+        [{"content": "Invoice INV-9002 covers the standing desks.", "context": "Procurement, Q4."}],
+        namespace=NS,
+        apply_filter=False,
+        dedup=False,
+    ).ids
+    writer.chroma.namespace(NS).wait_for_context()
+    state = reader.chroma.namespace(NS)
+    written = state.context_collection.get(ids=new, include=["embeddings"])["embeddings"]
+    assert len(written) == 1
+    state.context_collection.delete(ids=new)  # as if the writer's background writer had not got to it yet
+    state.sync_indexes(force=True)
+    assert state.facts.lookup(new) and state.context_copy.lookup(new) == {}
+    state.context_collection.upsert(ids=new, embeddings=written)
+    state.sync_indexes(force=True)  # nothing newer by the watermark; the lagging one is asked for again
     _assert_copy_matches_chroma(reader, new, context=True)
 
 

@@ -33,7 +33,7 @@ from typing import Any
 
 from ..core.engine import MemoryEngine
 from ..core.progress import ProgressCallback, prefixed
-from ..core.recall.pipeline import clears_floors
+from ..core.recall.floors import clears_floors
 from ..mcp.client import MemoryClient
 from .locomo_data import Conversation, load_directory
 from .locomo_default import OFF_TOPIC, write_turns

@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Sequence
 from datetime import date
-from functools import lru_cache
+from functools import cache, lru_cache
 
 from ..language.keys import read
 from ..language.rules import clear_with_packs, every
@@ -29,8 +29,11 @@ from ..model.records import MemoryRecord
 from ..model.results import RecallHit
 
 
-def _changes(earlier: MemoryRecord, later: MemoryRecord, common: frozenset[str] = frozenset()) -> bool:
-    """Whether ``later`` announces a change of what ``earlier`` says (see the module docstring)."""
+def _changes(earlier: MemoryRecord, later: MemoryRecord, common: Callable[[], frozenset[str]]) -> bool:
+    """Whether ``later`` announces a change of what ``earlier`` says (see the module docstring).
+
+    ``common`` is read only for a pair that gets as far as comparing the values it names.
+    """
     if later.occurred_at <= earlier.occurred_at or not read(later.content).change_cue:
         return False
     same = compare(earlier, later)
@@ -40,7 +43,8 @@ def _changes(earlier: MemoryRecord, later: MemoryRecord, common: frozenset[str] 
         return True
     # a shared value holds even when the slots read differently ("I drive a silver Corolla to the
     # office." is a car, "Sold the Corolla, I take the train to work now." a commute)
-    return bool(_named_values(earlier, common) & _named_values(later, common))
+    shared = common()
+    return bool(_named_values(earlier, shared) & _named_values(later, shared))
 
 
 @lru_cache(maxsize=1)
@@ -100,7 +104,7 @@ def current_first(
     announcing = [hit for hit in ordered if read(hit.record.content).change_cue]
     if not announcing:  # most recalls: nothing here says anything changed
         return ordered, changed
-    common: frozenset[str] | None = None  # read only once a pair is dated and close enough to ask
+    common = cache(lambda: _common(hits))  # every hit's values: read only when a pair gets that far
     for later in announcing:
         changes = []
         for hit in ordered:
@@ -108,7 +112,6 @@ def current_first(
                 continue
             if closeness is not None and closeness(hit.record.id, later.record.id) < floor:
                 continue
-            common = _common(hits) if common is None else common
             if _changes(hit.record, later.record, common):
                 changes.append(hit)
         for hit in changes:

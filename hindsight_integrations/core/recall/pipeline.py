@@ -1,7 +1,9 @@
 """Recall as named stages: search, admit, widen, rank, fetch, pack (docs/architecture.md, "Recall").
 
 1. *search*: BM25 over the namespace's lexical index (in a worker thread, while the query is
-   embedded), then the dense ANN over the memories' own vectors and over their context vectors.
+   embedded), then the dense search over the memories' own vectors and over their context vectors:
+   exact, over the in-memory copies, when they are small and hold all that Chroma holds
+   (``NamespaceStore.copies_current``, counted while the query is embedded), else Chroma's ANN.
    The default filter (valid long-term memories) keeps nearly everything, so the dense search
    runs unfiltered with twice the pool and candidates are checked afterwards; a narrowing
    filter is passed to Chroma instead.
@@ -22,7 +24,7 @@ Each stage's time can be measured from outside (``stages.timing_stages``).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -30,7 +32,6 @@ from typing import Any
 
 import numpy as np
 
-from ..embedding.centring import Centring
 from ..embedding.protocol import embed_query
 from ..errors import InvalidInputError
 from ..language.when import TimeFrame, time_frames
@@ -45,13 +46,13 @@ from ..storage.namespace_store import NamespaceStore, Vector
 from .context import format_context, pack_within_budget
 from .currency import Closeness, current_first
 from .filters import RecallFilters, bounded_filters
+from .floors import best_centred, best_closeness, passes_floors
 from .history import inherit_from_history
 from .ranking import Candidate, Ranked, RecallWeights, prefer_consolidated, rank
 from .stages import Stopwatch, stopwatch
 
 _WIDER = 8  # how much deeper the unfiltered search looks when the nearest hits are mostly history
 _CONTEXT_WAIT_SECONDS = 5.0  # a stalled embedder must not stall recall: it ranks without those context vectors
-_CENTRED_CHECKED = 20  # best-ranked candidates the centred floor looks at
 _RECALL_WORKERS = ThreadPoolExecutor(max_workers=4, thread_name_prefix="hindsight-recall")
 
 
@@ -77,60 +78,12 @@ class _Search:
     vector: Sequence[float]
     prefiltered: bool  # the dense search ran with the filter: its hits need no check
     with_context: bool  # context vectors take part in this recall
+    from_copy: bool  # unfiltered vector searches ran on the in-memory copies (``NamespaceStore.copies_current``)
     dense: dict[str, float]
     context: dict[str, float]
     lexical: dict[str, float]
     lexical_vectors: dict[str, Vector]
     lexical_context_vectors: dict[str, Vector]
-
-
-def _best_closeness(ranked: Sequence[Ranked], inherited: dict[str, float]) -> float | None:
-    """The closest candidate's similarity to the query, own text or blend (``closeness``); None without one.
-
-    A memory that replaced one close to the question counts with that closeness (``inherited``):
-    "Where do I work?" is about the job, whichever wording holds its value now.
-    """
-    return max((max(r.closeness, inherited.get(r.id, 0.0)) for r in ranked), default=None)
-
-
-def _best_centred(ranked: Sequence[Ranked], handle: NamespaceStore, query: Vector, parts: EngineParts) -> float | None:
-    """The best candidates' highest centred similarity (``embedding/centring.py``), or None where none applies.
-
-    Its own vector and its context vector both count, as in ranking. None for a model without a
-    centred floor, and without a vector copy in memory (``HINDSIGHT_COPY_VECTORS=false``).
-    """
-    centring = Centring.for_model(parts.embedder.name) if parts.cosines.centred_floor is not None else None
-    if centring is None or not ranked or handle.vector_copy is None:
-        return None
-    ids = [r.id for r in ranked[:_CENTRED_CHECKED]]
-    found = [*handle.vector_copy.lookup(ids).values()]
-    if handle.context_copy is not None:
-        found += handle.context_copy.lookup(ids).values()
-    if not found:
-        return None
-    return float(centring.similarities(np.asarray(query), np.stack(found)).max())
-
-
-def _passes(parts: EngineParts, closeness: float | None, centred: Callable[[], float | None]) -> bool:
-    """Whether a recall's best candidates clear the model's floors (``centred`` is asked only when it matters)."""
-    floors = parts.cosines
-    return clears_floors(closeness, centred, floor=floors.relevance_floor, centred_floor=floors.centred_floor)
-
-
-def clears_floors(
-    closeness: float | None, centred: Callable[[], float | None], *, floor: float, centred_floor: float | None
-) -> bool:
-    """Whether a question whose best candidates measure ``closeness`` / ``centred()`` gets anything back.
-
-    ``centred`` is called only when the raw floor is passed and there is a centred floor; a
-    centred similarity that does not apply (None) passes.
-    """
-    if floor > 0 and (closeness is None or closeness < floor):
-        return False
-    if centred_floor is None:
-        return True
-    best = centred()
-    return best is None or best >= centred_floor
 
 
 class Recaller:
@@ -173,9 +126,9 @@ class Recaller:
         search, admitted, ranked, inherited = self._ranked(handle, request, candidates, now, watch)
         if request.min_score is not None:
             ranked = [r for r in ranked if r.similarity >= request.min_score]
-        closeness = _best_closeness(ranked, inherited)
-        if not request.filters.narrows() and not _passes(
-            self._parts, closeness, lambda: _best_centred(ranked, handle, search.vector, self._parts)
+        closeness = best_closeness(ranked, inherited)
+        if not request.filters.narrows() and not passes_floors(
+            self._parts, closeness, lambda: best_centred(ranked, handle, search.vector, self._parts)
         ):
             ranked = []  # nothing here is about the question
         ranked = prefer_consolidated(ranked, {c.id: c.facts for c in admitted})
@@ -196,8 +149,8 @@ class Recaller:
         closeness = centred = None
         if handle is not None:
             search, _, ranked, inherited = self._ranked(handle, request, None, self._parts.clock.now(), stopwatch())
-            closeness = _best_closeness(ranked, inherited)
-            centred = _best_centred(ranked, handle, search.vector, self._parts)
+            closeness = best_closeness(ranked, inherited)
+            centred = best_centred(ranked, handle, search.vector, self._parts)
         floors = self._parts.cosines
         return Relevance(
             query=request.query,
@@ -205,7 +158,7 @@ class Recaller:
             centred=centred,
             floor=floors.relevance_floor,
             centred_floor=floors.centred_floor,
-            passes=_passes(self._parts, closeness, lambda: centred),
+            passes=passes_floors(self._parts, closeness, lambda: centred),
         )
 
     # -- stages ---------------------------------------------------------------------------
@@ -217,14 +170,19 @@ class Recaller:
         handle.wait_for_context(_CONTEXT_WAIT_SECONDS)  # what this process just wrote ranks like the rest
         watch.lap("indexes")
         pool = candidates or max(50, request.top_k * 4)
+        frames = _RECALL_WORKERS.submit(_frames, handle, request, now)  # the date parser takes ms: run it meanwhile
         search = self._search(handle, request, pool, now, watch)
         inherited = inherit_from_history(handle, search.dense, search.vector, request.weights.context)
         admitted = self._admit(handle, search, list(dict.fromkeys([*search.dense, *search.context, *search.lexical])))
         admitted += self._widen(handle, search, pool, admitted)
         watch.lap("admit")
-        frames = _frames(handle, request, now)
         ranked = rank(
-            admitted, query=request.query, query_vector=search.vector, weights=request.weights, now=now, frames=frames
+            admitted,
+            query=request.query,
+            query_vector=search.vector,
+            weights=request.weights,
+            now=now,
+            frames=frames.result(),
         )
         watch.lap("rank")
         return search, admitted, ranked, inherited
@@ -234,17 +192,22 @@ class Recaller:
     ) -> _Search:
         with_context = request.weights.context > 0 and handle.facts.any_context
         lexical_side = _RECALL_WORKERS.submit(_lexical_candidates, handle, request.query, pool, with_context)
+        copy_side = _RECALL_WORKERS.submit(handle.copies_current)
         vector = embed_query(self._parts.embedder, request.query, self._parts.query_cache)
         watch.lap("embed")
         prefiltered = request.filters.narrows() or request.include_history
         where = request.filters.where(include_history=request.include_history, now=now) if prefiltered else None
-        context_side = _RECALL_WORKERS.submit(handle.query_context, vector, n=pool) if with_context else None
-        dense = dict(handle.query(vector, n=pool if prefiltered else 2 * pool, where=where))
+        from_copy = copy_side.result()
+        side_by_side = with_context and not from_copy  # in memory, a search takes less than a thread hand-off
+        context_side = _RECALL_WORKERS.submit(handle.query_context, vector, n=pool) if side_by_side else None
+        dense = dict(handle.query(vector, n=pool if prefiltered else 2 * pool, where=where, from_copy=from_copy))
         context = dict(context_side.result()) if context_side is not None else {}
+        if with_context and from_copy:
+            context = dict(handle.query_context(vector, n=pool, from_copy=True))
         lexical, lexical_vectors, lexical_context_vectors = lexical_side.result()
         watch.lap("search")
         return _Search(
-            request, now, vector, prefiltered, with_context, dense, context, lexical, lexical_vectors,
+            request, now, vector, prefiltered, with_context, from_copy, dense, context, lexical, lexical_vectors,
             lexical_context_vectors,
         )  # fmt: skip
 
@@ -293,7 +256,7 @@ class Recaller:
         ids = {c.id for c in admitted}
         if sum(i in ids for i in search.dense) >= pool // 2:
             return []
-        wider = dict(handle.query(search.vector, n=_WIDER * pool, where=None))
+        wider = dict(handle.query(search.vector, n=_WIDER * pool, where=None, from_copy=search.from_copy))
         farther = [i for i in wider if i not in search.dense and i not in ids]
         search.dense.update(wider)
         extra = self._admit(handle, search, farther)

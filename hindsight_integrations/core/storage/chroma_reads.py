@@ -1,4 +1,5 @@
-"""Reads a Chroma server fails for a moment while the first records of a collection are landing.
+"""Reading a namespace's collections: paged, nearest neighbours as cosines, and retried while a
+Chroma server fails them for a moment as the first records of a collection are landing.
 
 A ``chroma run`` server (chromadb 1.5) answers a query, or a get that includes embeddings, on a
 collection whose first add is still being applied with ``InternalError: Error executing plan:
@@ -18,16 +19,19 @@ are not affected, and retrying one is the request id's job.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, TypeVar
 
+import numpy as np
 from tenacity import RetryError, Retrying, retry_if_exception, stop_after_attempt, wait_exponential
 
 from ..errors import StoreUnavailableError
+from ..recall.filters import bounded_where
 
 T = TypeVar("T")
 _TRANSIENT = ("Nothing found on disk", "Error finding id")
 _ATTEMPTS = 8
+_PAGE = 2000
 
 
 def is_transient_read_error(exc: BaseException) -> bool:
@@ -79,4 +83,30 @@ class RetryingReads:
         return int(read_retrying(self._collection.count))
 
 
-__all__ = ["RetryingReads", "is_transient_read_error", "read_retrying"]
+def pages(collection: Any, *, include: list[str]) -> Iterator[dict[str, Any]]:
+    """Every record of ``collection``, ``_PAGE`` at a time, as Chroma's ``get`` results."""
+    offset = 0
+    while True:
+        got = collection.get(limit=_PAGE, offset=offset, include=include)
+        if not got["ids"]:
+            return
+        yield got
+        offset += len(got["ids"])
+
+
+def nearest(collection: Any, embedding: Any, *, n: int, where: dict[str, Any] | None) -> list[tuple[str, float]]:
+    """The ``n`` records nearest ``embedding``, as (id, cosine similarity)."""
+    return nearest_each(collection, [embedding], n=n, where=where)[0]
+
+
+def nearest_each(
+    collection: Any, embeddings: Sequence[Any] | np.ndarray, *, n: int, where: dict[str, Any] | None
+) -> list[list[tuple[str, float]]]:
+    """``nearest`` for several vectors in one call (one float32 array: Chroma converts list rows one by one)."""
+    where = bounded_where(where) if where else where
+    matrix = np.asarray(embeddings, dtype=np.float32)
+    got = collection.query(query_embeddings=matrix, n_results=n, where=where, include=["distances"])
+    return [[(i, 1.0 - float(d)) for i, d in zip(ids, dists)] for ids, dists in zip(got["ids"], got["distances"])]
+
+
+__all__ = ["RetryingReads", "is_transient_read_error", "nearest", "nearest_each", "pages", "read_retrying"]

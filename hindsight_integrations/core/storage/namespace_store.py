@@ -11,7 +11,10 @@ first opened in this process, updated on this process's writes, and caught up wi
 writers' changes by an ``updated_at`` watermark query once they are older than
 ``sync_seconds``. Recall starts that query in the background rather than waiting for it:
 it is a metadata scan (~15 ms at 100k memories), and what it brings is only other
-processes' newest writes, which recall still finds by vector search meanwhile.
+processes' newest writes, which recall still finds by vector search meanwhile: it searches
+the copies only while Chroma holds no record they lack (``copies_current``), and Chroma
+otherwise. What another process hard-deletes (the cold archive) no watermark shows; a sync
+that finds the copy holding more than Chroma drops it from every index.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ from ..model.records import MemoryRecord, pack, pack_for_update, unpack
 from ..recall.filters import bounded_where
 from ..redaction import describe_error
 from .access import AccessRecorder
+from .chroma_reads import nearest, nearest_each, pages
 from .context_vectors import BackgroundContextVectors
 from .field_index import FactsIndex
 from .indexing import body_text, context_text, framed_text, has_frame
@@ -38,7 +42,6 @@ from .locks import CrossProcessLocks, NamespaceLock
 from .session_windows import SessionWindows
 from .vector_copy import Vector, VectorCopy
 
-_PAGE = 2000
 log = logging.getLogger(__name__)
 
 
@@ -101,15 +104,16 @@ class NamespaceStore:
         self._synced_at = 0.0
         self._syncing = False
         self._context_vectors = context_vectors
+        self._context_lagging: list[str] = []  # synced records whose context vector Chroma did not have yet
         self._load_indexes()
 
     # -- derived indexes ------------------------------------------------------------------
     def _load_indexes(self) -> None:
-        for got in _pages(self.collection, include=self._index_fields()):
+        for got in pages(self.collection, include=self._index_fields()):
             self._index(got["ids"], _flat_views(got))
             _copy_into(self.vector_copy, got)
         if self.context_copy is not None:
-            for got in _pages(self.context_collection, include=["embeddings"]):
+            for got in pages(self.context_collection, include=["embeddings"]):
                 _copy_into(self.context_copy, got)
         self.lexical.rebuild()
         self._synced_at = time.monotonic()
@@ -123,7 +127,7 @@ class NamespaceStore:
         if len(framed) <= self.context_collection.count():
             return
         have: set[str] = set()
-        for got in _pages(self.context_collection, include=[]):
+        for got in pages(self.context_collection, include=[]):
             have.update(got["ids"])
         missing = [i for i in framed if i not in have]
         if missing:
@@ -142,10 +146,30 @@ class NamespaceStore:
             flats = _flat_views(got)
             self._index(got["ids"], flats)
             _copy_into(self.vector_copy, got)
-            framed = [i for i, f in zip(got["ids"], flats) if has_frame(f)]
+            framed = [i for i, f in zip(got["ids"], flats) if has_frame(f)] + self._context_lagging
             if self.context_copy is not None and framed:
-                _copy_into(self.context_copy, self.context_collection.get(ids=framed, include=["embeddings"]))
+                found = self.context_collection.get(ids=framed, include=["embeddings"])
+                _copy_into(self.context_copy, found)
+                # written by another process's background writer after its record: asked for again next time
+                self._context_lagging = list(self.facts.lookup(list(set(framed) - set(found["ids"]))))
+            if self.vector_copy is not None and len(self.vector_copy) > self.collection.count():
+                self._forget_deleted_elsewhere(self.vector_copy.ids())
             self._synced_at = time.monotonic()
+
+    def _forget_deleted_elsewhere(self, held: list[str]) -> None:
+        """Drop what another process hard-deleted (archive, purge), which no watermark shows.
+
+        Until then the copy holds more vectors than Chroma and recall searches Chroma
+        (``copies_current``). Ids missing from a paged listing are asked about once more, as a
+        deletion during the paging shifts the pages.
+        """
+        present: set[str] = set()
+        for got in pages(self.collection, include=[]):
+            present.update(got["ids"])
+        missing = [i for i in held if i not in present]
+        if missing:
+            still = set(self.collection.get(ids=missing, include=[])["ids"])
+            self._forget([i for i in missing if i not in still])
 
     def refresh_indexes(self) -> None:
         """Start ``sync_indexes`` in the background if the indexes are stale; never waits."""
@@ -262,12 +286,16 @@ class NamespaceStore:
         with self._lock:
             self.collection.delete(ids=list(ids))
             self.context_collection.delete(ids=list(ids))
-            self.lexical.remove(ids)
-            self.facts.remove(ids)
-            self.windows.remove(ids)
-            for copy in (self.vector_copy, self.context_copy):
-                if copy is not None:
-                    copy.remove(ids)
+            self._forget(ids)
+
+    def _forget(self, ids: Sequence[str]) -> None:
+        """Take deleted records out of the derived indexes."""
+        self.lexical.remove(ids)
+        self.facts.remove(ids)
+        self.windows.remove(ids)
+        for copy in (self.vector_copy, self.context_copy):
+            if copy is not None:
+                copy.remove(ids)
 
     def record_access(self, ids: Sequence[str], when: datetime) -> None:
         """Count a recall of ``ids``. Written in the background: a Chroma write costs more than a recall."""
@@ -324,7 +352,7 @@ class NamespaceStore:
     def iterate(self, *, include_embeddings: bool = False) -> Iterator[tuple[MemoryRecord, list[float] | None]]:
         """Every record, page by page (stats, dumps, exports, upkeep)."""
         include = ["documents", "metadatas"] + (["embeddings"] if include_embeddings else [])
-        for got in _pages(self.collection, include=include):
+        for got in pages(self.collection, include=include):
             for n, memory_id in enumerate(got["ids"]):
                 vector = list(map(float, got["embeddings"][n])) if include_embeddings else None
                 yield MemoryRecord.from_chroma(memory_id, got["documents"][n], got["metadatas"][n]), vector
@@ -366,50 +394,47 @@ class NamespaceStore:
         got = self.context_collection.get(ids=list(ids), include=["embeddings"])
         return {i: list(map(float, v)) for i, v in zip(got["ids"], got["embeddings"])}
 
-    def query(self, embedding: Vector, *, n: int, where: dict[str, Any] | None) -> list[tuple[str, float]]:
-        """Nearest records by their own vector, as (id, cosine similarity)."""
-        return _nearest(self.collection, embedding, n=n, where=where)
+    def copies_current(self) -> bool:
+        """Whether recall may search the vector copies instead of Chroma: both small enough to
+        search (``VectorCopy.searchable``), and the records' copy holding as many vectors as Chroma.
+
+        One count (~0.7 ms embedded): another process's new memory, not synced here yet, makes it
+        differ, and that recall asks Chroma as before, so what any replica wrote is found at once.
+        Not seen until the next sync: another process's content edit (its old vector ranks it
+        meanwhile; the fetch returns the new text) and a context vector its background writer
+        added to a record already synced (the record is still found by its own vector and BM25).
+        """
+        own, context = self.vector_copy, self.context_copy
+        if own is None or context is None or not (own.searchable and context.searchable):
+            return False
+        return self.collection.count() == len(own)
+
+    def query(
+        self, embedding: Vector, *, n: int, where: dict[str, Any] | None, from_copy: bool = False
+    ) -> list[tuple[str, float]]:
+        """Nearest records by their own vector, as (id, cosine similarity); ``from_copy`` after ``copies_current``."""
+        found = self.vector_copy.nearest(embedding, n) if from_copy and where is None and self.vector_copy else None
+        return found if found is not None else nearest(self.collection, embedding, n=n, where=where)
 
     def query_many(
         self, embeddings: Sequence[Vector] | np.ndarray, *, n: int, where: dict[str, Any] | None = None
     ) -> list[list[tuple[str, float]]]:
         """``query`` for several vectors in one Chroma call (a batch of writes looking for neighbours)."""
-        return _nearest_each(self.collection, embeddings, n=n, where=where) if len(embeddings) else []
+        return nearest_each(self.collection, embeddings, n=n, where=where) if len(embeddings) else []
 
-    def query_context(self, embedding: Vector, *, n: int) -> list[tuple[str, float]]:
+    def query_context(self, embedding: Vector, *, n: int, from_copy: bool = False) -> list[tuple[str, float]]:
         """Nearest context vectors as (id, cosine similarity); unfiltered: callers filter on the records."""
-        return _nearest(self.context_collection, embedding, n=n, where=None)
+        found = self.context_copy.nearest(embedding, n) if from_copy and self.context_copy else None
+        return found if found is not None else nearest(self.context_collection, embedding, n=n, where=None)
 
     def count(self) -> int:
         """How many records the namespace holds, every status included."""
         return int(self.collection.count())
 
 
-def _pages(collection: Any, *, include: list[str]) -> Iterator[dict[str, Any]]:
-    offset = 0
-    while True:
-        got = collection.get(limit=_PAGE, offset=offset, include=include)
-        if not got["ids"]:
-            return
-        yield got
-        offset += len(got["ids"])
-
-
 def _copy_into(copy: VectorCopy | None, got: dict[str, Any]) -> None:
     if copy is not None and got["ids"]:
         copy.upsert(got["ids"], got["embeddings"])
-
-
-def _nearest(collection: Any, embedding: Vector, *, n: int, where: dict[str, Any] | None) -> list[tuple[str, float]]:
-    return _nearest_each(collection, [embedding], n=n, where=where)[0]
-
-
-def _nearest_each(
-    collection: Any, embeddings: Sequence[Vector] | np.ndarray, *, n: int, where: dict[str, Any] | None
-) -> list[list[tuple[str, float]]]:
-    where = bounded_where(where) if where else where
-    got = collection.query(query_embeddings=_matrix(embeddings), n_results=n, where=where, include=["distances"])
-    return [[(i, 1.0 - float(d)) for i, d in zip(ids, dists)] for ids, dists in zip(got["ids"], got["distances"])]
 
 
 def _flat_views(got: dict[str, Any]) -> list[dict[str, Any]]:

@@ -7,10 +7,14 @@ server, running on the same two cores as the query embedding and slowing it down
 this copy those cosines are computed from memory; Chroma is asked only for ids the copy
 does not hold (written by another process since the last sync).
 
-Rows are float16: 768 bytes a memory at 384 dimensions, half of float32, and cosines move
-by ~1e-5 (at most 5e-5 over 50 queries × 20k MiniLM vectors), far below the gaps ranking
-depends on. Exports and archives never read from
-here; they take Chroma's float32 vectors.
+While a copy holds at most ``EXACT_SEARCH_ROWS`` vectors it keeps them as float32 and can
+also be *searched*: an exact cosine search over a few thousand rows takes ~0.2 ms, where a
+Chroma query costs ~2 ms embedded (most of it the call itself) and an HTTP round trip through
+a server (``NamespaceStore.query``; the store decides when the copy may stand in for Chroma).
+A larger copy turns to float16, 768 bytes a memory at 384 dimensions, half of float32; cosines
+move by ~1e-5 (at most 5e-5 over 50 queries × 20k MiniLM vectors), far below the gaps ranking
+depends on, and searching is Chroma's again. Exports and archives never read from here; they
+take Chroma's float32 vectors.
 
 Like the lexical and facts indexes it is derived data, filled when a namespace is opened,
 updated on this process's writes and by the store's watermark sync.
@@ -25,6 +29,8 @@ from typing import Any
 import numpy as np
 
 _FIRST_ROWS = 1024
+EXACT_SEARCH_ROWS = 8192
+"""Rows a copy holds as float32 and can search (12 MB at 384 dimensions); beyond, float16 and no search."""
 
 Vector = Sequence[float] | np.ndarray
 """One vector: a list of floats, or a row of an embedder's float32 array."""
@@ -34,14 +40,26 @@ class VectorCopy:
     """Memory id → vector, for one collection; thread-safe."""
 
     def __init__(self) -> None:
-        self._rows = np.empty((0, 0), dtype=np.float16)
+        self._rows = np.empty((0, 0), dtype=np.float32)
+        self._norms = np.empty(0, dtype=np.float32)  # each row's length, 0 for a free row (searchable copies)
         self._row_of: dict[str, int] = {}
+        self._id_of: list[str] = []  # by row; a free row keeps its last id, its norm says it is free
         self._free: list[int] = []
         self._handed_out = 0
         self._lock = threading.Lock()
 
     def __len__(self) -> int:
         return len(self._row_of)
+
+    def ids(self) -> list[str]:
+        """The ids held."""
+        with self._lock:
+            return list(self._row_of)
+
+    @property
+    def searchable(self) -> bool:
+        """Whether ``nearest`` can answer: the copy is small enough to be float32."""
+        return self._rows.dtype == np.float32
 
     @property
     def nbytes(self) -> int:
@@ -67,6 +85,32 @@ class VectorCopy:
                 row = self._row_of.pop(memory_id, None)
                 if row is not None:
                     self._free.append(row)
+                    if self.searchable:
+                        self._norms[row] = 0.0
+
+    def nearest(self, query: Vector, n: int) -> list[tuple[str, float]] | None:
+        """The ``n`` held vectors closest to ``query`` by cosine, best first; None when the copy is too large to search.
+
+        Exact, where Chroma's HNSW graph is approximate: where the graph finds every neighbour, the
+        same ids in the same order, with cosines that differ in the sixth decimal; now and then a
+        neighbour the graph missed (one of 443 LoCoMo questions, README §1).
+        """
+        q = np.asarray(query, dtype=np.float32).reshape(-1)
+        length = float(np.linalg.norm(q)) or 1.0
+        with self._lock:
+            if not self.searchable:
+                return None
+            used, k = self._handed_out, min(n, len(self._row_of))
+            if k <= 0:
+                return []
+            if self._rows.shape[1] != q.shape[0]:
+                return None  # Chroma says what is wrong with the query
+            norms = self._norms[:used]
+            cosines = (self._rows[:used] @ q) / (np.where(norms > 0, norms, 1.0) * length)
+            cosines[norms == 0] = -np.inf
+            best = np.argpartition(-cosines, k - 1)[:k] if k < used else np.arange(used)
+            best = best[np.argsort(-cosines[best], kind="stable")][:k]
+            return [(self._id_of[row], float(cosines[row])) for row in best]
 
     def lookup(self, ids: Iterable[str]) -> dict[str, np.ndarray]:
         """float32 vectors for the ids held here; the others must be read from Chroma."""
@@ -80,35 +124,45 @@ class VectorCopy:
     def _write(self, ids: Sequence[str], vectors: Sequence[Any] | np.ndarray, *, replace: bool) -> None:
         if len(ids) == 0:
             return
-        matrix = np.asarray(vectors, dtype=np.float16).reshape(len(ids), -1)
+        matrix = np.asarray(vectors, dtype=np.float32).reshape(len(ids), -1)
         with self._lock:
             if self._rows.shape[1] != matrix.shape[1]:
                 if self._row_of:
                     raise ValueError(f"vectors of {matrix.shape[1]} dimensions in a copy of {self._rows.shape[1]}")
-                self._rows = np.empty((0, matrix.shape[1]), dtype=np.float16)
-                self._free, self._handed_out = [], 0
+                self._rows = np.empty((0, matrix.shape[1]), dtype=np.float32)
+                self._norms = np.empty(0, dtype=np.float32)
+                self._id_of, self._free, self._handed_out = [], [], 0
             targets: list[int] = []
             sources: list[int] = []
             for n, memory_id in enumerate(ids):
                 row = self._row_of.get(memory_id)
                 if row is None:
-                    row = self._row_of[memory_id] = self._new_row()
+                    row = self._row_of[memory_id] = self._new_row(memory_id)
                 elif not replace:
                     continue
                 targets.append(row)
                 sources.append(n)
             if targets:
                 self._rows[targets] = matrix[sources]
+                if self.searchable:
+                    self._norms[targets] = np.linalg.norm(matrix[sources], axis=1)
 
-    def _new_row(self) -> int:
+    def _new_row(self, memory_id: str) -> int:
         if self._free:
-            return self._free.pop()
+            row = self._free.pop()
+            self._id_of[row] = memory_id
+            return row
         if self._handed_out == len(self._rows):
-            grown = np.empty((max(_FIRST_ROWS, 2 * len(self._rows)), self._rows.shape[1]), dtype=np.float16)
+            size = max(_FIRST_ROWS, 2 * len(self._rows))
+            dtype = np.float32 if size <= EXACT_SEARCH_ROWS else np.float16
+            grown = np.empty((size, self._rows.shape[1]), dtype=dtype)
             grown[: len(self._rows)] = self._rows
             self._rows = grown
+            if dtype == np.float32:
+                self._norms = np.concatenate([self._norms, np.zeros(size - len(self._norms), dtype=np.float32)])
+        self._id_of.append(memory_id)
         self._handed_out += 1
         return self._handed_out - 1
 
 
-__all__ = ["VectorCopy"]
+__all__ = ["EXACT_SEARCH_ROWS", "VectorCopy"]
