@@ -274,6 +274,52 @@ def test_a_context_vector_written_after_its_record_was_synced_is_copied_at_a_lat
     _assert_copy_matches_chroma(reader, new, context=True)
 
 
+def _lagging_record(store_path: Path, embedder) -> tuple[MemoryEngine, MemoryEngine, list[str], Any]:
+    """A reader that has synced a record of another process's whose context vector Chroma lacks."""
+    reader = MemoryEngine(store=store_path, embedder=embedder, llm=False, lexical_sync_seconds=3600)
+    _store(reader)
+    writer = MemoryEngine(store=store_path, embedder=embedder, llm=False)
+    new = writer.store_memories(
+        [{"content": "Invoice INV-9003 covers the meeting room screens.", "context": "Procurement, Q1."}],
+        namespace=NS,
+        apply_filter=False,
+        dedup=False,
+    ).ids
+    writer.chroma.namespace(NS).wait_for_context()
+    state = reader.chroma.namespace(NS)
+    state.context_collection.delete(ids=new)  # not written by the writer's background writer yet
+    state.sync_indexes(force=True)
+    assert state.facts.lookup(new) and state.context_copy.lookup(new) == {}
+    return reader, writer, new, state
+
+
+def test_a_lagging_record_updated_again_before_the_next_sync_is_asked_for_once(store_path: Path, embedder) -> None:
+    _reader, writer, new, state = _lagging_record(store_path, embedder)
+    asked: list[list[str]] = []
+    real_get = state.context_collection.get
+
+    def recording_get(*args: Any, **kwargs: Any) -> Any:
+        asked.append(list(kwargs.get("ids") or []))
+        return real_get(*args, **kwargs)
+
+    state.context_collection = type("Recording", (), {"get": staticmethod(recording_get)})()
+    writer.update(new[0], namespace=NS, content="Invoice INV-9003 covers the meeting room screens and cables.")
+    state.sync_indexes(force=True)  # the record is both newer than the watermark and lagging
+    assert asked and all(len(ids) == len(set(ids)) for ids in asked)
+    assert new[0] in asked[-1]
+
+
+def test_a_context_vector_never_written_is_asked_for_a_bounded_number_of_syncs(store_path: Path, embedder) -> None:
+    from hindsight_integrations.core.storage.catch_up import LAGGING_SYNCS
+
+    _, _, new, state = _lagging_record(store_path, embedder)
+    for _ in range(LAGGING_SYNCS - 1):
+        assert new[0] in state._catch_up.context_to_ask([])
+        state.sync_indexes(force=True)
+    assert state._catch_up.context_to_ask([]) == []
+    assert state.facts.lookup(new)  # the record itself stays; ranking reads its context vector from Chroma
+
+
 def test_copy_can_be_turned_off_from_the_environment(
     store_path: Path, embedder, monkeypatch: pytest.MonkeyPatch
 ) -> None:

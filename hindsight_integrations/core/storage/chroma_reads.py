@@ -94,6 +94,11 @@ def pages(collection: Any, *, include: list[str]) -> Iterator[dict[str, Any]]:
         offset += len(got["ids"])
 
 
+def float32_matrix(vectors: Sequence[Any] | np.ndarray) -> np.ndarray:
+    """One float32 array: Chroma converts each row of a list of lists on its own, which is slower."""
+    return np.asarray(vectors, dtype=np.float32)
+
+
 def nearest(collection: Any, embedding: Any, *, n: int, where: dict[str, Any] | None) -> list[tuple[str, float]]:
     """The ``n`` records nearest ``embedding``, as (id, cosine similarity)."""
     return nearest_each(collection, [embedding], n=n, where=where)[0]
@@ -102,11 +107,18 @@ def nearest(collection: Any, embedding: Any, *, n: int, where: dict[str, Any] | 
 def nearest_each(
     collection: Any, embeddings: Sequence[Any] | np.ndarray, *, n: int, where: dict[str, Any] | None
 ) -> list[list[tuple[str, float]]]:
-    """``nearest`` for several vectors in one call (one float32 array: Chroma converts list rows one by one)."""
+    """``nearest`` for several vectors in one call."""
     where = bounded_where(where) if where else where
-    matrix = np.asarray(embeddings, dtype=np.float32)
-    got = collection.query(query_embeddings=matrix, n_results=n, where=where, include=["distances"])
+    got = collection.query(query_embeddings=float32_matrix(embeddings), n_results=n, where=where, include=["distances"])
     return [[(i, 1.0 - float(d)) for i, d in zip(ids, dists)] for ids, dists in zip(got["ids"], got["distances"])]
 
 
-__all__ = ["RetryingReads", "is_transient_read_error", "nearest", "nearest_each", "pages", "read_retrying"]
+__all__ = [
+    "RetryingReads",
+    "float32_matrix",
+    "is_transient_read_error",
+    "nearest",
+    "nearest_each",
+    "pages",
+    "read_retrying",
+]

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -33,7 +32,8 @@ from ..model.records import MemoryRecord, pack, pack_for_update, unpack
 from ..recall.filters import bounded_where
 from ..redaction import describe_error
 from .access import AccessRecorder
-from .chroma_reads import nearest, nearest_each, pages
+from .catch_up import CatchUp
+from .chroma_reads import float32_matrix, nearest, nearest_each, pages
 from .context_vectors import BackgroundContextVectors
 from .field_index import FactsIndex
 from .indexing import body_text, context_text, framed_text, has_frame
@@ -97,14 +97,10 @@ class NamespaceStore:
         self.writing = NamespaceLock(name, shared_locks, may_write=may_write)
         self._may_write = may_write  # raises while this process must not write (replicas.py)
         self._lock = threading.RLock()  # Chroma write + index update, as one step
-        self._sync_flag = threading.Lock()  # never held across I/O: recall checks it on every call
         self._access = access
         self._run_in_background = run_in_background
-        self._watermark = 0.0
-        self._synced_at = 0.0
-        self._syncing = False
+        self._catch_up = CatchUp(options.sync_seconds)
         self._context_vectors = context_vectors
-        self._context_lagging: list[str] = []  # synced records whose context vector Chroma did not have yet
         self._load_indexes()
 
     # -- derived indexes ------------------------------------------------------------------
@@ -116,7 +112,7 @@ class NamespaceStore:
             for got in pages(self.context_collection, include=["embeddings"]):
                 _copy_into(self.context_copy, got)
         self.lexical.rebuild()
-        self._synced_at = time.monotonic()
+        self._catch_up.synced()
         self._queue_missing_context()
 
     def _queue_missing_context(self) -> None:
@@ -139,45 +135,52 @@ class NamespaceStore:
 
     def sync_indexes(self, *, force: bool = False) -> None:
         """Catch up with writes made by other processes since our watermark, now."""
-        if not force and not self._stale():
+        if not force and not self._catch_up.stale():
             return
         with self._lock:
-            got = self.collection.get(where={"updated_at": {"$gt": self._watermark}}, include=self._index_fields())
+            since = {"updated_at": {"$gt": self._catch_up.watermark}}
+            got = self.collection.get(where=since, include=self._index_fields())
             flats = _flat_views(got)
             self._index(got["ids"], flats)
             _copy_into(self.vector_copy, got)
-            framed = [i for i, f in zip(got["ids"], flats) if has_frame(f)] + self._context_lagging
-            if self.context_copy is not None and framed:
-                found = self.context_collection.get(ids=framed, include=["embeddings"])
-                _copy_into(self.context_copy, found)
-                # written by another process's background writer after its record: asked for again next time
-                self._context_lagging = list(self.facts.lookup(list(set(framed) - set(found["ids"]))))
-            if self.vector_copy is not None and len(self.vector_copy) > self.collection.count():
-                self._forget_deleted_elsewhere(self.vector_copy.ids())
-            self._synced_at = time.monotonic()
+            self._copy_context([i for i, f in zip(got["ids"], flats) if has_frame(f)])
+            self._catch_up.synced()
+        if self.vector_copy is not None and len(self.vector_copy) > self.collection.count():
+            self._forget_deleted_elsewhere()
 
-    def _forget_deleted_elsewhere(self, held: list[str]) -> None:
+    def _copy_context(self, framed: list[str]) -> None:
+        """Copy the context vectors of synced records, and of those that lacked one at an earlier sync."""
+        if self.context_copy is None:
+            return
+        asked = self._catch_up.context_to_ask(framed)
+        if asked:
+            found = self.context_collection.get(ids=asked, include=["embeddings"])
+            _copy_into(self.context_copy, found)
+            lacking = set(asked) - set(found["ids"])
+            self._catch_up.still_lagging(asked, self.facts.lookup([i for i in asked if i in lacking]))
+
+    def _forget_deleted_elsewhere(self) -> None:
         """Drop what another process hard-deleted (archive, purge), which no watermark shows.
 
         Until then the copy holds more vectors than Chroma and recall searches Chroma
-        (``copies_current``). Ids missing from a paged listing are asked about once more, as a
-        deletion during the paging shifts the pages.
+        (``copies_current``). The ids are listed without the write lock (a long paging at 100k);
+        those missing are asked about once more under it, as a deletion during the paging shifts
+        the pages and this process may have written meanwhile.
         """
+        assert self.vector_copy is not None
         present: set[str] = set()
         for got in pages(self.collection, include=[]):
             present.update(got["ids"])
-        missing = [i for i in held if i not in present]
-        if missing:
-            still = set(self.collection.get(ids=missing, include=[])["ids"])
-            self._forget([i for i in missing if i not in still])
+        with self._lock:
+            missing = [i for i in self.vector_copy.ids() if i not in present]
+            if missing:
+                still = set(self.collection.get(ids=missing, include=[])["ids"])
+                self._forget([i for i in missing if i not in still])
 
     def refresh_indexes(self) -> None:
         """Start ``sync_indexes`` in the background if the indexes are stale; never waits."""
-        with self._sync_flag:
-            if self._syncing or not self._stale():
-                return
-            self._syncing = True
-        self._run_in_background(self._background_sync)
+        if self._catch_up.start_background():
+            self._run_in_background(self._background_sync)
 
     def _background_sync(self) -> None:
         try:
@@ -185,10 +188,7 @@ class NamespaceStore:
         except Exception as exc:  # noqa: BLE001 - a dropped namespace or a server hiccup: the next recall retries
             log.warning("background index sync failed: %s", describe_error(exc))
         finally:
-            self._syncing = False
-
-    def _stale(self) -> bool:
-        return time.monotonic() - self._synced_at >= self.options.sync_seconds
+            self._catch_up.done()
 
     def _index(self, ids: Sequence[str], flats: Sequence[dict[str, Any]]) -> None:
         if not ids:
@@ -197,7 +197,7 @@ class NamespaceStore:
         self.lexical.upsert((i, body_text(f, time_aware=time_aware), context_text(f)) for i, f in zip(ids, flats))
         self.facts.upsert(zip(ids, flats))
         self.windows.upsert(zip(ids, flats))
-        self._watermark = max(self._watermark, *(f.get("updated_at", 0.0) for f in flats))
+        self._catch_up.advance(flats)
 
     # -- writes ---------------------------------------------------------------------------
     def add(
@@ -219,7 +219,7 @@ class NamespaceStore:
                 self.collection.add(
                     ids=ids[start : start + step],
                     metadatas=metas[start : start + step],
-                    embeddings=_matrix(embeddings[start : start + step]),
+                    embeddings=float32_matrix(embeddings[start : start + step]),
                 )
             self._index(ids, flats)
             if self.vector_copy is not None:
@@ -259,7 +259,7 @@ class NamespaceStore:
             ids, flats = [r.id for r in records], [r.flat_fields() for r in records]
             kwargs: dict[str, Any] = {"ids": ids, "metadatas": [pack_for_update(f) for f in flats]}
             if embeddings is not None:
-                kwargs["embeddings"] = _matrix(embeddings)
+                kwargs["embeddings"] = float32_matrix(embeddings)
             self.collection.update(**kwargs)
             self._index(ids, flats)
             if embeddings is not None and self.vector_copy is not None:
@@ -273,7 +273,7 @@ class NamespaceStore:
 
     def _write_context(self, vectors: Mapping[str, Vector] | None) -> None:
         if vectors:
-            matrix = _matrix(list(vectors.values()))
+            matrix = float32_matrix(list(vectors.values()))
             self.context_collection.upsert(ids=list(vectors), embeddings=matrix)
             if self.context_copy is not None:
                 self.context_copy.upsert(list(vectors), matrix)
@@ -439,11 +439,6 @@ def _copy_into(copy: VectorCopy | None, got: dict[str, Any]) -> None:
 
 def _flat_views(got: dict[str, Any]) -> list[dict[str, Any]]:
     return [unpack(d, m) for d, m in zip(got["documents"], got["metadatas"])]
-
-
-def _matrix(vectors: Sequence[Vector] | np.ndarray) -> np.ndarray:
-    """One float32 array: Chroma converts each row of a list of lists on its own."""
-    return np.asarray(vectors, dtype=np.float32)
 
 
 __all__ = ["NamespaceStore", "StoreOptions", "Vector"]
