@@ -133,8 +133,9 @@ class Settings(BaseSettings):
     lexical_sync_seconds: float = Field(1.0, ge=0)
     # How often recall's access counts are written to Chroma (a write slows concurrent recalls).
     access_flush_seconds: float = Field(10.0, gt=0)
-    # Keep a float16 copy of every vector in memory (768 bytes a memory at 384 dimensions) so
-    # recall scores lexical hits without a Chroma request; off trades that latency for memory.
+    # Keep a copy of every vector in memory (float32 up to 8,192 memories, float16 beyond) so
+    # recall scores lexical hits without a Chroma request, and of a small namespace's records so
+    # it searches and fetches there while nothing changed elsewhere; off trades latency for memory.
     copy_vectors: bool = True
 
     # Upkeep.

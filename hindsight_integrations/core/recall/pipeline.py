@@ -14,7 +14,7 @@
 4. *rank*: ``ranking.rank`` fuses the signals; a consolidated memory stands in for its sources
    (``ranking.prefer_consolidated``).
 5. *fetch*: only the finalists are read from Chroma, and re-checked there, so a memory another
-   process forgot a moment ago is never returned.
+   process forgot a moment ago is never returned; from memory when nothing changed elsewhere.
 6. *pack*: fit the token budget; among what fits, a memory announcing a change of another goes
    above it, which the context marks as changed since (``currency.py``); count the accesses,
    format the context block.
@@ -192,12 +192,12 @@ class Recaller:
     ) -> _Search:
         with_context = request.weights.context > 0 and handle.facts.any_context
         lexical_side = _RECALL_WORKERS.submit(_lexical_candidates, handle, request.query, pool, with_context)
-        copy_side = _RECALL_WORKERS.submit(handle.copies_current)
+        copy_side = [_RECALL_WORKERS.submit(check) for check in handle.currency_checks()]
         vector = embed_query(self._parts.embedder, request.query, self._parts.query_cache)
         watch.lap("embed")
         prefiltered = request.filters.narrows() or request.include_history
         where = request.filters.where(include_history=request.include_history, now=now) if prefiltered else None
-        from_copy = copy_side.result()
+        from_copy = all(check.result() for check in copy_side)
         side_by_side = with_context and not from_copy  # in memory, a search takes less than a thread hand-off
         context_side = _RECALL_WORKERS.submit(handle.query_context, vector, n=pool) if side_by_side else None
         dense = dict(handle.query(vector, n=pool if prefiltered else 2 * pool, where=where, from_copy=from_copy))
@@ -274,7 +274,9 @@ class Recaller:
         """Fetch the best ``top_k`` records, re-checking each against Chroma's current metadata.
 
         Ranking ran on cached facts; a finalist forgotten, expired or deleted by another
-        process since then is dropped here and the next one takes its place.
+        process since then is dropped here and the next one takes its place. When the store found
+        nothing changed elsewhere since its sync (``search.from_copy``), the records it holds in
+        memory are Chroma's, and are read from there (``record_copy.py``).
         """
         request = search.request
         matches = request.filters.matcher(include_history=request.include_history, now=search.now)
@@ -283,11 +285,11 @@ class Recaller:
         while len(hits) < request.top_k and position < len(ranked):
             batch = ranked[position : position + request.top_k - len(hits) + 2]
             position += len(batch)
-            current = handle.flat_views([b.id for b in batch])
+            current = handle.flat_views([b.id for b in batch], from_copy=search.from_copy)
             for entry in batch:
                 flat = current.get(entry.id)
                 if flat is not None and matches(flat):
-                    hits.append(entry.hit(MemoryRecord.from_flat(entry.id, flat)))
+                    hits.append(entry.hit(handle.record_of(entry.id, flat)))
         return hits[: request.top_k]
 
     def _pack(

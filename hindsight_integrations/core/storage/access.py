@@ -13,9 +13,9 @@ from __future__ import annotations
 import atexit
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
-from typing import Protocol
+from typing import Any, Protocol
 
 
 class AccessSink(Protocol):
@@ -67,4 +67,21 @@ class AccessRecorder:
         return bool(pending)
 
 
-__all__ = ["AccessRecorder", "AccessSink"]
+def added_counts(
+    ids: Sequence[str], stored: Sequence[Mapping[str, Any]], counts: Mapping[str, tuple[int, float]]
+) -> list[dict[str, Any]]:
+    """The metadata update adding queued ``counts`` to each id's ``stored`` counters, re-read just before.
+
+    Nothing else is written (Chroma merges metadata on update), so a concurrent status change or
+    another process's counts are never overwritten.
+    """
+    return [
+        {
+            "access_count": int(meta.get("access_count", 0)) + counts[memory_id][0],
+            "last_accessed_at": max(counts[memory_id][1], meta.get("last_accessed_at", 0.0)),
+        }
+        for memory_id, meta in zip(ids, stored)
+    ]
+
+
+__all__ = ["AccessRecorder", "AccessSink", "added_counts"]

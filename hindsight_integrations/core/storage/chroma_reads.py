@@ -26,6 +26,7 @@ import numpy as np
 from tenacity import RetryError, Retrying, retry_if_exception, stop_after_attempt, wait_exponential
 
 from ..errors import StoreUnavailableError
+from ..model.records import MemoryRecord
 from ..recall.filters import bounded_where
 
 T = TypeVar("T")
@@ -94,6 +95,19 @@ def pages(collection: Any, *, include: list[str]) -> Iterator[dict[str, Any]]:
         offset += len(got["ids"])
 
 
+def record_fields(with_vectors: bool) -> list[str]:
+    """What a read of whole records includes: their own vectors only when asked for."""
+    return ["documents", "metadatas"] + (["embeddings"] if with_vectors else [])
+
+
+def records_of(got: dict[str, Any]) -> Iterator[tuple[MemoryRecord, list[float] | None]]:
+    """The records of a ``get`` result, each with its own vector when the read included them."""
+    embeddings = got.get("embeddings")
+    for n, memory_id in enumerate(got["ids"]):
+        vector = list(map(float, embeddings[n])) if embeddings is not None else None
+        yield MemoryRecord.from_chroma(memory_id, got["documents"][n], got["metadatas"][n]), vector
+
+
 def float32_matrix(vectors: Sequence[Any] | np.ndarray) -> np.ndarray:
     """One float32 array: Chroma converts each row of a list of lists on its own, which is slower."""
     return np.asarray(vectors, dtype=np.float32)
@@ -121,4 +135,6 @@ __all__ = [
     "nearest_each",
     "pages",
     "read_retrying",
+    "record_fields",
+    "records_of",
 ]

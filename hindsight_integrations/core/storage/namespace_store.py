@@ -2,19 +2,19 @@
 
 A namespace is two Chroma collections: its records (one vector per memory: the memory's own
 text) and its *context vectors* (one per memory that has a context, e.g. the turns around a
-conversation turn: the memory framed by that context, see ``indexing.framed_text``). Four
+conversation turn: the memory framed by that context, see ``indexing.framed_text``). The
 indexes are derived data, kept per namespace in this process: the lexical (BM25) index, the
 facts recall filters and ranks on (``field_index.py``), each session's live window
-(``session_windows.py``) and, unless turned off, float16 copies of
-both kinds of vector (``vector_copy.py``). All are filled from Chroma when the namespace is
-first opened in this process, updated on this process's writes, and caught up with other
-writers' changes by an ``updated_at`` watermark query once they are older than
-``sync_seconds``. Recall starts that query in the background rather than waiting for it:
-it is a metadata scan (~15 ms at 100k memories), and what it brings is only other
-processes' newest writes, which recall still finds by vector search meanwhile: it searches
-the copies only while Chroma holds no record they lack (``copies_current``), and Chroma
-otherwise. What another process hard-deletes (the cold archive) no watermark shows; a sync
-that finds the copy holding more than Chroma drops it from every index.
+(``session_windows.py``) and, unless turned off, copies of both kinds of vector
+(``vector_copy.py``) and of a small namespace's records (``record_copy.py``). All are filled
+from Chroma when the namespace is first opened in this process, updated on this process's
+writes, and caught up with other writers' changes by an ``updated_at`` watermark query
+(``catch_up.py``) once they are older than ``sync_seconds``. Recall starts that query in the
+background rather than waiting for it: what it brings is only other processes' newest writes,
+which recall still finds by vector search meanwhile: it searches the copies only while nothing
+changed elsewhere since the sync (``copies_current``), and Chroma otherwise. What another
+process hard-deletes (the cold archive) no watermark shows; a sync that finds the copy
+holding more than Chroma drops it from every index.
 """
 
 from __future__ import annotations
@@ -31,18 +31,21 @@ import numpy as np
 from ..model.records import MemoryRecord, pack, pack_for_update, unpack
 from ..recall.filters import bounded_where
 from ..redaction import describe_error
-from .access import AccessRecorder
+from .access import AccessRecorder, added_counts
 from .catch_up import CatchUp
-from .chroma_reads import float32_matrix, nearest, nearest_each, pages
+from .chroma_reads import float32_matrix, nearest, nearest_each, pages, record_fields, records_of
 from .context_vectors import BackgroundContextVectors
 from .field_index import FactsIndex
 from .indexing import body_text, context_text, framed_text, has_frame
 from .lexical import LexicalIndex
 from .locks import CrossProcessLocks, NamespaceLock
+from .record_copy import RecordCopy
 from .session_windows import SessionWindows
 from .vector_copy import Vector, VectorCopy
 
 log = logging.getLogger(__name__)
+_NOTHING: dict[str, list[Any]] = {"ids": [], "documents": [], "metadatas": [], "embeddings": []}
+_OWN_WRITES_CHECKED = 64  # more writes since the last sync than this: recall asks Chroma until the sync
 
 
 @dataclass(frozen=True)
@@ -94,6 +97,7 @@ class NamespaceStore:
         self.windows = SessionWindows()
         self.vector_copy: VectorCopy | None = VectorCopy() if options.copy_vectors else None
         self.context_copy: VectorCopy | None = VectorCopy() if options.copy_vectors else None
+        self.record_copy: RecordCopy | None = RecordCopy() if options.copy_vectors else None
         self.writing = NamespaceLock(name, shared_locks, may_write=may_write)
         self._may_write = may_write  # raises while this process must not write (replicas.py)
         self._lock = threading.RLock()  # Chroma write + index update, as one step
@@ -106,7 +110,9 @@ class NamespaceStore:
     # -- derived indexes ------------------------------------------------------------------
     def _load_indexes(self) -> None:
         for got in pages(self.collection, include=self._index_fields()):
-            self._index(got["ids"], _flat_views(got))
+            flats = _flat_views(got)
+            self._index(got["ids"], flats)
+            self._catch_up.advance(flats)
             _copy_into(self.vector_copy, got)
         if self.context_copy is not None:
             for got in pages(self.context_collection, include=["embeddings"]):
@@ -122,9 +128,7 @@ class NamespaceStore:
         framed = self.facts.ids_with_context()
         if len(framed) <= self.context_collection.count():
             return
-        have: set[str] = set()
-        for got in pages(self.context_collection, include=[]):
-            have.update(got["ids"])
+        have = {i for got in pages(self.context_collection, include=[]) for i in got["ids"]}
         missing = [i for i in framed if i not in have]
         if missing:
             log.info("namespace %r: %d records lack their context vector; embedding them", self.name, len(missing))
@@ -139,11 +143,14 @@ class NamespaceStore:
             return
         with self._lock:
             since = {"updated_at": {"$gt": self._catch_up.watermark}}
-            got = self.collection.get(where=since, include=self._index_fields())
+            changed = self.collection.get(where=since, include=["metadatas"])
+            fresh = [i for i, m in zip(changed["ids"], changed["metadatas"]) if not self._catch_up.is_own(i, m)]
+            got = self.collection.get(ids=fresh, include=self._index_fields()) if fresh else _NOTHING
             flats = _flat_views(got)
             self._index(got["ids"], flats)
             _copy_into(self.vector_copy, got)
             self._copy_context([i for i, f in zip(got["ids"], flats) if has_frame(f)])
+            self._catch_up.advance(changed["metadatas"])
             self._catch_up.synced()
         if self.vector_copy is not None and len(self.vector_copy) > self.collection.count():
             self._forget_deleted_elsewhere()
@@ -168,18 +175,16 @@ class NamespaceStore:
         the pages and this process may have written meanwhile.
         """
         assert self.vector_copy is not None
-        present: set[str] = set()
-        for got in pages(self.collection, include=[]):
-            present.update(got["ids"])
+        present = {i for got in pages(self.collection, include=[]) for i in got["ids"]}
         with self._lock:
             missing = [i for i in self.vector_copy.ids() if i not in present]
             if missing:
                 still = set(self.collection.get(ids=missing, include=[])["ids"])
                 self._forget([i for i in missing if i not in still])
 
-    def refresh_indexes(self) -> None:
-        """Start ``sync_indexes`` in the background if the indexes are stale; never waits."""
-        if self._catch_up.start_background():
+    def refresh_indexes(self, *, due: bool = False) -> None:
+        """Start ``sync_indexes`` in the background if the indexes are stale (or it is ``due``); never waits."""
+        if self._catch_up.start_background(due=due):
             self._run_in_background(self._background_sync)
 
     def _background_sync(self) -> None:
@@ -197,7 +202,8 @@ class NamespaceStore:
         self.lexical.upsert((i, body_text(f, time_aware=time_aware), context_text(f)) for i, f in zip(ids, flats))
         self.facts.upsert(zip(ids, flats))
         self.windows.upsert(zip(ids, flats))
-        self._catch_up.advance(flats)
+        if self.record_copy is not None:
+            self.record_copy.upsert(ids, flats)
 
     # -- writes ---------------------------------------------------------------------------
     def add(
@@ -222,6 +228,7 @@ class NamespaceStore:
                     embeddings=float32_matrix(embeddings[start : start + step]),
                 )
             self._index(ids, flats)
+            self._catch_up.wrote(ids, flats)
             if self.vector_copy is not None:
                 self.vector_copy.upsert(ids, embeddings)
         given = context_embeddings or {}
@@ -262,6 +269,7 @@ class NamespaceStore:
                 kwargs["embeddings"] = float32_matrix(embeddings)
             self.collection.update(**kwargs)
             self._index(ids, flats)
+            self._catch_up.wrote(ids, flats)
             if embeddings is not None and self.vector_copy is not None:
                 self.vector_copy.upsert(ids, embeddings)
 
@@ -293,35 +301,23 @@ class NamespaceStore:
         self.lexical.remove(ids)
         self.facts.remove(ids)
         self.windows.remove(ids)
-        for copy in (self.vector_copy, self.context_copy):
+        for copy in (self.vector_copy, self.context_copy, self.record_copy):
             if copy is not None:
                 copy.remove(ids)
 
     def record_access(self, ids: Sequence[str], when: datetime) -> None:
         """Count a recall of ``ids``. Written in the background: a Chroma write costs more than a recall."""
         self.facts.count_access(dict.fromkeys(ids, 1))
+        if self.record_copy is not None:
+            self.record_copy.count_access(ids, when)
         self._access.record(self, ids, when)
 
     def apply_access_counts(self, counts: dict[str, tuple[int, float]]) -> None:
-        """Add queued recall counts to what Chroma holds (called by the ``AccessRecorder``).
-
-        Only ``access_count`` and ``last_accessed_at`` are written (Chroma merges metadata on
-        update), re-reading the current count first, so a concurrent status change or another
-        process's counts are never overwritten.
-        """
+        """Add queued recall counts to what Chroma holds (the ``AccessRecorder`` calls it; ``added_counts``)."""
         with self._lock:
             got = self.collection.get(ids=list(counts), include=["metadatas"])
-            metas = []
-            for memory_id, meta in zip(got["ids"], got["metadatas"]):
-                n, last = counts[memory_id]
-                metas.append(
-                    {
-                        "access_count": int(meta.get("access_count", 0)) + n,
-                        "last_accessed_at": max(last, meta.get("last_accessed_at", 0.0)),
-                    }
-                )
-            if metas:
-                self.collection.update(ids=got["ids"], metadatas=metas)
+            if got["ids"]:
+                self.collection.update(ids=got["ids"], metadatas=added_counts(got["ids"], got["metadatas"], counts))
 
     # -- reads ----------------------------------------------------------------------------
     def get(
@@ -330,36 +326,32 @@ class NamespaceStore:
         """Records by id (missing ids are left out), with their own vectors if asked."""
         if not ids:
             return []
-        include = ["documents", "metadatas"] + (["embeddings"] if include_embeddings else [])
-        got = self.collection.get(ids=list(ids), include=include)
-        embeddings = got.get("embeddings") if include_embeddings else None
-        out = []
-        for n, memory_id in enumerate(got["ids"]):
-            vector = list(map(float, embeddings[n])) if embeddings is not None else None
-            out.append((MemoryRecord.from_chroma(memory_id, got["documents"][n], got["metadatas"][n]), vector))
-        return out
+        return list(records_of(self.collection.get(ids=list(ids), include=record_fields(include_embeddings))))
 
     def find(self, where: dict[str, Any] | None, *, limit: int | None = None, offset: int = 0) -> list[MemoryRecord]:
         """Records matching a Chroma ``where`` (no ranking): lists, slots, working windows."""
-        got = self.collection.get(
-            where=bounded_where(where) if where else where,
-            limit=limit,
-            offset=offset or None,
-            include=["documents", "metadatas"],
-        )
-        return [MemoryRecord.from_chroma(i, d, m) for i, d, m in zip(got["ids"], got["documents"], got["metadatas"])]
+        where = bounded_where(where) if where else where
+        got = self.collection.get(where=where, limit=limit, offset=offset or None, include=record_fields(False))
+        return [record for record, _ in records_of(got)]
 
     def iterate(self, *, include_embeddings: bool = False) -> Iterator[tuple[MemoryRecord, list[float] | None]]:
         """Every record, page by page (stats, dumps, exports, upkeep)."""
-        include = ["documents", "metadatas"] + (["embeddings"] if include_embeddings else [])
-        for got in pages(self.collection, include=include):
-            for n, memory_id in enumerate(got["ids"]):
-                vector = list(map(float, got["embeddings"][n])) if include_embeddings else None
-                yield MemoryRecord.from_chroma(memory_id, got["documents"][n], got["metadatas"][n]), vector
+        for got in pages(self.collection, include=record_fields(include_embeddings)):
+            yield from records_of(got)
 
-    def flat_views(self, ids: Sequence[str]) -> dict[str, dict[str, Any]]:
-        """Current flat views by id, content included: to check before building ``MemoryRecord``s."""
-        return self._read_flat(ids, with_content=True)
+    def flat_views(self, ids: Sequence[str], *, from_copy: bool = False) -> dict[str, dict[str, Any]]:
+        """Current flat views by id, content included: to check before building ``MemoryRecord``s.
+
+        ``from_copy`` after ``copies_current``: the records held in memory, when they hold all of ``ids``.
+        """
+        held = self.record_copy.flats(ids) if from_copy and self.record_copy is not None else None
+        return held if held is not None else self._read_flat(ids, with_content=True)
+
+    def record_of(self, memory_id: str, flat: dict[str, Any]) -> MemoryRecord:
+        """The record of a flat view ``flat_views`` returned (built once, for one held in memory)."""
+        if self.record_copy is not None:
+            return self.record_copy.record(memory_id, flat)
+        return MemoryRecord.from_flat(memory_id, flat)
 
     def metadata(self, ids: Sequence[str]) -> dict[str, dict[str, Any]]:
         """Flat views by id without content (cheaper): for filtering candidates."""
@@ -395,19 +387,31 @@ class NamespaceStore:
         return {i: list(map(float, v)) for i, v in zip(got["ids"], got["embeddings"])}
 
     def copies_current(self) -> bool:
-        """Whether recall may search the vector copies instead of Chroma: both small enough to
-        search (``VectorCopy.searchable``), and the records' copy holding as many vectors as Chroma.
+        """Whether recall may search the copies and take its finalists from memory, not Chroma.
 
-        One count (~0.7 ms embedded): another process's new memory, not synced here yet, makes it
-        differ, and that recall asks Chroma as before, so what any replica wrote is found at once.
-        Not seen until the next sync: another process's content edit (its old vector ranks it
-        meanwhile; the fetch returns the new text) and a context vector its background writer
-        added to a record already synced (the record is still found by its own vector and BM25).
-        """
+        The copies must be small enough to search (``VectorCopy.searchable``), and Chroma must
+        hold as many records as the copy (no new memory, no hard delete elsewhere) and none newer
+        than the watermark but this process's own writes (no edit, no forget elsewhere). Two small
+        reads (~0.5 ms each embedded; recall makes them side by side while the query is embedded,
+        ``currency_checks``); else recall asks Chroma, so what any replica wrote is found at once.
+        A context vector another process's background writer added to a synced record waits for
+        the next sync."""
+        return all(check() for check in self.currency_checks())
+
+    def currency_checks(self) -> list[Callable[[], bool]]:
+        """The checks ``copies_current`` makes, to run side by side (through a server, a round trip each)."""
         own, context = self.vector_copy, self.context_copy
         if own is None or context is None or not (own.searchable and context.searchable):
+            return [lambda: False]
+        return [lambda: self.collection.count() == len(own), self._nothing_changed_elsewhere]
+
+    def _nothing_changed_elsewhere(self) -> bool:
+        since = {"updated_at": {"$gt": self._catch_up.watermark}}
+        changed = self.collection.get(where=since, limit=_OWN_WRITES_CHECKED, include=["metadatas"])
+        if len(changed["ids"]) >= _OWN_WRITES_CHECKED:  # a burst of writes (an import): sync now, not in a second
+            self.refresh_indexes(due=True)
             return False
-        return self.collection.count() == len(own)
+        return all(self._catch_up.is_own(i, m) for i, m in zip(changed["ids"], changed["metadatas"]))
 
     def query(
         self, embedding: Vector, *, n: int, where: dict[str, Any] | None, from_copy: bool = False
