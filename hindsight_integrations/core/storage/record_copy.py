@@ -6,12 +6,12 @@ as it was. When the store has checked that nothing changed elsewhere since this 
 sync (``NamespaceStore.copies_current``: no record newer than the watermark, none deleted), the
 records held here are what that read would return, and recall takes them from here.
 
-Only a namespace of at most ``EXACT_SEARCH_ROWS`` records is held (a few MB), the size whose
-vectors are searched in memory too: past it the copy empties and stays off, and recall reads
-from Chroma as before. Like the other derived indexes it is filled when the namespace is
-opened, and updated on this process's writes and recalls and by the watermark sync. Recall
-counts other processes write do not move ``updated_at``; they show here when the record next
-changes, as in the facts recall ranks on.
+Only a namespace of at most ``EXACT_SEARCH_ROWS`` records is held (~2.8 KB a record on LoCoMo's
+turns, ~23 MB at the limit), the size whose vectors are searched in memory too: past it the
+copy empties and stays off, and recall reads from Chroma as before. Like the other derived
+indexes it is filled when the namespace is opened, and updated on this process's writes and
+recalls and by the watermark sync. The recall counts other processes write do not move
+``updated_at``; they show here when the record next changes, as in the facts recall ranks on.
 """
 
 from __future__ import annotations
