@@ -253,29 +253,14 @@ def test_copy_catches_up_with_another_process_and_meanwhile_reads_chroma(store_p
 def test_a_context_vector_written_after_its_record_was_synced_is_copied_at_a_later_sync(
     store_path: Path, embedder
 ) -> None:
-    reader = MemoryEngine(store=store_path, embedder=embedder, llm=False, lexical_sync_seconds=3600)
-    _store(reader)
-    writer = MemoryEngine(store=store_path, embedder=embedder, llm=False)
-    new = writer.store_memories(
-        [{"content": "Invoice INV-9002 covers the standing desks.", "context": "Procurement, Q4."}],
-        namespace=NS,
-        apply_filter=False,
-        dedup=False,
-    ).ids
-    writer.chroma.namespace(NS).wait_for_context()
-    state = reader.chroma.namespace(NS)
-    written = state.context_collection.get(ids=new, include=["embeddings"])["embeddings"]
-    assert len(written) == 1
-    state.context_collection.delete(ids=new)  # as if the writer's background writer had not got to it yet
-    state.sync_indexes(force=True)
-    assert state.facts.lookup(new) and state.context_copy.lookup(new) == {}
+    reader, _, new, state, written = _lagging_record(store_path, embedder)
     state.context_collection.upsert(ids=new, embeddings=written)
     state.sync_indexes(force=True)  # nothing newer by the watermark; the lagging one is asked for again
     _assert_copy_matches_chroma(reader, new, context=True)
 
 
-def _lagging_record(store_path: Path, embedder) -> tuple[MemoryEngine, MemoryEngine, list[str], Any]:
-    """A reader that has synced a record of another process's whose context vector Chroma lacks."""
+def _lagging_record(store_path: Path, embedder) -> tuple[MemoryEngine, MemoryEngine, list[str], Any, Any]:
+    """A reader that has synced a record of another process's whose context vector Chroma lacks (and that vector)."""
     reader = MemoryEngine(store=store_path, embedder=embedder, llm=False, lexical_sync_seconds=3600)
     _store(reader)
     writer = MemoryEngine(store=store_path, embedder=embedder, llm=False)
@@ -287,14 +272,16 @@ def _lagging_record(store_path: Path, embedder) -> tuple[MemoryEngine, MemoryEng
     ).ids
     writer.chroma.namespace(NS).wait_for_context()
     state = reader.chroma.namespace(NS)
+    written = state.context_collection.get(ids=new, include=["embeddings"])["embeddings"]
+    assert len(written) == 1
     state.context_collection.delete(ids=new)  # not written by the writer's background writer yet
     state.sync_indexes(force=True)
     assert state.facts.lookup(new) and state.context_copy.lookup(new) == {}
-    return reader, writer, new, state
+    return reader, writer, new, state, written
 
 
 def test_a_lagging_record_updated_again_before_the_next_sync_is_asked_for_once(store_path: Path, embedder) -> None:
-    _reader, writer, new, state = _lagging_record(store_path, embedder)
+    _reader, writer, new, state, _ = _lagging_record(store_path, embedder)
     asked: list[list[str]] = []
     real_get = state.context_collection.get
 
@@ -312,7 +299,7 @@ def test_a_lagging_record_updated_again_before_the_next_sync_is_asked_for_once(s
 def test_a_context_vector_never_written_is_asked_for_a_bounded_number_of_syncs(store_path: Path, embedder) -> None:
     from hindsight_integrations.core.storage.catch_up import LAGGING_SYNCS
 
-    _, _, new, state = _lagging_record(store_path, embedder)
+    _, _, new, state, _ = _lagging_record(store_path, embedder)
     for _ in range(LAGGING_SYNCS - 1):
         assert new[0] in state._catch_up.context_to_ask([])
         state.sync_indexes(force=True)

@@ -181,7 +181,9 @@ class RecordTurnArgs(ToolArgs):
     role: Annotated[Role, Lower] = Field(Role.USER, description="user, assistant, tool or system.")
     occurred_at: datetime | None = Field(None, description="ISO 8601 time of the message; default now.")
     metadata: Annotated[Metadata | None, JsonObject] = Field(
-        None, description="Free-form JSON attached to the turn and to what is remembered from it (e.g. a message id)."
+        None,
+        description="Free-form JSON attached to the turn and to what is remembered from it (e.g. a message id). "
+        "Keys starting with _ are reserved.",
     )
     speaker: str | None = Field(
         None, description="Who wrote the message (a name); remembered as an entity, so questions naming them match."
@@ -256,7 +258,7 @@ class UpdateMemoryArgs(ToolArgs):
     importance: float | None = Field(None, ge=0, le=1, description="New importance 0-1.")
     kind: Annotated[Kind | None, Lower] = Field(None, description="New kind.")
     metadata: Annotated[Metadata | None, JsonObject] = Field(
-        None, description="Keys merged into the memory's metadata."
+        None, description="Keys merged into the memory's metadata (keys starting with _ are reserved)."
     )
     ttl_seconds: int | None = Field(
         None, gt=0, le=MAX_TTL_SECONDS, description="Expire this many seconds from now (at most 100 years)."

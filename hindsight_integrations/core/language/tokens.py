@@ -28,12 +28,24 @@ class TokenCounter(Protocol):
 
 def estimate_tokens(text: str) -> int:
     """Cheap token estimate: one token per CJK ideograph, the rest at 3.5 characters per token."""
-    if not text:
-        return 0
+    return estimate_from_counts(len(text), cjk_chars(text))
+
+
+def cjk_chars(text: str) -> int:
+    """How many CJK characters ``text`` holds: a text's count is the sum of its pieces' counts."""
     cjk_char = every().pattern("text.cjk_char")
-    cjk = len(cjk_char.findall(text)) if cjk_char else 0
-    other = len(text) - cjk
-    return max(1, round(cjk + other / 3.5))
+    return len(cjk_char.findall(text)) if cjk_char and text else 0
+
+
+def estimate_from_counts(chars: int, cjk: int) -> int:
+    """``estimate_tokens`` of a text of ``chars`` characters, ``cjk`` of them CJK.
+
+    So a text joined from pieces is estimated from its pieces' counts, without joining it:
+    the context budget's search tries many joins of the same lines.
+    """
+    if chars == 0:
+        return 0
+    return max(1, round(cjk + (chars - cjk) / 3.5))
 
 
 class EstimatingCounter:

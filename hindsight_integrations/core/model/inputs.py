@@ -92,7 +92,9 @@ class MemoryItem(BaseModel):
     )
     importance: float | None = Field(None, ge=0, le=1, description="0-1; inferred when omitted.")
     metadata: Annotated[Metadata, JsonObject] = Field(
-        default_factory=dict, description="Free-form JSON attached to the memory; scalar values can be filtered on."
+        default_factory=dict,
+        description="Free-form JSON attached to the memory; scalar values can be filtered on. "
+        "Keys starting with _ are reserved.",
     )
     occurred_at: datetime | None = Field(None, description="ISO 8601 time it was stated; defaults to now.")
     ttl_seconds: int | None = Field(

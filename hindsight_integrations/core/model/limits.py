@@ -34,6 +34,7 @@ from pydantic_core import PydanticCustomError
 from ..errors import InvalidInputError
 
 MAX_METADATA_KEYS = 64  # keys of one metadata object (nested ones included in the size bound)
+RESERVED_METADATA_PREFIX = "_"  # top-level metadata keys of hindsight's own bookkeeping; callers may not set them
 MAX_METADATA_DEPTH = 6  # objects and lists nested inside metadata
 MAX_ENTITY_CHARS = 200  # one entity name
 MAX_MEMORY_ID_CHARS = 200  # a memory id (ours are 36-character UUIDs): fixed, so no setting hides stored ones
@@ -106,6 +107,13 @@ def check_metadata(metadata: dict[str, Any], field: str, limits: InputLimits | N
         raise InvalidInputError(field, f"must be an object, got {type(metadata).__name__}")
     if len(metadata) > MAX_METADATA_KEYS:
         raise InvalidInputError(field, f"has {len(metadata)} keys; the limit is {MAX_METADATA_KEYS}")
+    reserved = sorted(k for k in metadata if isinstance(k, str) and k.startswith(RESERVED_METADATA_PREFIX))
+    if reserved:  # "_supersedes" would make any memory of the namespace history at the next start
+        raise InvalidInputError(
+            field,
+            f"key {reserved[0]!r} starts with {RESERVED_METADATA_PREFIX!r}: such keys are hindsight's own "
+            "(what a memory supersedes, was merged into, its stated importance); rename it",
+        )
     if _depth(metadata) > MAX_METADATA_DEPTH:
         raise InvalidInputError(field, f"is nested too deep; the limit is {MAX_METADATA_DEPTH} levels")
     check_text(metadata, field)
@@ -267,6 +275,7 @@ __all__ = [
     "MAX_OFFSET",
     "MAX_PAGE",
     "MAX_TOKENS",
+    "RESERVED_METADATA_PREFIX",
     "Entities",
     "FilterMetadata",
     "Identifier",

@@ -13,10 +13,11 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping, Sequence
 from datetime import date
+from functools import cached_property
 
 from ..language.rules import every
 from ..language.text import query_terms, sentences
-from ..language.tokens import TokenCounter, estimate_tokens
+from ..language.tokens import EstimatingCounter, TokenCounter, cjk_chars, estimate_from_counts
 from ..model.records import MemoryRecord, Status
 
 CONTEXT_HEADER = "### Quoted memories from earlier conversations (oldest first)"  # quoted: see ``quoted``
@@ -40,6 +41,7 @@ _DISPLAY_CONTROLS = "".join(
 )
 DISPLAY_CONTROL_ESCAPES = str.maketrans({c: f"\\u{ord(c):04x}" for c in _DISPLAY_CONTROLS})
 """A ``str.translate`` table writing those characters as ``\\uXXXX`` (the viewer's HTML uses it too)."""
+_DISPLAY_CONTROL_SET = frozenset(_DISPLAY_CONTROLS)  # most texts have none: tested for before translating
 
 
 def quoted(text: str) -> str:
@@ -50,7 +52,8 @@ def quoted(text: str) -> str:
     JSON leaves as they are, bidirectional and other display controls are escaped too
     (``\\u202e``), so no memory can visually reorder the block it is shown in.
     """
-    return json.dumps(text.strip(), ensure_ascii=False).translate(DISPLAY_CONTROL_ESCAPES)
+    dumped = json.dumps(text.strip(), ensure_ascii=False)
+    return dumped if _DISPLAY_CONTROL_SET.isdisjoint(dumped) else dumped.translate(DISPLAY_CONTROL_ESCAPES)
 
 
 def memory_line(record: MemoryRecord, content: str | None = None, *, changed_on: date | None = None) -> str:
@@ -82,27 +85,33 @@ class _Trimmable:
 
     def __init__(self, text: str, terms: Sequence[str]) -> None:
         self.text = text
-        self._sentences = [s for s in sentences(text) if s]
-        prefixes = {t[:5] for t in terms}
+        self._terms = terms
+
+    @cached_property
+    def _ranked(self) -> tuple[list[str], list[int]]:
+        """The sentences, and their positions best match first: read once, and only for a text cut."""
+        found = [s for s in sentences(self.text) if s]
+        prefixes = {t[:5] for t in self._terms}
         words = every().pattern("text.word_run")
         assert words is not None  # common's
-        matches = [sum(w[:5] in prefixes for w in words.findall(s.lower())) for s in self._sentences]
-        self._ranked = sorted(range(len(self._sentences)), key=lambda i: (-matches[i], i))
+        matches = [sum(w[:5] in prefixes for w in words.findall(s.lower())) for s in found]
+        return found, sorted(range(len(found)), key=lambda i: (-matches[i], i))
 
     def within(self, max_chars: int) -> str:
         """The best-matching sentences (in their order) within ``max_chars``, else the text cut by length."""
         if len(self.text) <= max_chars:
             return self.text
+        found, ranked = self._ranked
         keep: list[int] = []
         used = 0
-        for i in self._ranked:
-            if used + len(self._sentences[i]) + 1 <= max_chars - 2:
+        for i in ranked:
+            if used + len(found[i]) + 1 <= max_chars - 2:
                 keep.append(i)
-                used += len(self._sentences[i]) + 1
+                used += len(found[i]) + 1
         if not keep:
             cut = self.text[: max(1, max_chars - 2)]
             return (cut.rsplit(" ", 1)[0] if " " in cut else cut) + " …"
-        return " ".join(self._sentences[i] for i in sorted(keep)) + " …"
+        return " ".join(found[i] for i in sorted(keep)) + " …"
 
 
 def pack_within_budget(
@@ -121,16 +130,11 @@ def pack_within_budget(
     all of them), the highest cap on a 10-character grid that fits, found by binary search
     (the cost grows with the cap), so a recall costs a few passes over the text it packs.
     """
-    count = counter.count if counter else estimate_tokens
     items = [(r, r.content.strip()) for r in records]
     if budget is None:
         return items
 
-    lines = _Lines(changed)
-
-    def cost(chosen: Sequence[tuple[MemoryRecord, str]]) -> int:
-        return count(lines.block(chosen))
-
+    cost = _Lines(changed, counter).tokens
     terms = query_terms(query)
     texts: list[_Trimmable] | None = None  # split into sentences only when something must be trimmed
     while items:
@@ -191,11 +195,33 @@ def format_context(
 
 
 class _Lines:
-    """The context block's lines, each quoted once: the budget search formats the same lines many times."""
+    """The context block's lines, each quoted once: the budget search formats the same lines many times.
 
-    def __init__(self, changed: Mapping[str, date] | None) -> None:
+    With the default estimate (``counter`` None or an ``EstimatingCounter``) a block's tokens
+    are summed from its lines' sizes, so the search never joins a block to count it.
+    """
+
+    def __init__(self, changed: Mapping[str, date] | None, counter: TokenCounter | None = None) -> None:
         self._changed = changed or {}
         self._quoted: dict[tuple[str, str], str] = {}
+        self._sizes: dict[str, tuple[int, int]] = {}  # a line's characters and CJK characters
+        self._count = None if counter is None or isinstance(counter, EstimatingCounter) else counter.count
+
+    def tokens(self, pairs: Sequence[tuple[MemoryRecord, str]]) -> int:
+        """What ``block(pairs)`` costs in tokens."""
+        if self._count is not None:
+            return self._count(self.block(pairs))
+        if not pairs:
+            return 0
+        frame = CONTEXT_HEADER + CONTEXT_FOOTER
+        chars, cjk = len(frame) + len(pairs) + 1, cjk_chars(frame)  # the header, the footer and the line breaks
+        for record, content in pairs:
+            line = self._line(record, content)
+            size = self._sizes.get(line)
+            if size is None:
+                size = self._sizes[line] = (len(line), cjk_chars(line))
+            chars, cjk = chars + size[0], cjk + size[1]
+        return estimate_from_counts(chars, cjk)
 
     def block(self, pairs: Sequence[tuple[MemoryRecord, str]]) -> str:
         if not pairs:

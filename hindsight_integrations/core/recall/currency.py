@@ -36,6 +36,9 @@ def _changes(earlier: MemoryRecord, later: MemoryRecord, common: Callable[[], fr
     """
     if later.occurred_at <= earlier.occurred_at or not read(later.content).change_cue:
         return False
+    both_named = _named_values(earlier.content) & _named_values(later.content)
+    if not (earlier.slot and later.slot) and not both_named:
+        return False  # the cheap test first: without ``common`` taken out, they still name nothing alike
     same = compare(earlier, later)
     if not same.comparable or same.disjoint_entities or same.different_subjects:
         return False
@@ -44,7 +47,7 @@ def _changes(earlier: MemoryRecord, later: MemoryRecord, common: Callable[[], fr
     # a shared value holds even when the slots read differently ("I drive a silver Corolla to the
     # office." is a car, "Sold the Corolla, I take the train to work now." a commute)
     shared = common()
-    return bool(_named_values(earlier, shared) & _named_values(later, shared))
+    return any(not any(p.startswith(value) or value.startswith(p) for p in shared) for value in both_named)
 
 
 @lru_cache(maxsize=1)
@@ -53,22 +56,21 @@ def _places_in_chinese() -> frozenset[str]:
     return frozenset(every().mapping("cities").values())
 
 
-def _named_values(record: MemoryRecord, common: frozenset[str]) -> frozenset[str]:
-    """The things a memory names (Jenkins, a Corolla, 38, 云南): with a capital or a digit, or a place; no one's name.
+@lru_cache(maxsize=4096)
+def _named_values(content: str) -> frozenset[str]:
+    """The things a memory names (Jenkins, a Corolla, 38, 云南): with a capital or a digit, or a place.
 
-    Not what ``common`` holds (``_common``: people, and what starts one of their names: "Mel"),
-    and not the time words ("yesterday") every chat turn has.
+    Not the time words ("yesterday") every chat turn has; who the hits are by or about is taken
+    out by the caller (``_common``: people, and what starts one of their names: "Mel").
     """
-    text = without_speaker(record.content)
+    text = without_speaker(content)
     named = {w.lower() for w in text.split() if w[:1].isupper() or any(c.isdigit() for c in w)}
     places = _places_in_chinese()
-    found = set()
-    for value in values_of(text):
-        if any(p.startswith(value) or value.startswith(p) for p in common):
-            continue
-        if any(c.isdigit() for c in value) or value in places or any(value in word for word in named):
-            found.add(value)
-    return frozenset(found)
+    return frozenset(
+        value
+        for value in values_of(text)
+        if any(c.isdigit() for c in value) or value in places or any(value in word for word in named)
+    )
 
 
 def _common(hits: Sequence[RecallHit]) -> frozenset[str]:
@@ -128,6 +130,6 @@ def _position(hits: Sequence[RecallHit], hit: RecallHit) -> int:
     return next(n for n, other in enumerate(hits) if other is hit)
 
 
-clear_with_packs(_places_in_chinese)
+clear_with_packs(_places_in_chinese, _named_values)
 
 __all__ = ["Closeness", "current_first"]

@@ -171,16 +171,40 @@ class RecallFilters(BaseModel):
 
         return matches
 
+    def attribute_matcher(self, *, include_history: bool, now: datetime) -> Callable[[object], bool]:
+        """``matcher`` for objects that hold each key as an attribute (``MemoryFacts``), read in one call.
+
+        Recall checks every candidate (~150 a recall) on its facts. Not for a filter on user
+        metadata, which no attribute holds (``metadata`` set): that reads the record's metadata.
+        """
+        if self.metadata is not None:
+            raise ValueError("a filter on user metadata checks the record's metadata, not its attributes")
+        keys, tests = zip(*(_compile(clause) for clause in self.clauses(include_history=include_history, now=now)))
+        read = operator.attrgetter(*keys)
+        if len(keys) == 1:
+            return lambda facts: _passes((read(facts),), tests)
+        return lambda facts: _passes(read(facts), tests)
+
+
+def _passes(values: tuple[Any, ...], tests: tuple[Callable[[Any], bool], ...]) -> bool:
+    """Each value present and passing its test (an absent key never matches)."""
+    for value, test in zip(values, tests):  # noqa: SIM110 - all() over a generator costs a third more here
+        if value is None or not test(value):
+            return False
+    return True
+
 
 def _in(key: str, values: list[str]) -> dict[str, Any]:
     return {key: values[0]} if len(values) == 1 else {key: {"$in": values}}
 
 
-_OPERATORS: dict[str, Callable[[Any, Any], bool]] = {
-    "$in": lambda value, operand: value in operand,
-    "$gt": operator.gt,
-    "$gte": operator.ge,
-    "$lte": operator.le,
+# Each operator as the test of a value against its operand, built from C-level callables: a
+# recall runs the tests ~600 times.
+_OPERATORS: dict[str, Callable[[Any], Callable[[Any], bool]]] = {
+    "$in": lambda operand: tuple(operand).__contains__,
+    "$gt": lambda operand: partial(operator.lt, operand),  # value > operand
+    "$gte": lambda operand: partial(operator.le, operand),
+    "$lte": lambda operand: partial(operator.ge, operand),
 }
 
 
@@ -192,8 +216,7 @@ def _compile(clause: dict[str, Any]) -> tuple[str, Callable[[Any], bool]]:
     ((op, operand),) = condition.items()
     if op not in _OPERATORS:
         raise ValueError(f"unsupported filter operator {op}")
-    compare = _OPERATORS[op]
-    return key, lambda value: compare(value, operand)
+    return key, _OPERATORS[op](operand)
 
 
 def bounded_filters(value: RecallFilters | dict[str, Any] | str | None, limits: InputLimits) -> RecallFilters:

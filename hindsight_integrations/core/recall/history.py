@@ -30,6 +30,8 @@ def inherit_from_history(
     facts = handle.facts
     found = facts.lookup(list(dense))
     history = [i for i, f in found.items() if f.status == "superseded" and f.superseded_by]
+    if not history:  # the default search leaves history out: nothing to hand on
+        return {}
     framed = handle.vectors(history, context=True) if history and context_weight > 0 else {}
     q = np.asarray(query, dtype=np.float32)
     handed: dict[str, float] = {}

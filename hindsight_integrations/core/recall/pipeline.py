@@ -230,16 +230,9 @@ class Recaller:
             i: search.lexical_context_vectors[i] for i in unscored if i in search.lexical_context_vectors
         }
         context_vectors |= handle.vectors([i for i in unscored if i not in context_vectors], context=True)
-        return [
-            Candidate(
-                id=i,
-                facts=f,
-                lexical_raw=search.lexical.get(i, 0.0),
-                similarity=dense.get(i),
-                vector=vectors.get(i),
-                context_similarity=search.context.get(i),
-                context_vector=context_vectors.get(i),
-            )
+        lexical, context = search.lexical, search.context
+        return [  # in the order of Candidate's fields: ~150 a recall, made faster without their names
+            Candidate(i, f, lexical.get(i, 0.0), dense.get(i), vectors.get(i), context.get(i), context_vectors.get(i))
             for i, f in kept.items()
             if i in dense or i in vectors
         ]
@@ -379,13 +372,16 @@ def _admissible(handle: NamespaceStore, ids: list[str], trusted: set[str], searc
     unknown = [i for i in ids if i not in known]
     by_metadata = request.filters.metadata is not None
     fetched = handle.metadata(unknown + ([i for i in ids if i in known and i not in trusted] if by_metadata else []))
+    on_facts = matches if by_metadata else request.filters.attribute_matcher(
+        include_history=request.include_history, now=search.now
+    )  # fmt: skip
     out: dict[str, MemoryFacts] = {}
     for memory_id in ids:
         meta = fetched.get(memory_id)
         facts = known.get(memory_id) or (MemoryFacts.from_fields(meta) if meta is not None else None)
         if facts is None:
             continue  # deleted since it was indexed
-        if memory_id in trusted or matches(meta if meta is not None else facts):
+        if memory_id in trusted or (matches(meta) if meta is not None else on_facts(facts)):
             out[memory_id] = facts
     return out
 

@@ -100,9 +100,9 @@ def record_fields(with_vectors: bool) -> list[str]:
     return ["documents", "metadatas"] + (["embeddings"] if with_vectors else [])
 
 
-def records_of(got: dict[str, Any]) -> Iterator[tuple[MemoryRecord, list[float] | None]]:
-    """The records of a ``get`` result, each with its own vector when the read included them."""
-    embeddings = got.get("embeddings")
+def records_of(got: dict[str, Any], with_vectors: bool) -> Iterator[tuple[MemoryRecord, list[float] | None]]:
+    """The records of a ``get`` read with ``record_fields(with_vectors)``, each with its own vector if asked."""
+    embeddings = got["embeddings"] if with_vectors else None
     for n, memory_id in enumerate(got["ids"]):
         vector = list(map(float, embeddings[n])) if embeddings is not None else None
         yield MemoryRecord.from_chroma(memory_id, got["documents"][n], got["metadatas"][n]), vector

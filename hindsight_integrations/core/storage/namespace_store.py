@@ -141,9 +141,10 @@ class NamespaceStore:
         """Catch up with writes made by other processes since our watermark, now."""
         if not force and not self._catch_up.stale():
             return
+        # What changed is listed without the write lock (after an import, every own write: long);
+        # the records are read and indexed under it, so no own write lands between the two.
+        changed = self.collection.get(where={"updated_at": {"$gt": self._catch_up.watermark}}, include=["metadatas"])
         with self._lock:
-            since = {"updated_at": {"$gt": self._catch_up.watermark}}
-            changed = self.collection.get(where=since, include=["metadatas"])
             fresh = [i for i, m in zip(changed["ids"], changed["metadatas"]) if not self._catch_up.is_own(i, m)]
             got = self.collection.get(ids=fresh, include=self._index_fields()) if fresh else _NOTHING
             flats = _flat_views(got)
@@ -326,18 +327,19 @@ class NamespaceStore:
         """Records by id (missing ids are left out), with their own vectors if asked."""
         if not ids:
             return []
-        return list(records_of(self.collection.get(ids=list(ids), include=record_fields(include_embeddings))))
+        got = self.collection.get(ids=list(ids), include=record_fields(include_embeddings))
+        return list(records_of(got, include_embeddings))
 
     def find(self, where: dict[str, Any] | None, *, limit: int | None = None, offset: int = 0) -> list[MemoryRecord]:
         """Records matching a Chroma ``where`` (no ranking): lists, slots, working windows."""
         where = bounded_where(where) if where else where
         got = self.collection.get(where=where, limit=limit, offset=offset or None, include=record_fields(False))
-        return [record for record, _ in records_of(got)]
+        return [record for record, _ in records_of(got, False)]
 
     def iterate(self, *, include_embeddings: bool = False) -> Iterator[tuple[MemoryRecord, list[float] | None]]:
         """Every record, page by page (stats, dumps, exports, upkeep)."""
         for got in pages(self.collection, include=record_fields(include_embeddings)):
-            yield from records_of(got)
+            yield from records_of(got, include_embeddings)
 
     def flat_views(self, ids: Sequence[str], *, from_copy: bool = False) -> dict[str, dict[str, Any]]:
         """Current flat views by id, content included: to check before building ``MemoryRecord``s.
