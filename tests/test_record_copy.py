@@ -170,3 +170,30 @@ def test_a_burst_of_own_writes_starts_the_sync_that_lets_recall_read_memory_agai
             break
         time.sleep(0.05)
     assert state.copies_current()
+
+
+def test_another_writers_record_stamped_before_a_sync_but_written_after_it_is_taken_in(
+    store_path: Path, embedder
+) -> None:
+    # a record is stamped before its batch is embedded, so another writer's can land after a sync
+    # has moved the watermark past its stamp: no watermark query finds it, the count does
+    reader = MemoryEngine(store=store_path, embedder=embedder, llm=False, lexical_sync_seconds=3600)
+    _store(reader)
+    writer = MemoryEngine(store=store_path, embedder=embedder, llm=False)
+    first = _store(writer, ["Invoice INV-5300 covers the whiteboards."])
+    state = reader.chroma.namespace(NS)
+    state.sync_indexes(force=True)
+    late = _store(writer, ["Invoice INV-5301 covers the projector."])
+    stamp = state.collection.get(ids=first, include=["metadatas"])["metadatas"][0]["updated_at"]
+    state.collection.update(ids=late, metadatas=[{"updated_at": stamp - 5.0}])  # stamped before the first one
+    assert not state.copies_current()
+    found = reader.recall("the projector invoice", namespace=NS, top_k=2).hits  # from Chroma: may copy its vector
+    assert "Invoice INV-5301 covers the projector." in [h.record.content for h in found]
+    assert not state.facts.lookup(late)
+    state.sync_indexes(force=True)
+    assert state.facts.lookup(late) and late[0] in [i for i, _ in state.lexical.search("projector", 3)]
+    assert state.copies_current()
+    reads = _count_record_reads(reader)
+    hits = reader.recall("the projector invoice", namespace=NS, top_k=2).hits
+    assert "Invoice INV-5301 covers the projector." in [h.record.content for h in hits]
+    assert reads == []  # from memory again

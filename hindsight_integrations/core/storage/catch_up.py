@@ -18,6 +18,9 @@ import time
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+OWN_WRITES_CHECKED = 64
+"""Records newer than the watermark that ``only_own_since`` reads at most; more is a burst of writes."""
+
 LAGGING_SYNCS = 10
 """How many syncs ask again for a context vector Chroma did not hold; after that ranking reads it
 from Chroma at recall, as it does for any vector the copy lacks."""
@@ -47,6 +50,17 @@ class CatchUp:
     def is_own(self, memory_id: str, flat: Mapping[str, Any]) -> bool:
         """Whether Chroma's record is this process's write, unchanged since (nothing to index again)."""
         return self._own.get(memory_id) == (flat.get("updated_at") or 0.0)
+
+    def only_own_since(self, collection: Any) -> bool | None:
+        """Whether every record newer than the watermark is this process's own write, unchanged since.
+
+        None when there are ``OWN_WRITES_CHECKED`` or more: too many to tell in one small read.
+        """
+        since = {"updated_at": {"$gt": self.watermark}}
+        changed = collection.get(where=since, limit=OWN_WRITES_CHECKED, include=["metadatas"])
+        if len(changed["ids"]) >= OWN_WRITES_CHECKED:
+            return None
+        return all(self.is_own(i, m) for i, m in zip(changed["ids"], changed["metadatas"]))
 
     def synced(self) -> None:
         """Note that this process has just read every change up to the watermark."""

@@ -26,7 +26,7 @@ import numpy as np
 from tenacity import RetryError, Retrying, retry_if_exception, stop_after_attempt, wait_exponential
 
 from ..errors import StoreUnavailableError
-from ..model.records import MemoryRecord
+from ..model.records import MemoryRecord, unpack
 from ..recall.filters import bounded_where
 
 T = TypeVar("T")
@@ -106,6 +106,11 @@ def records_of(got: dict[str, Any], with_vectors: bool) -> Iterator[tuple[Memory
     for n, memory_id in enumerate(got["ids"]):
         vector = list(map(float, embeddings[n])) if embeddings is not None else None
         yield MemoryRecord.from_chroma(memory_id, got["documents"][n], got["metadatas"][n]), vector
+
+
+def flats_of(got: dict[str, Any]) -> list[dict[str, Any]]:
+    """The flat views of a ``get`` read with documents and metadatas (``records.unpack``)."""
+    return [unpack(d, m) for d, m in zip(got["documents"], got["metadatas"])]
 
 
 def float32_matrix(vectors: Sequence[Any] | np.ndarray) -> np.ndarray:

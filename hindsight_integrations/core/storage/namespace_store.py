@@ -12,9 +12,11 @@ writes, and caught up with other writers' changes by an ``updated_at`` watermark
 (``catch_up.py``) once they are older than ``sync_seconds``. Recall starts that query in the
 background rather than waiting for it: what it brings is only other processes' newest writes,
 which recall still finds by vector search meanwhile: it searches the copies only while nothing
-changed elsewhere since the sync (``copies_current``), and Chroma otherwise. What another
-process hard-deletes (the cold archive) no watermark shows; a sync that finds the copy
-holding more than Chroma drops it from every index.
+changed elsewhere since the sync (``copies_current``), and Chroma otherwise. Two changes no
+watermark shows: what another process hard-deletes (the cold archive), and a record another
+writer stamped before a sync moved the watermark past it but wrote after (a record is stamped
+before its batch is embedded). A sync that finds the copy holding more than Chroma, or less
+when it read nothing new, lists Chroma's ids and brings every index to them.
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ from ..recall.filters import bounded_where
 from ..redaction import describe_error
 from .access import AccessRecorder, added_counts
 from .catch_up import CatchUp
-from .chroma_reads import float32_matrix, nearest, nearest_each, pages, record_fields, records_of
+from .chroma_reads import flats_of, float32_matrix, nearest, nearest_each, pages, record_fields, records_of
 from .context_vectors import BackgroundContextVectors
 from .field_index import FactsIndex
 from .indexing import body_text, context_text, framed_text, has_frame
@@ -45,7 +47,6 @@ from .vector_copy import Vector, VectorCopy
 
 log = logging.getLogger(__name__)
 _NOTHING: dict[str, list[Any]] = {"ids": [], "documents": [], "metadatas": [], "embeddings": []}
-_OWN_WRITES_CHECKED = 64  # more writes since the last sync than this: recall asks Chroma until the sync
 
 
 @dataclass(frozen=True)
@@ -110,7 +111,7 @@ class NamespaceStore:
     # -- derived indexes ------------------------------------------------------------------
     def _load_indexes(self) -> None:
         for got in pages(self.collection, include=self._index_fields()):
-            flats = _flat_views(got)
+            flats = flats_of(got)
             self._index(got["ids"], flats)
             self._catch_up.advance(flats)
             _copy_into(self.vector_copy, got)
@@ -146,15 +147,20 @@ class NamespaceStore:
         changed = self.collection.get(where={"updated_at": {"$gt": self._catch_up.watermark}}, include=["metadatas"])
         with self._lock:
             fresh = [i for i, m in zip(changed["ids"], changed["metadatas"]) if not self._catch_up.is_own(i, m)]
-            got = self.collection.get(ids=fresh, include=self._index_fields()) if fresh else _NOTHING
-            flats = _flat_views(got)
-            self._index(got["ids"], flats)
-            _copy_into(self.vector_copy, got)
-            self._copy_context([i for i, f in zip(got["ids"], flats) if has_frame(f)])
+            self._take_in(self.collection.get(ids=fresh, include=self._index_fields()) if fresh else _NOTHING)
             self._catch_up.advance(changed["metadatas"])
             self._catch_up.synced()
-        if self.vector_copy is not None and len(self.vector_copy) > self.collection.count():
-            self._forget_deleted_elsewhere()
+        if self.vector_copy is not None:  # a recall may have copied a vector of a record not indexed yet
+            count = self.collection.count()
+            if len(self.vector_copy) > count or (len(self.facts) < count and not fresh):
+                self._reconcile_ids()
+
+    def _take_in(self, got: dict[str, Any]) -> None:
+        """Index records read from Chroma, copy their vectors, and their context vectors."""
+        flats = flats_of(got)
+        self._index(got["ids"], flats)
+        _copy_into(self.vector_copy, got)
+        self._copy_context([i for i, f in zip(got["ids"], flats) if has_frame(f)])
 
     def _copy_context(self, framed: list[str]) -> None:
         """Copy the context vectors of synced records, and of those that lacked one at an earlier sync."""
@@ -167,21 +173,25 @@ class NamespaceStore:
             lacking = set(asked) - set(found["ids"])
             self._catch_up.still_lagging(asked, self.facts.lookup([i for i in asked if i in lacking]))
 
-    def _forget_deleted_elsewhere(self) -> None:
-        """Drop what another process hard-deleted (archive, purge), which no watermark shows.
+    def _reconcile_ids(self) -> None:
+        """Bring the indexes' ids to Chroma's where no watermark shows the difference (module docstring).
 
-        Until then the copy holds more vectors than Chroma and recall searches Chroma
-        (``copies_current``). The ids are listed without the write lock (a long paging at 100k);
-        those missing are asked about once more under it, as a deletion during the paging shifts
-        the pages and this process may have written meanwhile.
+        Listed without the write lock (a long paging at 100k); what differs is asked about again
+        under it, as this process may have written meanwhile.
         """
         assert self.vector_copy is not None
         present = {i for got in pages(self.collection, include=[]) for i in got["ids"]}
         with self._lock:
-            missing = [i for i in self.vector_copy.ids() if i not in present]
+            held = set(self.vector_copy.ids())
+            missing = [i for i in held if i not in present]
             if missing:
                 still = set(self.collection.get(ids=missing, include=[])["ids"])
                 self._forget([i for i in missing if i not in still])
+            known = self.facts.lookup(list(present))
+            added = [i for i in present if i not in known]
+            if added:
+                log.info("namespace %r: %d records written below the sync's watermark", self.name, len(added))
+                self._take_in(self.collection.get(ids=added, include=self._index_fields()))
 
     def refresh_indexes(self, *, due: bool = False) -> None:
         """Start ``sync_indexes`` in the background if the indexes are stale (or it is ``due``); never waits."""
@@ -391,13 +401,9 @@ class NamespaceStore:
     def copies_current(self) -> bool:
         """Whether recall may search the copies and take its finalists from memory, not Chroma.
 
-        The copies must be small enough to search (``VectorCopy.searchable``), and Chroma must
-        hold as many records as the copy (no new memory, no hard delete elsewhere) and none newer
-        than the watermark but this process's own writes (no edit, no forget elsewhere). Two small
-        reads (~0.5 ms each embedded; recall makes them side by side while the query is embedded,
-        ``currency_checks``); else recall asks Chroma, so what any replica wrote is found at once.
-        A context vector another process's background writer added to a synced record waits for
-        the next sync."""
+        The copies must be searchable (``VectorCopy.searchable``), and Chroma must hold as many
+        records as the copy and none newer than the watermark but this process's own writes: two
+        small reads, side by side while the query is embedded (``currency_checks``)."""
         return all(check() for check in self.currency_checks())
 
     def currency_checks(self) -> list[Callable[[], bool]]:
@@ -408,12 +414,10 @@ class NamespaceStore:
         return [lambda: self.collection.count() == len(own), self._nothing_changed_elsewhere]
 
     def _nothing_changed_elsewhere(self) -> bool:
-        since = {"updated_at": {"$gt": self._catch_up.watermark}}
-        changed = self.collection.get(where=since, limit=_OWN_WRITES_CHECKED, include=["metadatas"])
-        if len(changed["ids"]) >= _OWN_WRITES_CHECKED:  # a burst of writes (an import): sync now, not in a second
+        only_own = self._catch_up.only_own_since(self.collection)
+        if only_own is None:  # a burst of writes (an import): sync now, not in a second
             self.refresh_indexes(due=True)
-            return False
-        return all(self._catch_up.is_own(i, m) for i, m in zip(changed["ids"], changed["metadatas"]))
+        return bool(only_own)
 
     def query(
         self, embedding: Vector, *, n: int, where: dict[str, Any] | None, from_copy: bool = False
@@ -441,10 +445,6 @@ class NamespaceStore:
 def _copy_into(copy: VectorCopy | None, got: dict[str, Any]) -> None:
     if copy is not None and got["ids"]:
         copy.upsert(got["ids"], got["embeddings"])
-
-
-def _flat_views(got: dict[str, Any]) -> list[dict[str, Any]]:
-    return [unpack(d, m) for d, m in zip(got["documents"], got["metadatas"])]
 
 
 __all__ = ["NamespaceStore", "StoreOptions", "Vector"]
