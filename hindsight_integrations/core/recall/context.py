@@ -206,6 +206,8 @@ class _Lines:
         self._quoted: dict[tuple[str, str], str] = {}
         self._sizes: dict[str, tuple[int, int]] = {}  # a line's characters and CJK characters
         self._count = None if counter is None or isinstance(counter, EstimatingCounter) else counter.count
+        frame = CONTEXT_HEADER + CONTEXT_FOOTER  # and a line break after each line but the last
+        self._frame = (len(frame) + 1, cjk_chars(frame)) if self._count is None else (0, 0)
 
     def tokens(self, pairs: Sequence[tuple[MemoryRecord, str]]) -> int:
         """What ``block(pairs)`` costs in tokens."""
@@ -213,8 +215,7 @@ class _Lines:
             return self._count(self.block(pairs))
         if not pairs:
             return 0
-        frame = CONTEXT_HEADER + CONTEXT_FOOTER
-        chars, cjk = len(frame) + len(pairs) + 1, cjk_chars(frame)  # the header, the footer and the line breaks
+        chars, cjk = self._frame[0] + len(pairs), self._frame[1]
         for record, content in pairs:
             line = self._line(record, content)
             size = self._sizes.get(line)

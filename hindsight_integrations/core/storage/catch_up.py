@@ -51,13 +51,16 @@ class CatchUp:
         """Whether Chroma's record is this process's write, unchanged since (nothing to index again)."""
         return self._own.get(memory_id) == (flat.get("updated_at") or 0.0)
 
+    def newer_than_watermark(self, collection: Any, *, limit: int | None = None) -> dict[str, Any]:
+        """Chroma's records newer than the watermark, metadata only (at most ``limit``)."""
+        return dict(collection.get(where={"updated_at": {"$gt": self.watermark}}, limit=limit, include=["metadatas"]))
+
     def only_own_since(self, collection: Any) -> bool | None:
         """Whether every record newer than the watermark is this process's own write, unchanged since.
 
         None when there are ``OWN_WRITES_CHECKED`` or more: too many to tell in one small read.
         """
-        since = {"updated_at": {"$gt": self.watermark}}
-        changed = collection.get(where=since, limit=OWN_WRITES_CHECKED, include=["metadatas"])
+        changed = self.newer_than_watermark(collection, limit=OWN_WRITES_CHECKED)
         if len(changed["ids"]) >= OWN_WRITES_CHECKED:
             return None
         return all(self.is_own(i, m) for i, m in zip(changed["ids"], changed["metadatas"]))

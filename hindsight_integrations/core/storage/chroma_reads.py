@@ -134,6 +134,7 @@ def nearest_each(
 
 __all__ = [
     "RetryingReads",
+    "flats_of",
     "float32_matrix",
     "is_transient_read_error",
     "nearest",

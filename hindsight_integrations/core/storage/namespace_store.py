@@ -144,7 +144,7 @@ class NamespaceStore:
             return
         # What changed is listed without the write lock (after an import, every own write: long);
         # the records are read and indexed under it, so no own write lands between the two.
-        changed = self.collection.get(where={"updated_at": {"$gt": self._catch_up.watermark}}, include=["metadatas"])
+        changed = self._catch_up.newer_than_watermark(self.collection)
         with self._lock:
             fresh = [i for i, m in zip(changed["ids"], changed["metadatas"]) if not self._catch_up.is_own(i, m)]
             self._take_in(self.collection.get(ids=fresh, include=self._index_fields()) if fresh else _NOTHING)
