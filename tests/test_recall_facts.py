@@ -94,21 +94,18 @@ def test_user_metadata_filters_read_chroma_metadata(engine: MemoryEngine) -> Non
     assert {h.record.metadata["team"] for h in hits} == {"billing"} and len(hits) == 2
 
 
-@pytest.mark.parametrize(("forgotten", "filtered_queries"), [(150, 0), (450, 1)])
-def test_current_memories_behind_a_wall_of_history_are_found(
-    writer: MemoryEngine, monkeypatch, forgotten: int, filtered_queries: int
-) -> None:
-    """The nearest hits are all forgotten: recall looks deeper unfiltered, then lets Chroma filter.
+_CURRENT = ["Our daily team meeting takes place in the small room next to the kitchen.", "Standups are short."]
 
-    A ``where`` query makes Chroma scan metadata, so it is the last resort: used only when even
-    ``8 × pool`` nearest hits hold too few current memories.
-    """
+
+def _behind_a_wall_of_history(writer: MemoryEngine, monkeypatch, forgotten: int) -> list[object]:
+    """Two current memories behind ``forgotten`` nearer ones; returns the ``where`` of each vector query made."""
     notes = [f"Standup note {n}: the team standup moved to room B at 9:{n % 60:02d}." for n in range(forgotten)]
-    current = ["Our daily team meeting takes place in the small room next to the kitchen.", "Standups are short."]
-    ids = writer.store_memories(notes + current, namespace="s", apply_filter=False, dedup=False, supersede=False).ids
+    ids = writer.store_memories(notes + _CURRENT, namespace="s", apply_filter=False, dedup=False, supersede=False).ids
     for memory_id in ids[:forgotten]:
         writer.forget(memory_id, namespace="s")
     handle = writer.chroma.namespace("s")
+    handle.sync_indexes(force=True)  # what the burst of writes started in the background, done now
+    assert handle.copies_current()
     wheres: list[object] = []
     query = handle.query
 
@@ -117,6 +114,30 @@ def test_current_memories_behind_a_wall_of_history_are_found(
         return query(vector, n=n, where=where, from_copy=from_copy)
 
     monkeypatch.setattr(handle, "query", spied)
+    return wheres
+
+
+@pytest.mark.parametrize("forgotten", [150, 450])
+def test_current_memories_behind_a_wall_of_history_are_found(writer: MemoryEngine, monkeypatch, forgotten: int) -> None:
+    """The nearest hits are all forgotten: recall looks deeper unfiltered, then filters the whole copy.
+
+    150 forgotten memories end within ``8 × pool`` nearest hits; past 450 recall ranks the whole
+    in-memory copy and admits in that order, exactly: Chroma's filtered HNSW walk can miss one of
+    two allowed records among 452 (it did in CI).
+    """
+    wheres = _behind_a_wall_of_history(writer, monkeypatch, forgotten)
     hits = writer.recall("the team standup moved to room B", namespace="s", top_k=10).hits
-    assert {h.record.content for h in hits} == set(current)
-    assert sum(w is not None for w in wheres) == filtered_queries
+    assert [h.record.content for h in hits] == _CURRENT
+    assert wheres and all(w is None for w in wheres)
+
+
+def test_behind_a_wall_of_history_chroma_filters_when_the_copy_is_not_current(
+    writer: MemoryEngine, monkeypatch
+) -> None:
+    """When another process may have written since the last sync, the last resort is Chroma's ``where``."""
+    wheres = _behind_a_wall_of_history(writer, monkeypatch, 450)
+    monkeypatch.setattr(writer.chroma.namespace("s"), "currency_checks", lambda: [lambda: False])
+    hits = writer.recall("the team standup moved to room B", namespace="s", top_k=10).hits
+    # Approximate: every hit is current, but the graph's filtered walk may miss one of the two.
+    assert hits and {h.record.content for h in hits} <= set(_CURRENT)
+    assert sum(w is not None for w in wheres) == 1

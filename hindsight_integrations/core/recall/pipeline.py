@@ -10,7 +10,8 @@
 2. *admit*: candidates that pass the filters, checked on the in-memory facts, with the vectors
    needed to score the ones a vector search did not return.
 3. *widen*: when the unfiltered search returned mostly inadmissible memories (working turns,
-   history), ask Chroma to filter after all.
+   history), look deeper, and then filter after all: over the whole in-memory copy when recall
+   may search it, else by asking Chroma.
 4. *rank*: ``ranking.rank`` fuses the signals; a consolidated memory stands in for its sources
    (``ranking.prefer_consolidated``).
 5. *fetch*: only the finalists are read from Chroma, and re-checked there, so a memory another
@@ -43,6 +44,7 @@ from ..model.results import RecallHit, RecallResult, Relevance
 from ..parts import EngineParts
 from ..storage.field_index import MemoryFacts
 from ..storage.namespace_store import NamespaceStore, Vector
+from ..storage.vector_copy import EXACT_SEARCH_ROWS
 from .context import format_context, pack_within_budget
 from .currency import Closeness, current_first
 from .filters import RecallFilters, bounded_filters
@@ -242,7 +244,8 @@ class Recaller:
 
         A ``where`` makes Chroma scan metadata (~50 ms at 10k memories, growing with the store)
         while an unfiltered search ``_WIDER`` times as deep costs a few ms, so that comes first;
-        the filtered query is left for a neighbourhood that is history even that far out.
+        the filter is left for a neighbourhood that is history even that far out, and applied over
+        the in-memory copy when recall may search it (``_nearest_admissible``).
         """
         if search.prefiltered or len(search.dense) < 2 * pool:
             return []
@@ -255,12 +258,34 @@ class Recaller:
         extra = self._admit(handle, search, farther)
         if len(extra) >= pool // 2 or len(wider) < _WIDER * pool:
             return extra
+        ids |= {c.id for c in extra}
+        if search.from_copy:
+            return extra + self._nearest_admissible(handle, search, pool, ids)
         request = search.request
         where = request.filters.where(include_history=request.include_history, now=search.now)
         filtered = dict(handle.query(search.vector, n=pool, where=where))
         search.dense.update(filtered)
-        ids |= {c.id for c in extra}
         return extra + self._admit(handle, search, [i for i in filtered if i not in ids], set(filtered))
+
+    def _nearest_admissible(
+        self, handle: NamespaceStore, search: _Search, pool: int, seen: set[str]
+    ) -> list[Candidate]:
+        """The ``pool`` nearest admissible memories, exactly: the copy ranked whole, admitted in that order.
+
+        Chroma's filtered search walks its HNSW graph through the allowed records only, and
+        when they are few (two current memories among 450 forgotten) it can miss one; over a
+        copy small enough to search, every record is ranked and none is missed.
+        """
+        ranked = handle.query(search.vector, n=EXACT_SEARCH_ROWS, where=None, from_copy=True)
+        rest = [(i, s) for i, s in ranked if i not in seen and i not in search.dense]
+        found: list[Candidate] = []
+        for start in range(0, len(rest), _WIDER * pool):
+            chunk = dict(rest[start : start + _WIDER * pool])
+            search.dense.update(chunk)
+            found += self._admit(handle, search, list(chunk))
+            if len(found) >= pool:
+                break
+        return found[:pool]
 
     @staticmethod
     def _fetch(handle: NamespaceStore, search: _Search, ranked: list[Ranked]) -> list[RecallHit]:
