@@ -7,6 +7,8 @@ read against the store's latest date, not the clock, so an imported history's "J
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -40,6 +42,23 @@ def _frames(query: str) -> list[tuple[str, str, str]]:
         ("去年夏天我们做了什么？", [("season", "2022-06-01", "2022-09-01")]),
         ("五月份你去旅行了吗", [("month", "2023-05-01", "2023-06-01")]),
         ("我2022年在哪里工作", [("year", "2022-01-01", "2023-01-01")]),
+        # Written-out dates are read alone: the parser's search over the whole question gave only
+        # the year for the first and April and 2023 apart for the second.
+        # A date something happened before reaches back a week, the day itself included.
+        (
+            "What did John do the week before August 3, 2023 involving his kids?",
+            [("before", "2023-07-27", "2023-08-04")],
+        ),
+        ("What did Maria do last weekend before April 10, 2023?", [("before", "2023-04-03", "2023-04-11")]),
+        ("Maria's puppy she got two weeks before August 11, 2023?", [("before", "2023-08-04", "2023-08-12")]),
+        ("我2023年8月3日之前在做什么？", [("before", "2023-07-27", "2023-08-04")]),
+        ("What did we do after August 3, 2023?", [("day", "2023-08-03", "2023-08-04")]),
+        (
+            "What did we decide on the 3rd of March 2023 and on 2023-05-09?",
+            [("day", "2023-03-03", "2023-03-04"), ("day", "2023-05-09", "2023-05-10")],
+        ),
+        ("我2023年8月11日去了哪里？", [("day", "2023-08-11", "2023-08-12")]),
+        ("2023年5月发生了什么？", [("month", "2023-05-01", "2023-06-01")]),
     ],
 )
 def test_a_named_time_is_read_as_a_range_against_the_anchor(query: str, expected: list[tuple[str, str, str]]) -> None:
@@ -124,3 +143,15 @@ def test_a_hostile_query_full_of_dates_returns_promptly_and_the_engine_goes_on(e
         result = client.recall(hostile, top_k=3)
         assert result.records and "thriller" in result.records[0].content
         assert client.recall("Which film did I watch in June?", top_k=1).records  # still answering
+
+
+def test_warming_loads_the_date_parser_before_the_first_question() -> None:
+    """A server warms at start (``MemoryEngine.warm``), so its first question naming a time does not wait ~0.3 s."""
+    script = (
+        "import sys\n"
+        "from hindsight_integrations.core.language import when\n"
+        "assert 'dateparser' not in sys.modules\n"
+        "when.warm()\n"
+        "assert {'dateparser.search', 'dateparser.date'} <= set(sys.modules)\n"
+    )
+    subprocess.run([sys.executable, "-c", script], check=True, timeout=120)

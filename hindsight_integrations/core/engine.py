@@ -27,6 +27,7 @@ from .embedding.factory import routes_by_script
 from .embedding.protocol import Embedder, warm_up
 from .errors import InvalidInputError
 from .lanes import ModelLane, ModelLanes, text_of_export, text_of_inputs
+from .language.when import warm as warm_time_reading
 from .llm import LLMClient
 from .model.arguments import whole_number
 from .model.limits import MAX_CANDIDATES, MAX_OFFSET, MAX_PAGE
@@ -139,8 +140,9 @@ class MemoryEngine(UpkeepFacade):
         return AUTO_MODEL if self._lanes.routes else self.embedder.name
 
     def warm(self) -> None:
-        """Load the embedding model (and its int8 copy for stored vectors) now, so the first request is not slow."""
+        """Load the embedding model (and its int8 copy) and the date parser now, so the first request is not slow."""
         warm_up(self.embedder)
+        warm_time_reading()
 
     def namespaces(self) -> list[str]:
         """Every namespace in the store."""

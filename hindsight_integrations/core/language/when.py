@@ -6,8 +6,9 @@ gives the memories dated inside what a question names a bonus (``recall/ranking.
 module turns a question into ``TimeFrame``s. The reading is ``dateparser``'s (English, Chinese
 and the other languages it knows: the packs' ``dateparser`` setting names the language), asked
 only when a pack's ``recall.time_hint`` finds a time word, since most questions name none and
-the parser costs a millisecond or two a question. Seasons, which ``dateparser`` does not read,
-come from the packs' ``seasons`` map (the month each starts).
+the parser costs a millisecond or two a question. A date written out ("August 3, 2023") is
+read on its own, which the search over a whole question sometimes misread. Seasons, which
+``dateparser`` does not read, come from the packs' ``seasons`` map (the month each starts).
 
 Relative times ("last week", 上个月) are read against an ``anchor``: recall passes the latest date
 its namespace holds, not the clock. A memory's present is the last thing it heard (the adapters
@@ -22,8 +23,12 @@ import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import TYPE_CHECKING
 
-from .rules import Rules, for_text
+from .rules import Rules, every, for_text
+
+if TYPE_CHECKING:
+    from dateparser.date import DateDataParser
 
 _GRAINS = ("day", "week", "month", "year")
 PARSED_CHARS = 300
@@ -55,12 +60,15 @@ def time_frames(query: str, anchor: datetime) -> tuple[TimeFrame, ...]:
     if not spans:
         return ()
     anchor = anchor.replace(tzinfo=None)
-    frames = [
-        frame
-        for language in _languages(rules)
-        for frame in _parsed(query, language, anchor)
-        if _within_hints(frame.said.lower(), lowered, spans)
-    ]
+    frames, read = _dates(lowered, rules, anchor)
+    unread = [span for span in spans if not any(begin <= span[0] and span[1] <= end for begin, end in read)]
+    if unread:
+        frames += [
+            frame
+            for language in _languages(rules)
+            for frame in _parsed(query, language, anchor)
+            if _within_hints(said := frame.said.lower(), lowered, unread) and not _within_hints(said, lowered, read)
+        ]
     frames += _years(lowered, rules, frames)
     return tuple(_with_seasons(frames, lowered, rules, anchor))
 
@@ -69,24 +77,93 @@ def _languages(rules: Rules) -> list[str]:
     return [code for pack in rules.packs if (code := pack.properties.get("dateparser"))]
 
 
+def _dates(lowered: str, rules: Rules, anchor: datetime) -> tuple[list[TimeFrame], list[tuple[int, int]]]:
+    """Dates written out ("August 3, 2023", "16 June, 2023", 2023年8月11日), each read on its own, and their spans.
+
+    The parser's search over a whole question misreads some ("the week before August 3, 2023"
+    gave only the year, "before April 10, 2023" April and 2023 apart) and takes ~10-20 ms on
+    others; the packs' ``recall.absolute_date`` finds them, and the parser reads each alone.
+    """
+    pattern = rules.pattern("recall.absolute_date")
+    found = [(m.group(0), m.span()) for m in pattern.finditer(lowered)] if pattern is not None else []
+    if not found:
+        return [], []
+    from dateparser.date import DateDataParser  # imported on the first question naming a time
+
+    parsers = [DateDataParser(languages=[language], settings=_settings(anchor)) for language in _languages(rules)]
+    frames, read = [], []
+    with _PARSING:
+        for said, span in found:
+            for parser in parsers:
+                frame = _read(parser, said, anchor)
+                if frame is not None:
+                    frames.append(_reaching_back(frame) if _named_before(lowered, span, rules) else frame)
+                    read.append(span)
+                    break
+    return frames, read
+
+
+def _named_before(lowered: str, span: tuple[int, int], rules: Rules) -> bool:
+    """Whether the date is one something happened before ("the week before August 3, 2023", 2023年8月3日之前).
+
+    The packs say it on the text up to the date (``recall.before_date``) or from its end
+    (``recall.date_before``).
+    """
+    ahead, behind = rules.pattern("recall.before_date"), rules.pattern("recall.date_before")
+    return bool(
+        (ahead is not None and ahead.search(lowered, 0, span[0]))
+        or (behind is not None and behind.match(lowered, span[1]))
+    )
+
+
+def _reaching_back(frame: TimeFrame) -> TimeFrame:
+    """A day something happened before, as the week up to it and the day itself.
+
+    What happened "the week before August 3" is told in a memory of the days before, or of August
+    3 itself ("last week we…"); the day alone missed the first.
+    """
+    if frame.grain != "day":
+        return frame
+    return TimeFrame(start=frame.start - timedelta(days=7), end=frame.end, said=frame.said, grain="before")
+
+
+def _settings(anchor: datetime) -> dict[str, object]:
+    return {"RELATIVE_BASE": anchor, "PREFER_DATES_FROM": "past", "RETURN_TIME_AS_PERIOD": True}
+
+
+def _read(parser: DateDataParser, said: str, anchor: datetime) -> TimeFrame | None:
+    """``said`` as the frame the parser reads it as (its date, and its period: day, month...), if a plausible one."""
+    data = parser.get_date_data(said)
+    moment = data.date_obj.replace(tzinfo=None) if data.date_obj is not None else None
+    if moment is None or moment.year < 1900 or moment > anchor + timedelta(days=366):
+        return None
+    return _frame(said, moment, data.period or "day")
+
+
 def _parsed(query: str, language: str, anchor: datetime) -> list[TimeFrame]:
     from dateparser.date import DateDataParser  # imported on the first question naming a time
     from dateparser.search import search_dates
 
-    settings = {"RELATIVE_BASE": anchor, "PREFER_DATES_FROM": "past", "RETURN_TIME_AS_PERIOD": True}
+    settings = _settings(anchor)
     with _PARSING:  # search_dates runs through a process-wide singleton that raced between threads (dateparser#1369)
         found = search_dates(query, languages=[language], settings=settings) or []
         parser = DateDataParser(languages=[language], settings=settings)  # for each one's period (day, month...)
-        out = []
-        for said, _ in found:
-            data = parser.get_date_data(said)
-            moment = data.date_obj.replace(tzinfo=None) if data.date_obj is not None else None
-            if moment is not None and moment.year >= 1900 and moment <= anchor + timedelta(days=366):
-                out.append(_frame(said, moment, data.period or "day"))
-        return out
+        return [frame for said, _ in found if (frame := _read(parser, said, anchor)) is not None]
 
 
 _PARSING = threading.Lock()
+
+
+def warm() -> None:
+    """Import the parser and load each pack's language now (~0.3 s), not at the first question naming a time."""
+    from dateparser.date import DateDataParser
+    from dateparser.search import search_dates
+
+    anchor = datetime(2000, 1, 1)
+    with _PARSING:
+        for language in _languages(every()):
+            DateDataParser(languages=[language], settings=_settings(anchor)).get_date_data("2000-01-01")
+            search_dates("on 2000-01-01", languages=[language], settings=_settings(anchor))
 
 
 def _years(lowered: str, rules: Rules, frames: Sequence[TimeFrame]) -> list[TimeFrame]:
@@ -147,4 +224,4 @@ def _with_seasons(frames: Sequence[TimeFrame], lowered: str, rules: Rules, ancho
     return [*kept, TimeFrame(start=start, end=end, said=found.group(0), grain="season")]
 
 
-__all__ = ["PARSED_CHARS", "TimeFrame", "time_frames"]
+__all__ = ["PARSED_CHARS", "TimeFrame", "time_frames", "warm"]
