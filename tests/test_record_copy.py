@@ -17,6 +17,8 @@ from typing import Any
 import pytest
 
 from hindsight_integrations import MemoryEngine
+from hindsight_integrations.core.clock import ManualClock
+from hindsight_integrations.core.storage.catch_up import LOOKBACK_SECONDS
 from hindsight_integrations.core.storage.record_copy import RecordCopy
 
 NS = "held"
@@ -197,3 +199,57 @@ def test_another_writers_record_stamped_before_a_sync_but_written_after_it_is_ta
     hits = reader.recall("the projector invoice", namespace=NS, top_k=2).hits
     assert "Invoice INV-5301 covers the projector." in [h.record.content for h in hits]
     assert reads == []  # from memory again
+
+
+def test_another_writers_edit_stamped_before_a_sync_but_written_after_it_is_taken_in(
+    store_path: Path, embedder
+) -> None:
+    # an edit is stamped before its text is embedded, so it can land after a sync has moved the
+    # watermark past its stamp; the count does not change: the next sync lists the lookback again
+    reader = MemoryEngine(store=store_path, embedder=embedder, llm=False, lexical_sync_seconds=3600)
+    ids = _store(reader)
+    writer = MemoryEngine(store=store_path, embedder=embedder, llm=False)
+    first = _store(writer, ["Invoice INV-5300 covers the whiteboards."])
+    state = reader.chroma.namespace(NS)
+    state.sync_indexes(force=True)
+    stamp = state.collection.get(ids=first, include=["metadatas"])["metadatas"][0]["updated_at"]
+    edited = "Invoice INV-5102 was approved by the CFO on Friday."
+    writer.update(ids[1], namespace=NS, content=edited)
+    state.collection.update(ids=[ids[1]], metadatas=[{"updated_at": stamp - 0.5}])  # stamped before the first one
+    assert state.copies_current()  # no watermark query shows it: recall would serve the old text from memory
+    reads = _count_record_reads(reader)
+    state.sync_indexes(force=True)
+    assert reads == [[ids[1]]]  # only the edited record is read again, not the others the lookback lists
+    hits = reader.recall("INV-5102 approval", namespace=NS, top_k=1).hits
+    assert [h.record.content for h in hits] == [edited]
+    assert edited in state.record_copy.flats([ids[1]])[ids[1]]["content"]
+    state.sync_indexes(force=True)
+    assert reads == [[ids[1]]]  # read once: a sync lists it again within the lookback, and skips it
+
+
+def test_a_sync_lists_again_only_what_was_stamped_just_before_the_last_one(store_path: Path, embedder) -> None:
+    """Records stamped long before the last sync are not listed again: the lookback is seconds, not the store."""
+    clock = ManualClock(datetime(2024, 5, 1, tzinfo=UTC))
+    engine = MemoryEngine(store=store_path, embedder=embedder, llm=False, lexical_sync_seconds=3600, clock=clock)
+    _store(engine)
+    state = engine.chroma.namespace(NS)
+    state.sync_indexes(force=True)
+    listed: list[int] = []
+    inner = state.collection
+
+    class Listing:
+        def __getattr__(self, name: str) -> Any:
+            return getattr(inner, name)
+
+        def get(self, *args: Any, **kwargs: Any) -> Any:
+            got = inner.get(*args, **kwargs)
+            if kwargs.get("where"):
+                listed.append(len(got["ids"]))
+            return got
+
+    state.collection = Listing()
+    state.sync_indexes(force=True)  # the first sync ran within the lookback of the writes: lists them again
+    clock.advance(seconds=LOOKBACK_SECONDS + 1)
+    state.sync_indexes(force=True)  # began past the lookback: the next one lists only newer stamps
+    state.sync_indexes(force=True)
+    assert listed == [len(FACTS), len(FACTS), 0]

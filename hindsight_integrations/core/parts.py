@@ -84,6 +84,7 @@ class EngineParts:
             embed_context=lambda texts: embed_index_matrix(embedder, texts, background=True),
             shared_locks=shared_locks,
             writers=_writer_registry(client, settings, shared_locks),
+            clock=clock,
         )
         return cls(
             settings=settings,

@@ -12,11 +12,10 @@ writes, and caught up with other writers' changes by an ``updated_at`` watermark
 (``catch_up.py``) once they are older than ``sync_seconds``. Recall starts that query in the
 background rather than waiting for it: what it brings is only other processes' newest writes,
 which recall still finds by vector search meanwhile: it searches the copies only while nothing
-changed elsewhere since the sync (``copies_current``), and Chroma otherwise. Two changes no
-watermark shows: what another process hard-deletes (the cold archive), and a record another
-writer stamped before a sync moved the watermark past it but wrote after (a record is stamped
-before its batch is embedded). A sync that finds the copy holding more than Chroma, or less
-when it read nothing new, lists Chroma's ids and brings every index to them.
+changed elsewhere since the sync (``copies_current``), and Chroma otherwise. A sync lists again
+what was stamped just before the last one (``catch_up.py``: a record is stamped before it is
+written). A hard delete (the cold archive), or a batch slower than that, shows in the count: a
+sync finding the copy holding more than Chroma, or less, lists Chroma's ids and follows them.
 """
 
 from __future__ import annotations
@@ -57,6 +56,7 @@ class StoreOptions:
     sync_seconds: float = 1.0
     copy_vectors: bool = True
     max_batch: int = 1000
+    stamp_now: Callable[[], float] | None = None  # the clock records are stamped by, epoch seconds (the engine's)
 
 
 class NamespaceStore:
@@ -104,7 +104,7 @@ class NamespaceStore:
         self._lock = threading.RLock()  # Chroma write + index update, as one step
         self._access = access
         self._run_in_background = run_in_background
-        self._catch_up = CatchUp(options.sync_seconds)
+        self._catch_up = CatchUp(options.sync_seconds, options.stamp_now)
         self._context_vectors = context_vectors
         self._load_indexes()
 
@@ -113,7 +113,7 @@ class NamespaceStore:
         for got in pages(self.collection, include=self._index_fields()):
             flats = flats_of(got)
             self._index(got["ids"], flats)
-            self._catch_up.advance(flats)
+            self._catch_up.advance(got["ids"], flats)
             _copy_into(self.vector_copy, got)
         if self.context_copy is not None:
             for got in pages(self.context_collection, include=["embeddings"]):
@@ -144,11 +144,11 @@ class NamespaceStore:
             return
         # What changed is listed without the write lock (after an import, every own write: long);
         # the records are read and indexed under it, so no own write lands between the two.
-        changed = self._catch_up.newer_than_watermark(self.collection)
+        changed = self._catch_up.changed_since_sync(self.collection)
         with self._lock:
-            fresh = [i for i, m in zip(changed["ids"], changed["metadatas"]) if not self._catch_up.is_own(i, m)]
+            fresh = [i for i, m in zip(changed["ids"], changed["metadatas"]) if not self._catch_up.is_known(i, m)]
             self._take_in(self.collection.get(ids=fresh, include=self._index_fields()) if fresh else _NOTHING)
-            self._catch_up.advance(changed["metadatas"])
+            self._catch_up.advance(changed["ids"], changed["metadatas"])
             self._catch_up.synced()
         if self.vector_copy is not None:  # a recall may have copied a vector of a record not indexed yet
             count = self.collection.count()

@@ -22,8 +22,9 @@ from urllib.parse import urlparse
 import numpy as np
 from tenacity import RetryError, retry, stop_after_attempt, wait_exponential
 
+from ..clock import Clock
 from ..errors import EmbeddingModelMismatchError, StoreUnavailableError
-from ..model.records import LAYOUT
+from ..model.records import LAYOUT, to_epoch
 from ..redaction import describe_error
 from .access import AccessRecorder
 from .chroma_reads import RetryingReads
@@ -179,11 +180,13 @@ class ChromaStore:
         embed_context: Callable[[Sequence[str]], np.ndarray] | None = None,
         shared_locks: CrossProcessLocks | None = None,
         writers: WriterRegistry | None = None,
+        clock: Clock | None = None,
     ) -> None:
         """``embed_context`` embeds context vectors left to the background (``context_vectors.py``);
         without it every writer must pass its records' context vectors. ``shared_locks`` serialise
         each namespace's writes across processes (``locks.py``); ``writers`` is this process's
-        entry in a Chroma server's writer registry, which every write checks first (``replicas.py``)."""
+        entry in a Chroma server's writer registry, which every write checks first (``replicas.py``);
+        ``clock`` is the one records are stamped by (the wall clock unless given)."""
         self.client = client
         self.embedding_model = embedding_model
         self.embedding_dim = embedding_dim
@@ -192,6 +195,7 @@ class ChromaStore:
             sync_seconds=lexical_sync_seconds,
             copy_vectors=copy_vectors,
             max_batch=_max_batch(client),
+            stamp_now=(lambda: to_epoch(clock.now()) or 0.0) if clock is not None else None,
         )
         self._namespaces: dict[str, NamespaceStore] = {}
         self._lock = threading.Lock()
