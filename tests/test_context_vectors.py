@@ -87,7 +87,8 @@ def test_a_context_vector_of_a_memory_deleted_meanwhile_is_dropped(engine: Memor
     assert ids[-1] not in _context_ids(engine)
 
 
-def test_recall_waits_for_the_context_vectors_written_before_it(engine: MemoryEngine) -> None:
+def _held_engine_worker(engine: MemoryEngine, monkeypatch) -> tuple[BackgroundContextVectors, threading.Event]:
+    """The engine's context-vector worker, its embedding held until the event returned is set."""
     worker = engine.chroma.context_vectors
     assert worker is not None
     release = threading.Event()
@@ -97,7 +98,12 @@ def test_recall_waits_for_the_context_vectors_written_before_it(engine: MemoryEn
         release.wait(30)
         return real(texts)  # type: ignore[arg-type]
 
-    worker._embed = held
+    monkeypatch.setattr(worker, "_embed", held)
+    return worker, release
+
+
+def test_recall_waits_for_the_context_vectors_written_before_it(engine: MemoryEngine, monkeypatch) -> None:
+    worker, release = _held_engine_worker(engine, monkeypatch)
     _talk(engine)  # returns although no context vector is written yet
     assert worker.pending() == 3
     answers: list[object] = []
@@ -198,15 +204,20 @@ def test_held_vectors_are_written_once_they_have_lingered() -> None:
     assert worker.wait(timeout=30) and worker.pending() == 0
 
 
-def test_one_write_per_namespace_for_a_batch_that_spans_several() -> None:
-    first, second = _Recording("first"), _Recording("second")
-    go = threading.Event()
+def _held_back_worker(go: threading.Event, batch_size: int) -> BackgroundContextVectors:
+    """A worker whose embedding waits for ``go``: what is queued meanwhile stays queued."""
 
     def held_back(texts):  # type: ignore[no-untyped-def]
         go.wait(30)
         return _zeros(texts)
 
-    worker = BackgroundContextVectors(held_back, batch_size=3, linger_seconds=3600)
+    return BackgroundContextVectors(held_back, batch_size=batch_size, linger_seconds=3600)
+
+
+def test_one_write_per_namespace_for_a_batch_that_spans_several() -> None:
+    first, second = _Recording("first"), _Recording("second")
+    go = threading.Event()
+    worker = _held_back_worker(go, batch_size=3)
     worker.submit(first, {"a1": "x"})
     worker.submit(second, {"b1": "y"})
     worker.submit(first, {"a2": "z"})
@@ -267,3 +278,35 @@ def test_a_broken_embedder_reply_neither_kills_the_worker_nor_stalls_a_waiter(ca
     assert any("not written" in r.getMessage() for r in caplog.records)
     worker.submit(target, {"m2": "b"})
     assert worker.wait(timeout=30) and target.writes == [["m2"]]
+
+
+def test_a_dropped_namespace_gets_no_context_write_and_no_warning(engine: MemoryEngine, monkeypatch, caplog) -> None:
+    """Dropping a namespace while its context vectors are queued discards them: nothing to write them to.
+
+    Before, the worker embedded them and wrote into the deleted collection, and warned that they
+    were "queued again when the namespace is next opened", which a dropped namespace never is.
+    """
+    worker, release = _held_engine_worker(engine, monkeypatch)
+    _talk(engine, session="gone")
+    assert worker.pending() == 3
+    engine.drop_namespace("u1")
+    release.set()
+    with caplog.at_level(logging.WARNING):
+        assert worker.wait(timeout=30) and worker.pending() == 0
+    assert not [r for r in caplog.records if "context vectors" in r.getMessage()]
+    _talk(engine, session="again")  # the same name opened again is a new namespace, written as usual
+    assert worker.wait(timeout=30)
+    assert _context_ids(engine) == set(_framed_ids(engine)) and _framed_ids(engine)
+
+
+def test_work_discarded_for_one_target_leaves_the_others_and_counts_as_done() -> None:
+    kept, dropped = _Recording("kept"), _Recording("dropped")
+    go = threading.Event()
+    worker = _held_back_worker(go, batch_size=2)
+    worker.submit(dropped, {"d1": "x"})
+    worker.submit(kept, {"k1": "y"})
+    worker.submit(dropped, {"d2": "z"})
+    worker.discard(dropped)
+    go.set()
+    assert worker.wait(timeout=30) and worker.pending() == 0
+    assert dropped.writes == [] and kept.writes == [["k1"]]

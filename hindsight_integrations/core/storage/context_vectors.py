@@ -23,6 +23,7 @@ import os
 import sys
 import threading
 import time
+import weakref
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from typing import Protocol
@@ -80,6 +81,7 @@ class BackgroundContextVectors:
         self._waiting = 0  # callers blocked in ``wait``: what is held is written at once
         self._worker: threading.Thread | None = None
         self._exit_hook = False
+        self._dropped: weakref.WeakSet[ContextTarget] = weakref.WeakSet()  # namespaces deleted: write nothing
 
     def submit(self, target: ContextTarget, framed: Mapping[str, str]) -> None:
         """Queue ``framed`` (memory id → framed text) for ``target``; returns at once."""
@@ -92,6 +94,11 @@ class BackgroundContextVectors:
             self._last[id(target)] = self._queued
             self._start()
             self._changed.notify_all()
+
+    def discard(self, target: ContextTarget) -> None:
+        """Embed and write nothing more for ``target``, a namespace being deleted; its queued work counts as done."""
+        with self._changed:
+            self._dropped.add(target)
 
     def pending(self) -> int:
         """How many context vectors are queued and not yet written."""
@@ -167,20 +174,22 @@ class BackgroundContextVectors:
 
     def _hold(self, batch: list[tuple[int, ContextTarget, str, str]]) -> None:
         """Embed a batch and hold its vectors for the next write; an embedder outage is logged, never fatal."""
+        with self._changed:
+            live = [item for item in batch if item[1] not in self._dropped]
         try:
-            vectors = self._embed([text for _, _, _, text in batch])
-            if vectors is None or len(vectors) != len(batch):
+            vectors = self._embed([text for _, _, _, text in live]) if live else np.empty((0, 0))
+            if vectors is None or len(vectors) != len(live):
                 raise ValueError(
-                    f"the embedder returned {0 if vectors is None else len(vectors)} vectors for {len(batch)}"
+                    f"the embedder returned {0 if vectors is None else len(vectors)} vectors for {len(live)}"
                 )
         except Exception as exc:  # noqa: BLE001
-            _given_up(len(batch), "this batch's namespaces", exc)
+            _given_up(len(live), "this batch's namespaces", exc)
             vectors = None
         with self._changed:
-            if vectors is not None:
+            if vectors is not None and live:
                 if not self._held_count:
                     self._held_since = time.monotonic()
-                for (_, target, memory_id, _), vector in zip(batch, vectors):
+                for (_, target, memory_id, _), vector in zip(live, vectors):
                     self._held.setdefault(id(target), (target, {}))[1][memory_id] = vector
                     self._held_count += 1
             self._held_upto = batch[-1][0]
@@ -191,6 +200,8 @@ class BackgroundContextVectors:
             held, upto = self._held, self._held_upto
             self._held, self._held_count = {}, 0
         for target, written in held.values():
+            if target in self._dropped:
+                continue
             try:
                 target.write_context(written)
             except Exception as exc:  # noqa: BLE001

@@ -392,7 +392,9 @@ class ChromaStore:
         """Delete a namespace's collections for good (used by `demo` and tests, not by forget)."""
         self.check_writes()
         with self._lock:
-            self._namespaces.pop(name, None)
+            handle = self._namespaces.pop(name, None)
+            if handle is not None and self.context_vectors is not None:
+                self.context_vectors.discard(handle)  # its context vectors still queued have nowhere to go
             for prefix in (COLLECTION_PREFIX, CONTEXT_PREFIX):
                 with contextlib.suppress(Exception):  # already gone
                     self.client.delete_collection(prefix + name)
