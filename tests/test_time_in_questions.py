@@ -17,7 +17,8 @@ import pytest
 
 from hindsight_integrations import MemoryEngine
 from hindsight_integrations.core.clock import ManualClock
-from hindsight_integrations.core.language.when import PARSED_CHARS, time_frames
+from hindsight_integrations.core.language import when
+from hindsight_integrations.core.language.when import MOST_DATES, PARSED_CHARS, time_frames
 from hindsight_integrations.mcp import MemoryClient
 
 ANCHOR = datetime(2023, 8, 28, 12, 0)
@@ -59,6 +60,9 @@ def _frames(query: str) -> list[tuple[str, str, str]]:
         ),
         ("我2023年8月11日去了哪里？", [("day", "2023-08-11", "2023-08-12")]),
         ("2023年5月发生了什么？", [("month", "2023-05-01", "2023-06-01")]),
+        # A date in digits needs no time word beside it, nor letters to pick a language.
+        ("2023-08-03?", [("day", "2023-08-03", "2023-08-04")]),
+        ("2023-08-03 和 2023-08-09", [("day", "2023-08-03", "2023-08-04"), ("day", "2023-08-09", "2023-08-10")]),
     ],
 )
 def test_a_named_time_is_read_as_a_range_against_the_anchor(query: str, expected: list[tuple[str, str, str]]) -> None:
@@ -85,6 +89,24 @@ def test_a_long_query_is_read_only_as_far_as_its_start() -> None:
     frames = time_frames(noise, ANCHOR)
     assert all(noise.lower().find(f.said.lower()) < PARSED_CHARS for f in frames)
     assert time_frames("x" * PARSED_CHARS + " in June", ANCHOR) == ()
+
+
+def test_a_query_of_many_dates_has_each_read_once_and_at_most_so_many(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A query of dates fills the 300 characters read with ~40 of them; the parser reads each distinct one once, up to
+    ``MOST_DATES``, and the rest are neither read alone nor searched for in the whole query."""
+    said: list[str] = []
+    reading = when._read
+    monkeypatch.setattr(when, "_read", lambda parser, text, anchor: said.append(text) or reading(parser, text, anchor))
+    searched: list[str] = []
+    monkeypatch.setattr(when, "_parsed", lambda query, language, anchor: searched.append(query) or [])
+
+    assert _frames("may 1 " * 50) == [("day", "2023-05-01", "2023-05-02")]
+    assert said == ["may 1"]
+    said.clear()
+    frames = _frames(" ".join(f"may {day}" for day in range(1, 32)))
+    assert len(said) == MOST_DATES == len(frames)
+    assert frames[0] == ("day", "2023-05-01", "2023-05-02")
+    assert searched == []
 
 
 def test_nonsense_dates_are_no_frames_and_no_errors() -> None:

@@ -32,6 +32,7 @@ if TYPE_CHECKING:
 
 _GRAINS = ("day", "week", "month", "year")
 PARSED_CHARS = 300
+MOST_DATES = 8
 
 
 @dataclass(frozen=True)
@@ -50,17 +51,17 @@ def time_frames(query: str, anchor: datetime) -> tuple[TimeFrame, ...]:
     Only what overlaps a time word the hint found counts: the parser also takes "10" (of "April
     10" read on its own) and "18th" (a birthday) for dates. Only the first ``PARSED_CHARS``
     characters are read: the parser's time grows with the text (3 s for 32 KB), and a question
-    names its time early.
+    names its time early. A date written out counts without a time word ("2023-08-03?").
     """
     query = query[:PARSED_CHARS]
     lowered = query.lower()
     rules = for_text(lowered)
     hint = rules.pattern("recall.time_hint")
     spans = [m.span() for m in hint.finditer(lowered)] if hint is not None else []
-    if not spans:
-        return ()
     anchor = anchor.replace(tzinfo=None)
     frames, read = _dates(lowered, rules, anchor)
+    if not spans and not frames:
+        return ()
     unread = [span for span in spans if not any(begin <= span[0] and span[1] <= end for begin, end in read)]
     if unread:
         frames += [
@@ -83,6 +84,9 @@ def _dates(lowered: str, rules: Rules, anchor: datetime) -> tuple[list[TimeFrame
     The parser's search over a whole question misreads some ("the week before August 3, 2023"
     gave only the year, "before April 10, 2023" April and 2023 apart) and takes ~10-20 ms on
     others; the packs' ``recall.absolute_date`` finds them, and the parser reads each alone.
+    At most ``MOST_DATES`` distinct dates are read (each reading costs ~1 ms, and no question
+    names more); the spans of any further ones count as read, so the whole question is not
+    searched for them either.
     """
     pattern = rules.pattern("recall.absolute_date")
     found = [(m.group(0), m.span()) for m in pattern.finditer(lowered)] if pattern is not None else []
@@ -90,16 +94,25 @@ def _dates(lowered: str, rules: Rules, anchor: datetime) -> tuple[list[TimeFrame
         return [], []
     from dateparser.date import DateDataParser  # imported on the first question naming a time
 
-    parsers = [DateDataParser(languages=[language], settings=_settings(anchor)) for language in _languages(rules)]
-    frames, read = [], []
+    languages = _languages(rules) or _languages(every())  # a date in digits alone ("2023-08-03?") reads in any
+    parsers = [DateDataParser(languages=[language], settings=_settings(anchor)) for language in languages]
+    readings: dict[str, TimeFrame | None] = {}
+    frames: list[TimeFrame] = []
+    read: list[tuple[int, int]] = []
     with _PARSING:
         for said, span in found:
-            for parser in parsers:
-                frame = _read(parser, said, anchor)
-                if frame is not None:
-                    frames.append(_reaching_back(frame) if _named_before(lowered, span, rules) else frame)
+            if said not in readings:
+                if len(readings) == MOST_DATES:
                     read.append(span)
-                    break
+                    continue
+                readings[said] = next(filter(None, (_read(parser, said, anchor) for parser in parsers)), None)
+            frame = readings[said]
+            if frame is None:
+                continue
+            read.append(span)
+            frame = _reaching_back(frame) if _named_before(lowered, span, rules) else frame
+            if frame not in frames:
+                frames.append(frame)
     return frames, read
 
 
@@ -224,4 +237,4 @@ def _with_seasons(frames: Sequence[TimeFrame], lowered: str, rules: Rules, ancho
     return [*kept, TimeFrame(start=start, end=end, said=found.group(0), grain="season")]
 
 
-__all__ = ["PARSED_CHARS", "TimeFrame", "time_frames", "warm"]
+__all__ = ["MOST_DATES", "PARSED_CHARS", "TimeFrame", "time_frames", "warm"]
