@@ -109,6 +109,19 @@ def test_a_query_of_many_dates_has_each_read_once_and_at_most_so_many(monkeypatc
     assert searched == []
 
 
+def test_the_whole_question_is_searched_without_the_dates_already_read(monkeypatch: pytest.MonkeyPatch) -> None:
+    """ "last weekend" is searched for in the question, and the date read alone is not searched again (~10 ms)."""
+    searched: list[str] = []
+    parsed = when._parsed
+    monkeypatch.setattr(
+        when, "_parsed", lambda query, language, anchor: searched.append(query) or parsed(query, language, anchor)
+    )
+
+    assert _frames("What did Maria do last weekend before April 10, 2023?") == [("before", "2023-04-03", "2023-04-11")]
+    assert searched and all("last weekend" in query and "april" not in query.lower() for query in searched)
+    assert all(len(query) == len("What did Maria do last weekend before April 10, 2023?") for query in searched)
+
+
 def test_nonsense_dates_are_no_frames_and_no_errors() -> None:
     for query in [
         "on 99/99/9999",

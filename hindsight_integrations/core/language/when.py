@@ -67,11 +67,18 @@ def time_frames(query: str, anchor: datetime) -> tuple[TimeFrame, ...]:
         frames += [
             frame
             for language in _languages(rules)
-            for frame in _parsed(query, language, anchor)
+            for frame in _parsed(_blanked(query, read), language, anchor)
             if _within_hints(said := frame.said.lower(), lowered, unread) and not _within_hints(said, lowered, read)
         ]
     frames += _years(lowered, rules, frames)
     return tuple(_with_seasons(frames, lowered, rules, anchor))
+
+
+def _blanked(query: str, spans: Sequence[tuple[int, int]]) -> str:
+    """``query`` with the dates already read blanked out: the parser's search spent ~10 ms reading them again."""
+    for begin, end in spans:
+        query = query[:begin] + " " * (end - begin) + query[end:]
+    return query
 
 
 def _languages(rules: Rules) -> list[str]:
