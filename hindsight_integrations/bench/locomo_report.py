@@ -80,20 +80,21 @@ def plot_locomo(result: dict[str, Any], path: Path) -> None:
 
 
 def default_path_table(result: dict[str, Any]) -> str:
-    """The tuned row next to the default-path rows: recall@10, all-found@10, tokens, ingest turns/s, off-topic."""
+    """The tuned row next to the default-path rows: recall@10, all-found@10, tokens, recall p50, ingest, off-topic."""
     turns = result.get("timing", {}).get("turns", 0)
     seconds = result.get("timing", {}).get("ingest_seconds", 0)
     lines = [
-        "| path | R@10 | all@10 | tokens@10 | ingest turns/s | off-topic questions recalling nothing |",
-        "|---|---|---|---|---|---|",
+        "| path | R@10 | all@10 | tokens@10 | recall p50 ms | ingest turns/s | off-topic questions recalling nothing |",
+        "|---|---|---|---|---|---|---|",
         f"| tuned (bench weights, two turns before as context, budget {result.get('config', {}).get('token_budget')}) "
-        f"| {result['recall@10']:.3f} | {result['all_found@10']:.3f} | {result['context_tokens@10']:.0f} "
+        f"| {result['recall@10']:.3f} | {result['all_found@10']:.3f} | {result['context_tokens@10']:.0f} | – "
         f"| {turns / seconds if seconds else 0:.1f} (batched) | – |",
     ]
     for row in result.get("default_path", []):
+        latency = f"{row['recall_ms_p50']:.1f}" if "recall_ms_p50" in row else "–"
         lines.append(
             f"| {row['name']} | {row['recall@10']:.3f} | {row['all_found@10']:.3f} | {row['context_tokens@10']:.0f} "
-            f"| {row['ingest_turns_per_second']:.1f} | {_off_topic(row)} |"
+            f"| {latency} | {row['ingest_turns_per_second']:.1f} | {_off_topic(row)} |"
         )
     return "\n".join(lines)
 

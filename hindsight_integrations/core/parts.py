@@ -28,6 +28,7 @@ from .language.tokens import TokenCounter, counter_for
 from .llm import LLMClient
 from .model.limits import InputLimits
 from .model.records import Kind, MemoryRecord, Role, Tier
+from .recall.rerank import Reranker, reranker_for
 from .storage.indexing import body_text, framed_text
 from .storage.locks import CrossProcessLocks, cross_process_locks
 from .storage.replicas import WriterRegistry, lock_fingerprint, registry_for
@@ -46,6 +47,7 @@ class EngineParts:
     clock: Clock = field(default_factory=SystemClock)
     query_cache: QueryCache = field(default_factory=QueryCache)
     thresholds: Thresholds | None = None  # None: the embedder's, with the settings' overrides
+    reranker: Reranker | None = None  # recall's second stage, when configured (``recall/rerank.py``)
     _known: threading.local = field(default_factory=threading.local, repr=False)
 
     @classmethod
@@ -94,6 +96,7 @@ class EngineParts:
             llm=chosen_llm,
             clock=clock,
             thresholds=thresholds_for(embedder.name, settings),
+            reranker=reranker_for(settings.rerank, settings.rerank_depth),
         )
 
     def __post_init__(self) -> None:

@@ -22,6 +22,9 @@ class RecallHit(BaseModel):
     similarity: float = Field(0.0, description="cosine similarity to the query (what min_score compares)")
     lexical: float = Field(0.0, description="BM25 score, min-max normalised over the candidates")
     recency: float = 0.0
+    cross_encoder: float | None = Field(
+        None, description="the re-ranker's logit for this memory and the query, when one ran (HINDSIGHT_RERANK)"
+    )
 
 
 class SkippedMemory(BaseModel):

@@ -16,6 +16,8 @@
    (``ranking.prefer_consolidated``).
 5. *fetch*: only the finalists are read from Chroma, and re-checked there, so a memory another
    process forgot a moment ago is never returned; from memory when nothing changed elsewhere.
+   With the opt-in second stage (``rerank.py``), the best ``rerank_depth`` are fetched, read
+   with the question by a cross-encoder, and the ``top_k`` of the fused order kept.
 6. *pack*: fit the token budget; among what fits, a memory announcing a change of another goes
    above it, which the context marks as changed since (``currency.py``); count the accesses,
    format the context block.
@@ -51,6 +53,7 @@ from .filters import RecallFilters, bounded_filters
 from .floors import best_centred, best_closeness, passes_floors
 from .history import inherit_from_history
 from .ranking import Candidate, Ranked, RecallWeights, prefer_consolidated, rank
+from .rerank import Reranker
 from .stages import Stopwatch, stopwatch
 
 _WIDER = 8  # how much deeper the unfiltered search looks when the nearest hits are mostly history
@@ -135,8 +138,14 @@ class Recaller:
             ranked = []  # nothing here is about the question
         ranked = prefer_consolidated(ranked, {c.id: c.facts for c in admitted})
         watch.lap("floor")
-        hits = self._fetch(handle, search, ranked)
+        reranker = self._parts.reranker
+        if reranker is not None and not reranker.reads(request.query):
+            reranker = None
+        hits = self._fetch(handle, search, ranked, max(request.top_k, reranker.depth if reranker else 0))
         watch.lap("fetch")
+        if reranker is not None:
+            hits = _reranked(reranker, request, hits)
+            watch.lap("rerank")
         result = self._pack(handle, request, hits, now, touch=touch)
         watch.lap("pack")
         return result
@@ -288,8 +297,8 @@ class Recaller:
         return found[:pool]
 
     @staticmethod
-    def _fetch(handle: NamespaceStore, search: _Search, ranked: list[Ranked]) -> list[RecallHit]:
-        """Fetch the best ``top_k`` records, re-checking each against Chroma's current metadata.
+    def _fetch(handle: NamespaceStore, search: _Search, ranked: list[Ranked], wanted: int) -> list[RecallHit]:
+        """Fetch the best ``wanted`` records, re-checking each against Chroma's current metadata.
 
         Ranking ran on cached facts; a finalist forgotten, expired or deleted by another
         process since then is dropped here and the next one takes its place. When the store found
@@ -300,15 +309,15 @@ class Recaller:
         matches = request.filters.matcher(include_history=request.include_history, now=search.now)
         hits: list[RecallHit] = []
         position = 0
-        while len(hits) < request.top_k and position < len(ranked):
-            batch = ranked[position : position + request.top_k - len(hits) + 2]
+        while len(hits) < wanted and position < len(ranked):
+            batch = ranked[position : position + wanted - len(hits) + 2]
             position += len(batch)
             current = handle.flat_views([b.id for b in batch], from_copy=search.from_copy)
             for entry in batch:
                 flat = current.get(entry.id)
                 if flat is not None and matches(flat):
                     hits.append(entry.hit(handle.record_of(entry.id, flat)))
-        return hits[: request.top_k]
+        return hits[:wanted]
 
     def _pack(
         self,
@@ -340,6 +349,14 @@ class Recaller:
             hits = [h.model_copy(update={"record": _touched(h.record, now)}) for h in hits]
         context = format_context([(h.record, texts[h.record.id]) for h in hits], changed)
         return RecallResult(query=request.query, hits=hits, context=context, tokens=counter.count(context))
+
+
+def _reranked(reranker: Reranker, request: RecallRequest, hits: list[RecallHit]) -> list[RecallHit]:
+    """The best ``top_k`` after the second stage, each with the cross-encoder's logit (``rerank.py``)."""
+    if len(hits) < 2:
+        return hits[: request.top_k]
+    order = reranker.rerank(request.query, hits, [h.record.content for h in hits])[: request.top_k]
+    return [hit.model_copy(update={"cross_encoder": logit}) for hit, logit in order]
 
 
 def _frames(handle: NamespaceStore, request: RecallRequest, now: datetime) -> tuple[TimeFrame, ...]:

@@ -68,7 +68,7 @@ class OnnxEncoder:
         self._max_length = max_length
         self._lower_case = lower_case
         self._onnxruntime = onnxruntime
-        self._query = self._session(onnxruntime, file, min(query_threads, _cpu_count()), spin=False)
+        self._query = cpu_session(onnxruntime, file, min(query_threads, cpu_count()), spin=False)
         self._one_text_per_run = one_text_per_run
         self._sessions: dict[str, Any] = {}  # "batch" and "background", made on first use
         self._sessions_lock = threading.Lock()
@@ -157,18 +157,8 @@ class OnnxEncoder:
             with self._sessions_lock:
                 session = self._sessions.get(name)
                 if session is None:
-                    session = self._sessions[name] = self._session(self._onnxruntime, self.file, threads, spin=spin)
+                    session = self._sessions[name] = cpu_session(self._onnxruntime, self.file, threads, spin=spin)
         return session
-
-    @staticmethod
-    def _session(onnxruntime: Any, file: Path, threads: int, *, spin: bool = True) -> Any:
-        options = onnxruntime.SessionOptions()
-        options.intra_op_num_threads = threads
-        options.inter_op_num_threads = 1
-        if not spin:
-            options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-        options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_ALL
-        return onnxruntime.InferenceSession(str(file), options, providers=["CPUExecutionProvider"])
 
     @property
     def dimension(self) -> int:
@@ -199,7 +189,7 @@ class OnnxEncoder:
             return np.vstack([self._run(session, [text]) for text in texts])
         if len(texts) == 1:
             return self._run(self._query, list(texts))
-        batch = self._lazy_session("batch", _cpu_count(), spin=True)
+        batch = self._lazy_session("batch", cpu_count(), spin=True)
         if self._one_text_per_run:
             return np.vstack([self._run(batch, [text]) for text in texts])
         # Longest first, as sentence-transformers does, so each batch pads to similar lengths.
@@ -225,9 +215,21 @@ class OnnxEncoder:
         return session.run(None, feed)[0]
 
 
-def _cpu_count() -> int:
+def cpu_session(onnxruntime: Any, file: Path, threads: int, *, spin: bool = True) -> Any:
+    """An onnxruntime CPU session of ``file``; ``spin=False`` lets its threads sleep between operators."""
+    options = onnxruntime.SessionOptions()
+    options.intra_op_num_threads = threads
+    options.inter_op_num_threads = 1
+    if not spin:
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_ALL
+    return onnxruntime.InferenceSession(str(file), options, providers=["CPUExecutionProvider"])
+
+
+def cpu_count() -> int:
+    """The cores this process may use (its affinity), not the machine's."""
     try:
-        return len(os.sched_getaffinity(0))  # the cores this process may use, not the machine's
+        return len(os.sched_getaffinity(0))
     except AttributeError:  # pragma: no cover - not on Linux
         return os.cpu_count() or 1
 
