@@ -94,6 +94,11 @@ def test_recall_memories_are_records_with_their_score_fields_beside() -> None:
     }
     read = answers.RecallOut.model_validate(data).engine_result()
     assert read == RECALL and type(read) is RecallResult
+    # the re-ranker's logit travels beside the others when it ran (HINDSIGHT_RERANK), and reads back
+    reranked = RECALL.model_copy(update={"hits": [RECALL.hits[0].model_copy(update={"cross_encoder": 1.5})]})
+    sent = answers.RecallOut.model_validate(reranked, from_attributes=True).model_dump(mode="json")
+    assert sent["memories"][0]["cross_encoder"] == 1.5
+    assert answers.RecallOut.model_validate(sent).engine_result() == reranked
 
 
 def test_turn_and_compression_results_round_trip() -> None:

@@ -62,8 +62,11 @@ _SCORE_FIELDS = tuple(name for name in RecallHit.model_fields if name != "record
 
 
 def _flat_hit(hit: RecallHit) -> dict[str, Any]:
-    """A hit as one object: the record's fields, then the score and its parts (whatever the engine reports)."""
-    return {**hit.record.public_dict(), **hit.model_dump(mode="json", exclude={"record"})}
+    """A hit as one object: the record's fields, then the score and its parts (whatever the engine reports).
+
+    A part no stage computed (``cross_encoder`` without the re-ranker) is left out rather than sent as null.
+    """
+    return {**hit.record.public_dict(), **hit.model_dump(mode="json", exclude={"record"}, exclude_none=True)}
 
 
 def _nested_hit(value: Any) -> Any:

@@ -353,8 +353,8 @@ class Recaller:
 
 def _reranked(reranker: Reranker, request: RecallRequest, hits: list[RecallHit]) -> list[RecallHit]:
     """The best ``top_k`` after the second stage, each with the cross-encoder's logit (``rerank.py``)."""
-    if len(hits) < 2:
-        return hits[: request.top_k]
+    if not hits:
+        return hits
     order = reranker.rerank(request.query, hits, [h.record.content for h in hits])[: request.top_k]
     return [hit.model_copy(update={"cross_encoder": logit}) for hit, logit in order]
 
