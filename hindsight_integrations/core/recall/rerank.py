@@ -30,7 +30,7 @@ import numpy as np
 
 from ..embedding.onnx.cache import OnnxUnavailable
 from ..embedding.onnx.encoder import cpu_count, cpu_session
-from ..embedding.onnx.tokenizer import load_tokenizer
+from ..embedding.onnx.tokenizer import encode_tokens, load_tokenizer
 from ..errors import ConfigurationError
 from ..language.rules import registry
 
@@ -67,12 +67,7 @@ class CrossEncoder:
         logits = np.zeros(len(texts), dtype=np.float32)
         for start in range(0, len(order), _BATCH):
             batch = order[start : start + _BATCH]
-            encodings = self._tokenizer.encode_batch([(query, texts[i]) for i in batch])
-            inputs = {
-                "input_ids": np.array([e.ids for e in encodings], dtype=np.int64),
-                "attention_mask": np.array([e.attention_mask for e in encodings], dtype=np.int64),
-                "token_type_ids": np.array([e.type_ids for e in encodings], dtype=np.int64),
-            }
+            inputs = encode_tokens(self._tokenizer, [(query, texts[i]) for i in batch])
             logits[batch] = self._session.run(None, inputs)[0][:, 0]
         return logits
 

@@ -7,6 +7,7 @@ encoder (which runs it) use it; it needs neither torch nor transformers.
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -49,8 +50,8 @@ def load_tokenizer(
     return tokenizer
 
 
-def encode_tokens(tokenizer: Any, texts: list[str]) -> dict[str, Any]:
-    """Token ids, attention mask and token types of ``texts`` as int64 arrays, padded to the longest."""
+def encode_tokens(tokenizer: Any, texts: Sequence[str | tuple[str, str]]) -> dict[str, Any]:
+    """Token ids, attention mask and token types of ``texts`` (or text pairs) as int64 arrays, padded to the longest."""
     import numpy as np
 
     encode = getattr(tokenizer, "encode_batch_fast", None) or tokenizer.encode_batch
