@@ -40,6 +40,7 @@ from .field_index import FactsIndex
 from .indexing import body_text, context_text, framed_text, has_frame
 from .lexical import LexicalIndex
 from .locks import CrossProcessLocks, NamespaceLock
+from .quiet_files import CurrencyMemo, StoreFiles
 from .record_copy import RecordCopy
 from .session_windows import SessionWindows
 from .vector_copy import Vector, VectorCopy
@@ -57,6 +58,7 @@ class StoreOptions:
     copy_vectors: bool = True
     max_batch: int = 1000
     stamp_now: Callable[[], float] | None = None  # the clock records are stamped by, epoch seconds (the engine's)
+    files: StoreFiles | None = None  # an embedded store's files, whose stamps spare recall its currency checks
 
 
 class NamespaceStore:
@@ -105,6 +107,7 @@ class NamespaceStore:
         self._access = access
         self._run_in_background = run_in_background
         self._catch_up = CatchUp(options.sync_seconds, options.stamp_now)
+        self._currency = CurrencyMemo(options.files)
         self._context_vectors = context_vectors
         self._load_indexes()
 
@@ -285,8 +288,7 @@ class NamespaceStore:
                 self.vector_copy.upsert(ids, embeddings)
 
     def _check_may_write(self) -> None:
-        """Refuse a record write while another replica owns the store (context vectors and recall
-        counts are derived, merged into what is there, and go on)."""
+        """Refuse a record write while another replica owns the store (derived writes merge in and go on)."""
         if self._may_write is not None:
             self._may_write()
 
@@ -352,10 +354,7 @@ class NamespaceStore:
             yield from records_of(got, include_embeddings)
 
     def flat_views(self, ids: Sequence[str], *, from_copy: bool = False) -> dict[str, dict[str, Any]]:
-        """Current flat views by id, content included: to check before building ``MemoryRecord``s.
-
-        ``from_copy`` after ``copies_current``: the records held in memory, when they hold all of ``ids``.
-        """
+        """Flat views by id with content; ``from_copy`` after ``copies_current``: those held in memory, if all are."""
         held = self.record_copy.flats(ids) if from_copy and self.record_copy is not None else None
         return held if held is not None else self._read_flat(ids, with_content=True)
 
@@ -401,9 +400,9 @@ class NamespaceStore:
     def copies_current(self) -> bool:
         """Whether recall may search the copies and take its finalists from memory, not Chroma.
 
-        The copies must be searchable (``VectorCopy.searchable``), and Chroma must hold as many
-        records as the copy and none newer than the watermark but this process's own writes: two
-        small reads, side by side while the query is embedded (``currency_checks``)."""
+        The copies must be searchable (``VectorCopy.searchable``), and Chroma must hold as many records as
+        the copy and none newer than the watermark but this process's own writes: two small reads, side
+        by side while the query is embedded (``currency_checks``), unless its files show no write since."""
         return all(check() for check in self.currency_checks())
 
     def currency_checks(self) -> list[Callable[[], bool]]:
@@ -411,7 +410,8 @@ class NamespaceStore:
         own, context = self.vector_copy, self.context_copy
         if own is None or context is None or not (own.searchable and context.searchable):
             return [lambda: False]
-        return [lambda: self.collection.count() == len(own), self._nothing_changed_elsewhere]
+        checks = [lambda: self.collection.count() == len(own), self._nothing_changed_elsewhere]
+        return self._currency.checks(checks, (len(own), len(context)))
 
     def _nothing_changed_elsewhere(self) -> bool:
         only_own = self._catch_up.only_own_since(self.collection)

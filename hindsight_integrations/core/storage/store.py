@@ -31,6 +31,7 @@ from .chroma_reads import RetryingReads
 from .context_vectors import BackgroundContextVectors
 from .locks import CrossProcessLocks
 from .namespace_store import NamespaceStore, StoreOptions
+from .quiet_files import store_files
 from .replicas import WriterRegistry
 
 COLLECTION_PREFIX = "hindsight_"
@@ -196,6 +197,7 @@ class ChromaStore:
             copy_vectors=copy_vectors,
             max_batch=_max_batch(client),
             stamp_now=(lambda: to_epoch(clock.now()) or 0.0) if clock is not None else None,
+            files=store_files(client),
         )
         self._namespaces: dict[str, NamespaceStore] = {}
         self._lock = threading.Lock()
