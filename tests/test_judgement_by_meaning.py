@@ -77,6 +77,14 @@ UPDATES = [
         "GitHub Actions",
     ),
     ("我每天坐地铁上班。", "现在把地铁换成了自行车。", "我怎么上班？", "自行车"),
+    # a service's price: the provider changing its prices names the service, not the plan
+    (
+        "Our broadband plan is 35 euros a month.",
+        "The broadband provider raised its prices, we pay 42 a month now.",
+        "How much do we pay for broadband?",
+        "42",
+    ),
+    ("我的健身卡每月三百块。", "健身房涨价了，现在每月三百五。", "我的健身卡多少钱？", "三百五"),
 ]
 
 
@@ -135,6 +143,14 @@ def test_what_a_statement_says_is_gone_updates_only_the_one_that_holds_it(
     _write(engine, clock, "c", "I drive a silver Corolla to the office.", "Sold the old bike, I drive everywhere now.")
     for namespace, count in (("a", 2), ("b", 2), ("c", 2)):
         assert len(engine.list(namespace=namespace)) == count, engine.list(namespace=namespace)
+
+
+def test_two_services_prices_are_two_facts(default_engine: tuple[MemoryEngine, ManualClock]) -> None:
+    engine, clock = default_engine
+    gym, streaming = "My gym membership costs 30 pounds a month.", "My Netflix subscription costs 12 a month."
+    _write(engine, clock, "u", gym, streaming, "The gym put its prices up, I pay 38 a month now.")
+    current = sorted(m.content for m in engine.list(namespace="u"))
+    assert current == [streaming, "The gym put its prices up, I pay 38 a month now."]
 
 
 def test_two_pets_names_are_two_facts(default_engine: tuple[MemoryEngine, ManualClock]) -> None:

@@ -119,11 +119,16 @@ def _explicit_slot(rules: Rules, content: str, spans: Sequence[str]) -> str | No
 
 
 def _filled(attribute: str, match: Match[str]) -> str:
-    """``"name of {animal}"`` with the animal the rule found, in one language: two pets' names are two slots."""
-    if "{animal}" not in attribute:
-        return attribute
-    animal = (match.groupdict().get("animal") or "pet").lower()
-    return attribute.replace("{animal}", every().mapping("pet_kinds").get(animal, animal))
+    """``"name of {animal}"`` with the animal the rule found, in one language: two pets' names are two slots.
+
+    So is ``"price of {service}"``: the gym's price and the phone plan's are two facts.
+    """
+    if "{animal}" in attribute:
+        animal = (match.groupdict().get("animal") or "pet").lower()
+        return attribute.replace("{animal}", every().mapping("pet_kinds").get(animal, animal))
+    if "{service}" in attribute:
+        return attribute.replace("{service}", (match.groupdict().get("service") or "service").lower())
+    return attribute
 
 
 def _category_slot(content: str) -> str | None:
