@@ -29,8 +29,9 @@ QUIET_SECONDS = 2.0
 """How long both files must have been left alone for their stamp to prove no write since: above the
 coarsest common file-time granularity (2 s)."""
 
-_DATABASE = "chroma.sqlite3"
-_FILES = (_DATABASE, _DATABASE + "-wal")
+DATABASE_FILE = "chroma.sqlite3"
+"""The SQLite file an embedded Chroma store commits every change to (``store.py`` sets its journal mode)."""
+_FILES = (DATABASE_FILE, DATABASE_FILE + "-wal")
 
 Stamp = tuple[tuple[int, int, int] | None, ...]
 
@@ -113,4 +114,4 @@ class CurrencyMemo:
         return [noting(check) for check in checks]
 
 
-__all__ = ["QUIET_SECONDS", "CurrencyMemo", "StoreFiles", "store_files"]
+__all__ = ["DATABASE_FILE", "QUIET_SECONDS", "CurrencyMemo", "StoreFiles", "store_files"]

@@ -31,7 +31,7 @@ from .chroma_reads import RetryingReads
 from .context_vectors import BackgroundContextVectors
 from .locks import CrossProcessLocks
 from .namespace_store import NamespaceStore, StoreOptions
-from .quiet_files import store_files
+from .quiet_files import DATABASE_FILE, store_files
 from .replicas import WriterRegistry
 
 COLLECTION_PREFIX = "hindsight_"
@@ -118,7 +118,7 @@ def _write_ahead_log(path: Path) -> None:
     """
     import sqlite3
 
-    database = path / "chroma.sqlite3"
+    database = path / DATABASE_FILE
     if path in _OPENED:
         return  # Chroma's own connections hold it: never touch the file under them
     _OPENED.add(path)
