@@ -114,6 +114,13 @@ def _behind_a_wall_of_history(writer: MemoryEngine, monkeypatch, forgotten: int)
         return query(vector, n=n, where=where, from_copy=from_copy)
 
     monkeypatch.setattr(handle, "query", spied)
+    searched = handle.vector_copy.cosines
+
+    def spied_copy(vector):  # a search of the copy counts as an unfiltered query
+        wheres.append(None)
+        return searched(vector)
+
+    monkeypatch.setattr(handle.vector_copy, "cosines", spied_copy)
     return wheres
 
 

@@ -109,3 +109,17 @@ def test_a_block_counted_from_its_lines_is_counted_as_the_joined_block() -> None
             pairs = [(record, text[: size - n]) for n, record in enumerate(RECORDS[:3]) if size - n > 0]
             assert lines.tokens(pairs) == estimate_tokens(lines.block(pairs)), (size, text)
     assert lines.tokens([]) == estimate_tokens(lines.block([])) == 0
+
+
+def test_a_line_is_counted_from_its_quoted_text_and_what_its_record_puts_around_it() -> None:
+    # one text on records whose lines differ around it (a change mark, history), and texts whose
+    # quoting escapes characters: each line is counted as the line itself would be
+    superseded = _record("x", 8, status=Status.SUPERSEDED, valid_until=NOW - timedelta(days=1))
+    records = [RECORDS[0], RECORDS[1], superseded, _record("y", 2, status=Status.SUPERSEDED)]
+    lines = _Lines({RECORDS[1].id: date(2026, 4, 30)})
+    texts = ['She said "hi"\\ then\tleft.', "Bidi \u202e and DEL \x7f here", "龙井\u2028茶 «é»", "plain"]
+    for text in texts:
+        for record in records:
+            assert lines.tokens([(record, text)]) == estimate_tokens(lines.block([(record, text)])), (text, record)
+        pairs = [(record, text) for record in records]
+        assert lines.tokens(pairs) == estimate_tokens(lines.block(pairs)), text

@@ -142,6 +142,37 @@ def test_nearest_is_an_exact_cosine_search_over_the_live_rows() -> None:
     assert set(copy.ids()) == set(live)
 
 
+def test_cosines_are_the_searchs_product_and_follow_writes_made_after_it() -> None:
+    rng = np.random.default_rng(11)
+    vectors = rng.standard_normal((300, 8)).astype(np.float32)
+    ids = [f"m{n}" for n in range(300)]
+    copy = VectorCopy()
+    copy.upsert(ids, vectors)
+    query = rng.standard_normal(8).astype(np.float32)
+
+    def cosine(v: np.ndarray) -> float:
+        return float(v @ query / np.linalg.norm(v) / np.linalg.norm(query))
+
+    cosines = copy.cosines(query)
+    assert cosines is not None and cosines.nearest(25) == copy.nearest(query, 25)
+    scored = cosines.of(["m3", "m299", "absent"])
+    assert set(scored) == {"m3", "m299"}  # an id the copy does not hold is left to the caller
+    assert scored["m3"] == pytest.approx(cosine(vectors[3]), abs=1e-5)
+    copy.remove(["m3"])  # after the product: its row is reused by another memory, and m5 changes
+    copy.upsert(["new", "m5"], [vectors[7], -vectors[5]])
+    scored = cosines.of(["m3", "new", "m5"])
+    assert scored == {
+        "new": pytest.approx(cosine(vectors[7]), abs=1e-5),
+        "m5": pytest.approx(-cosine(vectors[5]), abs=1e-5),
+    }
+    assert [i for i, _ in cosines.nearest(300)] == [i for i, _ in copy.nearest(query, 300) or []]
+    assert "m3" not in dict(cosines.nearest(300))
+    copy.upsert([f"x{n}" for n in range(EXACT_SEARCH_ROWS)], rng.standard_normal((EXACT_SEARCH_ROWS, 8)))
+    assert not copy.searchable and copy.cosines(query) is None  # grown past searching: the old product still reads
+    assert cosines.of(["m9"]) == {"m9": pytest.approx(cosine(vectors[9]), abs=2e-3)}
+    assert cosines.of(["new"]) == {"new": pytest.approx(cosine(vectors[7]), abs=2e-3)}
+
+
 def test_a_copy_grown_past_the_exact_search_size_halves_its_rows_and_is_not_searched() -> None:
     copy = VectorCopy()
     vectors = np.random.default_rng(3).random((EXACT_SEARCH_ROWS + 1, 4), dtype=np.float32)

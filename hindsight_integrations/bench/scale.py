@@ -123,7 +123,7 @@ def stage_timer(engine: MemoryEngine, namespace: str) -> Iterator[dict[str, floa
         (handle, "record_access", "record access (queued)"),
     ]
     module_patches = [
-        ("_lexical_candidates", PARALLEL_STAGE),
+        ("lexical_candidates", PARALLEL_STAGE),
         ("embed_query", "query embedding (MiniLM)"),
         ("rank", "fusion + ranking"),
         ("pack_within_budget", "packing"),

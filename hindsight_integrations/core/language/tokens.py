@@ -33,8 +33,10 @@ def estimate_tokens(text: str) -> int:
 
 def cjk_chars(text: str) -> int:
     """How many CJK characters ``text`` holds: a text's count is the sum of its pieces' counts."""
+    if text.isascii():  # most lines: no CJK character can be among them
+        return 0
     cjk_char = every().pattern("text.cjk_char")
-    return len(cjk_char.findall(text)) if cjk_char and text else 0
+    return len(cjk_char.findall(text)) if cjk_char else 0
 
 
 def estimate_from_counts(chars: int, cjk: int) -> int:

@@ -53,6 +53,8 @@ def quoted(text: str) -> str:
     (``\\u202e``), so no memory can visually reorder the block it is shown in.
     """
     dumped = json.dumps(text.strip(), ensure_ascii=False)
+    if dumped.isascii() and "\x7f" not in dumped:  # DEL is the one ASCII display control; isascii reads a flag
+        return dumped
     return dumped if _DISPLAY_CONTROL_SET.isdisjoint(dumped) else dumped.translate(DISPLAY_CONTROL_ESCAPES)
 
 
@@ -61,13 +63,18 @@ def memory_line(record: MemoryRecord, content: str | None = None, *, changed_on:
 
     ``changed_on``: a later memory in the block announces a change of this one (``currency.py``).
     """
-    line = f"- ({record.occurred_at.date().isoformat()}) {quoted(content if content is not None else record.content)}"
+    before, after = _around(record, changed_on)
+    return before + quoted(content if content is not None else record.content) + after
+
+
+def _around(record: MemoryRecord, changed_on: date | None) -> tuple[str, str]:
+    """What a memory's line says before and after its quoted text: its date, and whether it still holds."""
+    before = f"- ({record.occurred_at.date().isoformat()}) "
     if record.status is Status.SUPERSEDED:
-        until = record.valid_until.date().isoformat() if record.valid_until else "later"
-        line += f" [superseded on {until}]"
-    elif changed_on is not None:
-        line += f" [earlier: changed on {changed_on.isoformat()}]"
-    return line
+        return before, f" [superseded on {record.valid_until.date().isoformat() if record.valid_until else 'later'}]"
+    if changed_on is not None:
+        return before, f" [earlier: changed on {changed_on.isoformat()}]"
+    return before, ""
 
 
 def trim_to_query(text: str, max_chars: int, terms: Sequence[str]) -> str:
@@ -198,13 +205,15 @@ class _Lines:
     """The context block's lines, each quoted once: the budget search formats the same lines many times.
 
     With the default estimate (``counter`` None or an ``EstimatingCounter``) a block's tokens
-    are summed from its lines' sizes, so the search never joins a block to count it.
+    are summed from its lines' sizes, so the search never joins a block to count it; a line's
+    size is its quoted text's plus what its record puts around it, so no line is built either.
     """
 
     def __init__(self, changed: Mapping[str, date] | None, counter: TokenCounter | None = None) -> None:
         self._changed = changed or {}
         self._quoted: dict[tuple[str, str], str] = {}
-        self._sizes: dict[str, tuple[int, int]] = {}  # a line's characters and CJK characters
+        self._sizes: dict[str, tuple[int, int]] = {}  # a quoted text's characters and CJK characters, by text
+        self._around: dict[str, tuple[int, int]] = {}  # the same for what a record's line puts around its text
         self._count = None if counter is None or isinstance(counter, EstimatingCounter) else counter.count
         frame = CONTEXT_HEADER + CONTEXT_FOOTER  # and a line break after each line but the last
         self._frame = (len(frame) + 1, cjk_chars(frame)) if self._count is None else (0, 0)
@@ -217,11 +226,15 @@ class _Lines:
             return 0
         chars, cjk = self._frame[0] + len(pairs), self._frame[1]
         for record, content in pairs:
-            line = self._line(record, content)
-            size = self._sizes.get(line)
+            size = self._sizes.get(content)
             if size is None:
-                size = self._sizes[line] = (len(line), cjk_chars(line))
-            chars, cjk = chars + size[0], cjk + size[1]
+                text = quoted(content)
+                size = self._sizes[content] = (len(text), cjk_chars(text))
+            around = self._around.get(record.id)
+            if around is None:
+                parts = "".join(_around(record, self._changed.get(record.id)))
+                around = self._around[record.id] = (len(parts), cjk_chars(parts))
+            chars, cjk = chars + size[0] + around[0], cjk + size[1] + around[1]
         return estimate_from_counts(chars, cjk)
 
     def block(self, pairs: Sequence[tuple[MemoryRecord, str]]) -> str:

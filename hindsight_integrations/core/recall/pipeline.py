@@ -44,9 +44,9 @@ from ..model.limits import MAX_TOKENS
 from ..model.records import MemoryRecord, from_epoch
 from ..model.results import RecallHit, RecallResult, Relevance
 from ..parts import EngineParts
-from ..storage.field_index import MemoryFacts
 from ..storage.namespace_store import NamespaceStore, Vector
-from ..storage.vector_copy import EXACT_SEARCH_ROWS
+from ..storage.vector_copy import EXACT_SEARCH_ROWS, Cosines
+from .candidates import admissible, lexical_candidates
 from .context import format_context, pack_within_budget
 from .currency import Closeness, current_first
 from .filters import RecallFilters, bounded_filters
@@ -89,6 +89,14 @@ class _Search:
     lexical: dict[str, float]
     lexical_vectors: dict[str, Vector]
     lexical_context_vectors: dict[str, Vector]
+    own: Cosines | None  # every memory's cosine by its own vector, when the searches ran on the copies
+    framed: Cosines | None  # and by its context vector
+
+    def nearest(self, handle: NamespaceStore, n: int) -> list[tuple[str, float]]:
+        """The ``n`` memories nearest by their own vectors, unfiltered: from the product already made, if any."""
+        if self.own is not None:
+            return self.own.nearest(n)
+        return handle.query(self.vector, n=n, where=None, from_copy=self.from_copy)
 
 
 class Recaller:
@@ -202,24 +210,27 @@ class Recaller:
         self, handle: NamespaceStore, request: RecallRequest, pool: int, now: datetime, watch: Stopwatch
     ) -> _Search:
         with_context = request.weights.context > 0 and handle.facts.any_context
-        lexical_side = _RECALL_WORKERS.submit(_lexical_candidates, handle, request.query, pool, with_context)
+        lexical_side = _RECALL_WORKERS.submit(lexical_candidates, handle, request.query, pool, with_context)
         copy_side = [_RECALL_WORKERS.submit(check) for check in handle.currency_checks()]
         vector = embed_query(self._parts.embedder, request.query, self._parts.query_cache)
         watch.lap("embed")
         prefiltered = request.filters.narrows() or request.include_history
         where = request.filters.where(include_history=request.include_history, now=now) if prefiltered else None
         from_copy = all(check.result() for check in copy_side)
-        side_by_side = with_context and not from_copy  # in memory, a search takes less than a thread hand-off
+        own = handle.vector_copy.cosines(vector) if from_copy and handle.vector_copy is not None else None
+        framed = handle.context_copy.cosines(vector) if from_copy and with_context and handle.context_copy else None
+        side_by_side = with_context and framed is None  # in memory, a search takes less than a thread hand-off
         context_side = _RECALL_WORKERS.submit(handle.query_context, vector, n=pool) if side_by_side else None
-        dense = dict(handle.query(vector, n=pool if prefiltered else 2 * pool, where=where, from_copy=from_copy))
+        n = pool if prefiltered else 2 * pool
+        dense = dict(own.nearest(n) if own is not None and where is None else handle.query(vector, n=n, where=where))
         context = dict(context_side.result()) if context_side is not None else {}
-        if with_context and from_copy:
-            context = dict(handle.query_context(vector, n=pool, from_copy=True))
+        if framed is not None:
+            context = dict(framed.nearest(pool))
         lexical, lexical_vectors, lexical_context_vectors = lexical_side.result()
         watch.lap("search")
         return _Search(
             request, now, vector, prefiltered, with_context, from_copy, dense, context, lexical, lexical_vectors,
-            lexical_context_vectors,
+            lexical_context_vectors, own, framed,
         )  # fmt: skip
 
     def _admit(
@@ -228,24 +239,33 @@ class Recaller:
         """Candidates among ``ids`` that pass the filters, with the vectors their scores need."""
         if trusted is None:
             trusted = set(search.dense) if search.prefiltered else set()
-        kept = _admissible(handle, ids, trusted, search)
-        dense = search.dense
-        vectors = {i: search.lexical_vectors[i] for i in kept if i not in dense and i in search.lexical_vectors}
-        vectors |= handle.vectors([i for i in kept if i not in dense and i not in vectors])
-        unscored = (
-            [i for i, f in kept.items() if f.has_context_vector and i not in search.context]
-            if search.with_context
-            else []
+        request = search.request
+        kept = admissible(
+            handle, ids, trusted, request.filters, include_history=request.include_history, now=search.now
+        )  # fmt: skip
+        dense, context, lexical = search.dense, search.context, search.lexical
+        unscored = [i for i in kept if i not in dense]
+        scored = search.own.of(unscored) if search.own is not None else {}
+        vectors = _vectors(handle, [i for i in unscored if i not in scored], search.lexical_vectors, context=False)
+        unframed = (
+            [i for i, f in kept.items() if f.has_context_vector and i not in context] if search.with_context else []
         )
-        context_vectors = {
-            i: search.lexical_context_vectors[i] for i in unscored if i in search.lexical_context_vectors
-        }
-        context_vectors |= handle.vectors([i for i in unscored if i not in context_vectors], context=True)
-        lexical, context = search.lexical, search.context
+        framed = search.framed.of(unframed) if search.framed is not None else {}
+        context_vectors = _vectors(
+            handle, [i for i in unframed if i not in framed], search.lexical_context_vectors, context=True
+        )  # fmt: skip
         return [  # in the order of Candidate's fields: ~150 a recall, made faster without their names
-            Candidate(i, f, lexical.get(i, 0.0), dense.get(i), vectors.get(i), context.get(i), context_vectors.get(i))
+            Candidate(
+                i,
+                f,
+                lexical.get(i, 0.0),
+                dense.get(i, scored.get(i)),
+                vectors.get(i),
+                context.get(i, framed.get(i)),
+                context_vectors.get(i),
+            )
             for i, f in kept.items()
-            if i in dense or i in vectors
+            if i in dense or i in scored or i in vectors
         ]
 
     def _widen(self, handle: NamespaceStore, search: _Search, pool: int, admitted: list[Candidate]) -> list[Candidate]:
@@ -261,7 +281,7 @@ class Recaller:
         ids = {c.id for c in admitted}
         if sum(i in ids for i in search.dense) >= pool // 2:
             return []
-        wider = dict(handle.query(search.vector, n=_WIDER * pool, where=None, from_copy=search.from_copy))
+        wider = dict(search.nearest(handle, _WIDER * pool))
         farther = [i for i in wider if i not in search.dense and i not in ids]
         search.dense.update(wider)
         extra = self._admit(handle, search, farther)
@@ -285,7 +305,7 @@ class Recaller:
         when they are few (two current memories among 450 forgotten) it can miss one; over a
         copy small enough to search, every record is ranked and none is missed.
         """
-        ranked = handle.query(search.vector, n=EXACT_SEARCH_ROWS, where=None, from_copy=True)
+        ranked = search.nearest(handle, EXACT_SEARCH_ROWS)
         rest = [(i, s) for i, s in ranked if i not in seen and i not in search.dense]
         found: list[Candidate] = []
         for start in range(0, len(rest), _WIDER * pool):
@@ -384,48 +404,12 @@ def _closeness(handle: NamespaceStore, hits: Sequence[RecallHit]) -> Closeness:
     return cosine
 
 
-def _lexical_candidates(
-    handle: NamespaceStore, query: str, pool: int, with_context: bool
-) -> tuple[dict[str, float], dict[str, Vector], dict[str, Vector]]:
-    """BM25 hits, with their own and context vectors for the cosines the vector searches miss.
-
-    On LoCoMo written through ``record_turn`` (half the records are turns) the wider pool gave
-    0.788 evidence recall@10 against 0.779 for ``pool`` hits.
-    """
-    # The lexical index holds conversation turns too, each as its memory's twin ("record_turn"):
-    # ask for as many more as they take, so the pool still holds ``pool`` possible answers.
-    lexical = dict(handle.lexical.search(query, min(4 * pool, round(pool / handle.facts.long_term_share))))
-    facts = handle.facts.lookup(list(lexical)) if with_context else {}
-    context_vectors = handle.vectors([i for i, f in facts.items() if f.has_context_vector], context=True)
-    return lexical, handle.vectors(list(lexical)), context_vectors
-
-
-def _admissible(handle: NamespaceStore, ids: list[str], trusted: set[str], search: _Search) -> dict[str, MemoryFacts]:
-    """The candidates that pass the filters, with their facts, in the order given.
-
-    ``trusted`` ids were already filtered by Chroma. The rest are checked on the in-memory
-    facts; Chroma's metadata is read only for ids not known here yet (written by another
-    process since the last sync) or when the filter is on user metadata, which the facts do
-    not keep.
-    """
-    request = search.request
-    matches = request.filters.matcher(include_history=request.include_history, now=search.now)
-    known = handle.facts.lookup(ids)
-    unknown = [i for i in ids if i not in known]
-    by_metadata = request.filters.metadata is not None
-    fetched = handle.metadata(unknown + ([i for i in ids if i in known and i not in trusted] if by_metadata else []))
-    on_facts = matches if by_metadata else request.filters.attribute_matcher(
-        include_history=request.include_history, now=search.now
-    )  # fmt: skip
-    out: dict[str, MemoryFacts] = {}
-    for memory_id in ids:
-        meta = fetched.get(memory_id)
-        facts = known.get(memory_id) or (MemoryFacts.from_fields(meta) if meta is not None else None)
-        if facts is None:
-            continue  # deleted since it was indexed
-        if memory_id in trusted or (matches(meta) if meta is not None else on_facts(facts)):
-            out[memory_id] = facts
-    return out
+def _vectors(
+    handle: NamespaceStore, ids: list[str], gathered: dict[str, Vector], *, context: bool
+) -> dict[str, Vector]:
+    """The vectors of ``ids``: those BM25's worker gathered, the rest from the store's copy (else Chroma)."""
+    found = {i: gathered[i] for i in ids if i in gathered}
+    return found | handle.vectors([i for i in ids if i not in found], context=context)
 
 
 def _touched(record: MemoryRecord, now: datetime) -> MemoryRecord:

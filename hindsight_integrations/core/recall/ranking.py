@@ -180,6 +180,8 @@ def _known_or_cosine(known: list[float | None], vectors: list[Vector | None], qu
     """Similarities the search returned, else computed from the vectors carried (else 0)."""
     found = np.array(known, dtype=np.float64)  # None reads as NaN
     unknown = np.isnan(found)
+    if not unknown.any():  # every cosine came from a search (the in-memory copies score every candidate)
+        return found.astype(np.float32)
     out = _cosines([v if k is None else None for k, v in zip(known, vectors)], query)
     return np.where(unknown, out, found).astype(np.float32)
 

@@ -46,6 +46,7 @@ class VectorCopy:
         self._id_of: list[str] = []  # by row; a free row keeps its last id, its norm says it is free
         self._free: list[int] = []
         self._handed_out = 0
+        self._version = 0  # moves with every change of a row, so a ``Cosines`` knows it is stale
         self._lock = threading.Lock()
 
     def __len__(self) -> int:
@@ -85,6 +86,7 @@ class VectorCopy:
                 row = self._row_of.pop(memory_id, None)
                 if row is not None:
                     self._free.append(row)
+                    self._version += 1
                     if self.searchable:
                         self._norms[row] = 0.0
 
@@ -95,22 +97,37 @@ class VectorCopy:
         same ids in the same order, with cosines that differ in the sixth decimal; now and then a
         neighbour the graph missed (one of 443 LoCoMo questions, README §1).
         """
+        found = self.cosines(query)
+        return None if found is None else found.nearest(n)
+
+    def cosines(self, query: Vector) -> Cosines | None:
+        """Every held vector's cosine with ``query``, in one product; None when the copy is too large to search.
+
+        An exact search computes them all anyway, so recall reads the cosines of its BM25 hits
+        from here too, instead of gathering their vectors and multiplying again.
+        """
         q = np.asarray(query, dtype=np.float32).reshape(-1)
         length = float(np.linalg.norm(q)) or 1.0
         with self._lock:
-            if not self.searchable:
-                return None
-            used, k = self._handed_out, min(n, len(self._row_of))
-            if k <= 0:
-                return []
-            if self._rows.shape[1] != q.shape[0]:
-                return None  # Chroma says what is wrong with the query
+            if not self.searchable or (self._row_of and self._rows.shape[1] != q.shape[0]):
+                return None  # too large, or Chroma says what is wrong with the query
+            return Cosines(self, q, length, self._product(q, length), self._version)
+
+    def _product(self, q: np.ndarray, length: float) -> np.ndarray:
+        """Each row's cosine with ``q`` (a free row's -inf); the caller holds the lock."""
+        used = self._handed_out
+        rows = self._rows[:used]
+        if rows.shape[1] != q.shape[0]:  # nothing held yet, or vectors of another model since
+            return np.full(used, -np.inf, dtype=np.float32)
+        if self.searchable:
             norms = self._norms[:used]
-            cosines = (self._rows[:used] @ q) / (np.where(norms > 0, norms, 1.0) * length)
-            cosines[norms == 0] = -np.inf
-            best = np.argpartition(-cosines, k - 1)[:k] if k < used else np.arange(used)
-            best = best[np.argsort(-cosines[best], kind="stable")][:k]
-            return [(self._id_of[row], float(cosines[row])) for row in best]
+        else:  # grown past searching since a ``Cosines`` was made: its rows are float16, without norms
+            rows = rows.astype(np.float32)
+            norms = np.linalg.norm(rows, axis=1)
+            norms[[row for row in self._free if row < used]] = 0.0
+        cosines = (rows @ q) / (np.where(norms > 0, norms, 1.0) * length)
+        cosines[norms == 0] = -np.inf
+        return np.asarray(cosines, dtype=np.float32)
 
     def lookup(self, ids: Iterable[str]) -> dict[str, np.ndarray]:
         """float32 vectors for the ids held here; the others must be read from Chroma."""
@@ -143,6 +160,7 @@ class VectorCopy:
                 targets.append(row)
                 sources.append(n)
             if targets:
+                self._version += 1
                 self._rows[targets] = matrix[sources]
                 if self.searchable:
                     self._norms[targets] = np.linalg.norm(matrix[sources], axis=1)
@@ -155,7 +173,7 @@ class VectorCopy:
         if self._handed_out == len(self._rows):
             size = max(_FIRST_ROWS, 2 * len(self._rows))
             dtype = np.float32 if size <= EXACT_SEARCH_ROWS else np.float16
-            grown = np.empty((size, self._rows.shape[1]), dtype=dtype)
+            grown = np.zeros((size, self._rows.shape[1]), dtype=dtype)  # rows handed out in this write are not set yet
             grown[: len(self._rows)] = self._rows
             self._rows = grown
             if dtype == np.float32:
@@ -165,4 +183,44 @@ class VectorCopy:
         return self._handed_out - 1
 
 
-__all__ = ["EXACT_SEARCH_ROWS", "VectorCopy"]
+class Cosines:
+    """The cosines of every vector one copy held with one query, at the time they were computed."""
+
+    def __init__(self, copy: VectorCopy, query: np.ndarray, length: float, cosines: np.ndarray, version: int) -> None:
+        self._copy = copy
+        self._query = query
+        self._length = length
+        self._cosines = cosines
+        self._version = version
+
+    def nearest(self, n: int) -> list[tuple[str, float]]:
+        """The ``n`` closest, best first (``VectorCopy.nearest``)."""
+        copy = self._copy
+        with copy._lock:
+            cosines = self._current()
+            used, k = len(cosines), min(n, len(copy._row_of))
+            if k <= 0:
+                return []
+            best = np.argpartition(-cosines, k - 1)[:k] if k < used else np.arange(used)
+            best = best[np.argsort(-cosines[best], kind="stable")][:k]
+            return [(copy._id_of[row], float(cosines[row])) for row in best]
+
+    def of(self, ids: Iterable[str]) -> dict[str, float]:
+        """The cosines of the ids the copy holds, by id; an id it does not hold is left out."""
+        copy = self._copy
+        with copy._lock:
+            found = [(memory_id, row) for memory_id in ids if (row := copy._row_of.get(memory_id)) is not None]
+            if not found:
+                return {}
+            values = self._current()[[row for _, row in found]].tolist()
+        return {memory_id: value for (memory_id, _), value in zip(found, values)}
+
+    def _current(self) -> np.ndarray:
+        """The cosines, multiplied again if a row changed since (a write, a reused row); the copy's lock is held."""
+        if self._copy._version != self._version:
+            self._cosines = self._copy._product(self._query, self._length)
+            self._version = self._copy._version
+        return self._cosines
+
+
+__all__ = ["EXACT_SEARCH_ROWS", "Cosines", "VectorCopy"]
