@@ -18,7 +18,7 @@ import pytest
 from hindsight_integrations import MemoryEngine
 from hindsight_integrations.core.clock import ManualClock
 from hindsight_integrations.core.language import when
-from hindsight_integrations.core.language.when import MOST_DATES, PARSED_CHARS, time_frames
+from hindsight_integrations.core.language.when import MOST_DATES, PARSED_CHARS, names_a_time, time_frames
 from hindsight_integrations.mcp import MemoryClient
 
 ANCHOR = datetime(2023, 8, 28, 12, 0)
@@ -81,6 +81,44 @@ def test_a_named_time_is_read_as_a_range_against_the_anchor(query: str, expected
 )
 def test_a_question_naming_no_time_gets_no_frame(query: str) -> None:
     assert time_frames(query, ANCHOR) == ()
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "When did Melanie go camping in June?",
+        "What happened last week?",
+        "Where did Caroline move from 4 years ago?",
+        "When did we go to a pride parade during the summer?",
+        "What did John do the week before August 3, 2023 involving his kids?",
+        "我上个月去了哪里？",
+        "去年夏天我们做了什么？",
+        "我2023年8月3日之前在做什么？",
+        "2023-08-03?",
+        "What may I eat?",
+        "How long ago was Caroline's 18th birthday?",
+        "x" * PARSED_CHARS + " in June",
+    ],
+)
+def test_the_date_parser_runs_only_for_a_question_that_names_a_time(
+    monkeypatch: pytest.MonkeyPatch, query: str
+) -> None:
+    """Recall reads a question ``names_a_time`` says names none in its own thread: no parse may hide there."""
+    parsed: list[str] = []
+    real = when._parsed
+
+    def spied(text: str, *args: object) -> object:
+        parsed.append(text)
+        return real(text, *args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(when, "_parsed", spied)
+    time_frames(query, ANCHOR)
+    assert not parsed or names_a_time(query)
+
+
+def test_names_a_time_reads_the_time_words_of_either_language() -> None:
+    assert names_a_time("What did I do last May?") and names_a_time("我上个月去了哪里？")
+    assert not names_a_time("How do I get to work?") and not names_a_time("x" * PARSED_CHARS + " in June")
 
 
 def test_a_long_query_is_read_only_as_far_as_its_start() -> None:

@@ -74,6 +74,17 @@ def time_frames(query: str, anchor: datetime) -> tuple[TimeFrame, ...]:
     return tuple(_with_seasons(frames, lowered, rules, anchor))
 
 
+def names_a_time(query: str) -> bool:
+    """Whether ``query`` has a time word (the packs' ``recall.time_hint``): only then may ``time_frames`` parse.
+
+    Parsing takes milliseconds and is worth a worker thread; reading a question without a time
+    word takes microseconds, less than handing it to one.
+    """
+    lowered = query[:PARSED_CHARS].lower()
+    hint = for_text(lowered).pattern("recall.time_hint")
+    return hint is not None and hint.search(lowered) is not None
+
+
 def _blanked(query: str, spans: Sequence[tuple[int, int]]) -> str:
     """``query`` with the dates already read blanked out: the parser's search spent ~10 ms reading them again."""
     for begin, end in spans:
@@ -244,4 +255,4 @@ def _with_seasons(frames: Sequence[TimeFrame], lowered: str, rules: Rules, ancho
     return [*kept, TimeFrame(start=start, end=end, said=found.group(0), grain="season")]
 
 
-__all__ = ["MOST_DATES", "PARSED_CHARS", "TimeFrame", "time_frames", "warm"]
+__all__ = ["MOST_DATES", "PARSED_CHARS", "TimeFrame", "names_a_time", "time_frames", "warm"]
