@@ -40,6 +40,7 @@ from decimal import Decimal, InvalidOperation
 from functools import lru_cache
 
 from .rules import Rules, clear_with_packs, every, for_text
+from .rules.prescreen import Prescreen, TextWords
 from .text import rule_spans
 
 MAX_NUMBER_DIGITS = 30
@@ -292,9 +293,13 @@ def _common(name: str) -> re.Pattern[str]:
 
 
 @lru_cache(maxsize=16)
-def _rules_of(rules: Rules) -> tuple[tuple[re.Pattern[str], Extractor], ...]:
-    """The value rules of a combination of packs, in reading order."""
-    return tuple((p, extract) for kind, extract in _KINDS if (p := rules.pattern(f"values.{kind}")) is not None)
+def _rules_of(rules: Rules) -> tuple[tuple[re.Pattern[str], Extractor, Prescreen | None], ...]:
+    """The value rules of a combination of packs, in reading order, with what a text needs for each to match."""
+    return tuple(
+        (p, extract, rules.prescreen(f"values.{kind}"))
+        for kind, extract in _KINDS
+        if (p := rules.pattern(f"values.{kind}")) is not None
+    )
 
 
 def _apply(pattern: re.Pattern[str], extract: Extractor, text: str, found: set[str]) -> str:
@@ -363,8 +368,12 @@ def values_of(text: str) -> frozenset[str]:
 @lru_cache(maxsize=4096)
 def _span_values(text: str) -> frozenset[str]:
     found: set[str] = set()
-    for pattern, extract in _rules_of(for_text(text)):
-        text = _apply(pattern, extract, text, found)
+    words = TextWords(text)
+    for pattern, extract, prescreen in _rules_of(for_text(text)):
+        if prescreen is None or prescreen.admits(text, words):
+            blanked = _apply(pattern, extract, text, found)
+            if blanked is not text:  # a match blanked out between two words' letters frees a word ("周二March周三")
+                text, words = blanked, TextWords(blanked)
     found.update(_names(text))
     return frozenset(found)
 

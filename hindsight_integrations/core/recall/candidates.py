@@ -14,19 +14,19 @@ from .filters import RecallFilters
 
 
 def lexical_candidates(
-    handle: NamespaceStore, query: str, pool: int, with_context: bool
+    handle: NamespaceStore, query: str, pool: int, with_context: bool, *, gather_vectors: bool = True
 ) -> tuple[dict[str, float], dict[str, Vector], dict[str, Vector]]:
     """BM25 hits, with their own and context vectors for the cosines the vector searches miss.
 
-    A namespace whose copies can be searched gets its hits' cosines from the search's own
-    product (``VectorCopy.cosines``), so no vector is gathered for them here. On LoCoMo written
-    through ``record_turn`` (half the records are turns) the wider pool gave 0.788 evidence
-    recall@10 against 0.779 for ``pool`` hits.
+    Recall over a namespace whose copies can be searched gets its hits' cosines from the
+    search's own product (``VectorCopy.cosines``) and gathers no vector (``gather_vectors``
+    False). On LoCoMo written through ``record_turn`` (half the records are turns) the wider
+    pool gave 0.788 evidence recall@10 against 0.779 for ``pool`` hits.
     """
     # The lexical index holds conversation turns too, each as its memory's twin ("record_turn"):
     # ask for as many more as they take, so the pool still holds ``pool`` possible answers.
     lexical = dict(handle.lexical.search(query, min(4 * pool, round(pool / handle.facts.long_term_share))))
-    if handle.vector_copy is not None and handle.vector_copy.searchable:
+    if not gather_vectors:
         return lexical, {}, {}
     facts = handle.facts.lookup(list(lexical)) if with_context else {}
     context_vectors = handle.vectors([i for i, f in facts.items() if f.has_context_vector], context=True)

@@ -233,7 +233,9 @@ class Recaller:
         if framed is not None:
             context = dict(framed.nearest(pool))
         lexical, lexical_vectors, lexical_context_vectors = (
-            lexical_side.result() if lexical_side else lexical_candidates(handle, request.query, pool, with_context)
+            lexical_side.result()
+            if lexical_side
+            else lexical_candidates(handle, request.query, pool, with_context, gather_vectors=False)
         )
         watch.lap("search")
         return _Search(
@@ -250,7 +252,7 @@ class Recaller:
         request = search.request
         kept = admissible(
             handle, ids, trusted, request.filters, include_history=request.include_history, now=search.now
-        )  # fmt: skip
+        )
         dense, context, lexical = search.dense, search.context, search.lexical
         unscored = [i for i in kept if i not in dense]
         scored = search.own.of(unscored) if search.own is not None else {}
@@ -261,7 +263,7 @@ class Recaller:
         framed = search.framed.of(unframed) if search.framed is not None else {}
         context_vectors = _vectors(
             handle, [i for i in unframed if i not in framed], search.lexical_context_vectors, context=True
-        )  # fmt: skip
+        )
         return [  # in the order of Candidate's fields: ~150 a recall, made faster without their names
             Candidate(
                 i,

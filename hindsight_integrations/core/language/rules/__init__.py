@@ -9,7 +9,9 @@ and one TOML file per job (``admission.toml``, ``slots.toml``, ``values.toml``�
   regex fragments, ``flexible_spaces = true`` when a space in an entry is any run of spaces);
 * ``[map.NAME]``: a table of words to their normal form (``"tue" = "tuesday"``, ``"万" = 10000``);
 * ``[rule.NAME]``: a pattern (``pattern``, ``flags``) with its ``examples`` (texts it must
-  match) and ``counter`` (texts it must not), named ``<file>.<NAME>``;
+  match) and ``counter`` (texts it must not), named ``<file>.<NAME>``; optionally what every
+  text it matches holds, so that a text without it skips the rule (``requires``: a short
+  pattern; ``requires_words``: lexicons of a ``{words:...}`` of the pattern; ``prescreen.py``);
 * ``[script.NAME]``: the characters of a script (``latin``, ``han``…) that picks packs;
 * ``[[slot]]``: the slot rules (``subject``, ``attribute``, ``patterns``; see ``slots.py``).
 
@@ -72,8 +74,10 @@ class Registry:
         # compile on first use (compiling all at once costs half a second; tests compile them all).
         for pack in self.packs:
             alone = self.of(pack.name)
-            for rule in pack.rules.values():
+            for name, rule in pack.rules.items():
                 alone.expand(rule.pattern, pack, rule.where)
+                if rule.requires or rule.requires_words:
+                    alone.prescreen(name)
             for entry in pack.tables.get("slot", []):
                 for item in slot_pattern_strings(entry.fields["patterns"]):
                     alone.expand(item, pack, entry.where)

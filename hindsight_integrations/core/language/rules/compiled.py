@@ -9,6 +9,7 @@ from typing import Any
 
 from .compose import Followed, Leftmost, Searcher
 from .loading import ALWAYS, Entry, Pack, PackError, Rule
+from .prescreen import Prescreen, first_word
 
 # ``{lexicon:a,b}``, ``{words:a}`` or ``{FRAGMENT}`` inside a pattern (letters only: ``{1,3}`` is a quantifier).
 _REFERENCE = re.compile(r"\{(?:(lexicon|words):([a-z_]+(?:,[a-z_]+)*)|([A-Z][A-Za-z_]*))\}")
@@ -26,6 +27,7 @@ class Rules:
         self._tables: dict[str, tuple[tuple[Entry, tuple[Searcher, ...]], ...]] = {}
         self._sets: dict[tuple[str, ...], frozenset[str]] = {}
         self._maps: dict[str, dict[str, Any]] = {}
+        self._prescreens: dict[str, Prescreen | None] = {}
         self._lock = threading.Lock()
 
     def pattern(self, name: str) -> re.Pattern[str] | None:
@@ -48,6 +50,25 @@ class Rules:
         with self._lock:
             self._compiled[name] = compiled
         return compiled
+
+    def prescreen(self, name: str) -> Prescreen | None:
+        """What a text must hold for rule ``name`` to match (``prescreen.py``); None if a part declares nothing."""
+        try:
+            return self._prescreens[name]
+        except KeyError:
+            pass
+        parts = [(pack, pack.rules[name]) for pack in self.packs if name in pack.rules]
+        found = None
+        if parts and all(rule.requires or rule.requires_words for _, rule in parts):
+            required = [f"(?:{rule.requires})" for _, rule in parts if rule.requires]
+            words = {
+                word for pack, rule in parts for lexicon in rule.requires_words for word in _firsts(pack, rule, lexicon)
+            }
+            pattern = _compile("|".join(required), parts[0][1].flags, parts[0][1].where) if required else None
+            found = Prescreen(pattern, frozenset(words))
+        with self._lock:
+            self._prescreens[name] = found
+        return found
 
     def lexicon(self, name: str) -> tuple[str, ...]:
         """Lexicon ``name`` (or map ``name``'s keys) of these packs, in pack and file order."""
@@ -162,6 +183,16 @@ class Rules:
         by_length = sorted(plain, key=lambda w: len(w.replace(r"\s+", " ").replace("\\", "")), reverse=True)
         alternatives = [*written, *by_length]
         return "(?:" + "|".join(alternatives) + ")" if alternatives else "(?!)"
+
+
+def _firsts(pack: Pack, rule: Rule, lexicon: str) -> set[str]:
+    """The first words of the entries of ``lexicon``, which ``rule`` must read as ``{words:...}`` (this pack's)."""
+    if not re.search(r"\{words:(?:[a-z_]+,)*" + re.escape(lexicon) + r"[,}]", rule.pattern):
+        raise PackError(f"{rule.where}: requires_words {lexicon!r} is not a {{words:...}} of its pattern")
+    firsts = [first_word(entry) for entry in pack.names_of(lexicon) or ()]
+    if not firsts or None in firsts:
+        raise PackError(f"{rule.where}: requires_words {lexicon!r} has no entries, or some start with no letter")
+    return {word for word in firsts if word}
 
 
 def _compile(text: str, flags: int, where: str) -> re.Pattern[str]:

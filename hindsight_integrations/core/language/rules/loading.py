@@ -19,7 +19,15 @@ ALWAYS = "any"  # the script of a pack that applies to every text
 _FLAGS = {"IGNORECASE": re.IGNORECASE, "MULTILINE": re.MULTILINE, "DOTALL": re.DOTALL, "ASCII": re.ASCII}
 _PACK_KEYS = {"name": str, "scripts": list, "order": int, "stemmer": str, "dateparser": str, "doc": str}
 _LEXICON_KEYS = {"words": list, "patterns": bool, "flexible_spaces": bool, "doc": str}
-_RULE_KEYS = {"pattern": str, "flags": list, "examples": list, "counter": list, "doc": str}
+_RULE_KEYS = {
+    "pattern": str,
+    "flags": list,
+    "examples": list,
+    "counter": list,
+    "doc": str,
+    "requires": str,
+    "requires_words": list,
+}
 _SLOT_KEYS = {"subject": str, "attribute": str, "patterns": list, "examples": list, "counter": list, "doc": str}
 _SLOT_PATTERN_KEYS = {"first": str, "then": str, "either_order": bool, "leftmost": list}
 
@@ -46,6 +54,8 @@ class Rule:
     flags: int
     examples: tuple[str, ...] = ()
     counter: tuple[str, ...] = ()
+    requires: str | None = None  # a pattern every text it matches contains (``Rules.prescreen``)
+    requires_words: tuple[str, ...] = ()  # or lexicons one of whose entries such a text has as words
 
 
 @dataclass(frozen=True)
@@ -93,7 +103,7 @@ def _checked(table: dict[str, Any], allowed: Mapping[str, type], required: Seque
     for key, value in table.items():
         if not isinstance(value, allowed[key]):
             raise PackError(f"{where}: {key} must be a {allowed[key].__name__}, not {type(value).__name__}")
-    for key in ("examples", "counter", "words"):
+    for key in ("examples", "counter", "words", "requires_words"):
         if key in table and not all(isinstance(v, str) for v in table[key]):
             raise PackError(f"{where}: every entry of {key} must be a string")
     return table
@@ -181,6 +191,8 @@ def _load_file(pack: Pack, path: Path) -> None:
             _flags(entry.get("flags", []), where),
             tuple(entry.get("examples", [])),
             tuple(entry.get("counter", [])),
+            entry.get("requires"),
+            tuple(entry.get("requires_words", [])),
         )
     for name, table in data.get("script", {}).items():
         where = f"{file} [script.{name}]"
