@@ -145,3 +145,13 @@ def test_requires_words_entries_must_start_with_a_letter(tmp_path: Path) -> None
     )
     with pytest.raises(PackError, match="start with no letter"):
         Registry(_pack_with(tmp_path, rule))
+
+
+def test_requires_words_refuses_a_lexicon_of_patterns(tmp_path: Path) -> None:
+    # "any\s?more" would give the word "any", and "anymore" would then skip a rule that matches it
+    rule = (
+        "\n[lexicon.again_cues]\npatterns = true\nwords = ['any\\s?more', 'again']\n"
+        "\n[rule.bad_screen]\npattern = '''\\b{words:again_cues}\\b'''\nrequires_words = [\"again_cues\"]\n"
+    )
+    with pytest.raises(PackError, match="holds patterns"):
+        Registry(_pack_with(tmp_path, rule))

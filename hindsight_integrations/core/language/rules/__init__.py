@@ -11,7 +11,7 @@ and one TOML file per job (``admission.toml``, ``slots.toml``, ``values.toml``â€
 * ``[rule.NAME]``: a pattern (``pattern``, ``flags``) with its ``examples`` (texts it must
   match) and ``counter`` (texts it must not), named ``<file>.<NAME>``; optionally what every
   text it matches holds, so that a text without it skips the rule (``requires``: a short
-  pattern; ``requires_words``: lexicons of a ``{words:...}`` of the pattern; ``prescreen.py``);
+  pattern; ``requires_words``: word lexicons or maps of a ``{words:...}`` of the pattern; ``prescreen.py``);
 * ``[script.NAME]``: the characters of a script (``latin``, ``han``â€¦) that picks packs;
 * ``[[slot]]``: the slot rules (``subject``, ``attribute``, ``patterns``; see ``slots.py``).
 

@@ -189,6 +189,8 @@ def _firsts(pack: Pack, rule: Rule, lexicon: str) -> set[str]:
     """The first words of the entries of ``lexicon``, which ``rule`` must read as ``{words:...}`` (this pack's)."""
     if not re.search(r"\{words:(?:[a-z_]+,)*" + re.escape(lexicon) + r"[,}]", rule.pattern):
         raise PackError(f"{rule.where}: requires_words {lexicon!r} is not a {{words:...}} of its pattern")
+    if (written := pack.lexicons.get(lexicon)) is not None and written.patterns:
+        raise PackError(f"{rule.where}: requires_words {lexicon!r} holds patterns, whose words cannot be told")
     firsts = [first_word(entry) for entry in pack.names_of(lexicon) or ()]
     if not firsts or None in firsts:
         raise PackError(f"{rule.where}: requires_words {lexicon!r} has no entries, or some start with no letter")
