@@ -132,26 +132,27 @@ def _pack_with(tmp_path: Path, rule: str) -> Path:
     return folder
 
 
-def test_requires_words_must_name_a_words_reference_of_the_pattern(tmp_path: Path) -> None:
-    rule = "\n[rule.bad_screen]\npattern = '''\\bnoon\\b'''\nrequires_words = [\"named_times\"]\n"
-    with pytest.raises(PackError, match=r"not a \{words:\.\.\.\} of its pattern"):
-        Registry(_pack_with(tmp_path, rule))
-
-
-def test_requires_words_entries_must_start_with_a_letter(tmp_path: Path) -> None:
-    rule = (
+BAD_DECLARATIONS = {
+    "not a words reference of the pattern": (
+        "\n[rule.bad_screen]\npattern = '''\\bnoon\\b'''\nrequires_words = [\"named_times\"]\n",
+        r"not a \{words:\.\.\.\} of its pattern",
+    ),
+    "an entry starting with no letter": (
         '\n[lexicon.signs]\nwords = ["$", "usd"]\n'
-        "\n[rule.bad_screen]\npattern = '''{words:signs}'''\nrequires_words = [\"signs\"]\n"
-    )
-    with pytest.raises(PackError, match="start with no letter"):
-        Registry(_pack_with(tmp_path, rule))
-
-
-def test_requires_words_refuses_a_lexicon_of_patterns(tmp_path: Path) -> None:
+        "\n[rule.bad_screen]\npattern = '''{words:signs}'''\nrequires_words = [\"signs\"]\n",
+        "start with no letter",
+    ),
     # "any\s?more" would give the word "any", and "anymore" would then skip a rule that matches it
-    rule = (
+    "a lexicon of patterns": (
         "\n[lexicon.again_cues]\npatterns = true\nwords = ['any\\s?more', 'again']\n"
-        "\n[rule.bad_screen]\npattern = '''\\b{words:again_cues}\\b'''\nrequires_words = [\"again_cues\"]\n"
-    )
-    with pytest.raises(PackError, match="holds patterns"):
+        "\n[rule.bad_screen]\npattern = '''\\b{words:again_cues}\\b'''\nrequires_words = [\"again_cues\"]\n",
+        "holds patterns",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(BAD_DECLARATIONS))
+def test_a_requires_words_that_could_skip_a_match_is_refused_at_load(tmp_path: Path, case: str) -> None:
+    rule, message = BAD_DECLARATIONS[case]
+    with pytest.raises(PackError, match=message):
         Registry(_pack_with(tmp_path, rule))
