@@ -310,3 +310,21 @@ def test_work_discarded_for_one_target_leaves_the_others_and_counts_as_done() ->
     go.set()
     assert worker.wait(timeout=30) and worker.pending() == 0
     assert dropped.writes == [] and kept.writes == [["k1"]]
+
+
+def test_the_linger_counts_from_the_last_vector_held(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A stream of turns fills a batch; what is held is written when the stream pauses, not at a set time."""
+    from hindsight_integrations.core.storage import context_vectors
+
+    clock = [100.0]
+    monkeypatch.setattr(context_vectors.time, "monotonic", lambda: clock[0])
+    worker = BackgroundContextVectors(_zeros, batch_size=100, linger_seconds=1.0)
+    target = _Recording()
+    for n in range(5):  # a turn every 0.9 s: never a second without one
+        worker._hold([(n + 1, target, f"m{n}", "text")])
+        with worker._changed:
+            assert not worker._flush_due()
+        clock[0] += 0.9
+    clock[0] += 0.2  # 1.1 s after the last
+    with worker._changed:
+        assert worker._flush_due()

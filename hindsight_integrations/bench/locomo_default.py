@@ -76,15 +76,20 @@ def write_turns(client: MemoryClient, conversation: Conversation, steps: Progres
     """One ``record_turn`` per turn, as the adapters call it (see the module docstring); ``steps`` counts them."""
     for written, turn in enumerate(conversation.turns):
         report(steps, "writing turns", written, len(conversation.turns))
-        client.record_turn(
-            turn.text,
-            session_id=session_id(conversation, turn),
-            role="user",
-            occurred_at=turn.when,
-            metadata={"dia_id": turn.dia_id},
-            speaker=turn.speaker,
-        )
+        record_turn(client, conversation, turn)
     report(steps, "writing turns", len(conversation.turns), len(conversation.turns))
+
+
+def record_turn(client: MemoryClient, conversation: Conversation, turn: Turn) -> None:
+    """The turn's ``record_turn``: its text, session, date, speaker and ``dia_id``, as the adapters write a message."""
+    client.record_turn(
+        turn.text,
+        session_id=session_id(conversation, turn),
+        role="user",
+        occurred_at=turn.when,
+        metadata={"dia_id": turn.dia_id},
+        speaker=turn.speaker,
+    )
 
 
 def store_turns(client: MemoryClient, conversation: Conversation, steps: ProgressCallback | None = None) -> None:
@@ -301,6 +306,7 @@ __all__ = [
     "ROW_NAMES",
     "export_and_import",
     "import_turns",
+    "record_turn",
     "run_default_path",
     "run_mode",
     "session_id",

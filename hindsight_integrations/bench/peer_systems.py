@@ -142,6 +142,12 @@ class LangChainSystem:
 
     def load(self, conversation: Conversation, index: int) -> None:
         """One ``save_context`` per turn into a fresh collection; remembers which text is which turn."""
+        self.start(index)
+        for turn in conversation.turns:
+            self.save(turn)
+
+    def start(self, index: int) -> None:
+        """A fresh memory on collection ``lc-<index>``, as a chain starts one."""
         from langchain_chroma import Chroma
         from langchain_classic.memory import VectorStoreRetrieverMemory
 
@@ -153,9 +159,11 @@ class LangChainSystem:
             return_docs=True,
         )
         self.lookup = {}
-        for turn in conversation.turns:
-            self.memory.save_context({"input": peer_text(turn)}, {})
-            self.lookup.setdefault(f"input: {peer_text(turn)}", turn.dia_id)
+
+    def save(self, turn: Turn) -> None:
+        """The turn's ``save_context``, as a chain saves each exchange."""
+        self.memory.save_context({"input": peer_text(turn)}, {})
+        self.lookup.setdefault(f"input: {peer_text(turn)}", turn.dia_id)
 
     def ask(self, question: str) -> tuple[list[str], str]:
         """``load_memory_variables`` for the question; the documents' turn ids and their joined text."""

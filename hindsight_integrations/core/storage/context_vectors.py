@@ -35,7 +35,12 @@ from ..redaction import describe_error
 log = logging.getLogger(__name__)
 
 _BATCH = 32
-_LINGER_SECONDS = 1.0  # at most this long between a vector's embedding and its write, when idle
+# What is held is written once nothing more has been embedded for this long. The writes of an
+# import or of a conversation replayed come ~30 ms apart and fill batches; an agent's turn ends
+# in an LLM call, and its next recall, which waits for what is held to be written, finds it
+# written (it lingered a second from the first vector held before, and a recall 0.3 s after a
+# turn waited ~8 ms for the write: README §3).
+_LINGER_SECONDS = 0.15
 _EXIT_WAIT_SECONDS = 10.0
 
 
@@ -54,9 +59,9 @@ class BackgroundContextVectors:
     ``embed`` turns texts into a float32 matrix (the engine's ``embed_index_matrix``). Work is
     done in the order it was queued; ``wait`` blocks until everything queued before the call is
     written. Vectors are written to Chroma a batch at a time (``batch_size`` of them, or whatever
-    is held ``linger_seconds`` after the first of them was, or at once when someone waits): a
-    Chroma write costs ~5 ms however few records it holds, as much as embedding the framed text,
-    and a conversation queues one vector per turn.
+    is held once ``linger_seconds`` passed without another being held, or at once when someone
+    waits): a Chroma write costs ~5 ms however few records it holds, as much as embedding the
+    framed text, and a conversation queues one vector per turn.
     """
 
     def __init__(
@@ -77,7 +82,7 @@ class BackgroundContextVectors:
         self._held: dict[int, tuple[ContextTarget, dict[str, np.ndarray]]] = {}  # embedded, not yet written
         self._held_count = 0
         self._held_upto = 0  # every item up to this number is embedded (held) or given up on
-        self._held_since = 0.0
+        self._held_since = 0.0  # when the last vector was held
         self._waiting = 0  # callers blocked in ``wait``: what is held is written at once
         self._worker: threading.Thread | None = None
         self._exit_hook = False
@@ -187,8 +192,7 @@ class BackgroundContextVectors:
             vectors = None
         with self._changed:
             if vectors is not None and live:
-                if not self._held_count:
-                    self._held_since = time.monotonic()
+                self._held_since = time.monotonic()
                 for (_, target, memory_id, _), vector in zip(live, vectors):
                     self._held.setdefault(id(target), (target, {}))[1][memory_id] = vector
                     self._held_count += 1
