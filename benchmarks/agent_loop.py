@@ -28,9 +28,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-os.environ.setdefault("HINDSIGHT_LOG_LEVEL", "WARNING")
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
