@@ -6,6 +6,7 @@ first (milliseconds that grow with the index) happens in between. Searches stay 
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 
@@ -91,3 +92,12 @@ def test_searches_beside_quiet_rebuilds_are_exact(monkeypatch: pytest.MonkeyPatc
     for word in words:
         every = dict(fresh.search(f"the {word}", 1000))  # every match: ties may come in another order
         assert dict(index.search(f"the {word}", 1000)) == pytest.approx(every)
+
+
+def test_building_an_index_logs_nothing_below_a_warning(caplog: pytest.LogCaptureFixture) -> None:
+    """bm25s logs each build at DEBUG on a logger it sets to DEBUG; a server's log must stay JSON lines."""
+    with caplog.at_level(logging.DEBUG):
+        index = LexicalIndex()
+        index.upsert(DOCS)
+        index.search("where is the boat", 3)
+    assert not [r for r in caplog.records if r.name.startswith("bm25s")]

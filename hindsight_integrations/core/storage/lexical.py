@@ -40,6 +40,9 @@ from ..language.rules import clear_with_packs, every
 from ..language.text import ranking_terms, ranking_tokens
 
 log = logging.getLogger(__name__)
+# bm25s sets its own logger to DEBUG, so every index build ("Building index from tokens") reaches
+# any root handler of the process: plain lines in a server's JSON log, noise in a user's app.
+logging.getLogger("bm25s").setLevel(logging.WARNING)
 
 
 @lru_cache(maxsize=1)
