@@ -8,7 +8,7 @@ from hindsight_integrations import MemoryEngine
 from hindsight_integrations.bench.peers_report import peers_table
 from hindsight_integrations.core.recall.stages import StageTimes, stopwatch, timing_stages
 
-STAGES = ["indexes", "embed", "search", "admit", "rank", "floor", "fetch", "pack"]
+STAGES = ["indexes", "embed", "search", "admit", "rank", "currency", "floor", "fetch", "pack"]
 
 
 def test_every_stage_of_a_recall_is_timed_inside_the_block_only(tmp_path: Path) -> None:

@@ -9,6 +9,7 @@ process wrote it a moment ago): then recall asks Chroma and finds it at once.
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -224,6 +225,48 @@ def test_recall_searches_the_copy_and_asks_chroma_when_another_process_wrote_sin
     assert new[0] in [h.record.id for h in hits] and reads["queries"] > 0
     reader.chroma.namespace(NS).sync_indexes(force=True)
     assert reader.chroma.namespace(NS).copies_current()
+
+
+def test_the_copies_are_searched_before_the_currency_checks_answer(store_path: Path, embedder, monkeypatch) -> None:
+    """Through a server the checks often answer after the embedding: recall searches the copies meanwhile.
+
+    A check here answers only once the copy has been searched (or after 5 s): were the verdict
+    awaited before the search, it would time out, and the recall rank again from Chroma.
+    """
+    engine = MemoryEngine(store=store_path, embedder=embedder, llm=False, lexical_sync_seconds=3600)
+    _store(engine)
+    state = engine.chroma.namespace(NS)
+    searched = threading.Event()
+    cosines = state.vector_copy.cosines
+
+    def searching(vector: Any) -> Any:
+        searched.set()
+        return cosines(vector)
+
+    monkeypatch.setattr(state.vector_copy, "cosines", searching)
+    monkeypatch.setattr(state, "currency_checks", lambda: [lambda: searched.wait(timeout=5)])
+    reads = _count_vector_reads(engine)
+    hits = engine.recall("what does Maria drink", namespace=NS, top_k=2).hits
+    assert searched.is_set() and hits[0].record.content.startswith("Maria")
+    assert reads["queries"] == 0  # the checks passed: no search of Chroma
+
+
+def test_a_check_failing_after_the_copies_were_searched_ranks_again_from_chroma(
+    store_path: Path, embedder, monkeypatch
+) -> None:
+    reader = MemoryEngine(store=store_path, embedder=embedder, llm=False, lexical_sync_seconds=3600)
+    ids = _store(reader)
+    state = reader.chroma.namespace(NS)
+    reader.recall("warm up", namespace=NS)
+    maria = ids[3]
+    MemoryEngine(store=store_path, embedder=embedder, llm=False).forget(maria, namespace=NS)
+    copy_searches = []
+    cosines = state.vector_copy.cosines
+    monkeypatch.setattr(state.vector_copy, "cosines", lambda vector: copy_searches.append(1) or cosines(vector))
+    reads = _count_vector_reads(reader)
+    hits = reader.recall("what does Maria drink", namespace=NS, top_k=3).hits
+    assert copy_searches and reads["queries"] > 0  # searched in memory first, then Chroma once the checks said no
+    assert maria not in [h.record.id for h in hits]
 
 
 def test_what_another_process_hard_deletes_leaves_the_indexes_at_the_next_sync(store_path: Path, embedder) -> None:

@@ -13,6 +13,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from ..errors import InvalidInputError
+from .limits import MAX_TOKENS
 
 M = TypeVar("M", bound=BaseModel)
 E = TypeVar("E", bound=Enum)
@@ -91,6 +92,13 @@ def whole_number(value: Any, field: str, *, low: int, high: int | None = None) -
     return value
 
 
+def context_tokens(value: Any, field: str = "token_budget") -> int:
+    """A budget of context tokens: a whole number from 1 to ``MAX_TOKENS``."""
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 < value <= MAX_TOKENS:
+        raise InvalidInputError(field, f"must be a whole number of tokens between 1 and {MAX_TOKENS}")
+    return value
+
+
 def fraction(value: Any, field: str) -> float:
     """A number in [0, 1] (importance, scores)."""
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
@@ -98,4 +106,12 @@ def fraction(value: Any, field: str) -> float:
     return float(value)
 
 
-__all__ = ["coerce_enum", "coerce_model", "error_message", "fraction", "validation_problems", "whole_number"]
+__all__ = [
+    "coerce_enum",
+    "coerce_model",
+    "context_tokens",
+    "error_message",
+    "fraction",
+    "validation_problems",
+    "whole_number",
+]

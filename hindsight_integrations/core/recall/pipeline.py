@@ -2,13 +2,14 @@
 
 1. *search*: BM25 over the namespace's lexical index, then the dense search over the memories'
    own vectors and over their context vectors: exact, over the in-memory copies, when they are
-   small and hold all that Chroma holds (``NamespaceStore.copies_current``, counted while the
-   query is embedded), else Chroma's ANN. Over a large namespace BM25 runs in a worker thread
-   while the query is embedded; over a small one it takes ~0.2 ms after it, which measured
-   faster than beside the embedding, whose model keeps both cores of a small machine busy.
-   The default filter (valid long-term memories) keeps nearly everything, so the dense search
-   runs unfiltered with twice the pool and candidates are checked afterwards; a narrowing
-   filter is passed to Chroma instead.
+   small and hold all that Chroma holds (``NamespaceStore.copies_current``: its reads start with
+   the embedding, and their verdict is awaited after *rank*, which runs again from Chroma if it
+   is no), else Chroma's ANN. Over a large namespace BM25 runs in a worker thread while the
+   query is embedded; over a small one it takes ~0.2 ms after it, which measured faster than
+   beside the embedding, whose model keeps both cores of a small machine busy. The default
+   filter (valid long-term memories) keeps nearly everything, so the dense search runs
+   unfiltered with twice the pool and candidates are checked afterwards; a narrowing filter is
+   passed to Chroma instead.
 2. *admit*: candidates that pass the filters, checked on the in-memory facts, with the vectors
    needed to score the ones a vector search did not return.
 3. *widen*: when the unfiltered search returned mostly inadmissible memories (working turns,
@@ -30,7 +31,7 @@ Each stage's time can be measured from outside (``stages.timing_stages``).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -38,11 +39,9 @@ from typing import Any
 import numpy as np
 
 from ..embedding.protocol import embed_query
-from ..errors import InvalidInputError
 from ..language.when import TimeFrame, names_a_time, time_frames
-from ..model.arguments import coerce_model, fraction, whole_number
+from ..model.arguments import coerce_model, context_tokens, fraction, whole_number
 from ..model.inputs import validate_content
-from ..model.limits import MAX_TOKENS
 from ..model.records import MemoryRecord, from_epoch
 from ..model.results import RecallHit, RecallResult, Relevance
 from ..parts import EngineParts
@@ -93,6 +92,11 @@ class _Search:
     lexical_context_vectors: dict[str, Vector]
     own: Cosines | None  # every memory's cosine by its own vector, when the searches ran on the copies
     framed: Cosines | None  # and by its context vector
+    checks: list[Future[bool]]  # the currency checks still running while the copies were searched
+
+    def copies_were_current(self) -> bool:
+        """Whether the copies searched held all that Chroma holds: the checks' verdict, waited for."""
+        return all(check.result() for check in self.checks)
 
     def nearest(self, handle: NamespaceStore, n: int) -> list[tuple[str, float]]:
         """The ``n`` memories nearest by their own vectors, unfiltered: from the product already made, if any."""
@@ -127,7 +131,7 @@ class Recaller:
             else whole_number(top_k, "top_k", low=1, high=settings.max_top_k),
             min_score=None if min_score is None else fraction(min_score, "min_score"),
             filters=bounded_filters(filters, self._parts.limits),
-            token_budget=settings.default_token_budget if token_budget is None else _budget(token_budget),
+            token_budget=settings.default_token_budget if token_budget is None else context_tokens(token_budget),
             weights=coerce_model(RecallWeights, weights, "weights"),
             include_history=include_history,
         )
@@ -184,7 +188,14 @@ class Recaller:
 
     # -- stages ---------------------------------------------------------------------------
     def _ranked(
-        self, handle: NamespaceStore, request: RecallRequest, candidates: int | None, now: datetime, watch: Stopwatch
+        self,
+        handle: NamespaceStore,
+        request: RecallRequest,
+        candidates: int | None,
+        now: datetime,
+        watch: Stopwatch,
+        *,
+        trust_copies: bool = True,
     ) -> tuple[_Search, list[Candidate], list[Ranked], dict[str, float]]:
         """Search, admit, widen and rank: the candidates, ranked, and the closeness each inherits from its history."""
         handle.refresh_indexes()
@@ -193,7 +204,7 @@ class Recaller:
         pool = candidates or max(50, request.top_k * 4)
         parsing = names_a_time(request.query)  # the date parser takes ms: then it runs meanwhile
         frames = _RECALL_WORKERS.submit(_frames, handle, request, now) if parsing else None
-        search = self._search(handle, request, pool, now, watch)
+        search = self._search(handle, request, pool, now, watch, trust_copies=trust_copies)  # False: Chroma's
         inherited = inherit_from_history(handle, search.dense, search.vector, request.weights.context)
         admitted = self._admit(handle, search, list(dict.fromkeys([*search.dense, *search.context, *search.lexical])))
         admitted += self._widen(handle, search, pool, admitted)
@@ -207,22 +218,33 @@ class Recaller:
             frames=frames.result() if frames is not None else _frames(handle, request, now),
         )
         watch.lap("rank")
+        if not search.copies_were_current():  # another process wrote meanwhile: rank again from Chroma
+            return self._ranked(handle, request, candidates, now, watch, trust_copies=False)
+        watch.lap("currency")
         return search, admitted, ranked, inherited
 
     def _search(
-        self, handle: NamespaceStore, request: RecallRequest, pool: int, now: datetime, watch: Stopwatch
+        self,
+        handle: NamespaceStore,
+        request: RecallRequest,
+        pool: int,
+        now: datetime,
+        watch: Stopwatch,
+        *,
+        trust_copies: bool,
     ) -> _Search:
         with_context = request.weights.context > 0 and handle.facts.any_context
         in_memory = handle.vector_copy is not None and handle.vector_copy.searchable  # small: BM25 after the embedding
         lexical_side = (
             None if in_memory else _RECALL_WORKERS.submit(lexical_candidates, handle, request.query, pool, with_context)
         )
-        copy_side = [_RECALL_WORKERS.submit(check) for check in handle.currency_checks()]
+        currency = handle.currency_checks() if trust_copies else None
+        checks = [_RECALL_WORKERS.submit(check) for check in currency or ()]  # verdict awaited after ranking
         vector = embed_query(self._parts.embedder, request.query, self._parts.query_cache)
         watch.lap("embed")
         prefiltered = request.filters.narrows() or request.include_history
         where = request.filters.where(include_history=request.include_history, now=now) if prefiltered else None
-        from_copy = all(check.result() for check in copy_side)
+        from_copy = currency is not None
         own = handle.vector_copy.cosines(vector) if from_copy and handle.vector_copy is not None else None
         framed = handle.context_copy.cosines(vector) if from_copy and with_context and handle.context_copy else None
         side_by_side = with_context and framed is None  # in memory, a search takes less than a thread hand-off
@@ -240,7 +262,7 @@ class Recaller:
         watch.lap("search")
         return _Search(
             request, now, vector, prefiltered, with_context, from_copy, dense, context, lexical, lexical_vectors,
-            lexical_context_vectors, own, framed,
+            lexical_context_vectors, own, framed, checks,
         )  # fmt: skip
 
     def _admit(
@@ -350,13 +372,7 @@ class Recaller:
         return hits[:wanted]
 
     def _pack(
-        self,
-        handle: NamespaceStore,
-        request: RecallRequest,
-        hits: list[RecallHit],
-        now: datetime,
-        *,
-        touch: bool,
+        self, handle: NamespaceStore, request: RecallRequest, hits: list[RecallHit], now: datetime, *, touch: bool
     ) -> RecallResult:
         """Fit the budget in rank order, then put what announces a change above what it changes.
 
@@ -424,12 +440,6 @@ def _vectors(
 
 def _touched(record: MemoryRecord, now: datetime) -> MemoryRecord:
     return record.model_copy(update={"access_count": record.access_count + 1, "last_accessed_at": now})
-
-
-def _budget(value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or not 0 < value <= MAX_TOKENS:
-        raise InvalidInputError("token_budget", f"must be a whole number of tokens between 1 and {MAX_TOKENS}")
-    return value
 
 
 __all__ = ["RecallRequest", "Recaller"]

@@ -180,8 +180,7 @@ class NamespaceStore:
         """Bring the indexes' ids to Chroma's where no watermark shows the difference (module docstring).
 
         Listed without the write lock (a long paging at 100k); what differs is asked about again
-        under it, as this process may have written meanwhile.
-        """
+        under it, as this process may have written meanwhile."""
         assert self.vector_copy is not None
         present = {i for got in pages(self.collection, include=[]) for i in got["ids"]}
         with self._lock:
@@ -400,16 +399,17 @@ class NamespaceStore:
     def copies_current(self) -> bool:
         """Whether recall may search the copies and take its finalists from memory, not Chroma.
 
-        The copies must be searchable (``VectorCopy.searchable``), and Chroma must hold as many records as
-        the copy and none newer than the watermark but this process's own writes: two small reads, side
-        by side while the query is embedded (``currency_checks``), unless its files show no write since."""
-        return all(check() for check in self.currency_checks())
+        The copies must be searchable (``VectorCopy.searchable``), and Chroma must hold as many records as the copy
+        and none newer than the watermark but this process's own writes: two small reads (``currency_checks``),
+        unless its files show no write since."""
+        checks = self.currency_checks()
+        return checks is not None and all(check() for check in checks)
 
-    def currency_checks(self) -> list[Callable[[], bool]]:
-        """The checks ``copies_current`` makes, to run side by side (through a server, a round trip each)."""
+    def currency_checks(self) -> list[Callable[[], bool]] | None:
+        """The checks ``copies_current`` makes, to run side by side; None when the copies cannot be searched."""
         own, context = self.vector_copy, self.context_copy
         if own is None or context is None or not (own.searchable and context.searchable):
-            return [lambda: False]
+            return None
         checks = [lambda: self.collection.count() == len(own), self._nothing_changed_elsewhere]
         return self._currency.checks(checks, (len(own), len(context)))
 
