@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from hindsight_integrations import EmbeddingModelMismatchError, MemoryEngine, Status
+from hindsight_integrations.core.storage.quiet_files import COUNT_SECONDS
 from hindsight_integrations.processes import chroma_server
 
 pytestmark = pytest.mark.server
@@ -143,3 +144,31 @@ def _reads(engine: MemoryEngine, start: threading.Barrier, trial: int, failures:
             engine.recall("what is the staging server called?", namespace=f"fresh-{trial}")
         except Exception as exc:  # collected: the assertion shows every one
             failures.append(f"trial {trial}: {type(exc).__name__}: {exc}")
+
+
+def test_a_replica_sees_another_ones_forget_at_once_and_its_archive_within_count_seconds(
+    server_url: str, embedder, monkeypatch
+) -> None:
+    """The count, the check only a hard delete needs, is made once a second; the watermark every recall."""
+    reader = MemoryEngine(chroma_url=server_url, embedder=embedder, llm=False, lexical_sync_seconds=3600)
+    other = MemoryEngine(chroma_url=server_url, embedder=embedder, llm=False)
+    facts = [
+        "Invoice INV-7301 was paid on the fourth of May.",
+        "Invoice INV-7302 is waiting for the CFO's approval.",
+        "The finance team meets on Thursdays at ten.",
+        "Order 77-0412 shipped to Porto by courier.",
+    ]
+    ids = reader.store_memories(facts, namespace="archive", apply_filter=False, dedup=False).ids
+    state = reader.chroma.namespace("archive")
+    clock = [1_000.0]
+    monkeypatch.setattr(state._currency, "_now", lambda: clock[0])
+    assert state.copies_current()  # the count matched at 1,000
+    other.forget(ids[1], namespace="archive")
+    assert not state.copies_current()  # within the second: the watermark read shows the forget
+    assert ids[1] not in [h.record.id for h in reader.recall("INV-7302 approval", namespace="archive").hits]
+    state.sync_indexes(force=True)
+    assert state.copies_current()
+    other.chroma.namespace("archive").delete([ids[0]])  # as the cold archive of another replica does
+    clock[0] += COUNT_SECONDS
+    assert not state.copies_current()  # a second on, the count is made again and shows it
+    assert ids[0] not in [h.record.id for h in reader.recall("INV-7301 paid", namespace="archive").hits]

@@ -18,7 +18,13 @@ from pathlib import Path
 import chromadb
 
 from hindsight_integrations import MemoryEngine
-from hindsight_integrations.core.storage.quiet_files import QUIET_SECONDS, CurrencyMemo, StoreFiles, store_files
+from hindsight_integrations.core.storage.quiet_files import (
+    COUNT_SECONDS,
+    QUIET_SECONDS,
+    CurrencyMemo,
+    StoreFiles,
+    store_files,
+)
 
 NS = "quiet"
 FACTS = [
@@ -73,6 +79,35 @@ def test_the_memo_spares_the_checks_only_at_the_stamp_and_state_they_all_passed_
     assert len(memo.checks(checks, state=(3, 3))) == 2  # the file changed
     assert made == []
     assert len(CurrencyMemo(None).checks(checks, state=(3, 3))) == 2  # a server: no files to look at
+
+
+def test_through_a_server_a_matching_count_is_trusted_for_count_seconds_and_a_failed_one_never() -> None:
+    clock = [100.0]
+    memo = CurrencyMemo(None, now=lambda: clock[0])
+    answers = {"count": True, "watermark": True}
+    made: list[str] = []
+
+    def check(name: str):
+        return lambda: made.append(name) or answers[name]
+
+    def run() -> bool:
+        results = [c() for c in memo.checks([check("watermark")], state=(3, 3), count=check("count"))]  # every one
+        return all(results)
+
+    assert run() and made == ["count", "watermark"]
+    made.clear()
+    clock[0] += COUNT_SECONDS / 2
+    assert run() and made == ["watermark"]  # every recall still reads the watermark
+    clock[0] += COUNT_SECONDS / 2
+    answers["count"] = False  # another process archived memories
+    made.clear()
+    assert not run() and made == ["count", "watermark"]
+    made.clear()
+    assert not run() and made == ["count", "watermark"]  # a count that did not match is made again
+    answers["count"] = True
+    assert run()
+    made.clear()
+    assert run() and made == ["watermark"]
 
 
 def test_only_an_embedded_store_on_disk_has_files_to_look_at(tmp_path: Path) -> None:

@@ -14,9 +14,9 @@ background rather than waiting for it: what it brings is only other processes' n
 which recall still finds by vector search meanwhile: it searches the copies only while nothing
 changed elsewhere since the sync (``copies_current``), and Chroma otherwise. A sync lists again
 what was stamped just before the last one (``catch_up.py``: a record is stamped before it is
-written). A hard delete (the cold archive), or a batch slower than that, shows in the count: a
-sync finding the copy holding more than Chroma, or less, lists Chroma's ids and follows them.
-"""
+written). A hard delete (the cold archive), or a batch slower than that, shows in the count (through
+a server within ``quiet_files.COUNT_SECONDS``): a sync finding the copy holding more than Chroma, or
+less, lists Chroma's ids and follows them."""
 
 from __future__ import annotations
 
@@ -410,8 +410,8 @@ class NamespaceStore:
         own, context = self.vector_copy, self.context_copy
         if own is None or context is None or not (own.searchable and context.searchable):
             return None
-        checks = [lambda: self.collection.count() == len(own), self._nothing_changed_elsewhere]
-        return self._currency.checks(checks, (len(own), len(context)))
+        count = lambda: self.collection.count() == len(own)  # noqa: E731
+        return self._currency.checks([self._nothing_changed_elsewhere], (len(own), len(context)), count=count)
 
     def _nothing_changed_elsewhere(self) -> bool:
         only_own = self._catch_up.only_own_since(self.collection)

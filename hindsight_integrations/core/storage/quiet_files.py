@@ -14,11 +14,13 @@ on ext4, a second or two on some others), so two writes within one tick can leav
 time. A stamp is therefore trusted only when both files were last written at least
 ``QUIET_SECONDS`` before it was read: a later write then falls in a later tick and changes it.
 Within that window after a write, recall makes the two reads as before. A Chroma server has no
-files here to look at, so its clients always make them.
+files here to look at, so its clients make them, the count at most once every ``COUNT_SECONDS``
+(``CurrencyMemo``).
 """
 
 from __future__ import annotations
 
+import math
 import os
 import threading
 import time
@@ -28,6 +30,10 @@ from pathlib import Path
 QUIET_SECONDS = 2.0
 """How long both files must have been left alone for their stamp to prove no write since: above the
 coarsest common file-time granularity (2 s)."""
+
+COUNT_SECONDS = 1.0
+"""Through a server, how long a count that matched the copy is trusted: within it, a hard delete by
+another process (the cold archive) shows in at most this long (``CurrencyMemo``)."""
 
 DATABASE_FILE = "chroma.sqlite3"
 """The SQLite file an embedded Chroma store commits every change to (``store.py`` sets its journal mode)."""
@@ -83,17 +89,38 @@ class CurrencyMemo:
     ``checks`` hands back no check at all while that is still the stamp, and otherwise the
     checks, each noting its result, so that the stamp read *before* they ran is remembered once
     they all pass: a write while they run leaves a newer stamp, and the next recall checks again.
+
+    Without files (a Chroma server), each check is a round trip, and beside the query's embedding
+    the two took ~1 ms of its time on two cores. The count is then made at most once every
+    ``count_seconds``: it is the check for what the records newer than the watermark cannot show,
+    a hard delete by another process (the cold archive moving memories out) or a batch written
+    after its stamps had fallen behind the sync's look-back. Those then show within that time;
+    another process's writes, edits and forgets still show at once, in the watermark read every
+    recall makes.
     """
 
-    def __init__(self, files: StoreFiles | None) -> None:
+    def __init__(
+        self, files: StoreFiles | None, *, count_seconds: float = COUNT_SECONDS, now: Callable[[], float] | None = None
+    ) -> None:
         self._files = files
         self._passed: tuple[Stamp, Hashable] | None = None
+        self._count_seconds = count_seconds
+        self._now = now or time.monotonic
+        self._counted_at = -math.inf  # when a count last matched, through a server
 
-    def checks(self, checks: Sequence[Callable[[], bool]], state: Hashable) -> list[Callable[[], bool]]:
-        """The checks still to make; ``state`` is what else they depend on (the copies' sizes)."""
-        stamp = self._files.stamp() if self._files is not None else None
+    def checks(
+        self, checks: Sequence[Callable[[], bool]], state: Hashable, *, count: Callable[[], bool] | None = None
+    ) -> list[Callable[[], bool]]:
+        """The checks still to make; ``state`` is what else they depend on (the copies' sizes).
+
+        ``count`` is the check comparing Chroma's count with the copy's, spaced out through a server.
+        """
+        every = [*([count] if count is not None else []), *checks]
+        if self._files is None:  # a server: no files to look at
+            return [*self._spaced(count), *checks] if count is not None else every
+        stamp = self._files.stamp()
         if stamp is None:
-            return list(checks)
+            return every
         key = (stamp, state)
         if key == self._passed:
             return []
@@ -105,13 +132,27 @@ class CurrencyMemo:
                 passed = check()
                 with lock:
                     results.append(passed)
-                    if len(results) == len(checks) and all(results):
+                    if len(results) == len(every) and all(results):
                         self._passed = key
                 return passed
 
             return run
 
-        return [noting(check) for check in checks]
+        return [noting(check) for check in every]
+
+    def _spaced(self, count: Callable[[], bool]) -> list[Callable[[], bool]]:
+        """``count`` unless one matched within ``count_seconds``; noting when this one matches."""
+        started = self._now()
+        if started - self._counted_at < self._count_seconds:
+            return []
+
+        def run() -> bool:
+            matched = count()
+            if matched:
+                self._counted_at = max(self._counted_at, started)
+            return matched
+
+        return [run]
 
 
-__all__ = ["DATABASE_FILE", "QUIET_SECONDS", "CurrencyMemo", "StoreFiles", "store_files"]
+__all__ = ["COUNT_SECONDS", "DATABASE_FILE", "QUIET_SECONDS", "CurrencyMemo", "StoreFiles", "store_files"]
