@@ -118,6 +118,25 @@ def test_an_unreachable_wire_leaves_the_read_to_chromadb(collection: Any) -> Non
     assert reads.get(ids=["m2"], include=["documents"])["documents"] == ["memory 2: 早上好, café"]
 
 
+def test_a_server_the_wire_cannot_connect_to_is_left_to_chromadb_for_a_while(
+    collection: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A host that drops packets costs the wire's connect timeout once, not before every read."""
+    monkeypatch.setattr(chroma_wire, "_unreachable_until", {})
+    clock = [1_000.0]
+    monkeypatch.setattr(chroma_wire, "_now", lambda: clock[0])
+    reads = RetryingReads(collection)
+    reads._wire = ChromaWire(f"http://127.0.0.1:{free_port()}/api/v2", {})  # nothing listens there
+    attempts: list[str] = []
+    request = chroma_wire._POOLS.request
+    monkeypatch.setattr(chroma_wire._POOLS, "request", lambda *a, **k: attempts.append(a[1]) or request(*a, **k))
+    assert reads.count() == 60 and len(attempts) == 1
+    assert reads.count() == 60 and reads.get(ids=["m2"])["ids"] == ["m2"]
+    assert len(attempts) == 1  # chromadb's client answered, the wire was not tried again
+    clock[0] += chroma_wire.UNREACHABLE_SECONDS
+    assert reads.count() == 60 and len(attempts) == 2  # after a while the wire tries again
+
+
 def test_an_embedded_store_has_no_wire(tmp_path: Path) -> None:
     client = chromadb.PersistentClient(path=str(tmp_path), settings=chromadb.Settings(anonymized_telemetry=False))
     assert RetryingReads(client.get_or_create_collection("local-one", embedding_function=None))._wire is None

@@ -50,6 +50,19 @@ def test_writes_that_keep_coming_leave_the_rebuild_to_the_search(monkeypatch: py
     assert not index._pending_ids  # the search rebuilt it, as before
 
 
+def test_removing_ids_the_index_never_held_starts_no_quiet_period(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(lexical, "QUIET_SECONDS", 3600.0)
+    index = LexicalIndex()
+    index.upsert(DOCS)
+    index.rebuild()
+    monkeypatch.setattr(lexical._QUIET, "_due", {})
+    index.remove(["never-written"])
+    assert id(index) not in lexical._QUIET._due
+    index.remove(["boat"])
+    assert id(index) in lexical._QUIET._due  # a real removal does
+    assert [m for m, _ in index.search("where is the boat moored", 3)] != ["boat"]
+
+
 def test_a_large_index_is_left_to_its_own_background_rebuild(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(lexical, "QUIET_SECONDS", 0.01)
     index = LexicalIndex(sync_rebuild_max_docs=2)

@@ -197,14 +197,16 @@ class Recaller:
         *,
         trust_copies: bool = True,
     ) -> tuple[_Search, list[Candidate], list[Ranked], dict[str, float]]:
-        """Search, admit, widen and rank: the candidates, ranked, and the closeness each inherits from its history."""
+        """Search, admit, widen and rank: the candidates, ranked, and the closeness each inherits from its history.
+
+        ``trust_copies`` False: search Chroma, not the copies (their checks just found a change elsewhere)."""
         handle.refresh_indexes()
         handle.wait_for_context(_CONTEXT_WAIT_SECONDS)  # what this process just wrote ranks like the rest
         watch.lap("indexes")
         pool = candidates or max(50, request.top_k * 4)
         parsing = names_a_time(request.query)  # the date parser takes ms: then it runs meanwhile
         frames = _RECALL_WORKERS.submit(_frames, handle, request, now) if parsing else None
-        search = self._search(handle, request, pool, now, watch, trust_copies=trust_copies)  # False: Chroma's
+        search = self._search(handle, request, pool, now, watch, trust_copies=trust_copies)
         inherited = inherit_from_history(handle, search.dense, search.vector, request.weights.context)
         admitted = self._admit(handle, search, list(dict.fromkeys([*search.dense, *search.context, *search.lexical])))
         admitted += self._widen(handle, search, pool, admitted)

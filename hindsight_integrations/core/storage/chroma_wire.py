@@ -14,12 +14,16 @@ reads (Chroma's REST API, ``/api/v2``), and metadata goes through chromadb's own
 ``deserialize_metadata``. Anything else, any answer other than 200, and any failure to reach the
 server returns None, and the caller asks chromadb's client instead: an error (a bad filter, a
 collection gone, a transient read error that ``read_retrying`` retries) is chromadb's own,
-raised as before.
+raised as before. A server the wire could not connect to is left to chromadb's client for
+``UNREACHABLE_SECONDS``: a host that drops packets would otherwise cost the wire's connect
+timeout before every read chromadb's client then makes (a connection dropped once made, as an
+idle keep-alive one may be, leaves only that read to chromadb's client).
 """
 
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Mapping
 from typing import Any
 from urllib.parse import quote
@@ -33,6 +37,10 @@ log = logging.getLogger(__name__)
 # recall's workers and a server's request threads; more at once open a connection each and close
 # it after. No read timeout, as chromadb's client has none; an unreachable server fails at connect.
 _POOLS = urllib3.PoolManager(maxsize=8, block=False, retries=False, timeout=urllib3.Timeout(connect=10.0))
+UNREACHABLE_SECONDS = 30.0
+"""How long a server the wire could not reach is left to chromadb's client alone."""
+_unreachable_until: dict[str, float] = {}  # by API URL: until when the wire leaves that server alone
+_now = time.monotonic
 _PLAIN = frozenset({"metadatas", "documents"})  # what a ``get`` may include and still go this way
 _GET_ARGUMENTS = frozenset({"ids", "where", "limit", "offset", "include"})
 _QUERY_ARGUMENTS = frozenset({"query_embeddings", "n_results", "where", "include"})
@@ -106,11 +114,15 @@ class ChromaWire:
 
     def _send(self, collection: Any, method: str, action: str, body: dict[str, Any] | None) -> Any:
         """Chroma's JSON answer to ``action`` on ``collection``; None when it did not answer 200."""
+        if _now() < _unreachable_until.get(self._api_url, 0.0):
+            return None
         path = quote(f"/tenants/{collection.tenant}/databases/{collection.database}/collections/{collection.id}/")
         payload = None if body is None else orjson.dumps(body, option=orjson.OPT_SERIALIZE_NUMPY)
         try:
             response = _POOLS.request(method, self._api_url + path + action, body=payload, headers=self._headers)
         except (urllib3.exceptions.HTTPError, OSError) as exc:
+            if isinstance(exc, urllib3.exceptions.ConnectTimeoutError):  # no connection made (refused, timed out)
+                _unreachable_until[self._api_url] = _now() + UNREACHABLE_SECONDS
             log.debug("Chroma %s over the wire failed (%s); asking chromadb's client", action, exc)
             return None
         if response.status != 200:
@@ -130,4 +142,4 @@ def _metadatas(metadatas: list[Any] | None) -> list[Any] | None:
     return [deserialize_metadata(m) if m is not None else None for m in metadatas]
 
 
-__all__ = ["ChromaWire"]
+__all__ = ["UNREACHABLE_SECONDS", "ChromaWire"]

@@ -82,7 +82,7 @@ class BackgroundContextVectors:
         self._held: dict[int, tuple[ContextTarget, dict[str, np.ndarray]]] = {}  # embedded, not yet written
         self._held_count = 0
         self._held_upto = 0  # every item up to this number is embedded (held) or given up on
-        self._held_since = 0.0  # when the last vector was held
+        self._last_held = 0.0  # when the last vector was held
         self._waiting = 0  # callers blocked in ``wait``: what is held is written at once
         self._worker: threading.Thread | None = None
         self._exit_hook = False
@@ -168,14 +168,14 @@ class BackgroundContextVectors:
         return (
             self._held_count >= self._batch_size
             or self._waiting > 0
-            or time.monotonic() - self._held_since >= self._linger
+            or time.monotonic() - self._last_held >= self._linger
         )
 
     def _linger_left(self) -> float | None:
         """Seconds until what is held must be written (None: nothing held); the caller holds ``_changed``."""
         if not self._held_count:
             return None
-        return max(0.0, self._held_since + self._linger - time.monotonic())
+        return max(0.0, self._last_held + self._linger - time.monotonic())
 
     def _hold(self, batch: list[tuple[int, ContextTarget, str, str]]) -> None:
         """Embed a batch and hold its vectors for the next write; an embedder outage is logged, never fatal."""
@@ -192,7 +192,7 @@ class BackgroundContextVectors:
             vectors = None
         with self._changed:
             if vectors is not None and live:
-                self._held_since = time.monotonic()
+                self._last_held = time.monotonic()
                 for (_, target, memory_id, _), vector in zip(live, vectors):
                     self._held.setdefault(id(target), (target, {}))[1][memory_id] = vector
                     self._held_count += 1

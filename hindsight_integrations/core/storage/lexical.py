@@ -190,14 +190,16 @@ class LexicalIndex:
 
     def remove(self, memory_ids: Iterable[str]) -> None:
         """Stop returning these ids (hard deletes); they leave the main index at its next rebuild."""
+        removed = False
         with self._lock:
             for memory_id in memory_ids:
                 self._main.kill(memory_id)
-                self._tokens.pop(memory_id, None)
+                removed = self._tokens.pop(memory_id, None) is not None or removed
                 if memory_id in self._pending_ids:
                     self._pending_ids.discard(memory_id)
                     self._pending = None
-        self._changed()
+        if removed:  # ids it never held leave nothing to rebuild
+            self._changed()
 
     def _changed(self) -> None:
         if len(self._tokens) <= self._sync_rebuild_max_docs:

@@ -119,7 +119,7 @@ class CurrencyMemo:
         if self._files is None:  # a server: no files to look at
             return [*self._spaced(count), *checks] if count is not None else every
         stamp = self._files.stamp()
-        if stamp is None:
+        if stamp is None:  # written within QUIET_SECONDS: both reads, as another process may have deleted
             return every
         key = (stamp, state)
         if key == self._passed:
