@@ -38,7 +38,7 @@ log = logging.getLogger(__name__)
 # it after. No read timeout, as chromadb's client has none; an unreachable server fails at connect.
 _POOLS = urllib3.PoolManager(maxsize=8, block=False, retries=False, timeout=urllib3.Timeout(connect=10.0))
 UNREACHABLE_SECONDS = 30.0
-"""How long a server the wire could not reach is left to chromadb's client alone."""
+"""How long a server the wire could not connect to is left to chromadb's client alone."""
 _unreachable_until: dict[str, float] = {}  # by API URL: until when the wire leaves that server alone
 _now = time.monotonic
 _PLAIN = frozenset({"metadatas", "documents"})  # what a ``get`` may include and still go this way
