@@ -35,6 +35,7 @@ from hindsight_integrations import MemoryEngine  # noqa: E402
 from hindsight_integrations.bench.locomo_data import Conversation, load_directory  # noqa: E402
 from hindsight_integrations.bench.locomo_default import record_turn  # noqa: E402
 from hindsight_integrations.bench.peer_systems import LangChainSystem  # noqa: E402
+from hindsight_integrations.bench.scale import percentile  # noqa: E402
 from hindsight_integrations.core.config import load_settings  # noqa: E402
 from hindsight_integrations.core.embedding.factory import build_embedder  # noqa: E402
 from hindsight_integrations.core.embedding.protocol import Embedder  # noqa: E402
@@ -82,13 +83,11 @@ def loop(conversations: list[Conversation], embedder: Embedder, *, every: int, t
 
 
 def summary(timings: list[float]) -> dict[str, float]:
-    ordered = sorted(timings)
+    """Percentiles as every other benchmark reports them (``bench.scale.percentile``: numpy's, linear)."""
     return {
-        "recalls": len(ordered),
-        "p50_ms": round(statistics.median(ordered), 2),
-        "p90_ms": round(ordered[int(0.9 * (len(ordered) - 1))], 2),
-        "p99_ms": round(ordered[int(0.99 * (len(ordered) - 1))], 2),
-        "mean_ms": round(statistics.mean(ordered), 2),
+        "recalls": len(timings),
+        **{f"p{q}_ms": round(percentile(timings, q), 2) for q in (50, 90, 99)},
+        "mean_ms": round(statistics.mean(timings), 2) if timings else 0.0,
     }
 
 
