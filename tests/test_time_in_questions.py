@@ -228,3 +228,19 @@ def test_warming_loads_the_date_parser_before_the_first_question() -> None:
         "assert {'dateparser.search', 'dateparser.date'} <= set(sys.modules)\n"
     )
     subprocess.run([sys.executable, "-c", script], check=True, timeout=120)
+
+
+def test_an_engine_warms_the_date_parser_in_the_background_when_it_is_made(tmp_path: Path) -> None:
+    """Not only a server: any engine (the adapters' in-process one, a script's) loads the parser before it is asked."""
+    script = (
+        "import sys\n"
+        "from hindsight_integrations import MemoryEngine\n"
+        "from hindsight_integrations.core.language import when\n"
+        "assert 'dateparser' not in sys.modules\n"
+        f"MemoryEngine(store={str(tmp_path / 'store')!r}, llm=False)\n"
+        "when._warming[0].join(60)\n"
+        "assert {'dateparser.search', 'dateparser.date'} <= set(sys.modules)\n"
+        f"MemoryEngine(store={str(tmp_path / 'other')!r}, llm=False)\n"
+        "assert len(when._warming) == 1  # once per process\n"
+    )
+    subprocess.run([sys.executable, "-c", script], check=True, timeout=120)

@@ -19,6 +19,7 @@ write the question's own turn before recalling); for a chat history imported a y
 from __future__ import annotations
 
 import calendar
+import logging
 import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -26,6 +27,8 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
 from .rules import Rules, every, for_text
+
+log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
     from dateparser.date import DateDataParser
@@ -197,6 +200,28 @@ def warm() -> None:
             search_dates("on 2000-01-01", languages=[language], settings=_settings(anchor))
 
 
+_warming: list[threading.Thread] = []
+
+
+def warm_in_background() -> None:
+    """``warm`` in a daemon thread, once per process: an engine's recaller starts it when it is made, so the
+    first question naming a time is not the one that pays ~0.25 s for the parser's import and languages."""
+    with _STARTING:
+        if not _warming:
+            _warming.append(threading.Thread(target=_warm_quietly, name="hindsight-dates-warm", daemon=True))
+            _warming[0].start()
+
+
+def _warm_quietly() -> None:
+    try:
+        warm()
+    except Exception as exc:  # noqa: BLE001 - the first question naming a time loads it, or says why
+        log.debug("warming the date parser failed: %s", exc)
+
+
+_STARTING = threading.Lock()
+
+
 def _years(lowered: str, rules: Rules, frames: Sequence[TimeFrame]) -> list[TimeFrame]:
     """Years the parser missed (it reads "2022年" as year 1): the packs' ``recall.year``."""
     pattern = rules.pattern("recall.year")
@@ -255,4 +280,4 @@ def _with_seasons(frames: Sequence[TimeFrame], lowered: str, rules: Rules, ancho
     return [*kept, TimeFrame(start=start, end=end, said=found.group(0), grain="season")]
 
 
-__all__ = ["MOST_DATES", "PARSED_CHARS", "TimeFrame", "names_a_time", "time_frames", "warm"]
+__all__ = ["MOST_DATES", "PARSED_CHARS", "TimeFrame", "names_a_time", "time_frames", "warm", "warm_in_background"]

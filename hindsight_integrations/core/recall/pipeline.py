@@ -39,7 +39,7 @@ from typing import Any
 import numpy as np
 
 from ..embedding.protocol import embed_query
-from ..language.when import TimeFrame, names_a_time, time_frames
+from ..language.when import TimeFrame, names_a_time, time_frames, warm_in_background
 from ..model.arguments import coerce_model, context_tokens, fraction, whole_number
 from ..model.inputs import validate_content
 from ..model.records import MemoryRecord, from_epoch
@@ -110,6 +110,7 @@ class Recaller:
 
     def __init__(self, parts: EngineParts) -> None:
         self._parts = parts
+        warm_in_background()
 
     def request(
         self,

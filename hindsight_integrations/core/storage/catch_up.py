@@ -59,9 +59,19 @@ class CatchUp:
         recent = self._listing - LOOKBACK_SECONDS
         self._seen.update((i, t) for i, f in zip(ids, flats) if (t := f.get("updated_at") or 0.0) > recent)
 
-    def wrote(self, ids: Sequence[str], flats: Sequence[Mapping[str, Any]]) -> None:
-        """Note this process's writes, indexed already: a sync reading them back skips them."""
+    def wrote(self, ids: Sequence[str], flats: Sequence[Mapping[str, Any]]) -> bool:
+        """Note this process's writes, indexed already: a sync reading them back skips them.
+
+        True once ``OWN_WRITES_CHECKED`` or more lie above the watermark: ``only_own_since`` cannot
+        tell them from another process's then, and the first recall after an import would search
+        Chroma and start the sync itself; synced as they are written, the copies serve that recall.
+        """
         self._own.update((i, f.get("updated_at") or 0.0) for i, f in zip(ids, flats))
+        return self.own_writes() >= OWN_WRITES_CHECKED
+
+    def own_writes(self) -> int:
+        """How many of this process's writes lie above the watermark (no sync has read them back yet)."""
+        return len(self._own)
 
     def is_known(self, memory_id: str, flat: Mapping[str, Any]) -> bool:
         """Whether Chroma's record is this process's write or one a sync read, unchanged since (nothing to index)."""

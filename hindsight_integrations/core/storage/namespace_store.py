@@ -1,22 +1,20 @@
 """One namespace's memories in Chroma, and the indexes this process derives from them.
 
-A namespace is two Chroma collections: its records (one vector per memory: the memory's own
-text) and its *context vectors* (one per memory that has a context, e.g. the turns around a
-conversation turn: the memory framed by that context, see ``indexing.framed_text``). The
-indexes are derived data, kept per namespace in this process: the lexical (BM25) index, the
-facts recall filters and ranks on (``field_index.py``), each session's live window
-(``session_windows.py``) and, unless turned off, copies of both kinds of vector
-(``vector_copy.py``) and of a small namespace's records (``record_copy.py``). All are filled
-from Chroma when the namespace is first opened in this process, updated on this process's
-writes, and caught up with other writers' changes by an ``updated_at`` watermark query
-(``catch_up.py``) once they are older than ``sync_seconds``. Recall starts that query in the
-background rather than waiting for it: what it brings is only other processes' newest writes,
-which recall still finds by vector search meanwhile: it searches the copies only while nothing
-changed elsewhere since the sync (``copies_current``), and Chroma otherwise. A sync lists again
-what was stamped just before the last one (``catch_up.py``: a record is stamped before it is
-written). A hard delete (the cold archive), or a batch slower than that, shows in the count (through
-a server within ``quiet_files.COUNT_SECONDS``): a sync finding the copy holding more than Chroma, or
-less, lists Chroma's ids and follows them."""
+A namespace is two Chroma collections: its records (one vector per memory: the memory's own text) and its *context
+vectors* (one per memory that has a context, e.g. the turns around a conversation turn: the memory framed by that
+context, see ``indexing.framed_text``). The indexes are derived data, kept per namespace in this process: the
+lexical (BM25) index, the facts recall filters and ranks on (``field_index.py``), each session's live window
+(``session_windows.py``) and, unless turned off, copies of both kinds of vector (``vector_copy.py``) and of a small
+namespace's records (``record_copy.py``). All are filled from Chroma when the namespace is first opened in this
+process, updated on this process's writes, and caught up with other writers' changes by an ``updated_at`` watermark
+query (``catch_up.py``) once they are older than ``sync_seconds``. Recall starts that query in the background rather
+than waiting for it: what it brings is only other processes' newest writes, which recall still finds by vector
+search meanwhile: it searches the copies only while nothing changed elsewhere since the sync (``copies_current``),
+and Chroma otherwise. A sync lists again what was stamped just before the last one (``catch_up.py``: a record is
+stamped before it is written). A hard delete (the cold archive), or a batch slower than that, shows in the count
+(through a server within ``quiet_files.COUNT_SECONDS``): a sync finding the copy holding more than Chroma, or less,
+lists Chroma's ids and follows them. A burst of this process's own writes (an import) is synced as it is written
+(``CatchUp.wrote``)."""
 
 from __future__ import annotations
 
@@ -241,7 +239,8 @@ class NamespaceStore:
                     embeddings=float32_matrix(embeddings[start : start + step]),
                 )
             self._index(ids, flats)
-            self._catch_up.wrote(ids, flats)
+            if self._catch_up.wrote(ids, flats):  # a burst: synced now, not by the next recall
+                self.refresh_indexes(due=True)
             if self.vector_copy is not None:
                 self.vector_copy.upsert(ids, embeddings)
         given = context_embeddings or {}
@@ -282,7 +281,8 @@ class NamespaceStore:
                 kwargs["embeddings"] = float32_matrix(embeddings)
             self.collection.update(**kwargs)
             self._index(ids, flats)
-            self._catch_up.wrote(ids, flats)
+            if self._catch_up.wrote(ids, flats):  # a burst: synced now, not by the next recall
+                self.refresh_indexes(due=True)
             if embeddings is not None and self.vector_copy is not None:
                 self.vector_copy.upsert(ids, embeddings)
 
