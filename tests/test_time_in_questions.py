@@ -244,3 +244,26 @@ def test_an_engine_warms_the_date_parser_in_the_background_when_it_is_made(tmp_p
         "assert len(when._warming) == 1  # once per process\n"
     )
     subprocess.run([sys.executable, "-c", script], check=True, timeout=120)
+
+
+def test_a_fork_waits_for_the_warming_so_the_child_never_finds_the_parser_half_imported(tmp_path: Path) -> None:
+    """A server that forks its workers right after making the engine (a pre-forking one, say)."""
+    script = (
+        "import os, sys, time\n"
+        "from datetime import datetime, UTC\n"
+        "from hindsight_integrations import MemoryEngine\n"
+        "from hindsight_integrations.core.language import when\n"
+        f"MemoryEngine(store={str(tmp_path / 'store')!r}, llm=False)\n"
+        "pid = os.fork()\n"
+        "if pid == 0:\n"
+        "    os._exit(0 if when.time_frames('Where did I go 3 weeks ago?', datetime(2024, 5, 1, tzinfo=UTC)) else 3)\n"
+        "assert not when._warming[0].is_alive()  # joined before the fork\n"
+        "for _ in range(600):\n"
+        "    done, status = os.waitpid(pid, os.WNOHANG)\n"
+        "    if done:\n"
+        "        sys.exit(os.waitstatus_to_exitcode(status))\n"
+        "    time.sleep(0.1)\n"
+        "os.kill(pid, 9)\n"
+        "sys.exit('the child hung')\n"
+    )
+    subprocess.run([sys.executable, "-c", script], check=True, timeout=120)

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import calendar
 import logging
+import os
 import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -219,7 +220,15 @@ def _warm_quietly() -> None:
         log.debug("warming the date parser failed: %s", exc)
 
 
+def _finish_warming() -> None:
+    """Before a fork: a child must not start with the parser half imported by a thread it does not have."""
+    if _warming and _warming[0].is_alive():
+        _warming[0].join(_FORK_WAIT_SECONDS)
+
+
 _STARTING = threading.Lock()
+_FORK_WAIT_SECONDS = 10.0
+os.register_at_fork(before=_finish_warming)
 
 
 def _years(lowered: str, rules: Rules, frames: Sequence[TimeFrame]) -> list[TimeFrame]:
