@@ -218,52 +218,54 @@ def test_a_hostile_query_full_of_dates_returns_promptly_and_the_engine_goes_on(e
         assert client.recall("Which film did I watch in June?", top_k=1).records  # still answering
 
 
+def _run_python(*lines: str) -> None:
+    """Run ``lines`` in a fresh interpreter, where nothing is imported yet; a failure there fails the test."""
+    subprocess.run([sys.executable, "-c", "\n".join(lines)], check=True, timeout=120)
+
+
 def test_warming_loads_the_date_parser_before_the_first_question() -> None:
     """A server warms at start (``MemoryEngine.warm``), so its first question naming a time does not wait ~0.3 s."""
-    script = (
-        "import sys\n"
-        "from hindsight_integrations.core.language import when\n"
-        "assert 'dateparser' not in sys.modules\n"
-        "when.warm()\n"
-        "assert {'dateparser.search', 'dateparser.date'} <= set(sys.modules)\n"
+    _run_python(
+        "import sys",
+        "from hindsight_integrations.core.language import when",
+        "assert 'dateparser' not in sys.modules",
+        "when.warm()",
+        "assert {'dateparser.search', 'dateparser.date'} <= set(sys.modules)",
     )
-    subprocess.run([sys.executable, "-c", script], check=True, timeout=120)
 
 
 def test_an_engine_warms_the_date_parser_in_the_background_when_it_is_made(tmp_path: Path) -> None:
     """Not only a server: any engine (the adapters' in-process one, a script's) loads the parser before it is asked."""
-    script = (
-        "import sys\n"
-        "from hindsight_integrations import MemoryEngine\n"
-        "from hindsight_integrations.core.language import when\n"
-        "assert 'dateparser' not in sys.modules\n"
-        f"MemoryEngine(store={str(tmp_path / 'store')!r}, llm=False)\n"
-        "when._warming[0].join(60)\n"
-        "assert {'dateparser.search', 'dateparser.date'} <= set(sys.modules)\n"
-        f"MemoryEngine(store={str(tmp_path / 'other')!r}, llm=False)\n"
-        "assert len(when._warming) == 1  # once per process\n"
+    _run_python(
+        "import sys",
+        "from hindsight_integrations import MemoryEngine",
+        "from hindsight_integrations.core.language import when",
+        "assert 'dateparser' not in sys.modules",
+        f"MemoryEngine(store={str(tmp_path / 'store')!r}, llm=False)",
+        "when._warming[0].join(60)",
+        "assert {'dateparser.search', 'dateparser.date'} <= set(sys.modules)",
+        f"MemoryEngine(store={str(tmp_path / 'other')!r}, llm=False)",
+        "assert len(when._warming) == 1  # once per process",
     )
-    subprocess.run([sys.executable, "-c", script], check=True, timeout=120)
 
 
 def test_a_fork_waits_for_the_warming_so_the_child_never_finds_the_parser_half_imported(tmp_path: Path) -> None:
     """A server that forks its workers right after making the engine (a pre-forking one, say)."""
-    script = (
-        "import os, sys, time\n"
-        "from datetime import datetime, UTC\n"
-        "from hindsight_integrations import MemoryEngine\n"
-        "from hindsight_integrations.core.language import when\n"
-        f"MemoryEngine(store={str(tmp_path / 'store')!r}, llm=False)\n"
-        "pid = os.fork()\n"
-        "if pid == 0:\n"
-        "    os._exit(0 if when.time_frames('Where did I go 3 weeks ago?', datetime(2024, 5, 1, tzinfo=UTC)) else 3)\n"
-        "assert not when._warming[0].is_alive()  # joined before the fork\n"
-        "for _ in range(600):\n"
-        "    done, status = os.waitpid(pid, os.WNOHANG)\n"
-        "    if done:\n"
-        "        sys.exit(os.waitstatus_to_exitcode(status))\n"
-        "    time.sleep(0.1)\n"
-        "os.kill(pid, 9)\n"
-        "sys.exit('the child hung')\n"
+    _run_python(
+        "import os, sys, time",
+        "from datetime import datetime, UTC",
+        "from hindsight_integrations import MemoryEngine",
+        "from hindsight_integrations.core.language import when",
+        f"MemoryEngine(store={str(tmp_path / 'store')!r}, llm=False)",
+        "pid = os.fork()",
+        "if pid == 0:",
+        "    os._exit(0 if when.time_frames('Where did I go 3 weeks ago?', datetime(2024, 5, 1, tzinfo=UTC)) else 3)",
+        "assert not when._warming[0].is_alive()  # joined before the fork",
+        "for _ in range(600):",
+        "    done, status = os.waitpid(pid, os.WNOHANG)",
+        "    if done:",
+        "        sys.exit(os.waitstatus_to_exitcode(status))",
+        "    time.sleep(0.1)",
+        "os.kill(pid, 9)",
+        "sys.exit('the child hung')",
     )
-    subprocess.run([sys.executable, "-c", script], check=True, timeout=120)
