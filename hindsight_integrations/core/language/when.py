@@ -190,7 +190,12 @@ _PARSING = threading.Lock()
 
 
 def warm() -> None:
-    """Import the parser and load each pack's language now (~0.3 s), not at the first question naming a time."""
+    """Import the parser and load each pack's language now (~0.3 s), not at the first question naming a time.
+
+    Once per process: a server warms at start and its engine's background warming then has nothing to do.
+    """
+    if _WARMED.is_set():
+        return
     from dateparser.date import DateDataParser
     from dateparser.search import search_dates
 
@@ -199,6 +204,10 @@ def warm() -> None:
         for language in _languages(every()):
             DateDataParser(languages=[language], settings=_settings(anchor)).get_date_data("2000-01-01")
             search_dates("on 2000-01-01", languages=[language], settings=_settings(anchor))
+    _WARMED.set()
+
+
+_WARMED = threading.Event()
 
 
 _warming: list[threading.Thread] = []
