@@ -68,6 +68,17 @@ def test_removing_ids_the_index_never_held_starts_no_quiet_period(monkeypatch: p
     assert [m for m, _ in index.search("where is the boat moored", 3)] != ["boat"]
 
 
+def test_prepare_folds_pending_writes_in_before_the_search_asks(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A recall calls ``prepare`` first: the rebuild runs while it embeds its query and waits for context vectors."""
+    monkeypatch.setattr(lexical, "QUIET_SECONDS", 3600.0)
+    index = LexicalIndex()
+    index.upsert(DOCS)
+    index.prepare()
+    assert _rebuilt(index)  # no search, no quiet period: prepare started it
+    index.prepare()  # nothing pending: starts nothing
+    assert index.search("where is the boat moored", 3)[0][0] == "boat"
+
+
 def test_a_large_index_is_left_to_its_own_background_rebuild(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(lexical, "QUIET_SECONDS", 0.01)
     index = LexicalIndex(sync_rebuild_max_docs=2)

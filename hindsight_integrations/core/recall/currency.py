@@ -16,9 +16,11 @@ since, whatever their scores.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import date
 from functools import cache, lru_cache
+
+import numpy as np
 
 from ..language.keys import read
 from ..language.rules import clear_with_packs, every
@@ -89,6 +91,24 @@ Closeness = Callable[[str, str], float]
 """The cosine between two memories' own vectors, by id."""
 
 
+def closeness_by_vectors(
+    vectors: Callable[[list[str]], Mapping[str, Sequence[float] | np.ndarray]], hits: Sequence[RecallHit]
+) -> Closeness:
+    """Cosines between the hits' own vectors (``vectors`` reads them), read once, when a pair is first asked about."""
+    unit: dict[str, np.ndarray] = {}
+
+    def cosine(a: str, b: str) -> float:
+        if not unit:
+            for memory_id, vector in vectors([h.record.id for h in hits]).items():
+                array = np.asarray(vector, dtype=np.float32)
+                unit[memory_id] = array / (float(np.linalg.norm(array)) or 1.0)
+        if a not in unit or b not in unit:
+            return 0.0
+        return float(unit[a] @ unit[b])
+
+    return cosine
+
+
 def current_first(
     hits: Sequence[RecallHit], closeness: Closeness | None = None, *, floor: float = 0.0
 ) -> tuple[list[RecallHit], dict[str, date]]:
@@ -132,4 +152,4 @@ def _position(hits: Sequence[RecallHit], hit: RecallHit) -> int:
 
 clear_with_packs(_places_in_chinese, _named_values)
 
-__all__ = ["Closeness", "current_first"]
+__all__ = ["Closeness", "closeness_by_vectors", "current_first"]

@@ -6,7 +6,9 @@
    the embedding, and their verdict is awaited after *rank*, which runs again from Chroma if it
    is no), else Chroma's ANN. Over a large namespace BM25 runs in a worker thread while the
    query is embedded; over a small one it takes ~0.2 ms after it, which measured faster than
-   beside the embedding, whose model keeps both cores of a small machine busy. The default
+   beside the embedding, whose model keeps both cores of a small machine busy. Right after this
+   process wrote, recall first waits for the context vectors of what it wrote, and embeds the
+   query and rebuilds the lexical index in the meantime (``LexicalIndex.prepare``). The default
    filter (valid long-term memories) keeps nearly everything, so the dense search runs
    unfiltered with twice the pool and candidates are checked afterwards; a narrowing filter is
    passed to Chroma instead.
@@ -36,8 +38,6 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-import numpy as np
-
 from ..embedding.protocol import embed_query
 from ..language.when import TimeFrame, names_a_time, time_frames, warm_in_background
 from ..model.arguments import coerce_model, context_tokens, fraction, whole_number
@@ -49,7 +49,7 @@ from ..storage.namespace_store import NamespaceStore, Vector
 from ..storage.vector_copy import EXACT_SEARCH_ROWS, Cosines
 from .candidates import admissible, lexical_candidates
 from .context import format_context, pack_within_budget
-from .currency import Closeness, current_first
+from .currency import closeness_by_vectors, current_first
 from .filters import RecallFilters, bounded_filters
 from .floors import best_centred, best_closeness, passes_floors
 from .history import inherit_from_history
@@ -202,12 +202,16 @@ class Recaller:
 
         ``trust_copies`` False: search Chroma, not the copies (their checks just found a change elsewhere)."""
         handle.refresh_indexes()
+        handle.lexical.prepare()  # what was just written is folded in while the query is embedded and waits
+        vector = None
+        if not handle.wait_for_context(0):  # its context vectors are being made: embed the query meanwhile
+            vector = embed_query(self._parts.embedder, request.query, self._parts.query_cache)
         handle.wait_for_context(_CONTEXT_WAIT_SECONDS)  # what this process just wrote ranks like the rest
         watch.lap("indexes")
         pool = candidates or max(50, request.top_k * 4)
         parsing = names_a_time(request.query)  # the date parser takes ms: then it runs meanwhile
         frames = _RECALL_WORKERS.submit(_frames, handle, request, now) if parsing else None
-        search = self._search(handle, request, pool, now, watch, trust_copies=trust_copies)
+        search = self._search(handle, request, vector, pool, now, watch, trust_copies=trust_copies)
         inherited = inherit_from_history(handle, search.dense, search.vector, request.weights.context)
         admitted = self._admit(handle, search, list(dict.fromkeys([*search.dense, *search.context, *search.lexical])))
         admitted += self._widen(handle, search, pool, admitted)
@@ -230,6 +234,7 @@ class Recaller:
         self,
         handle: NamespaceStore,
         request: RecallRequest,
+        vector: list[float] | None,
         pool: int,
         now: datetime,
         watch: Stopwatch,
@@ -243,7 +248,7 @@ class Recaller:
         )
         currency = handle.currency_checks() if trust_copies else None
         checks = [_RECALL_WORKERS.submit(check) for check in currency or ()]  # verdict awaited after ranking
-        vector = embed_query(self._parts.embedder, request.query, self._parts.query_cache)
+        vector = vector or embed_query(self._parts.embedder, request.query, self._parts.query_cache)
         watch.lap("embed")
         prefiltered = request.filters.narrows() or request.include_history
         where = request.filters.where(include_history=request.include_history, now=now) if prefiltered else None
@@ -384,7 +389,7 @@ class Recaller:
         """
         counter = self._parts.tokens
         cosines = self._parts.cosines
-        closeness, floor = _closeness(handle, hits), (cosines.neighbours_rules + cosines.update) / 2
+        closeness, floor = closeness_by_vectors(handle.vectors, hits), (cosines.neighbours_rules + cosines.update) / 2
         changed = current_first(hits, closeness, floor=floor)[1]  # the marks' tokens count from the start
         packed = pack_within_budget(
             [h.record for h in hits], request.token_budget, query=request.query, counter=counter, changed=changed
@@ -415,22 +420,6 @@ def _frames(handle: NamespaceStore, request: RecallRequest, now: datetime) -> tu
     latest = from_epoch(handle.facts.latest_occurred or None)
     anchor = min(now, latest) if latest is not None else now
     return time_frames(request.query, anchor.astimezone(UTC).replace(tzinfo=None))
-
-
-def _closeness(handle: NamespaceStore, hits: Sequence[RecallHit]) -> Closeness:
-    """Cosines between the hits' own vectors, read once and only when a pair is first asked about."""
-    unit: dict[str, np.ndarray] = {}
-
-    def cosine(a: str, b: str) -> float:
-        if not unit:
-            for memory_id, vector in handle.vectors([h.record.id for h in hits]).items():
-                array = np.asarray(vector, dtype=np.float32)
-                unit[memory_id] = array / (float(np.linalg.norm(array)) or 1.0)
-        if a not in unit or b not in unit:
-            return 0.0
-        return float(unit[a] @ unit[b])
-
-    return cosine
 
 
 def _vectors(

@@ -227,6 +227,15 @@ class LexicalIndex:
             self._pending_ids = {m for m, t in self._tokens.items() if snapshot.get(m) is not t}
             self._pending = None
 
+    def prepare(self) -> None:
+        """Start folding in what is pending now, in the background, for a search that comes soon.
+
+        A recall calls this first, so a small index written a moment ago is rebuilt while the
+        recall embeds its query and waits for its context vectors, rather than after them.
+        """
+        if self._pending_ids:
+            self._rebuild_in_background()
+
     def _rebuild_in_background(self) -> None:
         if self._rebuilding is not None and self._rebuilding.is_alive():
             return
