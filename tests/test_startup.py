@@ -186,3 +186,16 @@ def test_bench_startup_refuses_zero_runs(tmp_path: Path) -> None:
     result = CliRunner().invoke(app, ["bench", "startup", "--runs", "0", "--out", str(tmp_path / "x.json")])
     assert result.exit_code == 2 and "runs" in result.output
     assert not (tmp_path / "x.json").exists()
+
+
+SERVE = """
+import gc, json, sys
+from hindsight_integrations.mcp import startup
+startup._serve_http = lambda server, host, port: print(json.dumps({"frozen": gc.get_freeze_count()}))
+startup.run(transport="http", port=0, store=sys.argv[1], upkeep=False)
+"""
+
+
+def test_a_server_freezes_what_start_up_made_before_it_serves(warm_cache: Path, tmp_path: Path) -> None:
+    """A full collection inside a request then walks what requests made, not the warmed libraries and model."""
+    assert _python(SERVE, warm_cache, str(tmp_path / "store"))["frozen"] > 10_000

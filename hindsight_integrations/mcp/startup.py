@@ -7,6 +7,7 @@ stdio mode stdout is the protocol stream, so it is reserved before anything can 
 
 from __future__ import annotations
 
+import gc
 import io
 import os
 import sys
@@ -71,6 +72,7 @@ def run(
     )
     started = time.perf_counter()
     engine.warm()
+    _freeze_startup_heap()
     writes = _register_writer(engine)
     log.info(
         "ready",
@@ -105,6 +107,18 @@ def run(
         if engine.chroma.writers is not None:
             engine.chroma.writers.close()  # a replica this one blocked may write at once
         log.info("stopped", extra={"fields": {"transport": transport}})
+
+
+def _freeze_startup_heap() -> None:
+    """Leave what start-up made (libraries, the model, the date parser's tables) out of later full collections.
+
+    A warmed server tracks ~175k objects that live as long as it does, and a full (generation-2)
+    garbage collection walks every one: 50-70 ms on two cores, spent inside whichever request
+    triggered it. Frozen after start-up's own garbage is collected, they are walked no more
+    (``gc.freeze``), and a full collection costs what requests made since.
+    """
+    gc.collect()
+    gc.freeze()
 
 
 def _register_writer(engine: MemoryEngine) -> str:
