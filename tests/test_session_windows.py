@@ -5,6 +5,8 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import pytest
+
 from hindsight_integrations import MemoryEngine
 from hindsight_integrations.core.embedding.local import LocalEmbedder
 from hindsight_integrations.core.storage.session_windows import SessionWindows, context_line
@@ -105,3 +107,79 @@ def test_an_exact_repeat_far_off_in_meaning_is_still_merged(engine: MemoryEngine
     )
     assert again.merged == [first.stored[0].id]
     assert len(engine.list(namespace="u1")) == 1
+
+
+def test_a_sessions_memories_are_kept_in_the_order_they_were_said() -> None:
+    windows = SessionWindows()
+    memory = {"tier": "episodic", "status": "active", "session_id": "s", "content": "a memory"}
+    windows.upsert(
+        [
+            ("c", {**memory, "occurred_at": 1.0, "created_at": 3.0}),
+            ("a", {**memory, "occurred_at": 1.0, "created_at": 1.0}),
+            ("b", {**memory, "occurred_at": 1.0, "created_at": 2.0}),
+            ("later", {**memory, "occurred_at": 2.0, "created_at": 0.5}),  # a later session date comes after
+            ("turn", {**memory, "tier": "working", "occurred_at": 1.0, "created_at": 1.5}),
+            ("elsewhere", {**memory, "session_id": "t", "occurred_at": 1.0, "created_at": 2.5}),
+            ("loose", {**memory, "session_id": None, "occurred_at": 1.0}),
+        ]
+    )
+    assert windows.adjacent(["a", "b", "c", "later", "turn", "elsewhere", "loose", "unknown"]) == {
+        "a": ("b",),
+        "b": ("a", "c"),
+        "c": ("b", "later"),
+        "later": ("c",),
+        "elsewhere": (),
+    }
+    windows.upsert([("b", {**memory, "status": "superseded", "occurred_at": 1.0, "created_at": 2.0})])
+    windows.remove(["later"])
+    assert windows.adjacent(["a", "b", "c"]) == {"a": ("c",), "c": ("a",)}
+
+
+def test_recall_lends_each_memory_a_share_of_its_neighbours_score(engine: MemoryEngine) -> None:
+    """A score is ``(own + 0.1 · the better neighbour's) / 1.1``: the memories said just before and after."""
+    for speaker, text in PUPPY:
+        engine.record_turn(text, session_id="s1", namespace="u1", speaker=speaker)
+    question = "What name did Tom give his puppy?"
+    plain = engine.recall(question, namespace="u1", top_k=20, touch=False, weights={"neighbour_boost": 0})
+    lent = engine.recall(question, namespace="u1", top_k=20, touch=False)
+    own = {h.record.id: h.score for h in plain.hits}
+    said = [h.record.id for h in sorted(plain.hits, key=lambda h: h.record.created_at)]
+    assert len(said) >= 5 and len(lent.hits) == len(said)
+    for hit in lent.hits:
+        at = said.index(hit.record.id)
+        around = [own[said[i]] for i in (at - 1, at + 1) if 0 <= i < len(said)]
+        assert hit.score == pytest.approx((own[hit.record.id] + 0.1 * max(around)) / 1.1, abs=1e-4)
+    strong = engine.recall(question, namespace="u1", top_k=20, touch=False, weights={"neighbour_boost": 1.0})
+    assert [h.record.id for h in strong.hits] != [h.record.id for h in plain.hits]  # a larger share moves the order
+
+
+PUPPY = [
+    ("Maya", "We're painting the spare room this weekend, finally."),
+    ("Tom", "Nice! What colour did you pick?"),
+    ("Maya", "Sage green, the one from the sample pots."),
+    ("Tom", "I adopted a puppy from the shelter on Saturday."),
+    ("Maya", "Oh wow, what did you call the puppy?"),
+    ("Tom", "Pickle. The kids chose it."),
+    ("Maya", "Our neighbour's puppy keeps barking at night."),
+    ("Tom", "The shelter had so many puppies, it was hard to choose."),
+    ("Maya", "My sister wants a puppy too but her flat is small."),
+    ("Tom", "Work has been busy, the quarterly report is due Friday."),
+]
+
+
+def test_a_batch_keeps_the_order_it_was_said_in(engine: MemoryEngine) -> None:
+    """One ``store_memories`` call stamps its items a microsecond apart: a history imported at once keeps its order."""
+    said = [
+        "Our office moved to Leeds in March.",
+        "The new espresso machine arrived on Tuesday.",
+        "Priya leads the billing migration project.",
+        "The staging database runs PostgreSQL 15.",
+        "We renamed the mobile app to Tally.",
+    ]
+    result = engine.store_memories([{"content": text, "session_id": "s1"} for text in said], namespace="u1")
+    ids = [r.id for r in result.stored]
+    assert [r.content for r in result.stored] == said
+    stamps = [engine.get(i, namespace="u1").created_at for i in ids]
+    assert stamps == sorted(set(stamps))
+    adjacent = engine.chroma.namespace("u1").windows.adjacent(ids)
+    assert [adjacent[i] for i in ids] == [(ids[1],), *[(ids[n - 1], ids[n + 1]) for n in range(1, 4)], (ids[3],)]

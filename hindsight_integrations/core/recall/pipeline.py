@@ -223,6 +223,7 @@ class Recaller:
             weights=request.weights,
             now=now,
             frames=frames.result() if frames is not None else _frames(handle, request, now),
+            adjacent=handle.windows.adjacent,
         )
         watch.lap("rank")
         if not search.copies_were_current():  # another process wrote meanwhile: rank again from Chroma

@@ -12,7 +12,8 @@ and months apart still differ, where ``exp(-0.01·hours)`` was ~0 for both after
 a query that asks about the present ("now", "currently", "still", 现在...) doubles its weight.
 History (returned only on request) ranks just under the memory that superseded it, so the
 current value of an attribute comes first whatever its age. Access
-frequency saturates logarithmically.
+frequency saturates logarithmically. Among the best candidates, a memory gains a share of the
+score of what was said just before or after it in its session (``neighbour_boost``).
 Every weight can be changed per call. ``min_score`` compares raw cosine similarity, as in
 the usual practice ("0.7–0.8 on pure similarity").
 """
@@ -21,7 +22,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import NamedTuple
@@ -66,6 +67,11 @@ class RecallWeights(BaseModel):
     )
     time_boost: float = Field(
         0.2, ge=0, description='relevance bonus for memories dated within a time the query names ("in June")'
+    )
+    neighbour_boost: float = Field(
+        0.1,
+        ge=0,
+        description="share of the best score among the memories said just before and after it in its session",
     )
     recency_lambda: float | None = Field(
         None, ge=0, description="per hour; when set, recency is exp(-λ·hours) instead of log-scaled age"
@@ -204,6 +210,36 @@ def named_entity(query: str, candidates: Sequence[Candidate]) -> str | None:
     return mentioned.pop() if len(mentioned) == 1 else None
 
 
+Adjacent = Callable[[Iterable[str]], Mapping[str, tuple[str, ...]]]
+"""Memory ids → the ids of the memories said just before and after each (``SessionWindows.adjacent``)."""
+
+NEIGHBOUR_DEPTH = 40
+"""How many of the best candidates lend and take a neighbour's score."""
+
+
+def _with_neighbours(
+    score: np.ndarray, candidates: Sequence[Candidate], adjacent: Adjacent, boost: float
+) -> np.ndarray:
+    """Each of the best candidates gains ``boost`` times the better score of its two neighbours among them.
+
+    What was said just before or after a memory is often the rest of its fact: a question and
+    its answer, a statement carried over two turns. On LoCoMo dev's default path (``record_turn``)
+    evidence recall@10 went 0.781 → 0.788 at 0.1 (multi-hop 0.515 → 0.526, single-hop 0.843 →
+    0.858, temporal 0.922 → 0.911), zh_dev's 0.885 → 0.892; each of 0.05 to 0.2 raised every dev
+    conversation when it was left out of the choice, and larger shares cost temporal questions
+    more (README, Results §1). Scores are divided by ``1 + boost``: they stay in [0, 1], and the
+    candidates below the best ``NEIGHBOUR_DEPTH`` keep their order.
+    """
+    best = np.argsort(-score, kind="stable")[:NEIGHBOUR_DEPTH].tolist()
+    position = {candidates[n].id: n for n in best}
+    bonus = np.zeros_like(score)
+    for memory_id, around in adjacent(position).items():
+        near = [score[position[i]] for i in around if i in position]
+        if near:
+            bonus[position[memory_id]] = max(near)
+    return (score + boost * bonus) / (1 + boost)
+
+
 def rank(
     candidates: Sequence[Candidate],
     *,
@@ -212,13 +248,15 @@ def rank(
     weights: RecallWeights,
     now: datetime,
     frames: Sequence[TimeFrame] = (),
+    adjacent: Adjacent | None = None,
 ) -> list[Ranked]:
     """Score already-filtered candidates; best first.
 
     Dense similarity mixes the memory's own vector with its context vector; both
     signals are min-max normalised over the candidate set before fusion, which keeps
     BM25's unbounded scores and cosine's narrow band on one scale. ``frames``: the times the
-    query names (``language/when.py``), whose memories get ``weights.time_boost``.
+    query names (``language/when.py``), whose memories get ``weights.time_boost``. ``adjacent``:
+    the memories said just before and after each one in its session (``_with_neighbours``).
     """
     if not candidates:
         return []
@@ -260,6 +298,8 @@ def rank(
         + weights.importance * importance
         + weights.access * access
     ) / total  # a weighted mean: scores stay in [0, 1] whatever the weights
+    if weights.neighbour_boost and adjacent is not None:
+        score = _with_neighbours(score, candidates, adjacent, weights.neighbour_boost)
     _below_successors(score, candidates)
     order = np.argsort(-score, kind="stable")  # ties keep candidate order
     columns = (score, relevance, similarity, lexical, recency, np.maximum(own, similarity))

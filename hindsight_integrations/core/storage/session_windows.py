@@ -1,4 +1,4 @@
-"""What each session's live window holds, kept in memory: its token total and its latest turns.
+"""What each session holds, kept in memory: its live window (token total, latest turns) and its memories' order.
 
 Every ``record_turn`` needs two things from the session's window: the preceding turns (the new
 memory's context) and the window's size (whether compression may be due). Reading the window
@@ -8,10 +8,16 @@ Chroma (filled when a namespace is opened, updated on this process's writes, cau
 writers by the store's watermark sync), so another replica's turn of the same session a moment
 ago may be missing from it: both answers are hints. The context of a memory is a ranking aid, and
 compression re-reads the window from Chroma, under the write lock, before it folds anything.
+
+A session's active long-term memories are kept in the order they were said (``adjacent``): what
+was said just before and after a memory is often the rest of its fact (a question and its
+answer, a statement carried over two turns), and ranking gives a memory a share of a recalled
+neighbour's score (``ranking.rank``).
 """
 
 from __future__ import annotations
 
+import bisect
 import json
 import threading
 from collections.abc import Iterable
@@ -35,11 +41,16 @@ def context_line(content: str, speaker: str | None) -> str:
 
 
 class SessionWindows:
-    """Session id → its active working-tier turns (order, tokens, context line), for one namespace; thread-safe."""
+    """Session id → its active working-tier turns (order, tokens, context line), and its active memories in order.
+
+    For one namespace; thread-safe.
+    """
 
     def __init__(self) -> None:
         self._sessions: dict[str, dict[str, _LiveTurn]] = {}
         self._session_of: dict[str, str] = {}  # turn id → its session
+        self._said: dict[str, list[tuple[tuple[float, float], str]]] = {}  # session → (order, memory id), sorted
+        self._said_at: dict[str, tuple[str, tuple[float, float]]] = {}  # memory id → (its session, its order)
         self._lock = threading.Lock()
 
     def upsert(self, items: Iterable[tuple[str, dict[str, Any]]]) -> None:
@@ -48,11 +59,16 @@ class SessionWindows:
             for memory_id, fields in items:
                 self._forget(memory_id)
                 session = fields.get("session_id")
-                if fields.get("tier") != "working" or fields.get("status") != "active" or not session:
+                if fields.get("status") != "active" or not session:
+                    continue
+                order = (float(fields.get("occurred_at") or 0.0), float(fields.get("created_at") or 0.0))
+                if fields.get("tier") != "working":
+                    bisect.insort(self._said.setdefault(session, []), (order, memory_id))
+                    self._said_at[memory_id] = (session, order)
                     continue
                 entities = json.loads(fields.get("entities_json") or "[]")
                 self._sessions.setdefault(session, {})[memory_id] = _LiveTurn(
-                    order=(float(fields.get("occurred_at") or 0.0), float(fields.get("created_at") or 0.0)),
+                    order=order,
                     tokens=int(fields.get("token_count") or 0),
                     line=context_line(str(fields.get("content") or ""), entities[0] if entities else None),
                 )
@@ -75,7 +91,26 @@ class SessionWindows:
             turns = sorted(self._sessions.get(session_id, {}).values(), key=lambda t: t.order)
         return [t.line for t in turns[-n:]] if n > 0 else []
 
+    def adjacent(self, memory_ids: Iterable[str]) -> dict[str, tuple[str, ...]]:
+        """For each of ``memory_ids`` in a session, the active memories said just before and after it there."""
+        out: dict[str, tuple[str, ...]] = {}
+        with self._lock:
+            for memory_id in memory_ids:
+                found = self._said_at.get(memory_id)
+                if found is None:
+                    continue
+                said = self._said[found[0]]
+                at = bisect.bisect_left(said, (found[1], memory_id))
+                out[memory_id] = tuple(said[i][1] for i in (at - 1, at + 1) if 0 <= i < len(said))
+        return out
+
     def _forget(self, memory_id: str) -> None:
+        place = self._said_at.pop(memory_id, None)
+        if place is not None:
+            said = self._said[place[0]]
+            del said[bisect.bisect_left(said, (place[1], memory_id))]
+            if not said:
+                del self._said[place[0]]
         session = self._session_of.pop(memory_id, None)
         if session is not None:
             window = self._sessions[session]

@@ -168,7 +168,9 @@ class Settler:
                 if decision is not None and apply_filter and not decision.remember:
                     result.skipped.append(SkippedMemory(index=n, content=item.content[:200], reason=decision.reason))
                     continue
-                record = self._record(handle.name, item, decision, now, request_id, request_hash, origin)
+                # A microsecond apart: the order a batch was said in is the order its session keeps.
+                stamp = now + timedelta(microseconds=len(records))
+                record = self._record(handle.name, item, decision, stamp, request_id, request_hash, origin)
                 records.append(record)
                 trusted[record.id] = item.trusted
             self._settle(
