@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -183,3 +184,31 @@ def test_a_batch_keeps_the_order_it_was_said_in(engine: MemoryEngine) -> None:
     assert stamps == sorted(set(stamps))
     adjacent = engine.chroma.namespace("u1").windows.adjacent(ids)
     assert [adjacent[i] for i in ids] == [(ids[1],), *[(ids[n - 1], ids[n + 1]) for n in range(1, 4)], (ids[3],)]
+
+
+def test_the_memories_beside_each_stay_right_through_writes_and_removals() -> None:
+    """Random adds, rewrites, status changes and removals: ``adjacent`` equals the sessions' order read afresh."""
+    rng = random.Random(7)
+    windows = SessionWindows()
+    live: dict[str, tuple[str, float, float]] = {}  # id → (session, occurred_at, created_at)
+    for step in range(600):
+        memory_id = f"m{rng.randrange(60)}"
+        if rng.random() < 0.2:
+            windows.remove([memory_id])
+            live.pop(memory_id, None)
+            continue
+        session, occurred, created = rng.choice("abc"), float(rng.randrange(3)), float(step)
+        active = rng.random() < 0.85
+        windows.upsert(
+            [(memory_id, {"tier": "episodic", "status": "active" if active else "superseded",
+                          "session_id": session, "occurred_at": occurred, "created_at": created})]
+        )  # fmt: skip
+        live.pop(memory_id, None)
+        if active:
+            live[memory_id] = (session, occurred, created)
+        expected: dict[str, tuple[str, ...]] = {}
+        for name in "abc":
+            said = sorted(((o, c), m) for m, (s, o, c) in live.items() if s == name)
+            for n, (_, m) in enumerate(said):
+                expected[m] = tuple(said[i][1] for i in (n - 1, n + 1) if 0 <= i < len(said))
+        assert windows.adjacent([f"m{i}" for i in range(60)]) == expected

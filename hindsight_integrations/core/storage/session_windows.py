@@ -51,6 +51,7 @@ class SessionWindows:
         self._session_of: dict[str, str] = {}  # turn id → its session
         self._said: dict[str, list[tuple[tuple[float, float], str]]] = {}  # session → (order, memory id), sorted
         self._said_at: dict[str, tuple[str, tuple[float, float]]] = {}  # memory id → (its session, its order)
+        self._beside: dict[str, tuple[str, ...]] = {}  # memory id → the memories said just before and after it
         self._lock = threading.Lock()
 
     def upsert(self, items: Iterable[tuple[str, dict[str, Any]]]) -> None:
@@ -63,8 +64,11 @@ class SessionWindows:
                     continue
                 order = (float(fields.get("occurred_at") or 0.0), float(fields.get("created_at") or 0.0))
                 if fields.get("tier") != "working":
-                    bisect.insort(self._said.setdefault(session, []), (order, memory_id))
+                    said = self._said.setdefault(session, [])
+                    at = bisect.bisect_left(said, (order, memory_id))
+                    said.insert(at, (order, memory_id))
                     self._said_at[memory_id] = (session, order)
+                    _link(said, self._beside, at - 1, at, at + 1)
                     continue
                 entities = json.loads(fields.get("entities_json") or "[]")
                 self._sessions.setdefault(session, {})[memory_id] = _LiveTurn(
@@ -93,22 +97,17 @@ class SessionWindows:
 
     def adjacent(self, memory_ids: Iterable[str]) -> dict[str, tuple[str, ...]]:
         """For each of ``memory_ids`` in a session, the active memories said just before and after it there."""
-        out: dict[str, tuple[str, ...]] = {}
-        with self._lock:
-            for memory_id in memory_ids:
-                found = self._said_at.get(memory_id)
-                if found is None:
-                    continue
-                said = self._said[found[0]]
-                at = bisect.bisect_left(said, (found[1], memory_id))
-                out[memory_id] = tuple(said[i][1] for i in (at - 1, at + 1) if 0 <= i < len(said))
-        return out
+        beside = self._beside  # read without the lock: a write replaces an entry whole, never edits one
+        return {memory_id: found for memory_id in memory_ids if (found := beside.get(memory_id)) is not None}
 
     def _forget(self, memory_id: str) -> None:
         place = self._said_at.pop(memory_id, None)
         if place is not None:
             said = self._said[place[0]]
-            del said[bisect.bisect_left(said, (place[1], memory_id))]
+            at = bisect.bisect_left(said, (place[1], memory_id))
+            del said[at]
+            del self._beside[memory_id]
+            _link(said, self._beside, at - 1, at)
             if not said:
                 del self._said[place[0]]
         session = self._session_of.pop(memory_id, None)
@@ -117,6 +116,13 @@ class SessionWindows:
             del window[memory_id]
             if not window:
                 del self._sessions[session]
+
+
+def _link(said: list[tuple[tuple[float, float], str]], beside: dict[str, tuple[str, ...]], *places: int) -> None:
+    """Note again who is said just before and after the memories at ``places`` of a session's ordered list."""
+    for at in places:
+        if 0 <= at < len(said):
+            beside[said[at][1]] = tuple(said[i][1] for i in (at - 1, at + 1) if 0 <= i < len(said))
 
 
 __all__ = ["SessionWindows", "context_line"]
