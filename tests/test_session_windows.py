@@ -10,6 +10,7 @@ import pytest
 
 from hindsight_integrations import MemoryEngine
 from hindsight_integrations.core.embedding.local import LocalEmbedder
+from hindsight_integrations.core.errors import InvalidInputError
 from hindsight_integrations.core.storage.session_windows import SessionWindows, context_line
 
 TURNS = [
@@ -212,3 +213,12 @@ def test_the_memories_beside_each_stay_right_through_writes_and_removals() -> No
             for n, (_, m) in enumerate(said):
                 expected[m] = tuple(said[i][1] for i in (n - 1, n + 1) if 0 <= i < len(said))
         assert windows.adjacent([f"m{i}" for i in range(60)]) == expected
+
+
+@pytest.mark.parametrize("weight", ["neighbour_boost", "time_boost", "similarity"])
+def test_an_infinite_weight_is_refused_with_its_name(engine: MemoryEngine, weight: str) -> None:
+    """``inf`` times a zero bonus is NaN: such a weight would leave every score unordered, so it is refused."""
+    engine.store("The boat is moored at pier 9.", namespace="u1")
+    with pytest.raises(InvalidInputError, match=weight):
+        engine.recall("where is the boat?", namespace="u1", weights={weight: float("inf")})
+    assert engine.recall("where is the boat?", namespace="u1").hits  # nothing lost, still answering

@@ -47,7 +47,7 @@ class RecallWeights(BaseModel):
     outranking relevant plain statements with preferences (README "Results").
     """
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)  # an infinite weight makes every score NaN
 
     similarity: float = Field(1.0, ge=0, description="weight of relevance (dense + lexical) in the score")
     recency: float = Field(0.1, ge=0)
