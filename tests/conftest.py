@@ -70,7 +70,7 @@ def engine(store_path: Path, embedder: LocalEmbedder) -> Iterator[MemoryEngine]:
     """An engine on a fresh embedded Chroma directory, no LLM."""
     eng = MemoryEngine(store=store_path, embedder=embedder, llm=False)
     yield eng
-    eng.chroma.flush_access()
+    eng.chroma.flush()
 
 
 @pytest.fixture
@@ -84,4 +84,4 @@ def timed(store_path: Path, embedder: LocalEmbedder, clock: ManualClock) -> Iter
     """An engine on a fresh store whose time is ``clock``."""
     eng = MemoryEngine(store=store_path, embedder=embedder, llm=False, clock=clock)
     yield eng
-    eng.chroma.flush_access()
+    eng.chroma.flush()

@@ -44,7 +44,7 @@ class Stores:
         for client in self.clients:
             client.close()
         for engine in self.engines:
-            engine.chroma.flush_access()
+            engine.chroma.flush()
 
 
 @pytest.fixture

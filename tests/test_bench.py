@@ -139,7 +139,7 @@ def test_locomo_evaluation_on_a_hand_checkable_corpus(locomo_dir: Path, store_pa
     assert tokens["last_n_recall"] == 1.0
     assert tokens["full_history_mean"] >= tokens["last_n_tokens_mean"] > 0
     assert result["context_tokens@10_max"] <= 450
-    engine.chroma.flush_access()
+    engine.chroma.flush()
 
 
 def test_locomo_cli_prints_exactly_one_json_object(locomo_dir: Path) -> None:
@@ -186,7 +186,7 @@ def test_grid_reranks_one_ingested_corpus(locomo_dir: Path, store_path: Path, em
     assert result["best"]["tokens_mean"] <= 450
     with pytest.raises(ValueError):
         parse_grid("speed=1")
-    engine.chroma.flush_access()
+    engine.chroma.flush()
 
 
 def test_synthetic_questions_are_unique_and_memories_seeded() -> None:

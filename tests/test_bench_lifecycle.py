@@ -317,7 +317,7 @@ def test_the_engine_falls_back_to_its_rules_when_every_reply_is_a_fault(store_pa
         assert [m.content for m in result.stored.stored] == ["Lena: I'm allergic to peanuts."]  # the rule path's text
         assert result.stored.stored[0].kind.value == "preference"
         assert server.stats()["faults_total"] >= 1
-        engine.chroma.flush_access()
+        engine.chroma.flush()
 
 
 def test_a_fault_rate_outside_zero_to_one_is_refused() -> None:

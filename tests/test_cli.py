@@ -489,7 +489,7 @@ def test_a_reader_that_stops_early_gets_no_traceback(tmp_path: Path, embedder) -
     store = tmp_path / "store"
     engine = MemoryEngine(store=store, embedder=embedder, llm=False, namespace="cli")
     engine.store_memories([f"Service {i} listens on port {8000 + i}." for i in range(40)], apply_filter=False)
-    engine.chroma.flush_access()
+    engine.chroma.flush()
     command = [sys.executable, "-m", "hindsight_integrations.cli", "--store", str(store), "-n", "cli", "export"]
     with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE) as process:
         assert process.stdout is not None and process.stderr is not None

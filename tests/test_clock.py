@@ -90,7 +90,7 @@ def test_recall_records_access_at_the_clock(timed: MemoryEngine, clock: ManualCl
     clock.advance(days=20)
     hit = timed.recall("what is the build server called?", namespace=NS, top_k=1).hits[0]
     assert hit.record.id == record.id and hit.record.last_accessed_at == clock.now()
-    timed.chroma.flush_access()
+    timed.chroma.flush()
     assert timed.get(record.id, namespace=NS).last_accessed_at == clock.now()
     # Idle time counts from that access: 30 days after the write but 10 after the recall, no decay.
     clock.advance(days=10)

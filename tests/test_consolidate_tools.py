@@ -35,7 +35,7 @@ def client(store_path: Path, embedder: Any) -> Iterator[MemoryClient]:
             c.record_turn(text, session_id=f"s{n}", metadata={"app_message": f"m{n}"})
             clock.advance(days=1)
         yield c
-    engine.chroma.flush_access()
+    engine.chroma.flush()
 
 
 def test_consolidate_memory_in_process(client: MemoryClient) -> None:
@@ -101,7 +101,7 @@ def _history(store: Path, embedder: Any, namespace: str = "cli") -> None:
     engine = MemoryEngine(store=store, embedder=embedder, llm=False)
     for n, text in enumerate(STATEMENTS):
         engine.store(text, namespace=namespace, session_id=f"s{n}", occurred_at=DAY0 + timedelta(days=n))
-    engine.chroma.flush_access()
+    engine.chroma.flush()
 
 
 def test_the_consolidate_command(tmp_path: Path, embedder: Any) -> None:

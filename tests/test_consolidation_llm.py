@@ -52,7 +52,7 @@ def _engine(store_path: Path, embedder: Any, stub: OpenAIStub, **llm: Any) -> Me
 def distilling(store_path: Path, embedder: Any, stub: OpenAIStub) -> Iterator[MemoryEngine]:
     engine = _engine(store_path, embedder, stub)
     yield engine
-    engine.chroma.flush_access()
+    engine.chroma.flush()
 
 
 def test_one_call_per_cluster_writes_the_statement(distilling: MemoryEngine, stub: OpenAIStub) -> None:

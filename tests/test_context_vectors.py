@@ -328,3 +328,35 @@ def test_the_linger_counts_from_the_last_vector_held(monkeypatch: pytest.MonkeyP
     clock[0] += 0.2  # 1.1 s after the last
     with worker._changed:
         assert worker._flush_due()
+
+
+def _recalled_then_held(engine: MemoryEngine, monkeypatch) -> tuple[str, BackgroundContextVectors, threading.Event]:
+    """A recall counted (not yet written), then a turn whose context vector is held."""
+    _talk(engine)
+    recalled = engine.recall("Biscuit at the beach", namespace="u1", top_k=1).hits[0].record.id
+    worker, release = _held_engine_worker(engine, monkeypatch)
+    engine.record_turn("Juno chases the ducks off the dock.", session_id="s1", namespace="u1", speaker="Tom")
+    assert worker.pending() >= 1
+    return recalled, worker, release
+
+
+def test_flushing_the_store_writes_the_held_context_vectors_and_the_recall_counts(
+    engine: MemoryEngine, monkeypatch
+) -> None:
+    """``ChromaStore.flush``: what a caller runs before copying or removing a store, or reading the counts."""
+    recalled, worker, release = _recalled_then_held(engine, monkeypatch)
+    threading.Timer(0.3, release.set).start()
+    assert engine.chroma.flush()  # returns once the held vector is written
+    assert worker.pending() == 0 and _context_ids(engine) == set(_framed_ids(engine))
+    assert engine.get(recalled, namespace="u1").access_count == 1
+
+
+def test_a_flush_that_times_out_says_so_and_still_writes_the_recall_counts(engine: MemoryEngine, monkeypatch) -> None:
+    recalled, worker, release = _recalled_then_held(engine, monkeypatch)
+    try:
+        assert engine.chroma.flush(timeout=0.2) is False
+        assert engine.get(recalled, namespace="u1").access_count == 1
+        assert set(_framed_ids(engine)) - _context_ids(engine)  # the held one is still to come
+    finally:
+        release.set()
+    assert engine.chroma.flush() and worker.pending() == 0

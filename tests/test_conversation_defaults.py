@@ -163,7 +163,7 @@ def test_review_on_the_command_line(tmp_path: Path, embedder) -> None:
     held = engine.store_memories(
         [{"content": "My blood type is A positive.", "role": "tool"}], namespace="cli"
     ).quarantined[0]
-    engine.chroma.flush_access()
+    engine.chroma.flush()
     del engine
 
     def run(*args: str):

@@ -54,7 +54,7 @@ def test_every_adapter_writes_where_memory_engine_reads(fresh_directory: Path, e
     assert other is not client and other.engine is client.engine
 
     assert client.engine is not None
-    client.engine.chroma.flush_access()
+    client.engine.chroma.flush()
     engine = MemoryEngine(embedder=embedder, llm=False)  # the engine's own default: ./.hindsight
     contents = [h.record.content for h in engine.recall("deploy target cluster editor", namespace="u1").hits]
     assert any("Kubernetes" in c for c in contents)

@@ -65,11 +65,11 @@ def test_recall_updates_access_stats(engine: MemoryEngine) -> None:
     engine.store("My favourite editor is Neovim with the LazyVim config.", namespace="u1")
     first = engine.recall("which editor do I use", namespace="u1").hits[0].record
     assert first.access_count == 1 and first.last_accessed_at is not None
-    engine.chroma.flush_access()
+    engine.chroma.flush()
     again = engine.get(first.id, namespace="u1")
     assert again.access_count == 1
     engine.recall("which editor do I use", namespace="u1")
-    engine.chroma.flush_access()
+    engine.chroma.flush()
     assert engine.get(first.id, namespace="u1").access_count == 2
 
 

@@ -223,7 +223,7 @@ def test_tuned_grid_keeps_per_conversation_scores(three_conversations: Path, sto
         total = sum(p["recall"] * p["questions"] for p in per.values()) / result["questions"]
         assert row["recall"] == pytest.approx(total, abs=1e-3)
     assert result["leave_one_out"]["top_k"] == 10
-    engine.chroma.flush_access()
+    engine.chroma.flush()
 
 
 def test_leave_one_out_needs_two_conversations(locomo_one: Path) -> None:
@@ -253,7 +253,7 @@ def test_count_access_recalls_each_setting_on_a_fresh_copy(
 
     def counting(question: str, **options: Any) -> Any:
         namespace = options["namespace"]
-        engine.chroma.flush_access()
+        engine.chroma.flush()
         before = sum(r.access_count for r in engine.list(namespace=namespace, limit=1000))
         asked.append((namespace, question, options.get("touch", True), before))
         return recall(question, **options)
@@ -268,7 +268,7 @@ def test_count_access_recalls_each_setting_on_a_fresh_copy(
     firsts = [before for _, question, _, before in scored if question in openers]
     assert len(firsts) == 3 * 3 and set(firsts) == {0}  # every cell starts on an untouched copy
     assert max(before for *_, before in scored) > 0  # and its recalls count, as a user's do
-    engine.chroma.flush_access()
+    engine.chroma.flush()
     assert not [ns for ns in engine.namespaces() if ns.endswith("-cell")]  # the copies are gone
     for namespace in engine.namespaces():  # and the ingested namespaces were never touched
         assert all(r.access_count == 0 for r in engine.list(namespace=namespace, limit=1000))

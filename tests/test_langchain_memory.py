@@ -155,7 +155,7 @@ def test_preference_reaches_a_later_process(store_path: Path, embedder: Any) -> 
     first = MemoryEngine(store=store_path, embedder=embedder, llm=False)
     memory = HindsightMemory(namespace="u1", session_id="first-session", engine=first)
     executor(memory).invoke({"input": "I prefer code snippets with type hints and no comments."})
-    first.chroma.flush_access()
+    first.chroma.flush()
 
     env = {**os.environ, "HINDSIGHT_STORE": str(store_path), "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(REPO)}
     done = subprocess.run(

@@ -42,7 +42,7 @@ def test_recalled_memories_reach_the_model_of_a_later_agent(store_path: Path, em
     )
     ask(teach, "I prefer green tea over coffee, always.", context=UserContext(user_id="u1", session_id="morning"))
     assert [t.role.value for t in first.working_window(session_id="morning", namespace="u1")] == ["user", "assistant"]
-    first.chroma.flush_access()
+    first.chroma.flush()
 
     later = MemoryEngine(store=store_path, embedder=embedder, llm=False)  # a fresh engine and MCP session
     model = PromptEcho()

@@ -82,7 +82,7 @@ def test_two_users_and_a_later_engine(store_path: Path, embedder: Any) -> None:
     HindsightMemory(namespace="alice", session_id="s", engine=first).save_context(
         {"input": "I prefer window seats on long flights."}, {"output": "Noted."}
     )
-    first.chroma.flush_access()
+    first.chroma.flush()
     later = MemoryEngine(store=store_path, embedder=embedder, llm=False)
     alice = HindsightRetriever(namespace="alice", engine=later).invoke("which seat should I book?")
     assert any("window seats" in d.page_content for d in alice)

@@ -243,7 +243,7 @@ def test_langgraph_agent_memory_survives_a_new_engine(store_path: Path, embedder
 
     first = MemoryEngine(store=store_path, embedder=embedder, llm=False)
     graph(learn, HindsightStore(namespace="u1", engine=first)).invoke({"question": "-"})
-    first.chroma.flush_access()
+    first.chroma.flush()
 
     later = MemoryEngine(store=store_path, embedder=embedder, llm=False)
     out = graph(answer, HindsightStore(namespace="u1", engine=later)).invoke(

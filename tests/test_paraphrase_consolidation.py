@@ -87,7 +87,7 @@ def default_engine(tmp_path: Path) -> Iterator[tuple[MemoryEngine, ManualClock]]
     clock = ManualClock(T0)
     engine = MemoryEngine(store=tmp_path / "store", llm=False, clock=clock)
     yield engine, clock
-    engine.chroma.flush_access()
+    engine.chroma.flush()
 
 
 def _say(engine: MemoryEngine, clock: ManualClock, namespace: str, texts: list[str], **options: object) -> list[str]:

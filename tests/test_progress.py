@@ -73,7 +73,7 @@ def filled(tmp_path_factory: pytest.TempPathFactory, embedder: LocalEmbedder) ->
         for i in range(MEMORIES)
     ]
     engine.store_memories(items, namespace="big", apply_filter=False, dedup=False)
-    engine.chroma.flush_access()
+    engine.chroma.flush()
     return store, engine
 
 
@@ -130,7 +130,7 @@ def test_benchmark_ingest_reports_turns_and_questions(tmp_path: Path, embedder: 
     ]
     assert steps.counts()["tiny-a: asking questions"][-1] == (3, 3)
     steps.assert_well_formed()
-    engine.chroma.flush_access()
+    engine.chroma.flush()
 
 
 def _terminal_env(**extra: str) -> dict[str, str]:
@@ -202,7 +202,7 @@ def test_the_first_model_export_shows_a_spinner_and_leaves_json_alone(tmp_path: 
     store = tmp_path / "store"
     engine = MemoryEngine(store=store, embedder=embedder, llm=False)
     engine.store("The release branch is cut every Monday at 9am.", namespace="cli")
-    engine.chroma.flush_access()
+    engine.chroma.flush()
     env = _terminal_env(HINDSIGHT_CACHE_DIR=str(cache))
     code, out, terminal = run_with_terminal_stderr(["--store", str(store), "-n", "cli", "stats", "--json"], env)
     assert code == 0, terminal

@@ -122,7 +122,7 @@ def _write_from_another_process(store_path: Path, text: str) -> None:
         "from hindsight_integrations import MemoryEngine\n"
         "engine = MemoryEngine(store=sys.argv[1], llm=False)\n"
         "engine.store_memories([sys.argv[2]], namespace=sys.argv[3], apply_filter=False, dedup=False)\n"
-        "engine.chroma.flush_access()\n"
+        "engine.chroma.flush()\n"
     )
     env = {**os.environ, "HF_HUB_OFFLINE": "1"}
     subprocess.run([sys.executable, "-c", code, str(store_path), text, NS], check=True, env=env, timeout=180)
@@ -145,7 +145,7 @@ def test_recall_skips_the_reads_while_the_store_is_quiet_and_notices_another_pro
     _write_from_another_process(store_path, "The staging database is called Nimbus.")
     assert state.currency_checks() != []
     assert not state.copies_current()
-    engine.chroma.flush_access()
+    engine.chroma.flush()
 
 
 def test_a_write_from_this_process_is_seen_at_once(store_path: Path, embedder) -> None:
@@ -161,4 +161,4 @@ def test_a_write_from_this_process_is_seen_at_once(store_path: Path, embedder) -
     assert not state.copies_current()
     contents = [h.record.content for h in engine.recall("Which region is staging in?", namespace=NS).hits]
     assert FACTS[1] not in contents
-    engine.chroma.flush_access()
+    engine.chroma.flush()

@@ -93,7 +93,7 @@ def test_records_held_are_chromas_after_writes_edits_forgets_and_recalls(engine:
     engine.update(ids[1], namespace=NS, content="Invoice INV-5102 was approved by the CFO.", importance=0.9)
     engine.forget(ids[2], namespace=NS)
     engine.recall("invoice", namespace=NS, top_k=3)
-    engine.chroma.flush_access()  # the recall counts, as written in the background
+    engine.chroma.flush()  # the recall counts, as written in the background
     _assert_held_as_in_chroma(engine)
 
 

@@ -150,7 +150,7 @@ def test_a_slot_cleared_by_an_edit_no_longer_supersedes(engine: MemoryEngine) ->
 def test_access_counts_survive_the_recorder_and_later_edits(engine: MemoryEngine) -> None:
     stored = engine.store("The release train leaves every second Thursday.", namespace="acc").stored[0]
     engine.recall("when does the release train leave", namespace="acc", top_k=1)
-    engine.chroma.flush_access()
+    engine.chroma.flush()
     assert _raw(engine, "acc", stored.id)[1]["access_count"] == 1  # written as its own key
     after_recall = engine.get(stored.id, namespace="acc")
     assert after_recall.access_count == 1 and after_recall.last_accessed_at is not None

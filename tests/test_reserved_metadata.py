@@ -36,7 +36,7 @@ def test_a_store_with_a_reserved_key_is_refused_and_nothing_changes_at_the_next_
     assert refused.value.field.endswith("metadata")
     assert key in refused.value.message and "rename it" in refused.value.message
     assert [r.id for r in engine.list(namespace="u1", include_history=True)] == [victim.id]
-    engine.chroma.flush_access()
+    engine.chroma.flush()
 
     reopened = _engine(store_path, embedder)  # the next start finishes interrupted supersedes
     assert reopened.get(victim.id, namespace="u1").status is Status.ACTIVE

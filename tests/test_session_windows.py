@@ -55,7 +55,7 @@ def test_a_new_process_continues_the_window_it_finds_in_the_store(store_path: Pa
     first = MemoryEngine(store=store_path, embedder=embedder, llm=False)
     for speaker, text in TURNS[:2]:
         first.record_turn(text, session_id="s1", namespace="u1", speaker=speaker)
-    first.chroma.flush_access()
+    first.chroma.flush()
     second = MemoryEngine(store=store_path, embedder=embedder, llm=False)  # filled from Chroma when opened
     result = second.record_turn(TURNS[2][1], session_id="s1", namespace="u1", speaker=TURNS[2][0])
     assert result.stored.stored[0].context == f"Maya: {TURNS[0][1]} Tom: {TURNS[1][1]}"

@@ -125,7 +125,7 @@ def filled_store(tmp_path_factory: pytest.TempPathFactory, embedder: LocalEmbedd
     # Context vectors follow a write in the background; one still queued when the CLI opens the
     # store would be embedded there (the repair on open), and stats would load the model after all.
     assert engine.chroma.namespace("cli").wait_for_context(timeout=60)
-    engine.chroma.flush_access()
+    engine.chroma.flush()
     return store
 
 

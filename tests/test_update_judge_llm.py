@@ -29,7 +29,7 @@ def judged(stub: OpenAIStub, store_path: Path, embedder) -> Iterator[MemoryEngin
     llm = LLMClient(model="judge", base_url=stub.base_url, api_key="test", timeout=5, max_retries=2)
     engine = MemoryEngine(store=store_path, embedder=embedder, llm=llm)
     yield engine
-    engine.chroma.flush_access()
+    engine.chroma.flush()
 
 
 def _verdicts(*names: str) -> str:

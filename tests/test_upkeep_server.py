@@ -170,7 +170,7 @@ def http_over_seeded_store(tmp_path: Path, embedder) -> Iterator[tuple[str, Path
     store = tmp_path / "store"
     engine = MemoryEngine(store=store, embedder=embedder, llm=False, context_window_tokens=int(WINDOW))
     _seed(engine)
-    engine.chroma.flush_access()
+    engine.chroma.flush()
     port, log_path = free_port(), tmp_path / "server.log"
     env = server_env(
         store,

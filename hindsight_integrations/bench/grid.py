@@ -276,7 +276,7 @@ def _fresh_copy(engine: MemoryEngine, snapshot: dict[str, Any], namespace: str) 
     The counts the last copy's recalls queued are written first, so none lands on the new copy's
     memories, which have the same ids.
     """
-    engine.chroma.flush_access()
+    engine.chroma.flush()
     engine.drop_namespace(namespace)
     engine.import_data(snapshot, namespace=namespace)
     engine.chroma.namespace(namespace).lexical.wait_for_rebuild()
@@ -420,6 +420,6 @@ def run_grid(
             progress=progress,
             steps=steps,
         )
-        engine.chroma.flush_access()
+        engine.chroma.flush()
     result["data"] = str(data)
     return result

@@ -234,7 +234,7 @@ def run_mode(
                 clock.set(session.starts + UPKEEP_AT)
                 # Days pass here in milliseconds: recall's access counts, written every few seconds
                 # of wall time, are written now, as a round days after the recalls would find them.
-                engine.chroma.flush_access()
+                engine.chroma.flush()
                 if (done := schedule.run_due()) is not None:
                     rounds.append(done)
                 timer.upkeep += time.perf_counter() - begun
@@ -256,7 +256,7 @@ def run_mode(
     finally:
         if server is not None:
             server.close()
-        engine.chroma.flush_access()
+        engine.chroma.flush()
     result: dict[str, Any] = {
         "mode": "offline (rules)" if llm == "none" else "scripted LLM over HTTP, faults injected",
         "llm": llm,

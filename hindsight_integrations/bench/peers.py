@@ -249,7 +249,7 @@ def run_peers(
                     f"  {p['name']}: recall@10 {p['recall@10']:.3f}, "
                     f"{p['context_tokens_mean']:.0f} tokens, p50 {p['latency_p50_ms']} ms"
                 )
-        engine.chroma.flush_access()
+        engine.chroma.flush()
     return {
         "benchmark": "peers",
         "data": str(data),

@@ -270,7 +270,7 @@ def bench_size(
     state.wait_for_context()
     context_wait = time.perf_counter() - started
     settled = _recall_latencies(engine, namespace, settled_queries)
-    engine.chroma.flush_access()
+    engine.chroma.flush()
     store_rate = len(items) / store_seconds
     result: dict[str, Any] = {
         "size": len(items),
@@ -302,7 +302,7 @@ def bench_size(
         result["settled_recall_p99_ms"] = round(percentile(settled, 99), 2)
     if profile_queries:
         result["profile"] = profile_recall(engine, namespace, profile_queries)
-        engine.chroma.flush_access()
+        engine.chroma.flush()
     return result
 
 

@@ -98,7 +98,7 @@ def fill_store(store: Path, memories: int) -> dict[str, Any]:
         warm = cached_export(path, settings.cache_dir) is not None
     started = time.perf_counter()
     engine.store_memories(synthetic_memories(memories), apply_filter=False)
-    engine.chroma.flush_access()
+    engine.chroma.flush()
     return {
         "embedding_model": embedder.name,
         "embedding_backend": getattr(embedder, "backend_in_use", "remote"),

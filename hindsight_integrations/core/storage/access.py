@@ -33,6 +33,7 @@ class AccessRecorder:
         self._interval = interval
         self._pending: dict[int, tuple[AccessSink, dict[str, list[float]]]] = {}
         self._lock = threading.Lock()
+        self._writing = threading.Lock()
         self._thread: threading.Thread | None = None
         atexit.register(self.flush)
 
@@ -56,14 +57,19 @@ class AccessRecorder:
                 return
 
     def flush(self) -> bool:
-        """Write pending counts now; returns False when there was nothing to write."""
-        with self._lock:
-            pending, self._pending = self._pending, {}
-        for sink, counts in pending.values():
-            try:
-                sink.apply_access_counts({i: (int(n), last) for i, (n, last) in counts.items()})
-            except Exception:  # noqa: BLE001 - a dropped namespace or a closed client: counts are best effort
-                continue
+        """Write pending counts now; returns False when there was nothing to write.
+
+        A flush already writing (the daemon's) finishes first, so every count recorded before
+        this call is in Chroma when it returns.
+        """
+        with self._writing:
+            with self._lock:
+                pending, self._pending = self._pending, {}
+            for sink, counts in pending.values():
+                try:
+                    sink.apply_access_counts({i: (int(n), last) for i, (n, last) in counts.items()})
+                except Exception:  # noqa: BLE001 - a dropped namespace or a closed client: counts are best effort
+                    continue
         return bool(pending)
 
 

@@ -401,9 +401,12 @@ class ChromaStore:
                 with contextlib.suppress(Exception):  # already gone
                     self.client.delete_collection(prefix + name)
 
-    def flush_access(self) -> None:
-        """Write queued recall counts now (before a process exits, or before a test reads them)."""
+    def flush(self, timeout: float | None = 10.0) -> bool:
+        """Write this process's queued context vectors (False if ``timeout`` runs out), then its recall counts."""
+        workers = {id(w): w for _, w in self._models.values() if w is not None}
+        written = [w.wait(timeout) for w in workers.values()]
         self._access.flush()
+        return all(written)
 
 
 def _is_missing(exc: Exception) -> bool:
