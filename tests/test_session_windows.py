@@ -155,6 +155,21 @@ def test_recall_lends_each_memory_a_share_of_its_neighbours_score(engine: Memory
     assert [h.record.id for h in strong.hits] != [h.record.id for h in plain.hits]  # a larger share moves the order
 
 
+@pytest.mark.parametrize("question", ["When did Tom adopt his puppy?", "What day did Tom adopt his puppy?"])
+def test_a_question_asking_when_gets_no_share_of_the_neighbours(engine: MemoryEngine, question: str) -> None:
+    """The memory that dates the event answers it; what was said beside it is not lifted by it."""
+    for speaker, text in PUPPY:
+        engine.record_turn(text, session_id="s1", namespace="u1", speaker=speaker)
+
+    def scores(query: str, share: float) -> list[tuple[str, float]]:
+        hits = engine.recall(query, namespace="u1", top_k=20, touch=False, weights={"neighbour_boost": share}).hits
+        return [(h.record.id, round(h.score, 6)) for h in hits]
+
+    assert len(scores(question, 0)) >= 5
+    assert scores(question, 1.0) == scores(question, 0)
+    assert scores("Which puppy did Tom adopt?", 1.0) != scores("Which puppy did Tom adopt?", 0)  # another kind shares
+
+
 PUPPY = [
     ("Maya", "We're painting the spare room this weekend, finally."),
     ("Tom", "Nice! What colour did you pick?"),
