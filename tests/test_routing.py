@@ -11,6 +11,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from chromadb.api.models.Collection import Collection
+from chromadb.errors import InternalError
 
 from hindsight_integrations.core import lanes
 from hindsight_integrations.core.config import AUTO_MODEL, DEFAULT_LOCAL_MODEL, Settings, load_settings
@@ -266,6 +268,28 @@ def test_a_collection_too_old_to_record_its_model_stays_on_minilm(auto: MemoryEn
         )
     auto.store(CHINESE[1], namespace="old")  # its vectors so far are MiniLM's: Chinese text does not move it
     assert auto.embedding_model("old") == DEFAULT_LOCAL_MODEL
+
+
+def test_an_older_collection_opens_though_sqlite_is_busy_a_moment(auto: MemoryEngine, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """Opening one changes its settings; SQLite's busy refusal of that is retried, not the namespace's failure."""
+    for prefix in (COLLECTION_PREFIX, CONTEXT_PREFIX):
+        auto.chroma.client.create_collection(
+            prefix + "old", metadata={"hindsight_namespace": "old"}, embedding_function=None
+        )
+    real = Collection.modify
+    refused: list[str] = []
+
+    def busy_once(self: Collection, **changes: object) -> None:
+        if self.name not in refused:
+            refused.append(self.name)
+            raise InternalError("Database error: error returned from database: (code: 5) database is locked")
+        real(self, **changes)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(Collection, "modify", busy_once)
+    auto.store(CHINESE[1], namespace="old")
+    assert sorted(refused) == sorted(prefix + "old" for prefix in (COLLECTION_PREFIX, CONTEXT_PREFIX))
+    assert auto.chroma.namespace("old").collection.configuration["hnsw"]["ef_search"] == 200  # set on the retry
+    assert [r.content for r in auto.list(namespace="old")] == [CHINESE[1]]
 
 
 def test_the_choice_reads_a_bounded_sample_of_a_hostile_text(auto: MemoryEngine) -> None:

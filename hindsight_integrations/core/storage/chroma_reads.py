@@ -14,7 +14,10 @@ widens the window.
 So every read of a namespace's collections (``get``, ``query``, ``count``) is retried on these
 errors, with a short exponential backoff (about 3 s in all); if it still fails, it is the
 retryable ``StoreUnavailableError``, never an internal error. Writes are not retried here: they
-are not affected, and retrying one is the request id's job.
+are not affected, and retrying one is the request id's job. The one exception is the settings an
+older collection is given when it is opened (``ChromaStore._open``): setting them again is
+harmless, and on a busy machine an embedded Chroma once refused the second of two such changes
+in a row with ``database is locked`` (SQLite's busy error), which failed the namespace's open.
 """
 
 from __future__ import annotations
@@ -31,13 +34,13 @@ from ..recall.filters import bounded_where
 from .chroma_wire import ChromaWire
 
 T = TypeVar("T")
-_TRANSIENT = ("Nothing found on disk", "Error finding id")
+_TRANSIENT = ("Nothing found on disk", "Error finding id", "database is locked")
 _ATTEMPTS = 8
 _PAGE = 2000
 
 
 def is_transient_read_error(exc: BaseException) -> bool:
-    """Whether ``exc`` is Chroma's passing failure to read a collection whose first records are landing."""
+    """Whether ``exc`` is Chroma's passing failure: a collection whose first records are landing, or SQLite busy."""
     return type(exc).__module__.startswith("chromadb") and any(marker in str(exc) for marker in _TRANSIENT)
 
 

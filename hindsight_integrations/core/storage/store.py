@@ -27,7 +27,7 @@ from ..errors import EmbeddingModelMismatchError, StoreUnavailableError
 from ..model.records import LAYOUT, to_epoch
 from ..redaction import describe_error
 from .access import AccessRecorder
-from .chroma_reads import RetryingReads
+from .chroma_reads import RetryingReads, read_retrying
 from .context_vectors import BackgroundContextVectors
 from .locks import CrossProcessLocks
 from .namespace_store import NamespaceStore, StoreOptions
@@ -378,7 +378,7 @@ class ChromaStore:
         if hnsw.get("ef_search", _HNSW_SEARCH) < _HNSW_SEARCH:
             older["ef_search"] = _HNSW_SEARCH
         if older:
-            collection.modify(configuration={"hnsw": older})
+            read_retrying(collection.modify, configuration={"hnsw": older})  # idempotent: retried while SQLite is busy
         return RetryingReads(collection)  # a server's reads can fail a moment while first records land
 
     def list_namespaces(self) -> list[str]:
