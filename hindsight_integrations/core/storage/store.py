@@ -403,7 +403,7 @@ class ChromaStore:
 
     def flush(self, timeout: float | None = 10.0) -> bool:
         """Write this process's queued context vectors (False if ``timeout`` runs out), then its recall counts."""
-        workers = {id(w): w for _, w in self._models.values() if w is not None}
+        workers = {id(w): w for _, w in list(self._models.values()) if w is not None}  # list(): one atomic copy
         written = [w.wait(timeout) for w in workers.values()]
         self._access.flush()
         return all(written)
