@@ -270,7 +270,9 @@ def test_a_collection_too_old_to_record_its_model_stays_on_minilm(auto: MemoryEn
     assert auto.embedding_model("old") == DEFAULT_LOCAL_MODEL
 
 
-def test_an_older_collection_opens_though_sqlite_is_busy_a_moment(auto: MemoryEngine, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_an_older_collection_opens_though_sqlite_is_busy_a_moment(
+    auto: MemoryEngine, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Opening one changes its settings; SQLite's busy refusal of that is retried, not the namespace's failure."""
     for prefix in (COLLECTION_PREFIX, CONTEXT_PREFIX):
         auto.chroma.client.create_collection(
