@@ -13,7 +13,7 @@ import pytest
 
 from hindsight_integrations import MemoryEngine
 from hindsight_integrations.core.embedding.local import LocalEmbedder
-from hindsight_integrations.core.storage.context_vectors import BackgroundContextVectors
+from hindsight_integrations.core.storage.context_vectors import BackgroundContextVectors, wait_for_all
 
 TALK = [
     ("Maya", "My dog Biscuit loves the beach at Ocean Park."),
@@ -360,3 +360,24 @@ def test_a_flush_that_times_out_says_so_and_still_writes_the_recall_counts(engin
     finally:
         release.set()
     assert engine.chroma.flush() and worker.pending() == 0
+
+
+class _NeverDone(BackgroundContextVectors):
+    """A worker whose queue never empties: ``wait`` uses up the time it is given and says so."""
+
+    def __init__(self) -> None:
+        super().__init__(lambda texts: np.zeros((len(texts), 4)))
+        self.given: list[float | None] = []
+
+    def wait(self, timeout: float | None = None, *, target: object = None) -> bool:  # type: ignore[override]
+        self.given.append(timeout)
+        threading.Event().wait(timeout)
+        return False
+
+
+def test_one_timeout_covers_every_models_worker() -> None:
+    """``ChromaStore.flush(timeout)`` waits ``timeout`` in all, not once per embedding model's worker."""
+    first, second = _NeverDone(), _NeverDone()
+    assert wait_for_all([first, second], 0.2) is False
+    assert first.given == [pytest.approx(0.2, abs=0.05)] and second.given == [0.0]  # the first used up the time
+    assert wait_for_all([], 0.2) and wait_for_all([BackgroundContextVectors(lambda texts: np.zeros((0, 4)))], None)

@@ -25,7 +25,12 @@ from hindsight_integrations.core.embedding.routing import (
     tells_script,
 )
 from hindsight_integrations.core.engine import MemoryEngine
-from hindsight_integrations.core.errors import ConfigurationError, EmbeddingModelMismatchError, InvalidInputError
+from hindsight_integrations.core.errors import (
+    ConfigurationError,
+    EmbeddingModelMismatchError,
+    InvalidInputError,
+    StoreUnavailableError,
+)
 from hindsight_integrations.core.reembedding import reembed
 from hindsight_integrations.core.storage.store import COLLECTION_PREFIX, CONTEXT_PREFIX
 from hindsight_integrations.mcp.client import MemoryClient
@@ -291,6 +296,24 @@ def test_an_older_collection_opens_though_sqlite_is_busy_a_moment(
     auto.store(CHINESE[1], namespace="old")
     assert sorted(refused) == sorted(prefix + "old" for prefix in (COLLECTION_PREFIX, CONTEXT_PREFIX))
     assert auto.chroma.namespace("old").collection.configuration["hnsw"]["ef_search"] == 200  # set on the retry
+    assert [r.content for r in auto.list(namespace="old")] == [CHINESE[1]]
+
+
+def test_settings_sqlite_keeps_refusing_raise_a_retryable_error_naming_the_step(
+    auto: MemoryEngine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    metadata = {"hindsight_namespace": "old"}
+    auto.chroma.client.create_collection(COLLECTION_PREFIX + "old", metadata=metadata, embedding_function=None)
+    real = Collection.modify
+
+    def busy(self: Collection, **changes: object) -> None:
+        raise InternalError("Database error: error returned from database: (code: 5) database is locked")
+
+    monkeypatch.setattr(Collection, "modify", busy)
+    with pytest.raises(StoreUnavailableError, match=r"could not update the collection's settings.*retry shortly"):
+        auto.store(CHINESE[1], namespace="old")
+    monkeypatch.setattr(Collection, "modify", real)
+    auto.store(CHINESE[1], namespace="old")  # once SQLite answers, the same call works
     assert [r.content for r in auto.list(namespace="old")] == [CHINESE[1]]
 
 

@@ -44,8 +44,11 @@ def is_transient_read_error(exc: BaseException) -> bool:
     return type(exc).__module__.startswith("chromadb") and any(marker in str(exc) for marker in _TRANSIENT)
 
 
-def read_retrying(read: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-    """``read(*args, **kwargs)``, retried while Chroma gives a transient read error (see the module docstring)."""
+def read_retrying(read: Callable[..., T], *args: Any, doing: str = "read the collection", **kwargs: Any) -> T:
+    """``read(*args, **kwargs)``, retried while Chroma gives a transient read error (see the module docstring).
+
+    ``doing`` says what failed, in the error raised once the attempts run out.
+    """
     retrying = Retrying(
         retry=retry_if_exception(is_transient_read_error),
         stop=stop_after_attempt(_ATTEMPTS),
@@ -57,7 +60,7 @@ def read_retrying(read: Callable[..., T], *args: Any, **kwargs: Any) -> T:
     except RetryError as exc:
         cause = exc.last_attempt.exception()
         raise StoreUnavailableError(
-            f"Chroma could not read the collection after {_ATTEMPTS} attempts ({cause}); retry shortly"
+            f"Chroma could not {doing} after {_ATTEMPTS} attempts ({cause}); retry shortly"
         ) from cause
 
 

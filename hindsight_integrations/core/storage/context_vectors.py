@@ -218,6 +218,13 @@ class BackgroundContextVectors:
 _NICENESS = 10
 
 
+def wait_for_all(workers: Sequence[BackgroundContextVectors], timeout: float | None = None) -> bool:
+    """Wait for every worker's queue within one ``timeout`` in all (not one each); False if it ran out."""
+    deadline = None if timeout is None else time.monotonic() + timeout
+    written = [w.wait(None if deadline is None else max(0.0, deadline - time.monotonic())) for w in workers]
+    return all(written)
+
+
 def _yield_to_foreground() -> None:
     """Lower this thread's CPU priority, so the writes and recalls it works behind run first.
 
@@ -243,4 +250,4 @@ def _given_up(count: int, where: str, exc: Exception) -> None:
     )
 
 
-__all__ = ["BackgroundContextVectors", "ContextTarget"]
+__all__ = ["BackgroundContextVectors", "ContextTarget", "wait_for_all"]

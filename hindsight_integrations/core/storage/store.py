@@ -28,7 +28,7 @@ from ..model.records import LAYOUT, to_epoch
 from ..redaction import describe_error
 from .access import AccessRecorder
 from .chroma_reads import RetryingReads, read_retrying
-from .context_vectors import BackgroundContextVectors
+from .context_vectors import BackgroundContextVectors, wait_for_all
 from .locks import CrossProcessLocks
 from .namespace_store import NamespaceStore, StoreOptions
 from .quiet_files import DATABASE_FILE, store_files
@@ -377,8 +377,8 @@ class ChromaStore:
             older["sync_threshold"] = _SYNC_THRESHOLD
         if hnsw.get("ef_search", _HNSW_SEARCH) < _HNSW_SEARCH:
             older["ef_search"] = _HNSW_SEARCH
-        if older:
-            read_retrying(collection.modify, configuration={"hnsw": older})  # idempotent: retried while SQLite is busy
+        if older:  # idempotent: retried while SQLite is busy
+            read_retrying(collection.modify, configuration={"hnsw": older}, doing="update the collection's settings")
         return RetryingReads(collection)  # a server's reads can fail a moment while first records land
 
     def list_namespaces(self) -> list[str]:
@@ -402,11 +402,11 @@ class ChromaStore:
                     self.client.delete_collection(prefix + name)
 
     def flush(self, timeout: float | None = 10.0) -> bool:
-        """Write this process's queued context vectors (False if ``timeout`` runs out), then its recall counts."""
+        """Write this process's queued context vectors (False if ``timeout``, in all, ran out), then recall counts."""
         workers = {id(w): w for _, w in list(self._models.values()) if w is not None}  # list(): one atomic copy
-        written = [w.wait(timeout) for w in workers.values()]
+        written = wait_for_all(list(workers.values()), timeout)
         self._access.flush()
-        return all(written)
+        return written
 
 
 def _is_missing(exc: Exception) -> bool:
