@@ -15,10 +15,11 @@ from pathlib import Path
 import pytest
 
 from hindsight_integrations.core.language import rules
-from hindsight_integrations.core.language.rules import PACKS_DIR, PackError, Registry, RuleExamples
+from hindsight_integrations.core.language.rules import PACKS_DIR, PackError, Registry, RuleExamples, for_text
 from hindsight_integrations.core.language.slots import detect_slot
 from hindsight_integrations.core.language.values import values_of
 from hindsight_integrations.core.model.records import Kind
+from hindsight_integrations.core.recall.ranking import asks_for_present, asks_when
 from hindsight_integrations.core.write.admission import assess
 
 EXAMPLES = list(rules.registry().examples())
@@ -181,3 +182,22 @@ def test_mixed_language_text_is_read_by_both_packs() -> None:
     assert {"tomorrow", "beijing"} <= values_of("Flight to 北京 tomorrow")
     assert detect_slot("我的手机号是 555-0100") == "user:phone"
     assert detect_slot("Update: 我搬到上海了") == "user:location"
+
+
+@pytest.mark.parametrize(
+    ("question", "when", "present"),
+    [
+        ("When did Caroline go to the support group?", True, False),
+        ("How long ago did you move?", True, False),
+        ("Where does she live now?", False, True),
+        ("What does Melanie paint?", False, False),
+        ("我们什么时候去的杭州？", True, False),
+        ("她现在住在哪里？", False, True),
+    ],
+)
+def test_what_a_question_asks_is_read_by_its_own_packs(question: str, when: bool, present: bool) -> None:
+    """``Rules.search`` as recall uses it: the question's packs, lowered text, a match or None."""
+    assert asks_when(question) is when
+    assert asks_for_present(question) is present
+    lowered = question.lower()
+    assert (for_text(lowered).search("recall.asks_when", lowered) is not None) is when

@@ -85,8 +85,7 @@ def names_a_time(query: str) -> bool:
     word takes microseconds, less than handing it to one.
     """
     lowered = query[:PARSED_CHARS].lower()
-    hint = for_text(lowered).pattern("recall.time_hint")
-    return hint is not None and hint.search(lowered) is not None
+    return for_text(lowered).search("recall.time_hint", lowered) is not None
 
 
 def _blanked(query: str, spans: Sequence[tuple[int, int]]) -> str:

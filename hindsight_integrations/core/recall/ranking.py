@@ -135,20 +135,16 @@ class Ranked(NamedTuple):
         )
 
 
-def _query_matches(query: str, rule: str) -> bool:
-    lowered = query.lower()
-    pattern = for_text(lowered).pattern(rule)
-    return pattern is not None and pattern.search(lowered) is not None
-
-
 def asks_for_present(query: str) -> bool:
     """Whether a query asks for the present ("where does she live now", 现在): the packs' ``recall.present``."""
-    return _query_matches(query, "recall.present")
+    lowered = query.lower()
+    return for_text(lowered).search("recall.present", lowered) is not None
 
 
 def asks_when(query: str) -> bool:
     """Whether a query asks when something happened ("when did we...", 什么时候): the packs' ``recall.asks_when``."""
-    return _query_matches(query, "recall.asks_when")
+    lowered = query.lower()
+    return for_text(lowered).search("recall.asks_when", lowered) is not None
 
 
 def _below_successors(score: np.ndarray, candidates: Sequence[Candidate]) -> None:

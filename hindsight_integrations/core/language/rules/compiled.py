@@ -51,6 +51,11 @@ class Rules:
             self._compiled[name] = compiled
         return compiled
 
+    def search(self, name: str, text: str) -> re.Match[str] | None:
+        """The first match of rule ``name`` in ``text``; None where it does not match or no pack has it."""
+        pattern = self.pattern(name)
+        return pattern.search(text) if pattern is not None else None
+
     def prescreen(self, name: str) -> Prescreen | None:
         """What a text must hold for rule ``name`` to match (``prescreen.py``); None if a part declares nothing."""
         try:
