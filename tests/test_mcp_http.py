@@ -11,6 +11,7 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
+from hindsight_integrations.core.errors import ConfigurationError
 from hindsight_integrations.mcp import (
     MemoryAuthError,
     MemoryClient,
@@ -218,3 +219,23 @@ def test_unreadable_bodies_get_400_and_oversized_ones_413_at_once(base: str, ali
     with pytest.raises(MemoryToolInputError, match="send fewer memories per call"):
         alice.store(batch)
     assert alice.stats().namespace == "alice"  # still serving
+
+
+def test_an_adapter_handed_another_users_client_is_refused_before_anything_is_sent(base: str) -> None:
+    """A client whose token decides its namespace cannot tell it before its first call; the adapter claims it."""
+    from hindsight_integrations.langchain import HindsightMemory
+    from hindsight_integrations.mcp.resolve import resolve_client
+
+    marker = uuid.uuid4().hex[:8]
+    with MemoryClient.http(f"{base}/mcp", token=BOB, retries=2) as bobs:
+        assert bobs.namespace is None
+        memory = HindsightMemory(namespace="alice", session_id=f"chat-{marker}", client=bobs)
+        with pytest.raises(MemoryNamespaceError, match=r"'bob'.*'alice'"):
+            memory.save_context({"input": f"My locker code is {marker}."}, {"output": "Noted."})
+        assert bobs.namespace == "alice"  # claimed for the adapter's user on its first use
+        with pytest.raises(MemoryNamespaceError):
+            memory.load_memory_variables({"input": "What is my locker code?"})
+        with pytest.raises(ConfigurationError, match="serves namespace 'alice'"):
+            resolve_client(bobs, namespace="carol")  # claimed once, for one user
+    with MemoryClient.http(f"{base}/mcp", token=BOB) as bob:
+        assert not [r for r in bob.list(limit=1000) if marker in r.content]

@@ -132,6 +132,17 @@ class ToolCaller:
         """
         return self._connection.announced_namespace or self._connection.expected_namespace
 
+    def expect_namespace(self, namespace: str) -> None:
+        """Serve ``namespace`` only: a server that announces another one is refused at connect.
+
+        For a client that cannot tell its namespace before its first call (an HTTP client opened
+        without ``namespace``, whose token decides; another stdio command): an adapter handed it
+        for one user claims it for that user, so a client of another user's token is refused
+        before anything is sent, not used.
+        """
+        if self.namespace is None:
+            self._connection.expected_namespace = validate_namespace(namespace)
+
     @property
     def server(self) -> HindsightMCP | None:
         """The in-process server (None over stdio and HTTP)."""

@@ -89,9 +89,10 @@ def resolve_client(
 
     Raises ``ConfigurationError`` when both ``client`` and ``engine`` are given, or when the
     client serves another namespace (writing user B's turns through user A's client would
-    leak them into A's memory). With neither, the environment decides; with nothing in it,
-    the embedded default store (as ``MemoryEngine()``), so the README's one-liners work on
-    a fresh machine.
+    leak them into A's memory); a client that cannot tell yet is claimed for ``namespace``, and
+    its first call refused if the server announces another (``MemoryNamespaceError``). With
+    neither, the environment decides; with nothing in it, the embedded default store (as
+    ``MemoryEngine()``), so the README's one-liners work on a fresh machine.
     """
     if client is not None:
         if engine is not None:
@@ -102,6 +103,8 @@ def resolve_client(
                 f"the client serves namespace {served!r} but namespace {namespace!r} was asked for; "
                 "one client serves one namespace, so pass a client for that user (or engine= / env config)"
             )
+        if served is None and callable(expect := getattr(client, "expect_namespace", None)):
+            expect(namespace)  # not known before its first call: the server's announcement is checked then
         return client
     if engine is not None:
         # Not cached here: the client keeps the engine alive, so a module-level cache would
