@@ -50,7 +50,7 @@ from hindsight_integrations.core.model.records import MemoryRecord, Role
 from hindsight_integrations.core.recall import context
 from hindsight_integrations.core.working import compression
 from hindsight_integrations.core.write import admission, corrections, repeats
-from hindsight_integrations.mcp import MemoryClient
+from hindsight_integrations.mcp import MemoryClient, MemoryToolInputError
 
 from .mcp_support import http_server
 
@@ -469,6 +469,28 @@ def test_store_memory_keeps_text_that_reads_as_json_as_text(server: str, content
     with MemoryClient.http(f"{server}/mcp", token=ATTACKER) as client:
         stored = client.store(content, apply_filter=False, dedup=False)
         assert [r.content for r in client.list(limit=100) if r.id in stored.ids] == [content]
+
+
+@pytest.mark.server
+@pytest.mark.timeout(30, func_only=True)
+@pytest.mark.parametrize(
+    ("tool", "arguments", "field"),
+    [
+        ("retrieve_memory", {"query": "garden", "top_k": "9" * 5000}, "top_k"),
+        ("store_memory", {"content": "I grow rooibos.", "ttl_seconds": "9" * 5000}, "ttl_seconds"),
+        ("list_memories", {"limit": "9" * 5000}, "limit"),
+        ("store_memory", {"memories": '[{"content": "I grow tea.", "ttl_seconds": ' + "9" * 5000 + "}]"}, "memories"),
+    ],
+)
+def test_a_number_past_pythons_digit_limit_is_invalid_input(
+    server: str, tool: str, arguments: dict[str, object], field: str
+) -> None:
+    """Finding 4 for numbers: their JSON string read past Python's int limit was an internal error."""
+    with _Recalling(server) as other, MemoryClient.http(f"{server}/mcp", token=ATTACKER, retries=0) as client:
+        with pytest.raises(MemoryToolInputError, match=field):
+            client.call_tool(tool, arguments)
+        assert not [r for r in client.list(limit=100) if r.content.startswith("I grow")]  # nothing half-written
+    assert not other.errors and other.answers
 
 
 @pytest.mark.server

@@ -126,14 +126,21 @@ class TextArgumentsKept(FuncMetadata):
     (for clients that send lists and objects as strings). For an optional text such as
     ``store_memory``'s ``content: str | None`` that turned the text "[1, 2]" into a list and
     "null" into no content, and 32,000 digits into an int conversion past Python's digit limit:
-    an internal error (security issue #24, finding 4). Lists and objects are still read.
+    an internal error (security issue #24, finding 4). Lists and objects are still read; one
+    that does not read (a number past that limit in ``top_k``, or inside a ``memories`` list sent
+    as a string) is left as it came, for validation to refuse as invalid input.
     """
 
     def pre_parse_json(self, data: dict[str, Any]) -> dict[str, Any]:
         """``data`` with JSON strings of non-text parameters parsed; text arguments as they came."""
         text = {name for name, field in self.arg_model.model_fields.items() if str in get_args(field.annotation)}
-        parsed = super().pre_parse_json({k: v for k, v in data.items() if k not in text})
-        return {k: data[k] if k in text else parsed[k] for k in data}
+        return {name: value if name in text else self._parsed(name, value) for name, value in data.items()}
+
+    def _parsed(self, name: str, value: Any) -> Any:
+        try:
+            return super().pre_parse_json({name: value})[name]
+        except ValueError:  # json.loads past Python's int digit limit (not a JSONDecodeError)
+            return value
 
 
 def add_tool(
