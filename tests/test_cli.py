@@ -44,6 +44,16 @@ def test_add_recall_stats_dump_export_import(tmp_path: Path, embedder) -> None:
     assert json.loads(again.output)["hits"][0]["record"]["id"] == memory_id
 
 
+def test_a_memory_that_looks_like_markup_is_printed_as_written(tmp_path: Path, embedder) -> None:
+    store = tmp_path / "store"
+    for text in ("In my templates I close blocks with [/section] tags.", "My word is [bold]shouting[/bold]."):
+        assert _run(store, "add", text, "--force").exit_code == 0
+    closing = _run(store, "recall", "templates close blocks", "--top-k", "1")
+    assert closing.exit_code == 0, closing.output
+    assert "[/section]" in closing.output
+    assert "[bold]shouting[/bold]" in _run(store, "recall", "what is my word", "--top-k", "1").output
+
+
 def test_compress_command(tmp_path: Path, embedder) -> None:
     from hindsight_integrations import MemoryEngine
 

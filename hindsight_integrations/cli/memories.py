@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
+from rich.markup import escape  # a memory's text is printed as it is, never read as markup
 
 from ..core.errors import HindsightError, InvalidInputError, MemoryNotFoundError
 from ..terminal import console, reported
@@ -50,7 +51,7 @@ def add(
             f"importance {record.importance:.2f})"
         )
     for skipped in result.skipped:
-        console.print(f"[yellow]skipped[/yellow]: {skipped.reason} (use --force to store anyway)")
+        console.print(f"[yellow]skipped[/yellow]: {escape(skipped.reason)} (use --force to store anyway)")
     for old in result.superseded:
         console.print(f"[dim]superseded {old}[/dim]")
 
@@ -87,7 +88,7 @@ def recall(
     for hit in result.hits:
         r = hit.record
         console.print(
-            f"[bold]{hit.score:.3f}[/bold] ({r.occurred_at.date()}) [cyan]{r.kind.value}[/cyan] {r.content}  "
+            f"[bold]{hit.score:.3f}[/bold] ({r.occurred_at.date()}) [cyan]{r.kind.value}[/cyan] {escape(r.content)}  "
             f"[dim]{r.id}[/dim]"
         )
     console.print(f"[dim]{result.tokens} tokens of context[/dim]")

@@ -45,7 +45,7 @@ def compress(
         f"({result.tokens_before} → {result.tokens_after} tokens)"
     )
     for summary in result.summaries:
-        console.print(f"  - {summary.content}")
+        console.print(f"  - {summary.content}", markup=False)
 
 
 def _why_nothing_to_compress(engine: MemoryEngine, session: str, threshold: int | None) -> str:
