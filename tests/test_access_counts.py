@@ -39,3 +39,31 @@ def test_a_flush_returns_only_once_a_flush_already_writing_has_written() -> None
     in_flight.join(30)
     assert [sorted(w) for w in sink.written] == [["m1", "m2"]]
     assert not recorder.flush()  # nothing is counted twice
+
+
+class _LateRecorder(AccessRecorder):
+    """Records one more count right after the daemon's first flush that found nothing, as another thread may."""
+
+    def __init__(self, sink: _Sink) -> None:
+        super().__init__(interval=0.01)
+        self._sink, self._late = sink, True
+
+    def flush(self) -> bool:
+        found = super().flush()
+        if not found and self._late and threading.current_thread().name == "hindsight-access":
+            self._late = False
+            self.record(self._sink, ["late"], SystemClock().now())  # the daemon is still alive to ``record``
+        return found
+
+
+def test_a_count_recorded_as_the_daemon_stops_is_still_written() -> None:
+    sink = _Sink()
+    sink.release.set()
+    recorder = _LateRecorder(sink)
+    recorder.record(sink, ["early"], SystemClock().now())
+    deadline = threading.Event()
+    for _ in range(300):
+        if any("late" in w for w in sink.written):
+            break
+        deadline.wait(0.01)
+    assert [sorted(w) for w in sink.written] == [["early"], ["late"]]

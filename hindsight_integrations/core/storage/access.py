@@ -53,8 +53,12 @@ class AccessRecorder:
     def _run(self) -> None:
         while True:
             time.sleep(self._interval)
-            if not self.flush():
-                return
+            if self.flush():
+                continue
+            with self._lock:  # a count recorded since that flush found nothing: ``record`` saw this thread alive
+                if not self._pending:
+                    self._thread = None
+                    return
 
     def flush(self) -> bool:
         """Write pending counts now; returns False when there was nothing to write.
