@@ -9,6 +9,7 @@ import pytest
 
 from hindsight_integrations import MemoryEngine
 from hindsight_integrations.core.errors import ConfigurationError, InvalidInputError
+from hindsight_integrations.mcp import MemoryClient, MemoryToolInputError
 
 BIG = "x" * 20_000
 
@@ -86,3 +87,25 @@ def test_limits_are_configurable(store_path, embedder) -> None:
     assert engine.store_memories([{"content": "fact", "metadata": {"blob": BIG}}], namespace="u1").stored
     with pytest.raises(ConfigurationError, match=r"max_id_chars \(argument\)"):
         MemoryEngine(store=store_path, embedder=embedder, llm=False, max_id_chars=0)
+
+
+@pytest.mark.parametrize(
+    ("call", "field", "where"),
+    [
+        (lambda c, m: c.update(m, importance=math.nan), "importance", ""),
+        (lambda c, m: c.update(m, metadata={"score": math.inf}), "metadata", "score"),
+        (lambda c, m: c.store("I ride a blue bike.", importance=math.nan), "importance", ""),
+        (lambda c, m: c.store("I live in Rome.", metadata={"limits": [1.0, -math.inf]}), "metadata", "limits[1]"),
+        (lambda c, m: c.store([{"content": "I ride a bike.", "importance": math.inf}]), "memories", "[0].importance"),
+    ],
+)
+def test_a_client_refuses_what_json_cannot_carry(engine: MemoryEngine, call, field: str, where: str) -> None:
+    """NaN and infinities travel as null, "not given": ``update(importance=nan)`` reported success and did nothing."""
+    with MemoryClient.in_process(engine, namespace="u1") as client:
+        (memory_id,) = client.store("My favourite colour is green.", importance=0.9).ids
+        with pytest.raises(MemoryToolInputError, match="must be a finite number") as refused:
+            call(client, memory_id)
+        assert refused.value.field == field and where in str(refused.value)
+        assert [(r.content, r.importance, r.metadata.get("score")) for r in client.list(limit=10)] == [
+            ("My favourite colour is green.", 0.9, None)
+        ]

@@ -9,6 +9,7 @@ client as the most specific ``MemoryToolError``) and how a validation error is p
 from __future__ import annotations
 
 import json
+import math
 from typing import Any
 
 from mcp.types import CallToolResult
@@ -74,7 +75,28 @@ def prepare_arguments(arguments: dict[str, Any] | None) -> dict[str, Any]:
     except UnicodeEncodeError:  # text in something the walk does not open (e.g. a dataclass)
         raise InvalidInputError("arguments", "hold text that is not valid UTF-8 (unpaired surrogates)") from None
     check_text(args, "arguments")
+    check_finite(args)
     return args
+
+
+def check_finite(arguments: dict[str, Any]) -> None:
+    """InvalidInputError naming the argument holding NaN or an infinity, at any depth.
+
+    JSON has neither: sent, it would arrive as null, which a tool reads as "not given", so
+    ``update(importance=nan)`` reported success and changed nothing.
+    """
+    stack: list[tuple[Any, str]] = [(value, name) for name, value in arguments.items()]
+    while stack:
+        value, path = stack.pop()
+        if isinstance(value, float) and not math.isfinite(value):
+            argument = path.split(".")[0].split("[")[0]
+            inner = path.removeprefix(argument).lstrip(".")
+            place = f" (at {inner})" if inner else ""
+            raise InvalidInputError(argument, f"must be a finite number, got {value}{place}")
+        if isinstance(value, dict):
+            stack.extend((child, f"{path}.{key}") for key, child in value.items())
+        elif isinstance(value, list):
+            stack.extend((child, f"{path}[{n}]") for n, child in enumerate(value))
 
 
 def check_text(value: dict[str, Any], field: str) -> None:
