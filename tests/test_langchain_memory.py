@@ -181,3 +181,22 @@ def test_save_context_passes_the_message_name_as_speaker(engine: MemoryEngine) -
     (memory_record,) = [r for r in engine.list(namespace="u1") if r.tier.value != "working"]
     assert memory_record.entities == ["Maya"]
     assert memory_record.content.startswith("Maya: ")
+
+
+PASTED_LOG = "Here is the log I pasted:\n" + "2026-01-01 ERROR the cache in module x failed\n" * 800  # ~38 KB
+
+
+def test_a_message_over_the_size_limit_does_not_stop_the_chain(
+    engine: MemoryEngine, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The server refuses a turn over 32 KB: it is logged and left out, the other turn recorded, recall on its end."""
+    engine.store("The cache in module x is backed by Redis.", namespace="u1")
+    memory = HindsightMemory(namespace="u1", session_id="s1", engine=engine)
+    variables = memory.load_memory_variables({"input": PASTED_LOG})  # recalled for the message's last 2,000 characters
+    assert "Redis" in variables["long_term_memory"]
+    with caplog.at_level("WARNING", logger="hindsight_integrations.mcp.refusals"):
+        memory.save_context({"input": PASTED_LOG}, {"output": "The cache failed."})
+        memory.save_context({"input": "Summarise the log."}, {"output": PASTED_LOG})
+    window = [t.content for t in engine.working_window(session_id="s1", namespace="u1")]
+    assert window[-2:] == ["The cache failed.", "Summarise the log."]
+    assert sum("turn not recorded in memory" in r.getMessage() for r in caplog.records) == 2

@@ -140,6 +140,20 @@ def test_a_plain_agent_run_needs_no_session(engine: MemoryEngine) -> None:
     assert HindsightMiddleware("u1", engine=engine).default_session_id != session, "one conversation per middleware"
 
 
+def test_a_message_over_the_size_limit_is_answered_and_left_out_of_memory(engine: MemoryEngine) -> None:
+    """A 38 KB paste: recall reads its end, the agent answers, the turn the server refuses is not recorded."""
+    engine.store("The cache in module x is backed by Redis.", namespace="u1")
+    pasted = "Here is the log:\n" + "2026-01-01 ERROR the cache in module x failed\n" * 800
+    model = PromptEcho()
+    middleware = HindsightMiddleware("u1", engine=engine)
+    answer = ask(create_agent(model, middleware=[middleware]), pasted)["messages"][-1]
+    assert answer.text.startswith("ECHO:") and "Redis" in model.prompts[-1].split("[human]")[0]
+    session = middleware.default_session_id
+    assert engine.working_window(session_id=session, namespace="u1") == []  # the echoed answer is as long
+    ask(create_agent(model, middleware=[middleware]), "Which store backs the cache?")
+    assert [t.role.value for t in engine.working_window(session_id=session, namespace="u1")] == ["user", "assistant"]
+
+
 def test_the_thread_id_names_the_session_without_a_checkpointer(engine: MemoryEngine) -> None:
     middleware = HindsightMiddleware("u1", engine=engine)
     agent = create_agent(PromptEcho(), middleware=[middleware])

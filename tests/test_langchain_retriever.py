@@ -112,3 +112,10 @@ def test_over_a_stdio_mcp_server_from_the_environment(
     # The server process wrote to the shared store: an embedded engine sees the same memory.
     later = MemoryEngine(store=store_path, embedder=embedder, llm=False)
     assert any("Helix" in h.record.content for h in later.recall("editor", namespace="carol").hits)
+
+
+def test_a_query_over_the_size_limit_is_recalled_for_its_end(engine: MemoryEngine) -> None:
+    engine.store_memories(FACTS, namespace="u1")
+    long_query = "Which operating system and database does the project run on? " * 600  # ~38 KB
+    (first, *_) = HindsightRetriever(namespace="u1", engine=engine, k=1).invoke(long_query)
+    assert first.page_content == FACTS[1]

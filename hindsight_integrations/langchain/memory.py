@@ -19,9 +19,11 @@ from langchain_classic.memory.utils import get_prompt_input_key
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, get_buffer_string
 from pydantic import ConfigDict, Field, PrivateAttr, model_validator
 
+from ..core.errors import InvalidInputError
 from ..core.model.records import MemoryRecord, Role
 from ..core.model.results import RecallResult
 from ..core.recall.context import format_context
+from ..mcp.refusals import query_tail, skip_refused_text
 from ..mcp.resolve import ClientPool, require_session, resolve_namespace
 
 
@@ -153,7 +155,7 @@ class HindsightMemory(BaseMemory):
         window = client.working_memory(self.session_id)
         query = self._query(inputs)
         recalled = (
-            client.recall(query, top_k=self.top_k, min_score=self.min_score, token_budget=self.token_budget)
+            client.recall(query_tail(query), top_k=self.top_k, min_score=self.min_score, token_budget=self.token_budget)
             if query
             else None
         )
@@ -165,7 +167,9 @@ class HindsightMemory(BaseMemory):
         window = await client.aworking_memory(self.session_id)
         query = self._query(inputs)
         recalled = (
-            await client.arecall(query, top_k=self.top_k, min_score=self.min_score, token_budget=self.token_budget)
+            await client.arecall(
+                query_tail(query), top_k=self.top_k, min_score=self.min_score, token_budget=self.token_budget
+            )
             if query
             else None
         )
@@ -204,13 +208,19 @@ class HindsightMemory(BaseMemory):
         """
         client = self.memory_client
         for text, role, name in self._turns(inputs, outputs):
-            client.record_turn(text, session_id=self.session_id, role=role, speaker=name)
+            try:
+                client.record_turn(text, session_id=self.session_id, role=role, speaker=name)
+            except InvalidInputError as exc:  # a text over the size limit: the chain goes on without it
+                skip_refused_text(exc, f"{role} turn")
 
     async def asave_context(self, inputs: dict[str, Any], outputs: dict[str, Any]) -> None:
         """Async ``save_context``: the same turns, through ``arecord_turn``."""
         client = self.memory_client
         for text, role, name in self._turns(inputs, outputs):
-            await client.arecord_turn(text, session_id=self.session_id, role=role, speaker=name)
+            try:
+                await client.arecord_turn(text, session_id=self.session_id, role=role, speaker=name)
+            except InvalidInputError as exc:
+                skip_refused_text(exc, f"{role} turn")
 
     def clear(self) -> None:
         """End this session's working memory; long-term memories are kept."""

@@ -27,8 +27,9 @@ from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, SystemM
 from langgraph.runtime import Runtime
 
 from ..core.config import validate_namespace
-from ..core.errors import ConfigurationError
+from ..core.errors import ConfigurationError, InvalidInputError
 from ..core.model.results import RecallResult
+from ..mcp.refusals import query_tail, skip_refused_text
 from ..mcp.resolve import ClientPool
 from .tools import MEMORY_TOOL_NAMES
 
@@ -155,7 +156,7 @@ class HindsightMiddleware(AgentMiddleware[AgentState[Any], Any]):
     def _query(request: ModelRequest) -> str:
         """The recall query: the text of the latest user message ('' skips recall)."""
         index = _last_human_index(request.messages)
-        return request.messages[index].text.strip() if index is not None else ""
+        return query_tail(request.messages[index].text) if index is not None else ""
 
     @staticmethod
     def _inject(request: ModelRequest, result: RecallResult) -> ModelRequest:
@@ -226,7 +227,10 @@ class HindsightMiddleware(AgentMiddleware[AgentState[Any], Any]):
         namespace, session = self.scope(runtime)
         client = self._pool.get(namespace)
         for text, role, name in self.named_turns(state["messages"]):
-            client.record_turn(text, session_id=session, role=role, speaker=name)
+            try:
+                client.record_turn(text, session_id=session, role=role, speaker=name)
+            except InvalidInputError as exc:  # a text over the size limit: the answer is given, the rest recorded
+                skip_refused_text(exc, f"{role} turn")
         return None
 
     async def aafter_agent(self, state: AgentState, runtime: Runtime[Any]) -> dict[str, Any] | None:
@@ -236,7 +240,10 @@ class HindsightMiddleware(AgentMiddleware[AgentState[Any], Any]):
         namespace, session = self.scope(runtime)
         client = self._pool.get(namespace)
         for text, role, name in self.named_turns(state["messages"]):
-            await client.arecord_turn(text, session_id=session, role=role, speaker=name)
+            try:
+                await client.arecord_turn(text, session_id=session, role=role, speaker=name)
+            except InvalidInputError as exc:
+                skip_refused_text(exc, f"{role} turn")
         return None
 
 

@@ -16,6 +16,7 @@ from langchain_core.retrievers import BaseRetriever
 from pydantic import ConfigDict, Field, PrivateAttr, model_validator
 
 from ..core.model.results import RecallHit, RecallResult
+from ..mcp.refusals import query_tail
 from ..mcp.resolve import ClientPool, resolve_namespace
 
 
@@ -106,7 +107,7 @@ class HindsightRetriever(BaseRetriever):
         Also accepts ``k``, ``filters`` and ``min_score`` per call (``invoke(query, k=2)``),
         which override the retriever's fields for that call only.
         """
-        return self._documents(self.memory_client.recall(query, **self._args(k, filters, min_score)))
+        return self._documents(self.memory_client.recall(query_tail(query), **self._args(k, filters, min_score)))
 
     async def _aget_relevant_documents(
         self,
@@ -118,7 +119,7 @@ class HindsightRetriever(BaseRetriever):
         min_score: float | None = None,
     ) -> list[Document]:
         """Async ``_get_relevant_documents``: the same recall through the client's ``arecall``."""
-        return self._documents(await self.memory_client.arecall(query, **self._args(k, filters, min_score)))
+        return self._documents(await self.memory_client.arecall(query_tail(query), **self._args(k, filters, min_score)))
 
 
 __all__ = ["HindsightRetriever", "hit_document"]

@@ -34,7 +34,6 @@ from llama_index.core.base.llms.types import (
     VideoBlock,
 )
 
-from ..core.errors import InvalidInputError
 from ..core.model.records import MemoryRecord, Role
 from ..core.redaction import describe_error
 
@@ -110,16 +109,6 @@ def message_text(message: ChatMessage) -> str:
             message.role,
         )
     return "\n".join(p for p in (part.strip() for part in parts) if p)
-
-
-def rejected_text(exc: InvalidInputError, *fields: str) -> bool:
-    """Whether the server refused the message text itself (too large, empty after cleaning).
-
-    Only such errors are logged and skipped: the conversation must go on without that one
-    message. Any other invalid argument is a configuration mistake and is raised.
-    """
-    field = getattr(exc, "field", None) or ""
-    return any(field == f or field.endswith(f".{f}") for f in fields)
 
 
 def _get(obj: Any, key: str) -> Any:

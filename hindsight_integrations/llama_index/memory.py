@@ -28,6 +28,7 @@ from llama_index.core.memory.types import BaseMemory
 from ..core.errors import InvalidInputError
 from ..core.model.records import MemoryRecord, Role
 from ..core.redaction import describe_error
+from ..mcp.refusals import query_tail, rejected_text, skip_refused_text
 from ..mcp.resolve import resolve_client, resolve_namespace
 from ._messages import (
     CONTEXT_FLAG,
@@ -36,7 +37,6 @@ from ._messages import (
     is_injected_context,
     latest_user_text,
     message_text,
-    rejected_text,
     sanitize_history,
     snapshot,
     turn_to_message,
@@ -53,7 +53,6 @@ log = logging.getLogger("hindsight.llama_index")
 # Recall over-fetches this many extra hits so that dropping the ones distilled from live
 # turns still leaves ``top_k`` to choose from.
 _OVERFETCH = 5
-_MAX_QUERY_CHARS = 2000
 
 
 class HindsightChatMemory(BaseMemory):
@@ -174,9 +173,7 @@ class HindsightChatMemory(BaseMemory):
             try:
                 self._client.record_turn(**turn)
             except InvalidInputError as exc:
-                if not rejected_text(exc, "content"):
-                    raise
-                log.warning("message not recorded in memory: %s", describe_error(exc))
+                skip_refused_text(exc)
 
     async def aput(self, message: ChatMessage) -> None:
         """``BaseMemory.aput``: ``put`` through the client's ``arecord_turn``."""
@@ -185,9 +182,7 @@ class HindsightChatMemory(BaseMemory):
             try:
                 await self._client.arecord_turn(**turn)
             except InvalidInputError as exc:
-                if not rejected_text(exc, "content"):
-                    raise
-                log.warning("message not recorded in memory: %s", describe_error(exc))
+                skip_refused_text(exc)
 
     def put_messages(self, messages: list[ChatMessage]) -> None:
         """``BaseMemory.put_messages``: ``put`` each message in order, one ``record_turn`` each."""
@@ -263,7 +258,7 @@ class HindsightChatMemory(BaseMemory):
         else:
             text = latest_user_text(history)
         # The end of a long message is what the user is asking now; recall needs no more.
-        return text.strip()[-_MAX_QUERY_CHARS:]
+        return query_tail(text)
 
     def _assemble(
         self, window: list[MemoryRecord], history: list[ChatMessage], result: RecallResult | None

@@ -27,8 +27,9 @@ from ..core.errors import InvalidInputError
 from ..core.language.tokens import estimate_tokens
 from ..core.recall.context import CONTEXT_FOOTER, CONTEXT_HEADER
 from ..core.redaction import describe_error
+from ..mcp.refusals import MAX_QUERY_CHARS, rejected_text
 from ..mcp.resolve import resolve_client, resolve_namespace
-from ._messages import hindsight_role, is_injected_context, latest_user_text, message_text, rejected_text
+from ._messages import hindsight_role, is_injected_context, latest_user_text, message_text
 from ._recall import DEFAULT_TOKEN_BUDGET, RecallOptions, Selected, check_filters, context_of, select_hits
 
 if TYPE_CHECKING:
@@ -37,7 +38,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("hindsight.llama_index")
 
-_MAX_QUERY_CHARS = 2000
 _REMEMBERED_CONTEXTS = 64  # recent block texts whose hits atruncate can rank
 
 
@@ -90,9 +90,9 @@ class HindsightMemoryBlock(BaseMemoryBlock[str]):
         """The recall query: the latest user message, or the last ``query_messages`` messages joined."""
         live = [m for m in messages if not is_injected_context(m)]
         if self.query_messages == 1:
-            return latest_user_text(live)[-_MAX_QUERY_CHARS:]
+            return latest_user_text(live)[-MAX_QUERY_CHARS:]
         texts = [message_text(m) for m in live[-self.query_messages :]]
-        return "\n".join(t for t in texts if t)[-_MAX_QUERY_CHARS:]
+        return "\n".join(t for t in texts if t)[-MAX_QUERY_CHARS:]
 
     async def _aget(self, messages: list[ChatMessage] | None = None, **block_kwargs: Any) -> str:
         """``BaseMemoryBlock._aget``: the memories relevant to the latest messages, as the dated context block.
