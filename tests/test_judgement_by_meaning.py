@@ -352,6 +352,7 @@ def test_current_first_needs_a_cue_a_shared_thing_and_closeness() -> None:
     old, new = _hit("Our CI runs on Jenkins.", 0), _hit("Now our CI uses GitHub Actions instead of Jenkins.", 9)
     ordered, changed = current_first([old, new])
     assert [h.record.content for h in ordered] == [new.record.content, old.record.content]
+    assert [h.score for h in ordered] == [old.score, old.score]  # moved above it, it ranks as it did
     assert changed == {old.record.id: new.record.occurred_at.date()}
     assert current_first([old, new], lambda a, b: 0.3, floor=0.675) == ([old, new], {})  # not close enough
     no_cue = _hit("Our CI builds with Jenkins pipelines.", 9)

@@ -250,3 +250,12 @@ def test_langgraph_agent_memory_survives_a_new_engine(store_path: Path, embedder
         {"question": "What should I offer to drink?"}
     )
     assert "green tea" in out["prompt"]
+
+
+def test_search_results_come_best_score_first(store: HindsightStore) -> None:
+    """The score reported is the one results are ranked by (a later "moved to Paris" ranks over "live in Berlin")."""
+    for key, text in (("home", "I live in Berlin"), ("bike", "I moved to Paris"), ("food", "I love sushi")):
+        store.put(("prefs",), key, {"text": text})
+    found = store.search(("prefs",), query="where do I live")
+    scores = [i.score for i in found]
+    assert len(found) >= 2 and scores == sorted(scores, reverse=True)

@@ -268,7 +268,7 @@ class HindsightStore(BaseStore):
                 top_k=min(_MAX_CANDIDATES, max(wanted * 4, 50)),
                 filters=self._filters(op.namespace_prefix, indexed_only=True),
             )
-            scored = [(h.record, h.relevance) for h in result.hits]
+            scored = [(h.record, h.score) for h in result.hits]  # the score they are ranked by, as LangGraph's
         else:
             records = sorted(self._all(self._filters(op.namespace_prefix)), key=lambda r: r.updated_at, reverse=True)
             scored = [(r, None) for r in records]

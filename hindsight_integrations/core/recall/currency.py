@@ -142,7 +142,19 @@ def current_first(
         above = [n for hit in changes if (n := _position(ordered, hit)) < position]
         if above:
             ordered.insert(min(above), ordered.pop(position))
-    return ordered, changed
+    return _scores_in_order(ordered), changed
+
+
+def _scores_in_order(hits: list[RecallHit]) -> list[RecallHit]:
+    """A memory moved above the ones it changes takes the best of their scores: scores fall with the order.
+
+    A caller that sorts or cuts by score (LangGraph's store search, a client's own threshold)
+    then keeps the current value where recall put it.
+    """
+    for n in range(len(hits) - 2, -1, -1):
+        if hits[n].score < hits[n + 1].score:
+            hits[n] = hits[n].model_copy(update={"score": hits[n + 1].score})
+    return hits
 
 
 def _position(hits: Sequence[RecallHit], hit: RecallHit) -> int:
