@@ -381,3 +381,22 @@ def test_one_timeout_covers_every_models_worker() -> None:
     assert wait_for_all([first, second], 0.2) is False
     assert first.given == [pytest.approx(0.2, abs=0.05)] and second.given == [0.0]  # the first used up the time
     assert wait_for_all([], 0.2) and wait_for_all([BackgroundContextVectors(lambda texts: np.zeros((0, 4)))], None)
+
+
+def test_an_edit_made_while_the_old_context_vector_waits_is_not_overwritten_by_it(
+    engine: MemoryEngine, monkeypatch
+) -> None:
+    """The worker still holds the first text's context vector when the memory is edited: it is dropped, not written."""
+    from hindsight_integrations.core.storage.indexing import framed_text
+
+    worker, release = _held_engine_worker(engine, monkeypatch)
+    memory_id = engine.store("My dog is called Rex.", namespace="u1").stored[0].id
+    assert worker.pending() == 1  # the first text's context vector, held
+    edited = engine.update(memory_id, namespace="u1", content="My cat is called Whiskers and she likes tuna.")
+    release.set()
+    assert engine.chroma.flush()
+    stored = engine.chroma.namespace("u1").context_collection.get(ids=[memory_id], include=["embeddings"])
+    expected = engine._parts.embed_framed([framed_text(edited.flat_fields())])[0]
+    assert np.allclose(stored["embeddings"][0], expected, atol=1e-5)
+    found = engine.recall("What is my cat called?", namespace="u1", top_k=1).hits
+    assert found and found[0].record.id == memory_id

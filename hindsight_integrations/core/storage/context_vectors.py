@@ -79,7 +79,7 @@ class BackgroundContextVectors:
         self._queued = 0  # sequence number of the last item queued
         self._done = 0  # every item up to this number has been written (or given up on)
         self._last: dict[int, int] = {}  # id(target) → sequence number of its last item queued
-        self._held: dict[int, tuple[ContextTarget, dict[str, np.ndarray]]] = {}  # embedded, not yet written
+        self._held: dict[int, tuple[ContextTarget, dict[str, tuple[int, np.ndarray]]]] = {}  # embedded: (seq, vector)
         self._held_count = 0
         self._held_upto = 0  # every item up to this number is embedded (held) or given up on
         self._last_held = 0.0  # when the last vector was held
@@ -87,6 +87,8 @@ class BackgroundContextVectors:
         self._worker: threading.Thread | None = None
         self._exit_hook = False
         self._dropped: weakref.WeakSet[ContextTarget] = weakref.WeakSet()  # namespaces deleted: write nothing
+        self._superseded: dict[tuple[int, str], int] = {}  # (id(target), memory id) → last item queued when replaced
+        self._writing: dict[str, int] = {}  # memory id → item number, of what ``_flush`` is writing now
 
     def submit(self, target: ContextTarget, framed: Mapping[str, str]) -> None:
         """Queue ``framed`` (memory id → framed text) for ``target``; returns at once."""
@@ -104,6 +106,23 @@ class BackgroundContextVectors:
         """Embed and write nothing more for ``target``, a namespace being deleted; its queued work counts as done."""
         with self._changed:
             self._dropped.add(target)
+
+    def supersede(self, target: ContextTarget, ids: Sequence[str]) -> None:
+        """``target`` is writing context vectors for ``ids`` itself: what was queued for them before is stale.
+
+        An edit writes the edited memory's new context vector at once; the vector of its old text,
+        queued when it was first written and still waiting here, must not land over it.
+        ``target`` calls this and ``stale`` under its own write lock, so each write sees the other.
+        """
+        with self._changed:
+            for memory_id in ids:
+                self._superseded[(id(target), memory_id)] = self._queued
+
+    def stale(self, target: ContextTarget, ids: Sequence[str]) -> set[str]:
+        """Of ``ids``, being written now to ``target`` (from ``write_context``), those ``supersede`` replaced since."""
+        with self._changed:
+            writing, superseded = self._writing, self._superseded
+            return {i for i in ids if i in writing and writing[i] <= superseded.get((id(target), i), 0)}
 
     def pending(self) -> int:
         """How many context vectors are queued and not yet written."""
@@ -193,8 +212,8 @@ class BackgroundContextVectors:
         with self._changed:
             if vectors is not None and live:
                 self._last_held = time.monotonic()
-                for (_, target, memory_id, _), vector in zip(live, vectors):
-                    self._held.setdefault(id(target), (target, {}))[1][memory_id] = vector
+                for (seq, target, memory_id, _), vector in zip(live, vectors):
+                    self._held.setdefault(id(target), (target, {}))[1][memory_id] = (seq, vector)
                     self._held_count += 1
             self._held_upto = batch[-1][0]
 
@@ -203,15 +222,18 @@ class BackgroundContextVectors:
         with self._changed:
             held, upto = self._held, self._held_upto
             self._held, self._held_count = {}, 0
-        for target, written in held.values():
+        for target, items in held.values():
             if target in self._dropped:
                 continue
+            self._writing = {memory_id: seq for memory_id, (seq, _) in items.items()}
             try:
-                target.write_context(written)
+                target.write_context({memory_id: vector for memory_id, (_, vector) in items.items()})
             except Exception as exc:  # noqa: BLE001
-                _given_up(len(written), f"namespace {target.name!r}", exc)
+                _given_up(len(items), f"namespace {target.name!r}", exc)
         with self._changed:
             self._done = max(self._done, upto)
+            self._writing = {}
+            self._superseded = {key: last for key, last in self._superseded.items() if last > self._done}
             self._changed.notify_all()
 
 

@@ -41,7 +41,7 @@ from .locks import CrossProcessLocks, NamespaceLock
 from .quiet_files import CurrencyMemo, StoreFiles
 from .record_copy import RecordCopy
 from .session_windows import SessionWindows
-from .vector_copy import Vector, VectorCopy
+from .vector_copy import Vector, VectorCopy, upsert_found
 
 log = logging.getLogger(__name__)
 _NOTHING: dict[str, list[Any]] = {"ids": [], "documents": [], "metadatas": [], "embeddings": []}
@@ -115,10 +115,10 @@ class NamespaceStore:
             flats = flats_of(got)
             self._index(got["ids"], flats)
             self._catch_up.advance(got["ids"], flats)
-            _copy_into(self.vector_copy, got)
+            upsert_found(self.vector_copy, got)
         if self.context_copy is not None:
             for got in pages(self.context_collection, include=["embeddings"]):
-                _copy_into(self.context_copy, got)
+                upsert_found(self.context_copy, got)
         self.lexical.rebuild()
         self._catch_up.synced()
         self._queue_missing_context()
@@ -160,7 +160,7 @@ class NamespaceStore:
         """Index records read from Chroma, copy their vectors, and their context vectors."""
         flats = flats_of(got)
         self._index(got["ids"], flats)
-        _copy_into(self.vector_copy, got)
+        upsert_found(self.vector_copy, got)
         self._copy_context([i for i, f in zip(got["ids"], flats) if has_frame(f)])
 
     def _copy_context(self, framed: list[str]) -> None:
@@ -170,7 +170,7 @@ class NamespaceStore:
         asked = self._catch_up.context_to_ask(framed)
         if asked:
             found = self.context_collection.get(ids=asked, include=["embeddings"])
-            _copy_into(self.context_copy, found)
+            upsert_found(self.context_copy, found)
             lacking = set(asked) - set(found["ids"])
             self._catch_up.still_lagging(asked, self.facts.lookup([i for i in asked if i in lacking]))
 
@@ -254,10 +254,11 @@ class NamespaceStore:
         self._context_vectors.submit(self, framed)
 
     def write_context(self, vectors: Mapping[str, Vector]) -> None:
-        """Store context vectors made in the background, for the records that still exist."""
+        """Store context vectors made in the background, for the records that still exist and were not edited since."""
         with self._lock:
-            live = self.facts.lookup(list(vectors))
-            self._write_context({i: v for i, v in vectors.items() if i in live})
+            live, worker = self.facts.lookup(list(vectors)), self._context_vectors
+            stale = worker.stale(self, list(vectors)) if worker is not None else set()
+            self._write_context({i: v for i, v in vectors.items() if i in live and i not in stale}, queued=True)
 
     def wait_for_context(self, timeout: float | None = None) -> bool:
         """Block until this namespace's context vectors queued so far in this process are written (False on timeout)."""
@@ -291,7 +292,10 @@ class NamespaceStore:
         if self._may_write is not None:
             self._may_write()
 
-    def _write_context(self, vectors: Mapping[str, Vector] | None) -> None:
+    def _write_context(self, vectors: Mapping[str, Vector] | None, *, queued: bool = False) -> None:
+        """Context vectors, a write's own or (``queued``) the worker's; a write's own make older queued ones stale."""
+        if vectors and not queued and self._context_vectors is not None:
+            self._context_vectors.supersede(self, list(vectors))
         if vectors:
             matrix = float32_matrix(list(vectors.values()))
             self.context_collection.upsert(ids=list(vectors), embeddings=matrix)
@@ -440,11 +444,6 @@ class NamespaceStore:
     def count(self) -> int:
         """How many records the namespace holds, every status included."""
         return int(self.collection.count())
-
-
-def _copy_into(copy: VectorCopy | None, got: dict[str, Any]) -> None:
-    if copy is not None and got["ids"]:
-        copy.upsert(got["ids"], got["embeddings"])
 
 
 __all__ = ["NamespaceStore", "StoreOptions", "Vector"]

@@ -223,4 +223,10 @@ class Cosines:
         return self._cosines
 
 
-__all__ = ["EXACT_SEARCH_ROWS", "Cosines", "VectorCopy"]
+def upsert_found(copy: VectorCopy | None, got: dict[str, Any]) -> None:
+    """Put what a Chroma read returned (``ids``, ``embeddings``) into ``copy``, if there is one."""
+    if copy is not None and got["ids"]:
+        copy.upsert(got["ids"], got["embeddings"])
+
+
+__all__ = ["EXACT_SEARCH_ROWS", "Cosines", "VectorCopy", "upsert_found"]
