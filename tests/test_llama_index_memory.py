@@ -343,3 +343,21 @@ def test_put_passes_the_message_name_as_speaker(stores) -> None:
     recalled = stores.client("u1").recall("Where does Maya work?", top_k=1)
     assert recalled.records[0].entities == ["Maya"]
     assert recalled.records[0].content.startswith("Maya: ")
+
+
+def test_a_tool_call_with_arguments_over_the_metadata_limit_is_kept_as_text(
+    stores: Stores, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Its replayable details (~10 KB of arguments) are over 8 KB of metadata: the turn keeps its text instead."""
+    memory = HindsightChatMemory.from_defaults(namespace="u1", session_id="tools", client=stores.client("u1"))
+    arguments = {"path": "notes.md", "text": "Meeting notes: we agreed on the budget. " * 250}
+    call = ChatMessage(
+        role="assistant", blocks=[ToolCallBlock(tool_call_id="call_1", tool_name="write_file", tool_kwargs=arguments)]
+    )
+    with caplog.at_level(logging.INFO, logger="hindsight.llama_index"):
+        memory.put(call)
+    memory.put(ChatMessage(role="user", content="Thanks, what did we agree on?"))
+    history = memory.get_all()
+    assert [m.role for m in history] == [MessageRole.ASSISTANT, MessageRole.USER]
+    assert "write_file" in str(history[0].content) and "agreed on the budget" in str(history[0].content)
+    assert any("over the metadata limit" in r.getMessage() for r in caplog.records)

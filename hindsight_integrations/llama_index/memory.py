@@ -166,12 +166,17 @@ class HindsightChatMemory(BaseMemory):
 
         The write filter, extraction and compression run server-side. Our own injected
         context and messages without text are skipped; a message the server refuses for its
-        text (too large, empty after cleaning) is logged and dropped so the chat goes on.
+        text (too large, empty after cleaning) is logged and dropped so the chat goes on. A
+        tool call whose details are over the metadata limit (arguments of more than ~8 KB) is
+        recorded as its text, which replays as a plain message.
         """
         turn = self._turn(message)
         if turn is not None:
             try:
-                self._client.record_turn(**turn)
+                try:
+                    self._client.record_turn(**turn)
+                except InvalidInputError as exc:
+                    self._client.record_turn(**_text_only(turn, exc))
             except InvalidInputError as exc:
                 skip_refused_text(exc)
 
@@ -180,7 +185,10 @@ class HindsightChatMemory(BaseMemory):
         turn = self._turn(message)
         if turn is not None:
             try:
-                await self._client.arecord_turn(**turn)
+                try:
+                    await self._client.arecord_turn(**turn)
+                except InvalidInputError as exc:
+                    await self._client.arecord_turn(**_text_only(turn, exc))
             except InvalidInputError as exc:
                 skip_refused_text(exc)
 
@@ -322,6 +330,14 @@ class HindsightChatMemory(BaseMemory):
                     raise
                 log.warning("recall skipped: %s", describe_error(exc))
         return self._assemble(window, history, result)
+
+
+def _text_only(turn: dict[str, Any], refused: InvalidInputError) -> dict[str, Any]:
+    """``turn`` without its tool-call snapshot when that is what the server refused; else ``refused`` again."""
+    if not (turn.get("metadata") and rejected_text(refused, "metadata")):
+        raise refused
+    log.info("the tool-call details of a %s turn are over the metadata limit; recording its text only", turn["role"])
+    return {**turn, "metadata": None}
 
 
 __all__ = ["HindsightChatMemory"]
