@@ -7,6 +7,7 @@ on the embedded default store.
 from __future__ import annotations
 
 import logging
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -328,3 +329,23 @@ def test_the_choice_reads_a_bounded_sample_of_a_hostile_text(auto: MemoryEngine)
     auto.store(CHINESE[1], namespace="zh")  # the process serves on, and nothing else was written
     assert [r.content for r in auto.list(namespace="zh", include_history=True)] == [CHINESE[1]]
     assert auto.recall("我对什么过敏？", namespace="zh").records[0].content == CHINESE[1]
+
+
+def test_dropping_a_multilingual_namespace_discards_its_queued_context_vectors(
+    auto: MemoryEngine, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The namespace's own model's worker forgets it, not only the default model's."""
+    for n, text in enumerate(CHINESE[:3]):
+        auto.record_turn(text, session_id="s1", namespace="zh", speaker="小林" if n % 2 else "老王")
+    worker = auto.chroma._models[MULTILINGUAL_MODEL][1]
+    assert worker is not None and worker.wait(timeout=60)
+    release = threading.Event()
+    real = worker._embed
+    monkeypatch.setattr(worker, "_embed", lambda texts: (release.wait(30), real(texts))[1])
+    auto.record_turn(CHINESE[3], session_id="s1", namespace="zh", speaker="小林")
+    assert worker.pending() == 1
+    auto.drop_namespace("zh")
+    release.set()
+    with caplog.at_level(logging.WARNING):
+        assert worker.wait(timeout=30) and worker.pending() == 0
+    assert not [r for r in caplog.records if "context vector" in r.getMessage()]

@@ -302,8 +302,9 @@ class ChromaStore:
         self.check_writes()
         with self._lock:
             handle = self._namespaces.pop(name, None)
-            if handle is not None and self.context_vectors is not None:
-                self.context_vectors.discard(handle)  # its context vectors still queued have nowhere to go
+            for _, worker in self._models.values():  # whichever model's namespace it was
+                if handle is not None and worker is not None:
+                    worker.discard(handle)  # its context vectors still queued have nowhere to go
             for prefix in (COLLECTION_PREFIX, CONTEXT_PREFIX):
                 with contextlib.suppress(Exception):  # already gone
                     self.client.delete_collection(prefix + name)
