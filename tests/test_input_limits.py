@@ -109,3 +109,11 @@ def test_a_client_refuses_what_json_cannot_carry(engine: MemoryEngine, call, fie
         assert [(r.content, r.importance, r.metadata.get("score")) for r in client.list(limit=10)] == [
             ("My favourite colour is green.", 0.9, None)
         ]
+
+
+@pytest.mark.parametrize("memories", [None, 5, 2.5, b"raw bytes"])
+def test_a_client_store_of_what_is_no_memory_is_a_clear_error(engine: MemoryEngine, memories: object) -> None:
+    with MemoryClient.in_process(engine, namespace="u1") as client:
+        with pytest.raises(InvalidInputError, match="must be a text, a memory"):
+            client.store(memories)
+        assert client.store(m for m in ["My cat is called Miso."]).ids  # any other iterable is a batch

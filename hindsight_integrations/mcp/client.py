@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import os
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, TextIO, cast
 
 from ..core.config import Settings, load_settings
@@ -196,6 +196,10 @@ class MemoryClient(ToolCaller):
             if fields:
                 raise InvalidInputError(
                     "fields", "keyword fields apply to a single string memory; put them inside each batch item instead"
+                )
+            if not isinstance(memories, (dict, MemoryItem, Iterable)) or isinstance(memories, (bytes, bytearray)):
+                raise InvalidInputError(
+                    "memories", f"must be a text, a memory (dict) or a list of them, got {type(memories).__name__}"
                 )
             items = [memories] if isinstance(memories, (dict, MemoryItem)) else list(memories)
             arguments = {"memories": [batch_item(item) for item in items], **options.wire()}
