@@ -115,6 +115,8 @@ class BackgroundContextVectors:
         ``target`` calls this and ``stale`` under its own write lock, so each write sees the other.
         """
         with self._changed:
+            if self._last.get(id(target), 0) <= self._done:
+                return  # nothing of ``target``'s is waiting: nothing to go stale (a batch import writes its own)
             for memory_id in ids:
                 self._superseded[(id(target), memory_id)] = self._queued
 
