@@ -117,3 +117,26 @@ def test_a_client_store_of_what_is_no_memory_is_a_clear_error(engine: MemoryEngi
         with pytest.raises(InvalidInputError, match="must be a text, a memory"):
             client.store(memories)
         assert client.store(m for m in ["My cat is called Miso."]).ids  # any other iterable is a batch
+
+
+@pytest.mark.parametrize(
+    ("arguments", "needle"),
+    [
+        ({"content": "I like green tea.", "tier": "working"}, "give session_id"),
+        ({"content": "I like green tea.", "session_id": ""}, "session_id is empty"),
+        ({"memories": [{"content": "I like green tea.", "session_id": "   "}]}, "session_id is empty"),
+    ],
+)
+def test_a_session_is_named_where_a_memory_needs_one(engine: MemoryEngine, arguments: dict, needle: str) -> None:
+    """A working-tier memory without a session sat in no conversation's window; an empty session id named none."""
+    with MemoryClient.in_process(engine, namespace="u1") as client:
+        with pytest.raises(MemoryToolInputError, match=needle):
+            client.call_tool("store_memory", arguments)
+        assert client.list(limit=10) == []
+        fixed = (
+            {**arguments, "session_id": "s1"}
+            if "content" in arguments
+            else {"memories": [{"content": "Tea, green.", "session_id": "s1"}]}
+        )
+        stored = client.call_tool("store_memory", fixed)
+        assert [m["session_id"] for m in stored["stored"]] == ["s1"]

@@ -131,6 +131,15 @@ class MemoryItem(BaseModel):
             return {"content": value}
         return value
 
+    @model_validator(mode="after")
+    def _session_where_one_is_needed(self) -> MemoryItem:
+        """A session id names a conversation, and the working tier is a conversation's live turns."""
+        if self.session_id is not None and not self.session_id.strip():
+            raise ValueError("session_id is empty: leave it out for a memory of no conversation")
+        if self.tier is Tier.WORKING and self.session_id is None:
+            raise ValueError("tier 'working' holds a conversation's live turns: give session_id")
+        return self
+
     @field_validator("content", mode="before")
     @classmethod
     def _content_is_text(cls, value: Any) -> Any:
