@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 import pytest
 from llama_index.core.agent.workflow import FunctionAgent
@@ -13,6 +14,7 @@ from llama_index.core.memory import Memory
 
 from hindsight_integrations.core.recall.context import CONTEXT_HEADER
 from hindsight_integrations.llama_index import HindsightMemoryBlock
+from hindsight_integrations.llama_index.memory_block import _batches
 
 from .llama_index_support import Stores, stores, texts  # noqa: F401
 
@@ -163,3 +165,29 @@ async def test_non_text_blocks_are_stored_as_text_or_skipped(stores: Stores, cap
     ]
     assert "image" in caplog.text and "not stored" in caplog.text
     assert "secret reasoning" not in block.client.dump()
+
+
+async def test_a_long_flush_is_stored_in_batches_a_server_takes(
+    stores: Stores, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A flush went as one call: past a server's 1,000 items (or its 4 MB request), refused whole."""
+    block = block_for(stores)
+    sent: list[int] = []
+    decided: list[int] = []
+    real = block.client.astore
+
+    async def counted(items: Any, **options: Any) -> Any:
+        sent.append(len(items))
+        result = await real(items, **options)
+        decided.append(len(result.stored) + len(result.skipped))
+        return result
+
+    monkeypatch.setattr(block.client, "astore", counted)
+    flushed = [
+        ChatMessage(role="user", content=f"Invoice {1000 + n} for client number {n} is due on day {n % 28 + 1}.")
+        for n in range(250)
+    ]
+    await block.aput(flushed, from_short_term_memory=True, session_id="s1")
+    assert sent == [100, 100, 50] and decided == sent  # every message reached the server and was judged
+    big = [{"content": "x" * 30_000, "role": "user"} for _ in range(70)]  # 2.1 MB of text
+    assert [len(b) for b in _batches(big)] == [33, 33, 4]

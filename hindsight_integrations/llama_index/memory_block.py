@@ -121,9 +121,10 @@ class HindsightMemoryBlock(BaseMemoryBlock[str]):
     async def _aput(self, messages: list[ChatMessage]) -> None:
         """``BaseMemoryBlock._aput``: store the messages ``Memory`` flushed out of its queue, through MCP.
 
-        One batch with an idempotent request id (a retried flush stores nothing twice); the
-        server's write filter picks what stays. If the server refuses one message's text the
-        batch is retried one by one, so the other messages are still stored.
+        Batches of at most 100 messages and 1 MB of text (what a server takes in one call), each
+        with an idempotent request id (a retried flush stores nothing twice); the server's write
+        filter picks what stays. If the server refuses one message's text its batch is retried
+        one by one, so the other messages are still stored.
         """
         items: list[dict[str, Any]] = []
         for message in messages:
@@ -142,8 +143,11 @@ class HindsightMemoryBlock(BaseMemoryBlock[str]):
             if isinstance(session_id, str) and session_id:
                 item["session_id"] = session_id
             items.append(item)
-        if not items:
-            return
+        for batch in _batches(items):
+            await self._store(batch)
+
+    async def _store(self, items: list[dict[str, Any]]) -> None:
+        """One batch of ``_aput``: as a whole, else one by one when a message's text is refused."""
         try:
             await self._client.astore(items, request_id=_request_id(items))
         except InvalidInputError as exc:
@@ -185,6 +189,24 @@ class HindsightMemoryBlock(BaseMemoryBlock[str]):
         shorter = context_of(kept)
         self._selected[shorter] = kept
         return shorter
+
+
+_BATCH_ITEMS = 100
+_BATCH_BYTES = 1_000_000  # a quarter of a server's request limit, whatever the JSON escaping of the text
+
+
+def _batches(items: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
+    """``items`` in batches a server takes: ``_BATCH_ITEMS`` and ``_BATCH_BYTES`` of text at most (a long flush)."""
+    batches: list[list[dict[str, Any]]] = []
+    size = 0
+    for item in items:
+        length = len(item["content"].encode())
+        if not batches or len(batches[-1]) >= _BATCH_ITEMS or size + length > _BATCH_BYTES:
+            batches.append([])
+            size = 0
+        batches[-1].append(item)
+        size += length
+    return batches
 
 
 def _request_id(items: list[dict[str, Any]]) -> str:
