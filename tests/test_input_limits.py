@@ -122,13 +122,12 @@ def test_a_client_store_of_what_is_no_memory_is_a_clear_error(engine: MemoryEngi
 @pytest.mark.parametrize(
     ("arguments", "needle"),
     [
-        ({"content": "I like green tea.", "tier": "working"}, "give session_id"),
-        ({"content": "I like green tea.", "session_id": ""}, "session_id is empty"),
-        ({"memories": [{"content": "I like green tea.", "session_id": "   "}]}, "session_id is empty"),
+        ({"content": "I like green tea.", "session_id": ""}, "session_id: is empty"),
+        ({"memories": [{"content": "I like green tea.", "session_id": "   "}]}, r"memories\[0\]\.session_id: is empty"),
     ],
 )
 def test_a_session_is_named_where_a_memory_needs_one(engine: MemoryEngine, arguments: dict, needle: str) -> None:
-    """A working-tier memory without a session sat in no conversation's window; an empty session id named none."""
+    """An empty session id names no conversation: refused, as ``record_turn`` refuses it."""
     with MemoryClient.in_process(engine, namespace="u1") as client:
         with pytest.raises(MemoryToolInputError, match=needle):
             client.call_tool("store_memory", arguments)

@@ -131,14 +131,13 @@ class MemoryItem(BaseModel):
             return {"content": value}
         return value
 
-    @model_validator(mode="after")
-    def _session_where_one_is_needed(self) -> MemoryItem:
-        """A session id names a conversation, and the working tier is a conversation's live turns."""
-        if self.session_id is not None and not self.session_id.strip():
-            raise ValueError("session_id is empty: leave it out for a memory of no conversation")
-        if self.tier is Tier.WORKING and self.session_id is None:
-            raise ValueError("tier 'working' holds a conversation's live turns: give session_id")
-        return self
+    @field_validator("session_id")
+    @classmethod
+    def _session_is_named(cls, value: str | None) -> str | None:
+        """A session id names a conversation (``record_turn`` refuses an empty one too)."""
+        if value is not None and not value.strip():
+            raise ValueError("is empty: leave session_id out for a memory of no conversation")
+        return value
 
     @field_validator("content", mode="before")
     @classmethod
