@@ -67,3 +67,36 @@ def test_a_count_recorded_as_the_daemon_stops_is_still_written() -> None:
             break
         deadline.wait(0.01)
     assert [sorted(w) for w in sink.written] == [["early"], ["late"]]
+
+
+def test_recall_counts_applied_while_an_edit_is_under_way_are_not_written_over(tmp_path, monkeypatch) -> None:
+    """The daemon's write waits for an edit between its read and its write, which would put back the counts it read."""
+    from hindsight_integrations import MemoryEngine
+    from hindsight_integrations.core.model.records import unpack
+    from hindsight_integrations.core.storage.namespace_store import NamespaceStore
+
+    engine = MemoryEngine(store=tmp_path / "store", llm=False)
+    said = "My order number for the new standing desk is 48213, placed on Monday."  # English beyond doubt: one model
+    memory_id = engine.store(said, namespace="u1").stored[0].id
+    for _ in range(3):
+        engine.recall("order number", namespace="u1")  # three counts queued
+    real = NamespaceStore.rewrite
+    flushing: list[threading.Thread] = []
+
+    def rewrite_while_the_daemon_flushes(self: NamespaceStore, *args: object, **kwargs: object) -> None:
+        daemon = threading.Thread(target=engine.chroma._access.flush)  # the daemon's turn, mid-edit
+        daemon.start()
+        daemon.join(1.0)  # done by now unless it waits for the edit
+        flushing.append(daemon)
+        real(self, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(NamespaceStore, "rewrite", rewrite_while_the_daemon_flushes)
+    engine.update(memory_id, namespace="u1", content=said.replace("placed on Monday", "shipped on Friday"))
+    monkeypatch.setattr(NamespaceStore, "rewrite", real)
+    for daemon in flushing:
+        daemon.join(30)
+    engine.chroma.flush()
+    stored = engine.chroma.namespace("u1").collection.get(ids=[memory_id], include=["metadatas", "documents"])
+    assert unpack(stored["documents"][0], stored["metadatas"][0])["access_count"] == 3  # in Chroma
+    assert engine.get(memory_id, namespace="u1").access_count == 3  # and in this process's copies
+    assert engine.chroma.namespace("u1").facts.lookup([memory_id])[memory_id].access_count == 3

@@ -159,10 +159,16 @@ class FactsIndex:
             return [memory_id for memory_id, facts in self._facts.items() if facts.has_context_vector]
 
     def upsert(self, items: Iterable[tuple[str, dict[str, Any]]]) -> None:
-        """Add or replace facts from ``(memory id, flat view)`` pairs."""
+        """Add or replace facts from ``(memory id, flat view)`` pairs.
+
+        A count only grows: a rewrite of what an edit read before this process's recalls counted
+        it keeps the count those recalls left here (Chroma gets them from the access recorder).
+        """
         prepared = [(memory_id, MemoryFacts.from_fields(fields)) for memory_id, fields in items]
         with self._lock:
             for memory_id, facts in prepared:
+                if (old := self._facts.get(memory_id)) is not None and old.access_count > facts.access_count:
+                    facts = replace(facts, access_count=old.access_count)
                 self._forget(memory_id)
                 self._facts[memory_id] = facts
                 self._with_context += facts.has_context_vector

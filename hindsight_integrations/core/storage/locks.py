@@ -78,6 +78,12 @@ class NamespaceLock:
         """Whether some thread of this process holds the namespace."""
         return self._local.locked()
 
+    def in_process(self) -> threading.Lock:
+        """This process's part alone: for a write that must not land inside this process's
+        read-decide-write sequences, and that no other process's could lose (the recall counts,
+        added to what Chroma holds). Not re-entrant: never taken by a thread holding the whole lock."""
+        return self._local
+
 
 class PostgresLocks:
     """PostgreSQL session advisory locks, one key per namespace, over a small connection pool.

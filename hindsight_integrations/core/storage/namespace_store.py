@@ -329,8 +329,8 @@ class NamespaceStore:
         self._access.record(self, ids, when)
 
     def apply_access_counts(self, counts: dict[str, tuple[int, float]]) -> None:
-        """Add queued recall counts to what Chroma holds (the ``AccessRecorder`` calls it; ``added_counts``)."""
-        with self._lock:
+        """Add queued recall counts to Chroma's (``added_counts``); never between an edit's read and its write."""
+        with self.writing.in_process(), self._lock:
             got = self.collection.get(ids=list(counts), include=["metadatas"])
             if got["ids"]:
                 self.collection.update(ids=got["ids"], metadatas=added_counts(got["ids"], got["metadatas"], counts))

@@ -49,6 +49,9 @@ class RecordCopy:
             if not self._complete:
                 return
             for memory_id, flat in zip(ids, flats):
+                held = self._flats.get(memory_id)
+                if held is not None and int(held.get("access_count", 0)) > int(flat.get("access_count", 0)):
+                    flat = {**flat, **{k: held.get(k) for k in ("access_count", "last_accessed_at")}}  # counts grow
                 self._flats[memory_id] = flat  # held, never changed: ``count_access`` replaces it
                 self._records.pop(memory_id, None)
             if len(self._flats) > self._limit:
