@@ -89,9 +89,7 @@ def check_finite(arguments: dict[str, Any]) -> None:
     while stack:
         value, path = stack.pop()
         if isinstance(value, float) and not math.isfinite(value):
-            argument = path.split(".")[0].split("[")[0]
-            inner = path.removeprefix(argument).lstrip(".")
-            place = f" (at {inner})" if inner else ""
+            argument, place = _argument_at(path, "arguments")
             raise InvalidInputError(argument, f"must be a finite number, got {value}{place}")
         if isinstance(value, dict):
             stack.extend((child, f"{path}.{key}") for key, child in value.items())
@@ -103,10 +101,15 @@ def check_text(value: dict[str, Any], field: str) -> None:
     """InvalidInputError naming the argument (``session_id``, ``filters.metadata``...) whose text is not UTF-8."""
     where = invalid_text_at(value)
     if where is not None:
-        argument = where.split(".")[0].split("[")[0] or field
-        inner = where.removeprefix(argument).lstrip(".")
-        place = f" (at {inner})" if inner else ""
+        argument, place = _argument_at(where, field)
         raise InvalidInputError(argument, f"is not valid UTF-8 text: it contains unpaired surrogates{place}")
+
+
+def _argument_at(path: str, default: str) -> tuple[str, str]:
+    """The argument a path (``memories[2].metadata.x``) starts with, and `` (at …)`` for the rest of it."""
+    argument = path.split(".")[0].split("[")[0]
+    inner = path.removeprefix(argument).lstrip(".")
+    return argument or default, f" (at {inner})" if inner else ""
 
 
 def parse_result(tool: str, result: CallToolResult) -> dict[str, Any]:

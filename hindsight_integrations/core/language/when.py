@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
-from .rules import Rules, every, for_text
+from .rules import Rules, every, for_text, matches
 
 log = logging.getLogger(__name__)
 
@@ -84,8 +84,7 @@ def names_a_time(query: str) -> bool:
     Parsing takes milliseconds and is worth a worker thread; reading a question without a time
     word takes microseconds, less than handing it to one.
     """
-    lowered = query[:PARSED_CHARS].lower()
-    return for_text(lowered).search("recall.time_hint", lowered) is not None
+    return matches("recall.time_hint", query[:PARSED_CHARS])
 
 
 def _blanked(query: str, spans: Sequence[tuple[int, int]]) -> str:

@@ -31,7 +31,7 @@ from typing import NamedTuple
 import numpy as np
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field
 
-from ..language.rules import for_text
+from ..language.rules import matches
 from ..language.when import TimeFrame
 from ..model.records import MemoryRecord, to_epoch
 from ..model.results import RecallHit
@@ -137,14 +137,12 @@ class Ranked(NamedTuple):
 
 def asks_for_present(query: str) -> bool:
     """Whether a query asks for the present ("where does she live now", 现在): the packs' ``recall.present``."""
-    lowered = query.lower()
-    return for_text(lowered).search("recall.present", lowered) is not None
+    return matches("recall.present", query)
 
 
 def asks_when(query: str) -> bool:
     """Whether a query asks when something happened ("when did we...", 什么时候): the packs' ``recall.asks_when``."""
-    lowered = query.lower()
-    return for_text(lowered).search("recall.asks_when", lowered) is not None
+    return matches("recall.asks_when", query)
 
 
 def _below_successors(score: np.ndarray, candidates: Sequence[Candidate]) -> None:

@@ -216,6 +216,12 @@ def for_text(text: str) -> Rules:
     return registry().for_text(text)
 
 
+def matches(rule: str, text: str) -> bool:
+    """Whether ``rule`` of the packs ``text`` picks matches it, lowered: a question asking when, naming a time."""
+    lowered = text.lower()
+    return for_text(lowered).search(rule, lowered) is not None
+
+
 def every() -> Rules:
     """The rules of every pack together (for word sets and tables read whatever the text)."""
     return registry().every
@@ -235,6 +241,7 @@ __all__ = [
     "every",
     "for_text",
     "load_pack",
+    "matches",
     "patterns_of",
     "registry",
     "use_folder",
