@@ -70,7 +70,7 @@ def engine(store_path: Path, embedder: LocalEmbedder) -> Iterator[MemoryEngine]:
     """An engine on a fresh embedded Chroma directory, no LLM."""
     eng = MemoryEngine(store=store_path, embedder=embedder, llm=False)
     yield eng
-    eng.chroma.flush()
+    eng.close()
 
 
 @pytest.fixture

@@ -8,18 +8,22 @@ model).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 from pydantic import ValidationError
 
+from .config import validate_namespace
 from .errors import InvalidInputError, InvalidRecordsError
-from .model.arguments import validation_problems
+from .model.arguments import validation_problems, whole_number
+from .model.limits import MAX_OFFSET, MAX_PAGE, InputLimits
 from .model.records import MemoryRecord, Status, Tier
 from .model.results import NamespaceStats
 from .parts import EngineParts
 from .progress import ProgressCallback, report
 from .recall.context import memory_line
+from .recall.filters import RecallFilters, bounded_filters
 from .storage.namespace_store import NamespaceStore, Vector
 
 EXPORT_FORMAT = "hindsight-export"
@@ -29,6 +33,41 @@ _EMBEDDING, _WRITING = "embedding memories", "writing memories"
 _REPORT_EVERY = 500
 _EMBED_CHUNK = 256  # records embedded between two reports (a few model batches)
 _WRITE_CHUNK = 500  # records written to Chroma between two reports
+
+
+def export_namespace(data: Any, namespace: str | None) -> str | None:
+    """The namespace ``data`` goes into: ``namespace``, else the one it was exported from (None: the configured one).
+
+    Checks first that ``data`` is an export at all, so a wrong file is refused before a namespace is opened.
+    """
+    if not isinstance(data, dict) or data.get("format") != EXPORT_FORMAT:
+        found = f'its "format" is {data.get("format")!r}' if isinstance(data, dict) else type(data).__name__
+        raise InvalidInputError("data", f"is not a {EXPORT_FORMAT} document ({found}); `hindsight export` writes one")
+    if namespace is None and data.get("namespace") is not None:
+        return validate_namespace(data["namespace"], 'the export\'s "namespace"')
+    return namespace
+
+
+@dataclass(frozen=True)
+class Page:
+    """One ``MemoryEngine.list`` call's filters and page, checked before a namespace is opened."""
+
+    filters: RecallFilters
+    include_history: bool
+    limit: int
+    offset: int
+
+    @classmethod
+    def checked(
+        cls, filters: RecallFilters | dict[str, Any] | None, limits: InputLimits, history: bool, limit: int, offset: int
+    ) -> Page:
+        """The page asked for, or ``InvalidInputError`` naming the argument out of bounds."""
+        whole_number(limit, "limit", low=1, high=MAX_PAGE)
+        whole_number(offset, "offset", low=0, high=MAX_OFFSET)
+        chosen = bounded_filters(filters, limits)
+        if history and not chosen.statuses:  # quarantined memories wait for review: list them too
+            chosen = chosen.model_copy(update={"statuses": [Status.ACTIVE, Status.SUPERSEDED, Status.QUARANTINED]})
+        return cls(chosen, history, limit, offset)
 
 
 def _fits(vector: Any, dimension: int | None) -> bool:
@@ -176,6 +215,12 @@ class Backup:
             return [f"records[{n}].content: is empty; every memory needs its text"]
         return record
 
+    def page(self, handle: NamespaceStore, page: Page) -> list[MemoryRecord]:
+        """See ``MemoryEngine.list``."""
+        records = handle.find(page.filters.where(include_history=page.include_history, now=self._parts.clock.now()))
+        records.sort(key=lambda r: r.occurred_at, reverse=True)
+        return records[page.offset : page.offset + page.limit]
+
     def stats(self, handle: NamespaceStore) -> NamespaceStats:
         """See ``MemoryEngine.stats``."""
         by_tier: dict[str, int] = {}
@@ -231,4 +276,4 @@ def _flags(r: MemoryRecord) -> list[str]:
     return flags
 
 
-__all__ = ["EXPORT_FORMAT", "Backup"]
+__all__ = ["EXPORT_FORMAT", "Backup", "Page", "export_namespace"]

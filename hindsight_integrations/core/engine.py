@@ -20,18 +20,17 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, overload
 
-from .backup import EXPORT_FORMAT
+from .backup import Page, export_namespace
 from .clock import Clock
 from .config import AUTO_MODEL, Settings, engine_settings, validate_namespace
 from .embedding.factory import routes_by_script
 from .embedding.protocol import Embedder, warm_up
-from .errors import InvalidInputError
 from .lanes import ModelLane, ModelLanes, text_of_export, text_of_inputs
 from .language.when import warm as warm_time_reading
 from .llm import LLMClient
 from .model.arguments import whole_number
-from .model.limits import MAX_CANDIDATES, MAX_OFFSET, MAX_PAGE
-from .model.records import Kind, MemoryRecord, Role, Status
+from .model.limits import MAX_CANDIDATES
+from .model.records import Kind, MemoryRecord, Role
 from .model.results import (
     CompressionResult,
     NamespaceStats,
@@ -42,7 +41,7 @@ from .model.results import (
 )
 from .parts import EngineParts
 from .progress import ProgressCallback
-from .recall.filters import RecallFilters, bounded_filters
+from .recall.filters import RecallFilters
 from .recall.ranking import RecallWeights
 from .redaction import set_content_in_logs
 from .storage.namespace_store import NamespaceStore
@@ -322,18 +321,9 @@ class MemoryEngine(UpkeepFacade):
         offset: int = 0,
     ) -> builtins.list[MemoryRecord]:
         """Memories matching ``filters``, newest first (paged), without ranking."""
-        whole_number(limit, "limit", low=1, high=MAX_PAGE)
-        whole_number(offset, "offset", low=0, high=MAX_OFFSET)
-        chosen = bounded_filters(filters, self._parts.limits)
+        page = Page.checked(filters, self._parts.limits, include_history, limit, offset)
         handle = self._namespace(namespace, create=False)
-        if handle is None:
-            return []
-        if include_history and not chosen.statuses:  # quarantined memories wait for review: list them too
-            chosen = chosen.model_copy(update={"statuses": [Status.ACTIVE, Status.SUPERSEDED, Status.QUARANTINED]})
-        where = chosen.where(include_history=include_history, now=self.clock.now())
-        records = handle.find(where)
-        records.sort(key=lambda r: r.occurred_at, reverse=True)
-        return records[offset : offset + limit]
+        return [] if handle is None else self._lane(handle).backup.page(handle, page)
 
     # -- working memory ---------------------------------------------------------------------
     def record_turn(
@@ -432,19 +422,28 @@ class MemoryEngine(UpkeepFacade):
         before anything is written (``InvalidRecordsError`` lists every problem); ``progress`` is
         called as records are checked, embedded and written.
         """
-        if not isinstance(data, dict) or data.get("format") != EXPORT_FORMAT:
-            found = f'its "format" is {data.get("format")!r}' if isinstance(data, dict) else type(data).__name__
-            raise InvalidInputError(
-                "data", f"is not a {EXPORT_FORMAT} document ({found}); `hindsight export` writes one"
-            )
-        if namespace is None and data.get("namespace") is not None:
-            namespace = validate_namespace(data["namespace"], 'the export\'s "namespace"')
-        handle = self._namespace(namespace, text=text_of_export(data))
+        handle = self._namespace(export_namespace(data, namespace), text=text_of_export(data))
         return self._lane(handle).backup.import_data(handle, data, progress=progress)
 
     def drop_namespace(self, namespace: str) -> None:
         """Delete a namespace and everything in it, for good."""
         self.chroma.drop_namespace(validate_namespace(namespace))
+
+    # -- lifecycle --------------------------------------------------------------------------
+    def close(self, timeout: float | None = 10.0) -> bool:
+        """Finish queued background writes, stop this engine's threads, release Chroma and the lock database.
+
+        Otherwise they last until the process exits, and an embedded store's directory stays open.
+        False if context vectors were still unwritten after ``timeout`` (written at the namespace's
+        next open). Calls afterwards raise ``StoreClosedError``; closing twice does nothing.
+        """
+        return self.chroma.close(timeout)
+
+    def __enter__(self) -> MemoryEngine:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
 
 __all__ = ["MemoryEngine"]

@@ -52,6 +52,10 @@ class StoreUnavailableError(HindsightError):
     """The Chroma store could not be opened or reached (after retries)."""
 
 
+class StoreClosedError(HindsightError, RuntimeError):
+    """The engine was closed (``MemoryEngine.close``): its threads are stopped and Chroma released; open a new one."""
+
+
 class EmbeddingModelMismatchError(HindsightError):
     """A collection was built with one embedding model and opened with another.
 

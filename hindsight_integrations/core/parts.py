@@ -87,6 +87,7 @@ class EngineParts:
             shared_locks=shared_locks,
             writers=_writer_registry(client, settings, shared_locks),
             clock=clock,
+            owns_client=chroma_client is None,
         )
         return cls(
             settings=settings,

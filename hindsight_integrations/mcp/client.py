@@ -126,7 +126,10 @@ class MemoryClient(ToolCaller):
     def in_process(
         cls, engine: MemoryEngine | None = None, namespace: str | None = None, **options: Any
     ) -> MemoryClient:
-        """A real MCP session over memory streams to a server bound to ``engine`` (built from env if None)."""
+        """A real MCP session over memory streams to a server bound to ``engine``.
+
+        With ``engine`` None, one is built from the environment, and closing the client closes it.
+        """
         return cls(transports.in_process(engine, namespace), **options)
 
     @classmethod
@@ -147,7 +150,8 @@ class MemoryClient(ToolCaller):
         in-process over an engine built from ``settings`` / the environment (``HINDSIGHT_STORE``,
         ``HINDSIGHT_CHROMA_URL``, ...), serving ``namespace``. ``engine_factory`` supplies that
         engine instead and is called only when the in-process transport is chosen, so a caller
-        serving many namespaces can share one engine (and one embedding model) among them.
+        serving many namespaces can share one engine (and one embedding model) among them; an
+        engine built here is the client's, closed when the client is.
         """
         env = os.environ if environ is None else environ
         if env.get("HINDSIGHT_MCP_URL"):
@@ -159,12 +163,11 @@ class MemoryClient(ToolCaller):
                 env["HINDSIGHT_MCP_COMMAND"], namespace=namespace or env.get("HINDSIGHT_NAMESPACE"), **options
             )
         if engine_factory is not None:
-            engine = engine_factory()
-        else:
-            from ..core.engine import MemoryEngine  # here, not at module level: it brings Chroma
+            return cls.in_process(engine_factory(), namespace=namespace, **options)
+        from ..core.engine import MemoryEngine  # here, not at module level: it brings Chroma
 
-            engine = MemoryEngine(settings or load_settings())
-        return cls.in_process(engine, namespace=namespace, **options)
+        engine = MemoryEngine(settings or load_settings())
+        return cls(transports.in_process(engine, namespace, owned=True), **options)
 
     from_env = from_settings
 

@@ -144,6 +144,7 @@ class Connection:
         self.policy = policy
         self.loop = LoopThread()
         self.closed = False
+        self._released = False
         self._session: ClientSession | None = None
         self._owner: asyncio.Task[None] | None = None
         self._stop: asyncio.Event | None = None
@@ -306,6 +307,7 @@ class Connection:
         finally:
             self.closed = True
             self.loop.stop()
+            self._release()
 
     async def aclose(self) -> None:
         """``close`` for async callers: the loop thread is joined off the caller's loop."""
@@ -316,6 +318,12 @@ class Connection:
         finally:
             self.closed = True
             await asyncio.to_thread(self.loop.stop)
+            await asyncio.to_thread(self._release)
+
+    def _release(self) -> None:
+        if self.transport.release is not None and not self._released:
+            self._released = True
+            self.transport.release()
 
 
 __all__ = ["Connection", "LoopThread", "Policy", "retryable", "unavailable"]

@@ -103,9 +103,7 @@ def run(
     finally:
         if schedule is not None and not schedule.stop():
             log.warning("the upkeep thread was still busy at shutdown; its lease expires by itself")
-        engine.chroma.flush()
-        if engine.chroma.writers is not None:
-            engine.chroma.writers.close()  # a replica this one blocked may write at once
+        engine.close()  # queued writes land, and a replica this one blocked may write at once
         log.info("stopped", extra={"fields": {"transport": transport}})
 
 

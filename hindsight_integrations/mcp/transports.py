@@ -52,6 +52,7 @@ class Transport:
     server: HindsightMCP | None = None
     namespace: str | None = None
     last_words: Callable[[], str | None] | None = None
+    release: Callable[[], object] | None = None
 
 
 class StderrTail:
@@ -178,9 +179,10 @@ def http(url: str, token: str | None = None, *, headers: dict[str, str] | None =
     return Transport("http", url, open_http)
 
 
-def in_process(engine: MemoryEngine | None = None, namespace: str | None = None) -> Transport:
+def in_process(engine: MemoryEngine | None = None, namespace: str | None = None, *, owned: bool = False) -> Transport:
     """A real MCP session over memory streams to a server bound to ``engine`` (built from the environment if None).
 
+    An engine built here, or given with ``owned``, is the client's: closing the client closes it.
     The server and the engine are imported here, not at module level: they bring Chroma.
     """
     from mcp.shared.memory import create_connected_server_and_client_session
@@ -190,14 +192,19 @@ def in_process(engine: MemoryEngine | None = None, namespace: str | None = None)
     if engine is None:
         from ..core.engine import MemoryEngine
 
-        engine = MemoryEngine()
+        engine, owned = MemoryEngine(), True
     server = build_server(engine, namespace=namespace)
 
     async def open_memory(stack: AsyncExitStack, read_timeout: float) -> ClientSession:
         return await stack.enter_async_context(create_connected_server_and_client_session(server))
 
     return Transport(
-        "in-process", f"namespace {server.namespace}", open_memory, server=server, namespace=server.namespace
+        "in-process",
+        f"namespace {server.namespace}",
+        open_memory,
+        server=server,
+        namespace=server.namespace,
+        release=engine.close if owned else None,
     )
 
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import atexit
 import threading
-import time
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any, Protocol
@@ -35,6 +34,7 @@ class AccessRecorder:
         self._lock = threading.Lock()
         self._writing = threading.Lock()
         self._thread: threading.Thread | None = None
+        self._closing = threading.Event()
         atexit.register(self.flush)
 
     def record(self, sink: AccessSink, ids: Sequence[str], when: datetime) -> None:
@@ -51,14 +51,25 @@ class AccessRecorder:
                 self._thread.start()
 
     def _run(self) -> None:
+        # Once closing, each count is written at once (a recall racing the store's close).
         while True:
-            time.sleep(self._interval)
-            if self.flush():
+            self._closing.wait(self._interval)
+            if self.flush() and not self._closing.is_set():
                 continue
             with self._lock:  # a count recorded since that flush found nothing: ``record`` saw this thread alive
                 if not self._pending:
                     self._thread = None
                     return
+
+    def close(self) -> None:
+        """Write pending counts now and stop the daemon thread (its store is being closed)."""
+        with self._lock:
+            self._closing.set()
+            thread = self._thread
+        if thread is not None and thread is not threading.current_thread():
+            thread.join()
+        self.flush()
+        atexit.unregister(self.flush)
 
     def flush(self) -> bool:
         """Write pending counts now; returns False when there was nothing to write.

@@ -86,6 +86,7 @@ class BackgroundContextVectors:
         self._waiting = 0  # callers blocked in ``wait``: what is held is written at once
         self._worker: threading.Thread | None = None
         self._exit_hook = False
+        self._closed = False
         self._dropped: weakref.WeakSet[ContextTarget] = weakref.WeakSet()  # namespaces deleted: write nothing
         self._superseded: dict[tuple[int, str], int] = {}  # (id(target), memory id) → last item queued when replaced
         self._writing: dict[str, int] = {}  # memory id → item number, of what ``_flush`` is writing now
@@ -148,7 +149,26 @@ class BackgroundContextVectors:
             finally:
                 self._waiting -= 1
 
+    def close(self, timeout: float | None = 10.0) -> bool:
+        """Write what is queued (False if ``timeout`` ran out first), then stop the worker thread.
+
+        Work queued after this starts the thread again: a store being closed is refused its
+        writes before this is called, so there is none unless a second store shares the worker.
+        """
+        written = self.wait(timeout)
+        with self._changed:
+            self._closed = True
+            worker = self._worker
+            self._changed.notify_all()
+            if self._exit_hook:
+                atexit.unregister(self.wait)
+                self._exit_hook = False
+        if worker is not None and worker is not threading.current_thread():
+            worker.join(_EXIT_WAIT_SECONDS if timeout is None else timeout)
+        return written
+
     def _start(self) -> None:
+        self._closed = False
         if self._worker is None or not self._worker.is_alive():
             self._worker = threading.Thread(target=self._run, name="hindsight-context-vectors", daemon=True)
             self._worker.start()
@@ -162,7 +182,12 @@ class BackgroundContextVectors:
         _yield_to_foreground()
         while True:
             with self._changed:
-                self._changed.wait_for(lambda: bool(self._queue) or self._flush_due(), self._linger_left())
+                self._changed.wait_for(
+                    lambda: bool(self._queue) or self._flush_due() or self._closed, self._linger_left()
+                )
+                if self._closed and not self._queue and self._held_upto <= self._done:
+                    self._worker = None  # under the lock: a ``submit`` from now on starts another
+                    return
                 batch = [self._queue.popleft() for _ in range(min(self._batch_size, len(self._queue)))]
             try:
                 if batch:
@@ -189,6 +214,7 @@ class BackgroundContextVectors:
         return (
             self._held_count >= self._batch_size
             or self._waiting > 0
+            or self._closed
             or time.monotonic() - self._last_held >= self._linger
         )
 

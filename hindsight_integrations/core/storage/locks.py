@@ -151,6 +151,14 @@ class PostgresLocks:
 
         return release
 
+    def close(self) -> None:
+        """Close the idle pooled connections (the engine is closed); a lock still held keeps its own."""
+        while True:
+            try:
+                self._idle.get_nowait().close()
+            except queue.Empty:
+                return
+
     def _connection(self) -> Any:
         while True:
             try:

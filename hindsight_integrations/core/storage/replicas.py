@@ -38,6 +38,7 @@ import socket
 import threading
 import time
 import uuid
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -182,6 +183,7 @@ class WriterRegistry:
     def close(self) -> None:
         """Stop the heartbeat and remove this process's entry, so a writer it blocked may write at once."""
         self._stop.set()
+        atexit.unregister(self.close)
         thread = self._thread
         if thread is not None and thread is not threading.current_thread():
             thread.join(timeout=self.interval + 5)
@@ -335,6 +337,7 @@ class WriterRegistry:
 
 _REGISTRIES: dict[tuple[str, str | None], WriterRegistry] = {}
 _REGISTRIES_LOCK = threading.Lock()
+_USERS: weakref.WeakKeyDictionary[WriterRegistry, int] = weakref.WeakKeyDictionary()  # engines given each one
 
 
 def registry_for(client: Any, *, url: str, lock: str | None, expiry_seconds: float) -> WriterRegistry:
@@ -350,7 +353,18 @@ def registry_for(client: Any, *, url: str, lock: str | None, expiry_seconds: flo
             registry = _REGISTRIES[(url, lock)] = WriterRegistry(
                 client, url=url, lock=lock, expiry_seconds=expiry_seconds
             )
+        _USERS[registry] = _USERS.get(registry, 0) + 1
         return registry
+
+
+def release_registry(registry: WriterRegistry) -> None:
+    """An engine ``registry_for`` gave ``registry`` to is closed: close it once the process's last such engine is."""
+    with _REGISTRIES_LOCK:
+        users = _USERS.pop(registry, 1) - 1
+        if users > 0:
+            _USERS[registry] = users
+            return
+    registry.close()
 
 
 __all__ = [
@@ -361,4 +375,5 @@ __all__ = [
     "decide",
     "lock_fingerprint",
     "registry_for",
+    "release_registry",
 ]

@@ -19,7 +19,7 @@ from typing import Any, Literal, overload
 import numpy as np
 
 from ..clock import Clock
-from ..errors import EmbeddingModelMismatchError, StoreUnavailableError
+from ..errors import EmbeddingModelMismatchError, StoreClosedError, StoreUnavailableError
 from ..model.records import LAYOUT, to_epoch
 from ..redaction import describe_error
 from .access import AccessRecorder
@@ -29,7 +29,7 @@ from .locks import CrossProcessLocks
 from .namespace_store import NamespaceStore, StoreOptions
 from .opening import open_client
 from .quiet_files import store_files
-from .replicas import WriterRegistry
+from .replicas import WriterRegistry, release_registry
 
 COLLECTION_PREFIX = "hindsight_"
 # Adds Chroma has not yet written into its HNSW files. Each add costs time in proportion to
@@ -89,12 +89,14 @@ class ChromaStore:
         shared_locks: CrossProcessLocks | None = None,
         writers: WriterRegistry | None = None,
         clock: Clock | None = None,
+        owns_client: bool = False,
     ) -> None:
         """``embed_context`` embeds context vectors left to the background (``context_vectors.py``);
         without it every writer must pass its records' context vectors. ``shared_locks`` serialise
         each namespace's writes across processes (``locks.py``); ``writers`` is this process's
         entry in a Chroma server's writer registry, which every write checks first (``replicas.py``);
-        ``clock`` is the one records are stamped by (the wall clock unless given)."""
+        ``clock`` is the one records are stamped by (the wall clock unless given); ``owns_client``:
+        ``close`` closes ``client`` too (this store opened it)."""
         self.client = client
         self.embedding_model = embedding_model
         self.embedding_dim = embedding_dim
@@ -120,6 +122,8 @@ class ChromaStore:
         self.writers = writers
         self.on_open: Callable[[NamespaceStore], object] | None = None
         """Called once with each namespace this process opens (the engine finishes interrupted writes)."""
+        self._owns_client = owns_client
+        self._closed = False
 
     @property
     def shared_locks(self) -> CrossProcessLocks | None:
@@ -147,6 +151,7 @@ class ChromaStore:
 
     def recorded_model(self, name: str) -> RecordedModel | None:
         """What namespace ``name``'s collection records of its model (read from Chroma); None if it does not exist."""
+        self._check_open()
         try:
             collection = self.client.get_collection(COLLECTION_PREFIX + name, embedding_function=None)
         except Exception as exc:
@@ -222,6 +227,7 @@ class ChromaStore:
         ``provisional`` creates it with ``model`` chosen by a text too short to tell its script.
         """
         with self._lock:
+            self._check_open()
             handle = self._namespaces.get(name)
             if handle is not None:
                 return handle
@@ -263,7 +269,8 @@ class ChromaStore:
             return handle
 
     def _run_in_background(self, job: Callable[[], None]) -> None:
-        self._syncer.submit(job)
+        with contextlib.suppress(RuntimeError):  # closed meanwhile: a closed store keeps nothing in step
+            self._syncer.submit(job)
 
     def _open(self, collection_name: str, metadata: dict[str, Any]) -> Any:
         collection = self.client.get_or_create_collection(
@@ -290,6 +297,7 @@ class ChromaStore:
 
     def list_namespaces(self) -> list[str]:
         """Names of every namespace in this Chroma (also a cheap readiness probe)."""
+        self._check_open()
         names = []
         for item in self.client.list_collections():
             name = item if isinstance(item, str) else item.name
@@ -301,6 +309,7 @@ class ChromaStore:
         """Delete a namespace's collections for good (used by `demo` and tests, not by forget)."""
         self.check_writes()
         with self._lock:
+            self._check_open()
             handle = self._namespaces.pop(name, None)
             for _, worker in self._models.values():  # whichever model's namespace it was
                 if handle is not None and worker is not None:
@@ -315,6 +324,36 @@ class ChromaStore:
         written = wait_for_all(list(workers.values()), timeout)
         self._access.flush()
         return written
+
+    def close(self, timeout: float | None = 10.0) -> bool:
+        """Write what is queued, stop this store's threads, and release Chroma, the locks and the registry entry.
+
+        Returns False if queued context vectors were still unwritten after ``timeout`` (they are
+        queued again when the namespace is next opened). A second call does nothing; any other
+        call afterwards raises ``StoreClosedError``.
+        """
+        with self._lock:
+            if self._closed:
+                return True
+            self._closed = True
+            workers = {id(w): w for _, w in self._models.values() if w is not None}
+            self._namespaces.clear()
+        closed = [w.close(timeout) for w in workers.values()]  # every worker, even after one timed out
+        self._access.close()
+        self._syncer.shutdown(wait=True)
+        if self.writers is not None:
+            release_registry(self.writers)
+        close_locks = getattr(self._shared_locks, "close", None)
+        if callable(close_locks):
+            close_locks()
+        if self._owns_client:
+            with contextlib.suppress(Exception):  # a server already gone: nothing left to release
+                self.client.close()
+        return all(closed)
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise StoreClosedError("this memory engine is closed (MemoryEngine.close()); create a new MemoryEngine")
 
 
 def _is_missing(exc: Exception) -> bool:
