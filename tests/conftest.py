@@ -84,4 +84,4 @@ def timed(store_path: Path, embedder: LocalEmbedder, clock: ManualClock) -> Iter
     """An engine on a fresh store whose time is ``clock``."""
     eng = MemoryEngine(store=store_path, embedder=embedder, llm=False, clock=clock)
     yield eng
-    eng.chroma.flush()
+    eng.close()

@@ -341,6 +341,21 @@ def test_the_more_important_repeat_survives(timed: MemoryEngine) -> None:
     assert timed.consolidate(NS).merged == [merged]
 
 
+def test_an_expired_repeat_absorbs_nothing(timed: MemoryEngine, clock: ManualClock) -> None:
+    """Said again after it expired, a fact is a memory of its own: merged into the expired copy it would be hidden."""
+    said = "The team offsite is at the Lakeside Hotel in Geneva."
+    expired = timed.store(said, namespace=NS, ttl_seconds=3600, importance=0.9).stored[0]
+    clock.advance(hours=2)
+    again = timed.store(said, namespace=NS)
+    assert [r.id for r in again.stored] != [expired.id] and again.stored[0].expires_at is None
+    slipped = timed.store_memories([{"content": said.rstrip("."), "importance": 0.5}], namespace=NS, dedup=False)
+    merges = timed.merge_repeats(NS)
+    assert expired.id not in {m.survivor for m in merges} | {m.merged for m in merges}
+    found = {h.record.id for h in timed.recall("Where is the team offsite?", namespace=NS).hits}
+    assert found & {again.stored[0].id, slipped.stored[0].id}
+    assert timed.get(expired.id, namespace=NS).is_expired(clock.now())
+
+
 def test_distinct_facts_never_merge_however_close(timed: MemoryEngine) -> None:
     timed.store_memories(
         [

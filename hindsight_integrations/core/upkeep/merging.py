@@ -75,8 +75,9 @@ class RepeatMerger:
         Closest pairs first; a memory merged away, or one that absorbed another in this run, is
         not merged again until the next run, so chains settle one link per run and nothing is lost.
         """
-        threshold = self._parts.cosines.merge
-        pool = [r for r in records if mergeable(r) and r.id in vectors]
+        threshold, now = self._parts.cosines.merge, self._parts.clock.now()
+        # An expired copy would hide what it absorbed: it is left as it is.
+        pool = [r for r in records if mergeable(r) and not r.is_expired(now) and r.id in vectors]
         if len(pool) < 2:
             return []
         close = neighbours(unit_rows([vectors[r.id] for r in pool]), threshold)

@@ -83,7 +83,9 @@ class NeighbourFinder:
         facts = handle.facts
         mates = {n: facts.slot_mates(str(records[n].slot), records[n].entities, limit=_NEIGHBOURS) for n in slotted}
         wanted = {i for found in hits.values() for i, _ in found} | {i for ids in mates.values() for i in ids}
-        fetched = {r.id: r for r, _ in handle.get(list(wanted))}
+        now = self._parts.clock.now()
+        # An expired memory is hidden from recall for good: what repeats it must stay a memory of its own.
+        fetched = {r.id: r for r, _ in handle.get(list(wanted)) if not r.is_expired(now)}
         out: dict[int, list[tuple[MemoryRecord, float]]] = {}
         for n in sorted({*searched, *slotted}):
             similarity = dict(hits.get(n, []))
