@@ -65,6 +65,26 @@ def _one_process_trial(engine: MemoryEngine, n: int) -> None:
     assert not isinstance(outcomes[1], Exception) or isinstance(outcomes[1], MemoryNotFoundError)
 
 
+def test_two_engines_of_one_process_on_one_store_share_its_locks(
+    engine: MemoryEngine, store_path: Path, embedder
+) -> None:
+    """Two in-process clients, or an adapter's engine beside the application's: one writer, so one lock."""
+    with MemoryEngine(store=store_path, embedder=embedder, llm=False) as other:
+        for n in range(10):
+            _two_engine_trial(engine, other, n)
+
+
+def _two_engine_trial(engine: MemoryEngine, other: MemoryEngine, n: int) -> None:
+    (memory,) = engine.store_memories([f"Trial {n}: the build agent is called heron-{n}."], namespace="u1").stored
+    other.get(memory.id, namespace="u1")
+    _together(
+        lambda: engine.update(memory.id, namespace="u1", metadata={"a": n}),
+        lambda: other.update(memory.id, namespace="u1", metadata={"b": n}),
+    )
+    after = engine.get(memory.id, namespace="u1")
+    assert after.metadata.get("a") == n and after.metadata.get("b") == n, f"trial {n}: {after.metadata}"
+
+
 @pytest.fixture(scope="module")
 def replicas(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[MemoryClient, MemoryClient]]:
     """Two HTTP replicas of our server over one ``chroma run`` server, writes serialised by Postgres."""

@@ -20,6 +20,7 @@ import hashlib
 import queue
 import threading
 from collections.abc import Callable
+from pathlib import Path
 from types import TracebackType
 from typing import Any, Protocol
 
@@ -34,6 +35,38 @@ class CrossProcessLocks(Protocol):
         ...
 
 
+_PROCESS_LOCKS: dict[tuple[str, str], threading.Lock] = {}
+_PROCESS_LOCKS_GUARD = threading.Lock()
+
+
+def store_identity(client: object) -> str:
+    """Which store ``client`` writes, as engines of one process must agree on it to share their locks.
+
+    An embedded directory (by its resolved path), a server (by host and port), or Chroma's one
+    in-memory store of the process; a client that cannot say is a store of its own.
+    """
+    get_settings = getattr(client, "get_settings", None)
+    if get_settings is None:
+        return f"client:{id(client)}"
+    settings = get_settings()
+    if getattr(settings, "chroma_server_host", None):
+        return f"server:{settings.chroma_server_host}:{settings.chroma_server_http_port}"
+    if getattr(settings, "is_persistent", False) and getattr(settings, "persist_directory", None):
+        return f"path:{Path(settings.persist_directory).resolve()}"
+    return "in-memory"
+
+
+def process_lock(store: str, namespace: str) -> threading.Lock:
+    """This process's one lock for ``namespace`` of ``store``, whichever engine writes it.
+
+    Two engines of one process on one store (two in-process clients, an adapter's beside the
+    application's) are one writer to the replica registry, so nothing else keeps their
+    read-decide-write sequences apart.
+    """
+    with _PROCESS_LOCKS_GUARD:
+        return _PROCESS_LOCKS.setdefault((store, namespace), threading.Lock())
+
+
 class NamespaceLock:
     """``with handle.writing:`` — this process's lock for the namespace, then the cross-process one."""
 
@@ -43,11 +76,13 @@ class NamespaceLock:
         shared: CrossProcessLocks | None,
         *,
         may_write: Callable[[], None] | None = None,
+        store: str | None = None,
     ) -> None:
         """``may_write`` raises when this process must not write at all (``replicas.WriterRegistry.check``):
-        a refused write then fails before anything is read or locked."""
+        a refused write then fails before anything is read or locked. ``store`` (``store_identity``)
+        makes the lock the one every engine of this process on that store takes."""
         self._namespace = namespace
-        self._local = threading.Lock()
+        self._local = threading.Lock() if store is None else process_lock(store, namespace)
         self._shared = shared
         self._may_write = may_write
         self._release: Callable[[], None] | None = None
@@ -201,4 +236,11 @@ def cross_process_locks(url: str | None) -> CrossProcessLocks | None:
     return locks
 
 
-__all__ = ["CrossProcessLocks", "NamespaceLock", "PostgresLocks", "cross_process_locks"]
+__all__ = [
+    "CrossProcessLocks",
+    "NamespaceLock",
+    "PostgresLocks",
+    "cross_process_locks",
+    "process_lock",
+    "store_identity",
+]

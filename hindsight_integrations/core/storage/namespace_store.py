@@ -57,6 +57,7 @@ class StoreOptions:
     max_batch: int = 1000
     stamp_now: Callable[[], float] | None = None  # the clock records are stamped by, epoch seconds (the engine's)
     files: StoreFiles | None = None  # an embedded store's files, whose stamps spare recall its currency checks
+    identity: str | None = None  # which store (``locks.store_identity``): engines of a process on it share locks
 
 
 class NamespaceStore:
@@ -99,7 +100,7 @@ class NamespaceStore:
         self.vector_copy: VectorCopy | None = VectorCopy() if options.copy_vectors else None
         self.context_copy: VectorCopy | None = VectorCopy() if options.copy_vectors else None
         self.record_copy: RecordCopy | None = RecordCopy() if options.copy_vectors else None
-        self.writing = NamespaceLock(name, shared_locks, may_write=may_write)
+        self.writing = NamespaceLock(name, shared_locks, may_write=may_write, store=options.identity)
         self._may_write = may_write  # raises while this process must not write (replicas.py)
         self._lock = threading.RLock()  # Chroma write + index update, as one step
         self._access = access

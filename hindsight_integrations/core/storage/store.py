@@ -25,7 +25,7 @@ from ..redaction import describe_error
 from .access import AccessRecorder
 from .chroma_reads import RetryingReads, read_retrying
 from .context_vectors import BackgroundContextVectors, wait_for_all
-from .locks import CrossProcessLocks
+from .locks import CrossProcessLocks, store_identity
 from .namespace_store import NamespaceStore, StoreOptions
 from .opening import open_client
 from .quiet_files import store_files
@@ -107,6 +107,7 @@ class ChromaStore:
             max_batch=_max_batch(client),
             stamp_now=(lambda: to_epoch(clock.now()) or 0.0) if clock is not None else None,
             files=store_files(client),
+            identity=store_identity(client),
         )
         self._namespaces: dict[str, NamespaceStore] = {}
         self._lock = threading.Lock()
