@@ -86,7 +86,7 @@ def run_distinct(
         elapsed = time.perf_counter() - started
         active = [r.content for r in engine.list(namespace="distinct", limit=10_000)]
         made_history = _history_made(engine, unrelated)
-        engine.chroma.flush()
+        engine.close()
     kept = sum(1 for text in distinct if text in active)
     copies = [sum(1 for a in active if _key(a) == _key(t)) for t in repeated]
     return {

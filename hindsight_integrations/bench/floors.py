@@ -163,7 +163,7 @@ def run_floors(
             shipped[used] = floors
             if progress:
                 progress(f"{conversation.name}: {len(measured)} questions measured on {used}")
-        engine.chroma.flush()  # its background writers are done before the directory goes
+        engine.close()  # its background writers are done before the directory goes
     models = {}
     for used, measured in by_model.items():
         names = list(dict.fromkeys(m.conversation for m in measured))

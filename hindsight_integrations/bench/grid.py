@@ -420,6 +420,6 @@ def run_grid(
             progress=progress,
             steps=steps,
         )
-        engine.chroma.flush()
+        engine.close()
     result["data"] = str(data)
     return result

@@ -252,7 +252,7 @@ def run_mode(
             if progress is not None:
                 progress(f"{llm}: case {n + 1}/{len(cases)} {'passed' if results[-1]['passed'] else 'failed'}")
     finally:
-        engine.chroma.flush()  # the background writers are done before the caller removes ``store``
+        engine.close()  # the background writers are done before the caller removes ``store``
         if server is not None:
             server.close()
     return {

@@ -252,11 +252,12 @@ def run_mode(
                         progress(f"{llm}: week {session.week} ({checkpoints[-1]['date']}): {passed}/{asked} cases")
             final = [r for r, _ in engine.chroma.namespace(NAMESPACE).iterate()]
             store_final = store_size(engine, final, clock.now())
+            model = engine.embedding_model(NAMESPACE)
         llm_stats = server.stats() if server is not None else None
     finally:
         if server is not None:
             server.close()
-        engine.chroma.flush()
+        engine.close()
     result: dict[str, Any] = {
         "mode": "offline (rules)" if llm == "none" else "scripted LLM over HTTP, faults injected",
         "llm": llm,
@@ -279,7 +280,7 @@ def run_mode(
             "context_window_tokens": context_window_tokens,
             "upkeep_interval_days": WEEK.days,
             "checkpoint_every_weeks": CHECK_EVERY_WEEKS,
-            "embedding_model": engine.embedding_model(NAMESPACE),
+            "embedding_model": model,
         },
     }
     if llm_stats is not None:

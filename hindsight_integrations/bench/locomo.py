@@ -256,7 +256,7 @@ def run_locomo(
             result["default_path"] = run_default_path(
                 engine, conversations, modes=default_modes, top_k=top_k, progress=progress, steps=steps
             )
-        engine.chroma.flush()
+        engine.close()
     result["config"]["data"] = str(data)
     result["unreadable_files"] = unreadable
     return result

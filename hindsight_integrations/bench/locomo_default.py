@@ -267,7 +267,7 @@ def run_mode(
             if progress:
                 progress(f"{ROW_NAMES[mode]}: {conv.name} scored ({len(conv.turns)} turns)")
         if reranked is not None:  # its store goes with the temporary directory: nothing left to write there
-            reranked.chroma.flush()
+            reranked.close()
     out: dict[str, Any] = {"name": ROW_NAMES[mode], "mode": mode, **summarise(rows)}
     for key in ("recall@20", "last_n_recall"):
         out.pop(key, None)
