@@ -74,6 +74,29 @@ def test_two_engines_of_one_process_on_one_store_share_its_locks(
             _two_engine_trial(engine, other, n)
 
 
+def test_the_shared_namespace_lock_is_reentered_by_its_holder_and_excludes_other_threads() -> None:
+    """A namespace reopened under its own write lock takes it again as it opens: that must not wait for itself."""
+    from hindsight_integrations.core.storage.locks import NamespaceLock
+
+    first, second = (NamespaceLock("u1", None, store="path:/somewhere") for _ in range(2))
+    other_entered = threading.Event()
+
+    def other() -> None:
+        with second:
+            other_entered.set()
+
+    with first:
+        with second:  # the same thread: re-entered
+            assert first.locked()
+        assert first.locked()  # still held by the outer block
+        rival = threading.Thread(target=other)
+        rival.start()
+        assert not other_entered.wait(0.2)  # another thread waits while this one holds it
+    assert other_entered.wait(10)
+    rival.join(10)
+    assert not first.locked()
+
+
 def _two_engine_trial(engine: MemoryEngine, other: MemoryEngine, n: int) -> None:
     (memory,) = engine.store_memories([f"Trial {n}: the build agent is called heron-{n}."], namespace="u1").stored
     other.get(memory.id, namespace="u1")

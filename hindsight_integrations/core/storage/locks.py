@@ -6,7 +6,8 @@ those steps lose data: one update overwrites the other's fields, an update resur
 forgotten a moment before, a request id sent to two replicas at once is stored twice. Each
 namespace therefore has one writer at a time:
 
-* within a process, a ``threading.Lock`` per namespace (always);
+* within a process, a ``threading.Lock`` per namespace of a store (always), shared by every
+  engine of the process on that store and re-entered by the thread holding it;
 * across processes that share one Chroma server (HTTP replicas), a PostgreSQL advisory lock
   per namespace as well, when ``HINDSIGHT_LOCK_URL`` names a database (``PostgresLocks``).
   Postgres is only a lock service here: nothing is stored in it, and any database works.
@@ -35,8 +36,23 @@ class CrossProcessLocks(Protocol):
         ...
 
 
-_PROCESS_LOCKS: dict[tuple[str, str], threading.Lock] = {}
-_PROCESS_LOCKS_GUARD = threading.Lock()
+class _Holder:
+    """One namespace's lock in this process, and which thread holds it how deeply.
+
+    Re-entered by the thread holding it: a namespace reopened under its own write lock (its
+    model settled, ``ChromaStore.settle_model``) finishes interrupted writes as it opens, under
+    the same lock, now that every handle of the namespace shares it.
+    """
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.owner: int | None = None
+        self.depth = 0
+        self.release_shared: Callable[[], None] | None = None
+
+
+_HOLDERS: dict[tuple[str, str], _Holder] = {}
+_HOLDERS_GUARD = threading.Lock()
 
 
 def store_identity(client: object) -> str:
@@ -56,15 +72,17 @@ def store_identity(client: object) -> str:
     return "in-memory"
 
 
-def process_lock(store: str, namespace: str) -> threading.Lock:
-    """This process's one lock for ``namespace`` of ``store``, whichever engine writes it.
+def _holder(store: str | None, namespace: str) -> _Holder:
+    """This process's one lock for ``namespace`` of ``store``, whichever engine writes it (a lock of its own if None).
 
     Two engines of one process on one store (two in-process clients, an adapter's beside the
     application's) are one writer to the replica registry, so nothing else keeps their
     read-decide-write sequences apart.
     """
-    with _PROCESS_LOCKS_GUARD:
-        return _PROCESS_LOCKS.setdefault((store, namespace), threading.Lock())
+    if store is None:
+        return _Holder()
+    with _HOLDERS_GUARD:
+        return _HOLDERS.setdefault((store, namespace), _Holder())
 
 
 class NamespaceLock:
@@ -82,42 +100,51 @@ class NamespaceLock:
         a refused write then fails before anything is read or locked. ``store`` (``store_identity``)
         makes the lock the one every engine of this process on that store takes."""
         self._namespace = namespace
-        self._local = threading.Lock() if store is None else process_lock(store, namespace)
+        self._holder = _holder(store, namespace)
         self._shared = shared
         self._may_write = may_write
-        self._release: Callable[[], None] | None = None
 
     def __enter__(self) -> NamespaceLock:
         if self._may_write is not None:
             self._may_write()
-        self._local.acquire()
+        holder, me = self._holder, threading.get_ident()
+        if holder.owner == me:
+            holder.depth += 1
+            return self
+        holder.lock.acquire()
         if self._shared is not None:
             try:
-                self._release = self._shared.acquire(self._namespace)
+                holder.release_shared = self._shared.acquire(self._namespace)
             except BaseException:
-                self._local.release()
+                holder.lock.release()
                 raise
+        holder.owner, holder.depth = me, 1
         return self
 
     def __exit__(
         self, kind: type[BaseException] | None, exc: BaseException | None, trace: TracebackType | None
     ) -> None:
+        holder = self._holder
+        holder.depth -= 1
+        if holder.depth:
+            return
+        holder.owner = None
         try:
-            if self._release is not None:
-                release, self._release = self._release, None
+            if holder.release_shared is not None:
+                release, holder.release_shared = holder.release_shared, None
                 release()
         finally:
-            self._local.release()
+            holder.lock.release()
 
     def locked(self) -> bool:
         """Whether some thread of this process holds the namespace."""
-        return self._local.locked()
+        return self._holder.lock.locked()
 
     def in_process(self) -> threading.Lock:
         """This process's part alone: for a write that must not land inside this process's
         read-decide-write sequences, and that no other process's could lose (the recall counts,
         added to what Chroma holds). Not re-entrant: never taken by a thread holding the whole lock."""
-        return self._local
+        return self._holder.lock
 
 
 class PostgresLocks:
@@ -241,6 +268,5 @@ __all__ = [
     "NamespaceLock",
     "PostgresLocks",
     "cross_process_locks",
-    "process_lock",
     "store_identity",
 ]
