@@ -18,6 +18,8 @@ from mcp import ClientSession
 from mcp.client.streamable_http import streamablehttp_client
 from mcp.shared.exceptions import McpError
 
+from hindsight_integrations.core.model.limits import MAX_PAGE
+from hindsight_integrations.mcp.routes import page_of_everything
 from hindsight_integrations.mcp.viewer import COOKIE
 
 from .mcp_support import http_server
@@ -192,6 +194,50 @@ def test_debug_endpoints_need_the_bearer_token_and_keep_to_its_namespace(seeded:
         offset = page["next_offset"]
     assert len(seen) == len(set(seen)) and {seeded.old_city, seeded.held_allergy, seeded.scripted} <= set(seen)
     assert seeded.bob_secret not in seen
+
+
+@pytest.mark.parametrize("limit", ["0", "-1", "10001", "many"])
+def test_debug_memories_refuses_a_page_size_outside_1_to_max_page_naming_it(seeded: Seeded, limit: str) -> None:
+    alice = {"Authorization": f"Bearer {ALICE}"}
+    answer = httpx.get(f"{seeded.base}/debug/memories", params={"limit": limit}, headers=alice)
+    assert answer.status_code == 400 and answer.json()["error"] == "invalid_input", answer.text
+    message = answer.json()["message"]
+    assert message.startswith("limit:") and (f"got {limit}" in message or f"got {limit!r}" in message), message
+    assert f"between 1 and {MAX_PAGE}" in message or "whole number" in message
+
+
+def test_debug_memories_serves_the_largest_page_it_documents(seeded: Seeded) -> None:
+    alice = {"Authorization": f"Bearer {ALICE}"}
+    answer = httpx.get(f"{seeded.base}/debug/memories", params={"limit": str(MAX_PAGE)}, headers=alice)
+    assert answer.status_code == 200, answer.text
+    page = answer.json()
+    assert (
+        page["limit"] == MAX_PAGE
+        and page["next_offset"] is None
+        and seeded.old_city in {m["id"] for m in page["memories"]}
+    )
+
+
+class PagedEngine:
+    """As much of ``MemoryEngine.list`` as paging needs: ``records`` ids, at most ``MAX_PAGE`` per call."""
+
+    def __init__(self, records: int) -> None:
+        self.ids = [f"m{n}" for n in range(records)]
+        self.calls: list[tuple[int, int]] = []
+
+    def list(self, *, limit: int, offset: int, **_: object) -> list[str]:
+        assert 1 <= limit <= MAX_PAGE
+        self.calls.append((limit, offset))
+        return self.ids[offset : offset + limit]
+
+
+@pytest.mark.parametrize(("records", "more"), [(MAX_PAGE, False), (MAX_PAGE + 1, True)])
+def test_a_page_of_max_page_memories_says_whether_more_follow(records: int, more: bool) -> None:
+    engine = PagedEngine(records)
+    page, follows = page_of_everything(engine, "alice", MAX_PAGE, 0)  # type: ignore[arg-type]
+    assert len(page) == MAX_PAGE and follows is more
+    last, following = page_of_everything(engine, "alice", MAX_PAGE, MAX_PAGE)  # type: ignore[arg-type]
+    assert len(last) == records - MAX_PAGE and following is False
 
 
 @asynccontextmanager

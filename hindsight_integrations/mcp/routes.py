@@ -8,15 +8,23 @@ Each route is a function of the server (``serving.ServerHost``) and the request,
 
 from __future__ import annotations
 
+from functools import partial
+from typing import TYPE_CHECKING
+
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 
-from ..core.errors import HindsightError
-from ..core.model.records import Status, Tier
+from ..core.errors import HindsightError, InvalidInputError
+from ..core.model.arguments import whole_number
+from ..core.model.limits import MAX_OFFSET, MAX_PAGE
+from ..core.model.records import MemoryRecord, Status, Tier
 from .auth import SCOPE_KEY
 from .serving import Endpoint, HttpRoute, ServerHost, bind_routes
+
+if TYPE_CHECKING:
+    from ..core.engine import MemoryEngine
 
 EVERY_TIER = [t.value for t in Tier]
 
@@ -62,29 +70,53 @@ async def debug_memories(host: ServerHost, request: Request) -> Response:
     """Every memory of the token's namespace, every tier and status, newest first, as JSON pages."""
     namespace = bearer_namespace(host, request)
     try:
-        limit = int(request.query_params.get("limit") or 100)
-        offset = int(request.query_params.get("offset") or 0)
-        statuses = [s.value for s in Status]
-        records = await run_in_threadpool(
-            host.engine.list,
-            namespace=namespace,
-            filters={"tiers": EVERY_TIER, "statuses": statuses},
-            include_history=True,
-            limit=limit + 1,
-            offset=offset,
-        )
+        limit = query_number(request, "limit", default=100, low=1, high=MAX_PAGE)
+        offset = query_number(request, "offset", default=0, low=0, high=MAX_OFFSET)
+        page, more = await run_in_threadpool(page_of_everything, host.engine, namespace, limit, offset)
     except (HindsightError, ValueError) as exc:
         return JSONResponse({"error": "invalid_input", "message": str(exc)}, status_code=400)
-    page = records[:limit]
     return JSONResponse(
         {
             "namespace": namespace,
             "offset": offset,
             "limit": limit,
-            "next_offset": offset + limit if len(records) > limit else None,
+            "next_offset": offset + limit if more else None,
             "memories": [r.model_dump(mode="json") for r in page],
         }
     )
+
+
+def query_number(request: Request, name: str, *, default: int, low: int, high: int) -> int:
+    """The whole number in query parameter ``name`` (``default`` when absent), refused naming the value sent."""
+    sent = request.query_params.get(name) or str(default)
+    try:
+        value = int(sent)
+    except ValueError:
+        raise InvalidInputError(name, f"must be a whole number, got {sent[:40]!r}") from None
+    return whole_number(value, name, low=low, high=high)
+
+
+def page_of_everything(
+    engine: MemoryEngine, namespace: str, limit: int, offset: int
+) -> tuple[list[MemoryRecord], bool]:
+    """``limit`` memories of every tier and status from ``offset``, newest first, and whether more follow.
+
+    The record after the page says whether more follow. It comes with the page, except when the
+    page is as large as one ``list`` call returns (``MAX_PAGE``): then it is asked for alone.
+    """
+    listing = partial(
+        engine.list,
+        namespace=namespace,
+        filters={"tiers": EVERY_TIER, "statuses": [s.value for s in Status]},
+        include_history=True,
+    )
+    if limit < MAX_PAGE:
+        records = listing(limit=limit + 1, offset=offset)
+        return records[:limit], len(records) > limit
+    page = listing(limit=limit, offset=offset)
+    following = offset + limit
+    more = len(page) == limit and following <= MAX_OFFSET and bool(listing(limit=1, offset=following))
+    return page, more
 
 
 ROUTES: list[HttpRoute[ServerHost]] = [
