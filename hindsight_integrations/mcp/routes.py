@@ -3,6 +3,8 @@
 ``/health`` answers without a bearer token (``auth.PUBLIC_PATHS``) and exposes no memory;
 ``/metrics`` needs one when tokens are configured, and ``/debug/dump`` and ``/debug/memories``
 show the bearer token's namespace only (``BearerNamespaceMiddleware`` bound it to the request).
+Each ``/debug`` request counts against that namespace's rate limit, as a tool call does: both
+read every record of it; past the limit the answer is 429 with ``Retry-After``.
 Each route is a function of the server (``serving.ServerHost``) and the request, listed in ``ROUTES``.
 """
 
@@ -21,7 +23,9 @@ from ..core.model.arguments import whole_number
 from ..core.model.limits import MAX_OFFSET, MAX_PAGE
 from ..core.model.records import MemoryRecord, Status, Tier
 from .auth import SCOPE_KEY
+from .failures import rate_limited
 from .serving import Endpoint, HttpRoute, ServerHost, bind_routes
+from .throttle import retry_after_header
 
 if TYPE_CHECKING:
     from ..core.engine import MemoryEngine
@@ -59,9 +63,24 @@ def bearer_namespace(host: ServerHost, request: Request) -> str:
     return str(request.scope["state"][SCOPE_KEY])
 
 
+def over_rate_limit(host: ServerHost, namespace: str) -> Response | None:
+    """429 with ``Retry-After`` when ``namespace`` is past its rate limit; None (one request counted) otherwise."""
+    wait = host.rate_limit_wait(namespace)
+    if not wait:
+        return None
+    refusal, seconds = rate_limited(namespace, wait), retry_after_header(wait)
+    return JSONResponse(
+        {"error": refusal.kind, "message": refusal.message, "retry_after": int(seconds)},
+        status_code=429,
+        headers={"Retry-After": seconds, "Cache-Control": "no-store"},
+    )
+
+
 async def debug_dump(host: ServerHost, request: Request) -> Response:
     """The engine's human-readable dump of the token's namespace, history included."""
     namespace = bearer_namespace(host, request)
+    if (refused := over_rate_limit(host, namespace)) is not None:
+        return refused
     text = await run_in_threadpool(host.engine.dump, namespace=namespace, include_history=True)
     return PlainTextResponse(text, headers={"Cache-Control": "no-store"})
 
@@ -72,6 +91,8 @@ async def debug_memories(host: ServerHost, request: Request) -> Response:
     try:
         limit = query_number(request, "limit", default=100, low=1, high=MAX_PAGE)
         offset = query_number(request, "offset", default=0, low=0, high=MAX_OFFSET)
+        if (refused := over_rate_limit(host, namespace)) is not None:
+            return refused
         page, more = await run_in_threadpool(page_of_everything, host.engine, namespace, limit, offset)
     except (HindsightError, ValueError) as exc:
         return JSONResponse({"error": "invalid_input", "message": str(exc)}, status_code=400)
@@ -132,4 +153,4 @@ def http_routes(host: ServerHost) -> list[tuple[str, str, Endpoint]]:
     return bind_routes(ROUTES, host)
 
 
-__all__ = ["EVERY_TIER", "ROUTES", "bearer_namespace", "http_routes"]
+__all__ = ["EVERY_TIER", "ROUTES", "bearer_namespace", "http_routes", "over_rate_limit", "page_of_everything"]

@@ -3,8 +3,9 @@
 The list (filtered and paged, or recall hits with their score parts when searching), a memory
 with its provenance and history, its actions (forget, restore, review), the review queue, the
 sessions and their working windows, and the export. Every page shows the signed-in namespace
-only (``signed_in`` sends anyone else to the sign-in form); every action is a post checked for
-its origin and CSRF token first. HTML lives in ``viewer_pages``.
+only (``signed_in`` sends anyone else to the sign-in form) and counts against the viewer's
+share of its rate limit; every action is a post checked for its origin and CSRF token first.
+HTML lives in ``viewer_pages``.
 """
 
 from __future__ import annotations
@@ -44,12 +45,14 @@ Page = Callable[[Viewer, Request, Browser, str], Awaitable[Response]]
 
 
 def signed_in(page: Page) -> Callable[[Viewer, Request], Awaitable[Response]]:
-    """``page`` for a signed-in browser (or anyone, without tokens); the sign-in form for anyone else."""
+    """``page`` for a signed-in browser (or anyone, without tokens), within the rate limit; else sign-in or 429."""
 
     async def handler(viewer: Viewer, request: Request) -> Response:
         who = await viewer.browser(request)
         if who.namespace is None:
             return viewer.to_sign_in()
+        if (refused := viewer.over_rate_limit(who, who.namespace)) is not None:
+            return refused
         return await page(viewer, request, who, who.namespace)
 
     handler.__name__ = handler.__qualname__ = page.__name__
@@ -180,6 +183,8 @@ async def memory_action(viewer: Viewer, request: Request) -> Response:
     memory_id, action = request.path_params["memory_id"], request.path_params["action"]
     form = await request.form()
     if (refused := viewer.forged(request, who, form.get(pages.CSRF_FIELD))) is not None:
+        return refused
+    if (refused := viewer.over_rate_limit(who, namespace)) is not None:
         return refused
     try:
         done = await _carry_out(viewer.engine, memory_id, action, form, namespace)
