@@ -19,11 +19,13 @@ from mcp.client.streamable_http import streamablehttp_client
 from mcp.shared.exceptions import McpError
 
 from hindsight_integrations.core.model.limits import MAX_PAGE
+from hindsight_integrations.core.model.records import MemoryRecord
+from hindsight_integrations.mcp import viewer_pages as pages
 from hindsight_integrations.mcp.routes import page_of_everything
 from hindsight_integrations.mcp.viewer import COOKIE
 
 from .mcp_support import http_server
-from .viewer_support import ALICE, BOB, SCRIPT_TEXT, SESSION, Seeded, csrf_of, post_sign_in, seeded_server
+from .viewer_support import ALICE, BOB, SCRIPT_TEXT, SESSION, Seeded, csrf_of, post_sign_in, seeded_server, status_of
 
 pytestmark = pytest.mark.server
 
@@ -131,6 +133,25 @@ def test_forget_and_restore(seeded: Seeded) -> None:
         restored = client.post(f"/ui/memory/{seeded.dentist}/restore", data={"csrf": csrf})
         assert "Restored" in restored.text and 'id="forget"' in restored.text
         assert "Dentist" in client.get("/ui").text
+
+
+def test_a_compressed_turn_offers_its_summary_and_no_restore_that_would_do_nothing(seeded: Seeded) -> None:
+    """It is archived but not in cold storage: ``restore`` skips it, so the page must not promise one."""
+    with signed_in(seeded, ALICE) as client:
+        page = client.get(f"/ui/memory/{seeded.compressed_turn}").text
+        assert 'class="badge status-archived"' in page and "Restore" not in page and 'id="restore"' not in page
+        assert 'id="archived-in-place"' in page and f'href="/ui/memory/{seeded.summary}"' in page
+        pressed = client.post(f"/ui/memory/{seeded.compressed_turn}/restore", data={"csrf": csrf_of(page)})
+    assert pressed.status_code == 400 and "not in cold storage: nothing restored" in pressed.text
+    assert "Restored" not in pressed.text and status_of(seeded.base, ALICE, seeded.compressed_turn) == "archived"
+
+
+def test_a_memory_in_cold_storage_offers_its_restore() -> None:
+    turn = MemoryRecord.model_validate(
+        {"namespace": "alice", "content": "Which neighbourhood is best for food?", "status": "archived"}
+    )
+    assert 'id="restore"' in pages.memory_actions(turn, "csrf-token", in_cold_storage=True)
+    assert 'id="restore"' not in pages.memory_actions(turn, "csrf-token", in_cold_storage=False)
 
 
 def test_export_is_the_namespaces_json(seeded: Seeded) -> None:

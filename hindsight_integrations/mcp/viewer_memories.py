@@ -101,6 +101,14 @@ def _get_or_none(engine: MemoryEngine, memory_id: str | None, namespace: str) ->
         return None
 
 
+def _in_cold_storage(engine: MemoryEngine, record: MemoryRecord, namespace: str) -> bool:
+    """Whether ``restore`` can bring the memory back: archived by upkeep into cold storage.
+
+    A compressed conversation turn is archived too, but stays in the store: restore skips it.
+    """
+    return record.status is Status.ARCHIVED and record.id in engine.archived_ids(namespace=namespace)
+
+
 def _every(engine: MemoryEngine, namespace: str, **filters: Any) -> list[MemoryRecord]:
     """Every memory of ``namespace`` of any tier that matches ``filters``, history included."""
     return engine.list(
@@ -147,7 +155,7 @@ async def memory_page(viewer: Viewer, request: Request, who: Browser, namespace:
     except InvalidInputError as exc:  # an id no memory can have (too long, not UTF-8)
         return viewer.error("Error", exc, who, 400)
 
-    def related() -> tuple[list[MemoryRecord], MemoryRecord | None, MemoryRecord | None]:
+    def related() -> tuple[list[MemoryRecord], MemoryRecord | None, MemoryRecord | None, bool]:
         older = [
             r for r in _every(engine, namespace, statuses=[Status.SUPERSEDED.value]) if r.superseded_by == record.id
         ]
@@ -155,9 +163,10 @@ async def memory_page(viewer: Viewer, request: Request, who: Browser, namespace:
             older,
             _get_or_none(engine, record.superseded_by, namespace),
             _get_or_none(engine, record.conflicts_with, namespace),
+            _in_cold_storage(engine, record, namespace),
         )
 
-    older, newer, contradicted = await run_in_threadpool(related)
+    older, newer, contradicted, in_cold_storage = await run_in_threadpool(related)
     body = pages.memory_detail(
         record,
         superseded=older,
@@ -165,6 +174,7 @@ async def memory_page(viewer: Viewer, request: Request, who: Browser, namespace:
         conflicts_with=contradicted,
         csrf=viewer.csrf(who),
         message=NOTICES.get(request.query_params.get("done") or ""),
+        in_cold_storage=in_cold_storage,
     )
     return viewer.show("Memory", body, who)
 
@@ -206,7 +216,8 @@ async def _carry_out(engine: MemoryEngine, memory_id: str, action: str, form: Fo
         await run_in_threadpool(engine.forget, memory_id, namespace=namespace)
         return "forgotten"
     if action == "restore" and record.status is Status.ARCHIVED:
-        await run_in_threadpool(engine.restore, namespace=namespace, ids=[memory_id])
+        if not await run_in_threadpool(engine.restore, namespace=namespace, ids=[memory_id]):
+            raise InvalidInputError("id", f"memory {memory_id} is archived but not in cold storage: nothing restored")
         return "restored"
     if action == "restore":
         await run_in_threadpool(engine.unforget, memory_id, namespace=namespace)
