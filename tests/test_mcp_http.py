@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 import textwrap
@@ -22,6 +23,7 @@ from hindsight_integrations.mcp import (
 from hindsight_integrations.mcp.errors import MemoryToolError, MemoryToolInputError
 
 from .mcp_support import REPO, free_port, http_server
+from .viewer_support import post_sign_in
 
 pytestmark = pytest.mark.server
 ALICE, BOB = "alice-token-0001-5d8f2a7c9e1b3f46", "bob-token-00002-a9c4e1f7b3d52861"
@@ -239,3 +241,63 @@ def test_an_adapter_handed_another_users_client_is_refused_before_anything_is_se
             resolve_client(bobs, namespace="carol")  # claimed once, for one user
     with MemoryClient.http(f"{base}/mcp", token=BOB) as bob:
         assert not [r for r in bob.list(limit=1000) if marker in r.content]
+
+
+RATE = 2
+"""Requests a minute per namespace of ``limited``: the allowance is 2, and one more comes back after 30 s."""
+
+
+@pytest.fixture(scope="module")
+def limited(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    env = {"HINDSIGHT_RATE_LIMIT": str(RATE), "HINDSIGHT_UPKEEP_INTERVAL_SECONDS": "0"}
+    with http_server(tmp_path_factory.mktemp("limited"), tokens={ALICE: "alice", BOB: "bob"}, env=env) as url:
+        yield url
+
+
+def post_rpc(base: str, token: str, method: str, params: dict) -> dict:
+    response = httpx.post(
+        f"{base}/mcp", json=rpc(method, params), headers={**HEADERS, "Authorization": f"Bearer {token}"}
+    )
+    assert response.status_code == 200, response.text
+    return response.json()
+
+
+def assert_rate_limited(answer: httpx.Response) -> None:
+    assert answer.status_code == 429 and int(answer.headers["Retry-After"]) >= 1, (answer.status_code, answer.text)
+    assert answer.json()["error"] == "rate_limited" and "retry in" in answer.json()["message"]
+
+
+def test_resource_reads_and_debug_routes_count_against_the_namespaces_rate_limit(limited: str) -> None:
+    """A tenant past its limit must not go on reading every record through ``hindsight://stats`` or ``/debug``."""
+    for _ in range(RATE):
+        assert "result" in post_rpc(limited, ALICE, "resources/read", {"uri": "hindsight://stats"})
+    stats = post_rpc(limited, ALICE, "tools/call", {"name": "memory_stats", "arguments": {}})["result"]
+    assert stats["isError"] and stats["structuredContent"]["error"]["type"] == "rate_limited"
+    refused = post_rpc(limited, ALICE, "resources/read", {"uri": "hindsight://stats"})["error"]
+    assert refused["data"]["type"] == "rate_limited" and refused["data"]["retry_after"] > 0, refused
+    assert "rate limit for namespace 'alice'" in refused["message"]
+    alice = {"Authorization": f"Bearer {ALICE}"}
+    assert_rate_limited(httpx.get(f"{limited}/debug/memories", headers=alice))
+    assert_rate_limited(httpx.get(f"{limited}/debug/dump", headers=alice))
+
+    bob = {"Authorization": f"Bearer {BOB}"}  # another namespace has its own allowance, which /debug spends too
+    assert httpx.get(f"{limited}/debug/memories", headers=bob).status_code == 200
+    assert httpx.get(f"{limited}/debug/dump", headers=bob).status_code == 200
+    assert_rate_limited(httpx.get(f"{limited}/debug/memories", headers=bob))
+    assert "error" in post_rpc(limited, BOB, "resources/read", {"uri": "hindsight://stats"})
+    metrics = httpx.get(f"{limited}/metrics", headers=bob).text
+    assert float(re.search(r"^hindsight_mcp_rate_limited_total (\S+)$", metrics, re.M).group(1)) >= 6  # type: ignore[union-attr]
+
+
+def test_the_viewer_has_an_allowance_of_its_own_and_a_429_page_past_it(limited: str) -> None:
+    """The person can look while their agent is held back; a script driving the viewer is held back too."""
+    for _ in range(RATE + 1):
+        spent = post_rpc(limited, ALICE, "tools/call", {"name": "memory_stats", "arguments": {}})["result"]
+    assert spent["structuredContent"]["error"]["type"] == "rate_limited"  # the agent is held back
+    with httpx.Client(base_url=limited) as browser:
+        assert post_sign_in(browser, ALICE).status_code == 303  # signing in is not counted
+        pages = [browser.get(path) for path in ("/ui", "/ui/sessions", "/ui/review")]
+    assert [p.status_code for p in pages[:RATE]] == [200] * RATE
+    refused = pages[RATE]
+    assert refused.status_code == 429 and int(refused.headers["Retry-After"]) >= 1
+    assert "Too many requests" in refused.text and 'id="namespace">alice<' in refused.text

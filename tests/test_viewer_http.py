@@ -18,10 +18,14 @@ from mcp import ClientSession
 from mcp.client.streamable_http import streamablehttp_client
 from mcp.shared.exceptions import McpError
 
+from hindsight_integrations.core.model.limits import MAX_PAGE
+from hindsight_integrations.core.model.records import MemoryRecord
+from hindsight_integrations.mcp import viewer_pages as pages
+from hindsight_integrations.mcp.routes import page_of_everything
 from hindsight_integrations.mcp.viewer import COOKIE
 
 from .mcp_support import http_server
-from .viewer_support import ALICE, BOB, SCRIPT_TEXT, SESSION, Seeded, csrf_of, post_sign_in, seeded_server
+from .viewer_support import ALICE, BOB, SCRIPT_TEXT, SESSION, Seeded, csrf_of, post_sign_in, seeded_server, status_of
 
 pytestmark = pytest.mark.server
 
@@ -131,6 +135,25 @@ def test_forget_and_restore(seeded: Seeded) -> None:
         assert "Dentist" in client.get("/ui").text
 
 
+def test_a_compressed_turn_offers_its_summary_and_no_restore_that_would_do_nothing(seeded: Seeded) -> None:
+    """It is archived but not in cold storage: ``restore`` skips it, so the page must not promise one."""
+    with signed_in(seeded, ALICE) as client:
+        page = client.get(f"/ui/memory/{seeded.compressed_turn}").text
+        assert 'class="badge status-archived"' in page and "Restore" not in page and 'id="restore"' not in page
+        assert 'id="archived-in-place"' in page and f'href="/ui/memory/{seeded.summary}"' in page
+        pressed = client.post(f"/ui/memory/{seeded.compressed_turn}/restore", data={"csrf": csrf_of(page)})
+    assert pressed.status_code == 400 and "not in cold storage: nothing restored" in pressed.text
+    assert "Restored" not in pressed.text and status_of(seeded.base, ALICE, seeded.compressed_turn) == "archived"
+
+
+def test_a_memory_in_cold_storage_offers_its_restore() -> None:
+    turn = MemoryRecord.model_validate(
+        {"namespace": "alice", "content": "Which neighbourhood is best for food?", "status": "archived"}
+    )
+    assert 'id="restore"' in pages.memory_actions(turn, "csrf-token", in_cold_storage=True)
+    assert 'id="restore"' not in pages.memory_actions(turn, "csrf-token", in_cold_storage=False)
+
+
 def test_export_is_the_namespaces_json(seeded: Seeded) -> None:
     with signed_in(seeded, ALICE) as client:
         response = client.get("/ui/export.json")
@@ -192,6 +215,50 @@ def test_debug_endpoints_need_the_bearer_token_and_keep_to_its_namespace(seeded:
         offset = page["next_offset"]
     assert len(seen) == len(set(seen)) and {seeded.old_city, seeded.held_allergy, seeded.scripted} <= set(seen)
     assert seeded.bob_secret not in seen
+
+
+@pytest.mark.parametrize("limit", ["0", "-1", "10001", "many"])
+def test_debug_memories_refuses_a_page_size_outside_1_to_max_page_naming_it(seeded: Seeded, limit: str) -> None:
+    alice = {"Authorization": f"Bearer {ALICE}"}
+    answer = httpx.get(f"{seeded.base}/debug/memories", params={"limit": limit}, headers=alice)
+    assert answer.status_code == 400 and answer.json()["error"] == "invalid_input", answer.text
+    message = answer.json()["message"]
+    assert message.startswith("limit:") and (f"got {limit}" in message or f"got {limit!r}" in message), message
+    assert f"between 1 and {MAX_PAGE}" in message or "whole number" in message
+
+
+def test_debug_memories_serves_the_largest_page_it_documents(seeded: Seeded) -> None:
+    alice = {"Authorization": f"Bearer {ALICE}"}
+    answer = httpx.get(f"{seeded.base}/debug/memories", params={"limit": str(MAX_PAGE)}, headers=alice)
+    assert answer.status_code == 200, answer.text
+    page = answer.json()
+    assert (
+        page["limit"] == MAX_PAGE
+        and page["next_offset"] is None
+        and seeded.old_city in {m["id"] for m in page["memories"]}
+    )
+
+
+class PagedEngine:
+    """As much of ``MemoryEngine.list`` as paging needs: ``records`` ids, at most ``MAX_PAGE`` per call."""
+
+    def __init__(self, records: int) -> None:
+        self.ids = [f"m{n}" for n in range(records)]
+        self.calls: list[tuple[int, int]] = []
+
+    def list(self, *, limit: int, offset: int, **_: object) -> list[str]:
+        assert 1 <= limit <= MAX_PAGE
+        self.calls.append((limit, offset))
+        return self.ids[offset : offset + limit]
+
+
+@pytest.mark.parametrize(("records", "more"), [(MAX_PAGE, False), (MAX_PAGE + 1, True)])
+def test_a_page_of_max_page_memories_says_whether_more_follow(records: int, more: bool) -> None:
+    engine = PagedEngine(records)
+    page, follows = page_of_everything(engine, "alice", MAX_PAGE, 0)  # type: ignore[arg-type]
+    assert len(page) == MAX_PAGE and follows is more
+    last, following = page_of_everything(engine, "alice", MAX_PAGE, MAX_PAGE)  # type: ignore[arg-type]
+    assert len(last) == records - MAX_PAGE and following is False
 
 
 @asynccontextmanager

@@ -107,6 +107,8 @@ class Seeded:
     held_allergy: str  # quarantined
     scripted: str  # content is HTML with a <script>
     dentist: str  # an event, for the kind and date filters
+    compressed_turn: str  # a turn of SESSION compressed into summary: archived, yet still in the store
+    summary: str
     bob_secret: str  # in Bob's namespace only
 
 
@@ -152,6 +154,8 @@ def _seed(base: str) -> Seeded:
         held_allergy=held.ids[0],
         scripted=scripted,
         dentist=dentist,
+        compressed_turn=compressed.archived_ids[0],
+        summary=compressed.summaries[0].id,
         bob_secret=bob_secret,
     )
 

@@ -44,7 +44,7 @@ def parser() -> argparse.ArgumentParser:
         "--rate-limit",
         type=float,
         default=None,
-        help="HTTP: tool calls per minute per namespace (env HINDSIGHT_RATE_LIMIT)",
+        help="HTTP: requests (tool calls, resource reads, /debug) per minute per namespace (env HINDSIGHT_RATE_LIMIT)",
     )
     return p
 

@@ -3,9 +3,10 @@
 ``HindsightMCP`` is what every tool call goes through: it resolves the caller's namespace
 (the server's own, or the bearer token's), refuses unknown tools and arguments and
 rate-limited calls, and turns every failure into a tool result the model can read
-(``failures``), never a crash, with one log line and metrics per call. It is the
-``serving.ServerHost`` the tools, resources, routes and viewer are served by; ``build_server``
-adds their tables to it.
+(``failures``), never a crash, with one log line and metrics per call. A resource read is held
+to the same rate limit. It is the ``serving.ServerHost`` the tools, resources, routes and viewer
+are served by (``/debug/*`` and the viewer's pages ask it for the rate limit too);
+``build_server`` adds their tables to it.
 """
 
 from __future__ import annotations
@@ -13,11 +14,13 @@ from __future__ import annotations
 import logging
 import os
 import time
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from mcp.server.fastmcp import FastMCP
 from mcp.server.fastmcp.exceptions import ToolError
 from mcp.server.fastmcp.tools import Tool as RegisteredTool
+from mcp.server.lowlevel.helper_types import ReadResourceContents
 from starlette.applications import Starlette
 from starlette.requests import Request
 
@@ -26,7 +29,7 @@ from ..core.redaction import call_text, text_summary
 from . import routes, viewer
 from .auth import SCOPE_KEY, BearerNamespaceMiddleware, current_namespace, validate_token_map
 from .body_guard import BodyGuard
-from .failures import Refusal, describe_failure, error_result
+from .failures import Refusal, describe_failure, error_result, rate_limited
 from .hosts import HostGuard, allowed_hosts, transport_security
 from .observability import (
     RateLimiter,
@@ -45,6 +48,8 @@ from .tool_table import register_tools
 from .tools import TOOLS
 
 if TYPE_CHECKING:
+    from pydantic import AnyUrl
+
     from ..core.engine import MemoryEngine
     from ..core.upkeep.runner import UpkeepReport
 
@@ -88,6 +93,7 @@ class HindsightMCP(FastMCP):
         self.token_map = token_map
         self.metrics = ServerMetrics()
         self.limiter = RateLimiter(rate_limit_per_minute) if rate_limit_per_minute else None
+        self.viewer_limiter = RateLimiter(rate_limit_per_minute) if rate_limit_per_minute else None
         self.auth_failures = AuthFailures.from_settings(engine.settings)
         self.allowed_hosts: list[str] | None = None
         self.serve_on(self.settings.host)
@@ -200,15 +206,37 @@ class HindsightMCP(FastMCP):
                 f"accepted arguments: {', '.join(sorted(allowed)) or 'none'}",
                 field=unknown[0],
             )
-        if self.limiter is not None:
-            wait = self.limiter.acquire(namespace)
-            if wait:
-                self.metrics.rate_limited.inc()
-                raise Refusal(
-                    "rate_limited",
-                    f"rate limit for namespace {namespace!r} exceeded; retry in {wait:.1f} s",
-                    retry_after=round(wait, 2),
-                )
+        if wait := self.rate_limit_wait(namespace):
+            raise rate_limited(namespace, wait)
+
+    async def read_resource(self, uri: AnyUrl | str) -> Iterable[ReadResourceContents]:
+        """Read resource ``uri`` for the caller's namespace, within its rate limit as a tool call is.
+
+        ``hindsight://stats`` reads every record of the namespace: reads must not be a way round
+        the limit. A refusal is a JSON-RPC error carrying a tool error's payload (``retry_after``).
+        """
+        try:
+            namespace = self.resolve_namespace()
+            if wait := self.rate_limit_wait(namespace):
+                raise rate_limited(namespace, wait)
+        except Refusal as exc:
+            raise exc.as_mcp_error() from None
+        return await super().read_resource(uri)
+
+    # -- rate limit -----------------------------------------------------------------------------
+    def rate_limit_wait(self, namespace: str, *, viewer: bool = False) -> float:
+        """Count one request of ``namespace`` against its rate limit: 0 to go ahead, else the seconds to wait.
+
+        Tool calls, resource reads and ``/debug/*`` share the namespace's allowance; the viewer's
+        pages (``viewer``) have one of their own of the same size, so a person can still look at
+        their memories while their agent is held back, and a script driving the viewer is held to
+        the same rate.
+        """
+        limiter = self.viewer_limiter if viewer else self.limiter
+        wait = limiter.acquire(namespace) if limiter is not None else 0.0
+        if wait:
+            self.metrics.rate_limited.inc()
+        return wait
 
     def _record_call(
         self,

@@ -5,7 +5,8 @@ the rate limit) is a ``Refusal``; a tool that raised is described by what caused
 (``describe_failure``): bad input naming the field, an unknown memory, a store that did not
 answer (retryable), an engine error, or a bug. Either way the answer is an error result
 (``error_result``) whose structured content the client turns back into the most specific
-``MemoryToolError`` (``protocol.parse_result``).
+``MemoryToolError`` (``protocol.parse_result``). A resource read refused the same way is a
+JSON-RPC error carrying the same payload (``Refusal.as_mcp_error``).
 """
 
 from __future__ import annotations
@@ -14,13 +15,17 @@ from typing import Any
 
 import httpx
 from mcp.server.fastmcp.exceptions import ToolError
-from mcp.types import CallToolResult, TextContent
+from mcp.shared.exceptions import McpError
+from mcp.types import CallToolResult, ErrorData, TextContent
 from pydantic import ValidationError
 
 from ..core.errors import HindsightError, InvalidInputError, MemoryNotFoundError, StoreUnavailableError
 from ..core.redaction import describe_error
 from .observability import log, quote_briefly
 from .protocol import validation_message
+
+REFUSED = -32029
+"""JSON-RPC error code of a request refused before it ran (in the range JSON-RPC leaves to servers; 429 as in HTTP)."""
 
 
 class Refusal(Exception):
@@ -35,6 +40,19 @@ class Refusal(Exception):
     def payload(self) -> dict[str, Any]:
         """The error as the client reads it: type, message and the details (field, retry_after...)."""
         return {"type": self.kind, "message": self.message, **self.details}
+
+    def as_mcp_error(self) -> McpError:
+        """The refusal as the JSON-RPC error of a request that is not a tool call (a resource read)."""
+        return McpError(ErrorData(code=REFUSED, message=self.message, data=self.payload()))
+
+
+def rate_limited(namespace: str, wait: float) -> Refusal:
+    """The refusal of a request past ``namespace``'s rate limit, saying when to retry."""
+    return Refusal(
+        "rate_limited",
+        f"rate limit for namespace {namespace!r} exceeded; retry in {wait:.1f} s",
+        retry_after=round(wait, 2),
+    )
 
 
 def describe_failure(tool: str, exc: ToolError) -> tuple[str, dict[str, Any]]:
@@ -95,4 +113,4 @@ def error_result(error: dict[str, Any]) -> CallToolResult:
     )
 
 
-__all__ = ["Refusal", "describe_failure", "error_result", "store_outage"]
+__all__ = ["REFUSED", "Refusal", "describe_failure", "error_result", "rate_limited", "store_outage"]

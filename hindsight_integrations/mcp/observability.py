@@ -217,7 +217,9 @@ class ServerMetrics:
             registry=self.registry,
         )
         self.rate_limited = Counter(
-            "hindsight_mcp_rate_limited", "tool calls refused by the per-namespace rate limit", registry=self.registry
+            "hindsight_mcp_rate_limited",
+            "requests (tool calls, resource reads, /debug, viewer pages) refused by the per-namespace rate limit",
+            registry=self.registry,
         )
 
         self.upkeep_runs = Counter(

@@ -2,7 +2,7 @@
 
 ``ServerHost`` is that need as a protocol: the engine, the namespace rules (the server's own
 namespace, the token map, how the caller's namespace is resolved), the metrics, the throttle of
-failed sign-ins and where an upkeep run is reported. ``app.HindsightMCP`` provides it; the
+failed sign-ins, the per-namespace rate limit and where an upkeep run is reported. ``app.HindsightMCP`` provides it; the
 modules that serve requests depend on this protocol alone, never on the server module, so
 the server can import them without a circle.
 
@@ -74,6 +74,13 @@ class ServerHost(Protocol):
 
     def record_upkeep(self, report: UpkeepReport, *, trigger: str, **context: Any) -> None:
         """Log and count one namespace's upkeep run."""
+        ...
+
+    def rate_limit_wait(self, namespace: str, *, viewer: bool = False) -> float:
+        """Count one request of ``namespace`` against its rate limit: 0 to go ahead, else the seconds to wait.
+
+        ``viewer``: a page of the viewer, which has an allowance of its own (``app.HindsightMCP``).
+        """
         ...
 
 

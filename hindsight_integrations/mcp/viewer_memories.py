@@ -3,8 +3,9 @@
 The list (filtered and paged, or recall hits with their score parts when searching), a memory
 with its provenance and history, its actions (forget, restore, review), the review queue, the
 sessions and their working windows, and the export. Every page shows the signed-in namespace
-only (``signed_in`` sends anyone else to the sign-in form); every action is a post checked for
-its origin and CSRF token first. HTML lives in ``viewer_pages``.
+only (``signed_in`` sends anyone else to the sign-in form) and counts against the viewer's
+share of its rate limit; every action is a post checked for its origin and CSRF token first.
+HTML lives in ``viewer_pages``.
 """
 
 from __future__ import annotations
@@ -44,12 +45,14 @@ Page = Callable[[Viewer, Request, Browser, str], Awaitable[Response]]
 
 
 def signed_in(page: Page) -> Callable[[Viewer, Request], Awaitable[Response]]:
-    """``page`` for a signed-in browser (or anyone, without tokens); the sign-in form for anyone else."""
+    """``page`` for a signed-in browser (or anyone, without tokens), within the rate limit; else sign-in or 429."""
 
     async def handler(viewer: Viewer, request: Request) -> Response:
         who = await viewer.browser(request)
         if who.namespace is None:
             return viewer.to_sign_in()
+        if (refused := viewer.over_rate_limit(who, who.namespace)) is not None:
+            return refused
         return await page(viewer, request, who, who.namespace)
 
     handler.__name__ = handler.__qualname__ = page.__name__
@@ -98,6 +101,14 @@ def _get_or_none(engine: MemoryEngine, memory_id: str | None, namespace: str) ->
         return None
 
 
+def _in_cold_storage(engine: MemoryEngine, record: MemoryRecord, namespace: str) -> bool:
+    """Whether ``restore`` can bring the memory back: archived by upkeep into cold storage.
+
+    A compressed conversation turn is archived too, but stays in the store: restore skips it.
+    """
+    return record.status is Status.ARCHIVED and record.id in engine.archived_ids(namespace=namespace)
+
+
 def _every(engine: MemoryEngine, namespace: str, **filters: Any) -> list[MemoryRecord]:
     """Every memory of ``namespace`` of any tier that matches ``filters``, history included."""
     return engine.list(
@@ -144,7 +155,7 @@ async def memory_page(viewer: Viewer, request: Request, who: Browser, namespace:
     except InvalidInputError as exc:  # an id no memory can have (too long, not UTF-8)
         return viewer.error("Error", exc, who, 400)
 
-    def related() -> tuple[list[MemoryRecord], MemoryRecord | None, MemoryRecord | None]:
+    def related() -> tuple[list[MemoryRecord], MemoryRecord | None, MemoryRecord | None, bool]:
         older = [
             r for r in _every(engine, namespace, statuses=[Status.SUPERSEDED.value]) if r.superseded_by == record.id
         ]
@@ -152,9 +163,10 @@ async def memory_page(viewer: Viewer, request: Request, who: Browser, namespace:
             older,
             _get_or_none(engine, record.superseded_by, namespace),
             _get_or_none(engine, record.conflicts_with, namespace),
+            _in_cold_storage(engine, record, namespace),
         )
 
-    older, newer, contradicted = await run_in_threadpool(related)
+    older, newer, contradicted, in_cold_storage = await run_in_threadpool(related)
     body = pages.memory_detail(
         record,
         superseded=older,
@@ -162,6 +174,7 @@ async def memory_page(viewer: Viewer, request: Request, who: Browser, namespace:
         conflicts_with=contradicted,
         csrf=viewer.csrf(who),
         message=NOTICES.get(request.query_params.get("done") or ""),
+        in_cold_storage=in_cold_storage,
     )
     return viewer.show("Memory", body, who)
 
@@ -180,6 +193,8 @@ async def memory_action(viewer: Viewer, request: Request) -> Response:
     memory_id, action = request.path_params["memory_id"], request.path_params["action"]
     form = await request.form()
     if (refused := viewer.forged(request, who, form.get(pages.CSRF_FIELD))) is not None:
+        return refused
+    if (refused := viewer.over_rate_limit(who, namespace)) is not None:
         return refused
     try:
         done = await _carry_out(viewer.engine, memory_id, action, form, namespace)
@@ -201,7 +216,8 @@ async def _carry_out(engine: MemoryEngine, memory_id: str, action: str, form: Fo
         await run_in_threadpool(engine.forget, memory_id, namespace=namespace)
         return "forgotten"
     if action == "restore" and record.status is Status.ARCHIVED:
-        await run_in_threadpool(engine.restore, namespace=namespace, ids=[memory_id])
+        if not await run_in_threadpool(engine.restore, namespace=namespace, ids=[memory_id]):
+            raise InvalidInputError("id", f"memory {memory_id} is archived but not in cold storage: nothing restored")
         return "restored"
     if action == "restore":
         await run_in_threadpool(engine.unforget, memory_id, namespace=namespace)

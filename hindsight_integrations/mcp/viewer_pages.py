@@ -250,8 +250,8 @@ def _action(path: str, label: str, button_id: str, csrf: str, *, danger: bool = 
     return f'<form method="post" action="{esc(path)}">{csrf_field(csrf)}{hidden}{button}</form>'
 
 
-def memory_actions(record: MemoryRecord, csrf: str) -> str:
-    """What can be done to the memory in its status: review, forget, or restore."""
+def memory_actions(record: MemoryRecord, csrf: str, *, in_cold_storage: bool = False) -> str:
+    """What can be done to the memory in its status: review, forget, or restore (if forgotten, or in cold storage)."""
     base = f"/ui/memory/{quote(record.id, safe='')}"
     buttons = []
     if record.status is Status.QUARANTINED:
@@ -259,11 +259,23 @@ def memory_actions(record: MemoryRecord, csrf: str) -> str:
         buttons.append(_action(f"{base}/review", "Reject", "reject", csrf, danger=True, value="reject"))
     elif record.status is Status.DELETED:
         buttons.append(_action(f"{base}/restore", "Restore", "restore", csrf))
-    elif record.status is Status.ARCHIVED:
+    elif record.status is Status.ARCHIVED and in_cold_storage:
         buttons.append(_action(f"{base}/restore", "Restore from cold storage", "restore", csrf))
+    elif record.status is Status.ARCHIVED:
+        return archived_in_place(record)
     if record.status in (Status.ACTIVE, Status.SUPERSEDED):
         buttons.append(_action(f"{base}/forget", "Forget", "forget", csrf, danger=True))
     return f'<div class="actions box">{"".join(buttons)}</div>' if buttons else ""
+
+
+def archived_in_place(record: MemoryRecord) -> str:
+    """Why an archived memory the store still holds (a compressed turn) offers no restore, and what stands for it."""
+    summary = record.metadata.get("summary_id")
+    into = f"into {memory_link(str(summary), 'its summary')}, which stands for it" if summary else "out of its window"
+    return (
+        f'<p class="note box" id="archived-in-place">Compressed {into}. It is kept as the record of what '
+        "was said, not in cold storage: there is nothing to restore.</p>"
+    )
 
 
 def memory_detail(
@@ -274,6 +286,7 @@ def memory_detail(
     conflicts_with: MemoryRecord | None,
     csrf: str,
     message: str | None = None,
+    in_cold_storage: bool = False,
 ) -> str:
     """One memory: every field, its provenance and its history, and the actions its status allows."""
     fields = [
@@ -326,7 +339,7 @@ def memory_detail(
     notice = f'<p class="box" id="message">{esc(message)}</p>' if message else ""
     return (
         f'{notice}<h1>Memory</h1><div class="box"><p class="content" id="memory-content">{esc(record.content)}</p>'
-        f"{_definitions(fields)}</div>{memory_actions(record, csrf)}"
+        f"{_definitions(fields)}</div>{memory_actions(record, csrf, in_cold_storage=in_cold_storage)}"
         f'<h2>Provenance</h2><div class="box" id="provenance">{_definitions(provenance)}'
         f"{'<h3>Merged inputs</h3><ul>' + merged + '</ul>' if merged else ''}</div>"
         f'<h2>History</h2><div class="box" id="history">'

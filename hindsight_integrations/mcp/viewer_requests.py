@@ -4,7 +4,8 @@
 throttle of failed sign-ins, and the steps the page functions share: ``browser`` (the signed-in
 namespace and the cookie the page's CSRF tokens are bound to), ``show`` (a page in the frame,
 never cached or framed), ``refuse`` (a 403 page, logged as a security event), ``forged`` (the
-CSRF check of a post) and ``guarded`` (a store that does not answer is a 503 page).
+CSRF check of a post), ``over_rate_limit`` (a 429 page past the namespace's rate limit) and
+``guarded`` (a store that does not answer is a 503 page).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from ..core.errors import StoreUnavailableError
 from ..core.storage.revocations import RevokedSessions
 from . import viewer_pages as pages
 from .serving import Endpoint, ServerHost
-from .throttle import client_address, security_event
+from .throttle import client_address, retry_after_header, security_event
 from .viewer_sessions import COOKIE, PRE_COOKIE, ViewerSessions
 
 FRAMELESS = {"Cache-Control": "no-store", "X-Frame-Options": "DENY"}
@@ -88,6 +89,23 @@ class Viewer:
     def error(self, title: str, message: object, who: Browser, status_code: int) -> Response:
         """A page saying what went wrong (escaped)."""
         return self.show(title, f'<p class="error" id="error">{pages.esc(message)}</p>', who, status_code)
+
+    def over_rate_limit(self, who: Browser, namespace: str) -> Response | None:
+        """A 429 page with ``Retry-After`` when ``namespace`` has used up the viewer's allowance; else None.
+
+        Every page and action of a signed-in namespace reads the store, and anyone holding the
+        token can sign in, so a script cannot use the viewer to get round the rate limit. The
+        viewer's allowance is its own (``ServerHost.rate_limit_wait``): an agent held back does
+        not lock its person out of their memories.
+        """
+        wait = self.host.rate_limit_wait(namespace, viewer=True)
+        if not wait:
+            return None
+        seconds = retry_after_header(wait)
+        message = f"Too many requests for namespace {namespace!r} in the last minute: try again in {seconds} seconds."
+        response = self.error("Too many requests", message, who, 429)
+        response.headers["Retry-After"] = seconds
+        return response
 
     @staticmethod
     def to_sign_in() -> Response:
