@@ -24,6 +24,7 @@ from .parts import EngineParts
 from .progress import ProgressCallback, report
 from .recall.context import memory_line
 from .recall.filters import RecallFilters, bounded_filters
+from .storage.cold import ColdStorage
 from .storage.namespace_store import NamespaceStore, Vector
 
 EXPORT_FORMAT = "hindsight-export"
@@ -85,6 +86,7 @@ class Backup:
 
     def __init__(self, parts: EngineParts) -> None:
         self._parts = parts
+        self.cold = ColdStorage(parts.settings.resolved_cold_store)
 
     def export(
         self, handle: NamespaceStore, *, include_embeddings: bool, progress: ProgressCallback | None = None

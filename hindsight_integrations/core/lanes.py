@@ -78,7 +78,7 @@ class ModelLane:
             merger=merger,
             consolidator=Consolidator(parts, merger),
             maintenance=Maintenance(
-                settings.resolved_cold_store, backup.import_data, parts.clock, semantic_decay=settings.semantic_decay
+                backup.cold, backup.import_data, parts.clock, semantic_decay=settings.semantic_decay
             ),
         )
 

@@ -149,7 +149,7 @@ class UpkeepFacade:
     def archived_ids(self, *, namespace: str | None = None) -> list[str]:
         """The ids in the namespace's cold storage: what ``restore`` can bring back, oldest archive first."""
         handle, lane = self._upkept(namespace)
-        return lane.maintenance.archived_ids(handle)
+        return lane.maintenance.archived_ids(handle.name)
 
 
 __all__ = ["UpkeepFacade"]
