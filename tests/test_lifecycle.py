@@ -64,6 +64,19 @@ def test_a_cold_file_written_with_an_id_twice_restores_its_last_row(timed: Memor
     assert cold.read_text(encoding="utf-8") == ""
 
 
+def test_a_memory_recalled_a_moment_ago_is_not_archived_as_idle(timed: MemoryEngine, clock) -> None:
+    """Recall's counts are queued (written every few seconds); maintain writes the namespace's first, then judges."""
+    stale = timed.store("The old staging host was called zeus-1.", namespace="u1", importance=0.2).stored[0]
+    clock.advance(days=100)
+    assert timed.recall("what was the old staging host called?", namespace="u1").hits[0].record.id == stale.id
+    report = timed.maintain(namespace="u1")
+    assert report.archived == [] and timed.archived_ids(namespace="u1") == []
+    kept = timed.get(stale.id, namespace="u1")
+    assert kept.access_count == 1 and kept.last_accessed_at == clock.now()
+    clock.advance(days=91)
+    assert timed.maintain(namespace="u1").archived == [stale.id]  # idle 90 days since that recall
+
+
 def test_capacity_caps_evict_lowest_retention(engine: MemoryEngine) -> None:
     old = datetime.now(UTC) - timedelta(days=20)
     for i in range(5):

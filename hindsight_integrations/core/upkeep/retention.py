@@ -157,9 +157,14 @@ class Maintenance:
     def maintain(
         self, handle: NamespaceStore, *, now: datetime | None, caps: dict[Tier, int] | None, dry_run: bool = False
     ) -> MaintenanceReport:
-        """See ``MemoryEngine.maintain``."""
+        """See ``MemoryEngine.maintain``.
+
+        Recall's queued access counts of the namespace are written first: idleness is judged
+        from what Chroma holds, and a memory recalled a moment ago is not idle.
+        """
         now = now or self._clock.now()
         path = self.cold_path(handle.name)
+        handle.access.flush(handle)  # before the write lock: writing the counts takes its in-process part
         with handle.writing:
             records = [r for r, _ in handle.iterate()]
             decayed, archive, evict = plan(records, now, caps, semantic_decay=self._semantic_decay)
