@@ -173,6 +173,39 @@ def test_export_import_round_trip_loses_nothing(engine: MemoryEngine, tmp_path: 
                 assert after[memory_id][key] == pytest.approx(record[key], abs=1e-6)
 
 
+def test_archived_memories_travel_with_their_export_and_restore_where_they_land(
+    timed: MemoryEngine, clock: ManualClock, tmp_path: Path, embedder
+) -> None:
+    """Export carries the cold storage (``cold_records``); import puts it into the new namespace's, for restore."""
+    stale = timed.store("The old staging host was called zeus-1.", namespace="u1", importance=0.2).stored[0]
+    timed.store("I prefer concise answers.", namespace="u1", kind="preference")
+    clock.advance(days=100)
+    assert timed.maintain(namespace="u1").archived == [stale.id]
+    data = json.loads(json.dumps(timed.export(namespace="u1")))
+    assert [r["id"] for r in data["cold_records"]] == [stale.id] and stale.id not in {r["id"] for r in data["records"]}
+    assert data["cold_records"][0]["status"] == "archived" and data["cold_records"][0]["embedding"]
+
+    copy = MemoryEngine(store=tmp_path / "copy", embedder=embedder, llm=False, clock=clock)
+    assert copy.import_data(data, namespace="u2") == 2  # one in Chroma, one in cold storage
+    assert copy.archived_ids(namespace="u2") == [stale.id] and copy.stats(namespace="u2").total == 1
+    again = copy.export(namespace="u2")["cold_records"][0]
+    assert {k: v for k, v in again.items() if k != "namespace"} == {
+        k: v for k, v in data["cold_records"][0].items() if k != "namespace"
+    }  # vectors of the same model kept as they were
+    assert copy.restore(namespace="u2") == 1
+    assert copy.recall("zeus-1", namespace="u2", top_k=1).hits[0].record.id == stale.id
+
+    without = timed.export(namespace="u1", include_embeddings=False)
+    assert "embedding" not in without["cold_records"][0]
+    other = MemoryEngine(store=tmp_path / "other", embedder=ChromaFunctionEmbedder(_HashEmbedding()), llm=False)
+    other.import_data(timed.export(namespace="u1"), namespace="u1")  # another model: restore embeds it again
+    assert other.restore(namespace="u1") == 1
+    assert other.get(stale.id, namespace="u1").embedding_model == "char-hash-32"
+
+    older = {k: v for k, v in data.items() if k != "cold_records"}  # an export written before cold records
+    assert copy.import_data(older, namespace="u3") == 1 and copy.archived_ids(namespace="u3") == []
+
+
 class _HashEmbedding:
     """A second, genuinely different embedding function (character-hash vectors)."""
 

@@ -3,7 +3,9 @@
 An export holds every record, every status included, with its vectors unless asked not to:
 importing it into a store with the same embedding model reuses them; with another model the
 records are re-embedded (the store refuses to mix models, so this is how a namespace changes
-model).
+model). It also holds the namespace's cold storage (``cold_records``: what upkeep archived out
+of Chroma), which an import puts back into the cold storage of the namespace it goes into, so
+``restore`` works there; an export written before had none, and imports as it is.
 """
 
 from __future__ import annotations
@@ -24,16 +26,18 @@ from .parts import EngineParts
 from .progress import ProgressCallback, report
 from .recall.context import memory_line
 from .recall.filters import RecallFilters, bounded_filters
-from .storage.cold import ColdStorage
+from .storage.cold import ColdRow, ColdStorage, archived_row
 from .storage.namespace_store import NamespaceStore, Vector
 
 EXPORT_FORMAT = "hindsight-export"
+COLD_RECORDS = "cold_records"  # the export's key of the namespace's cold storage (optional: absent in older exports)
 # Progress stages (see ``progress.ProgressCallback``) and how often each is reported.
 _READING, _CHECKING = "reading memories", "checking memories"
 _EMBEDDING, _WRITING = "embedding memories", "writing memories"
 _REPORT_EVERY = 500
 _EMBED_CHUNK = 256  # records embedded between two reports (a few model batches)
 _WRITE_CHUNK = 500  # records written to Chroma between two reports
+_VECTORS = ("embedding", "window_embedding")
 
 
 def export_namespace(data: Any, namespace: str | None) -> str | None:
@@ -69,6 +73,14 @@ class Page:
         if history and not chosen.statuses:  # quarantined memories wait for review: list them too
             chosen = chosen.model_copy(update={"statuses": [Status.ACTIVE, Status.SUPERSEDED, Status.QUARANTINED]})
         return cls(chosen, history, limit, offset)
+
+
+def _listed(data: dict[str, Any], key: str) -> list[Any]:
+    """The list an export holds under ``key`` (none: empty), or ``InvalidInputError`` naming the key."""
+    items = data.get(key, [])
+    if not isinstance(items, list):
+        raise InvalidInputError(key, f"must be a list of records, got {type(items).__name__}")
+    return items
 
 
 def _fits(vector: Any, dimension: int | None) -> bool:
@@ -108,6 +120,9 @@ class Backup:
             for item in records:
                 if item["id"] in context_vectors:
                     item["window_embedding"] = context_vectors[item["id"]]  # the key predates "context vector"
+        cold = self.cold.rows(handle.name)
+        if not include_embeddings:
+            cold = [{k: v for k, v in row.items() if k not in _VECTORS} for row in cold]
         return {
             "format": EXPORT_FORMAT,
             "version": 1,
@@ -116,23 +131,24 @@ class Backup:
             "embedding_dim": self._parts.embedding_dim,
             "exported_at": self._parts.clock.now().isoformat(),
             "records": records,
+            COLD_RECORDS: cold,
         }
 
     def import_data(
         self, handle: NamespaceStore, data: dict[str, Any], *, progress: ProgressCallback | None = None
     ) -> int:
-        """See ``MemoryEngine.import_data``; ``data`` was checked to be an export.
+        """See ``MemoryEngine.import_data``; ``data`` was checked to be an export. Returns how many memories came in.
 
         Every record is checked before anything is written, and every problem is reported at
         once (``InvalidRecordsError``). A record's vectors are reused only when the export was
         made with this store's model and they have its dimension; otherwise (another model, no
         vectors, a damaged vector) the record is embedded again, since vectors are derived from
-        the content. ``progress`` is told of the records checked, embedded and written.
+        the content. ``progress`` is told of the records checked, embedded and written. The
+        export's cold records go to the namespace's cold storage, each replacing its id's row
+        there, with their vectors when ``restore`` can reuse them (else it embeds them again).
         """
-        items = data.get("records", [])
-        if not isinstance(items, list):
-            raise InvalidInputError("records", f"must be a list of records, got {type(items).__name__}")
-        records = self._checked_records(handle.name, items, progress)
+        items, cold_items = _listed(data, "records"), _listed(data, COLD_RECORDS)
+        records, cold = self._checked_records(handle.name, items, cold_items, progress)
         same_model = data.get("embedding_model") == self._parts.embedder.name
         dimension = self._parts.embedding_dim
         vectors: list[Vector] = []
@@ -170,51 +186,68 @@ class Backup:
                         framed = {r.id: context_vectors[r.id] for r, _ in group if r.id in context_vectors}
                         write([r for r, _ in group], [v for _, v in group], framed)
                 report(progress, _WRITING, start + len(pairs), len(records))
-        return len(records)
+            self.cold.put(handle.name, [self._cold_row(r, item, data) for r, item in zip(cold, cold_items)])
+        return len(records) + len(cold)
+
+    def _cold_row(self, record: MemoryRecord, item: dict[str, Any], data: dict[str, Any]) -> ColdRow:
+        """The cold-storage row of an exported cold record: its vectors kept when they are this store's model's."""
+        model = item.get("embedding_model") or data.get("embedding_model")
+        own, framed = item.get("embedding"), item.get("window_embedding")
+        dimension = self._parts.embedding_dim
+        if (
+            model == self._parts.embedder.name
+            and _fits(own, dimension)
+            and (_fits(framed, dimension) or framed is None)
+        ):
+            return archived_row(record, own, framed)
+        return archived_row(record.model_copy(update={"embedding_model": None, "embedding_dim": None}), None, None)
 
     def _checked_records(
-        self, namespace: str, items: list[Any], progress: ProgressCallback | None
-    ) -> list[MemoryRecord]:
-        """The records of an export's ``items``, or ``InvalidRecordsError`` naming every problem found."""
-        records: list[MemoryRecord] = []
+        self, namespace: str, items: list[Any], cold_items: list[Any], progress: ProgressCallback | None
+    ) -> tuple[list[MemoryRecord], list[MemoryRecord]]:
+        """The records and cold records of an export, or ``InvalidRecordsError`` naming every problem found."""
+        checked: dict[str, list[MemoryRecord]] = {"records": [], COLD_RECORDS: []}
         problems: list[str] = []
         bad = 0
-        first_seen: dict[str, int] = {}
-        report(progress, _CHECKING, 0, len(items))
-        for n, item in enumerate(items):
-            found = self._record_problems(namespace, n, item)
+        total = len(items) + len(cold_items)
+        listed = [("records", n, item) for n, item in enumerate(items)]
+        listed += [(COLD_RECORDS, n, item) for n, item in enumerate(cold_items)]
+        first_seen: dict[tuple[str, str], int] = {}
+        report(progress, _CHECKING, 0, total)
+        for done, (key, n, item) in enumerate(listed, start=1):
+            found = self._record_problems(namespace, f"{key}[{n}]", item)
             if isinstance(found, MemoryRecord):
-                if (earlier := first_seen.setdefault(found.id, n)) != n:
-                    found = [f"records[{n}].id: {found.id!r} is also the id of records[{earlier}]; ids must be unique"]
+                if (earlier := first_seen.setdefault((key, found.id), n)) != n:
+                    found = [f"{key}[{n}].id: {found.id!r} is also the id of {key}[{earlier}]; ids must be unique"]
                 else:
-                    records.append(found)
+                    checked[key].append(found)
             if isinstance(found, list):
                 problems.extend(found)
                 bad += 1
-            if (n + 1) % _REPORT_EVERY == 0:
-                report(progress, _CHECKING, n + 1, len(items))
-        report(progress, _CHECKING, len(items), len(items))
+            if done % _REPORT_EVERY == 0:
+                report(progress, _CHECKING, done, total)
+        report(progress, _CHECKING, total, total)
         if problems:
-            raise InvalidRecordsError(problems, bad=bad, total=len(items))
-        return records
+            raise InvalidRecordsError(problems, bad=bad, total=total)
+        return checked["records"], checked[COLD_RECORDS]
 
-    def _record_problems(self, namespace: str, n: int, item: Any) -> MemoryRecord | list[str]:
-        """Item ``n`` as a record of ``namespace``, or what is wrong with it, one line per problem.
+    def _record_problems(self, namespace: str, where: str, item: Any) -> MemoryRecord | list[str]:
+        """``item`` (at ``where``, e.g. ``records[3]``) as a record of ``namespace``, or what is wrong with it.
 
         The item's own ``namespace`` is replaced, not checked: a record is imported into the
         namespace the import was given, so a hand-written record may leave it out.
         """
         if not isinstance(item, dict):
-            return [f"records[{n}]: must be an object (one record of `hindsight export`), got {type(item).__name__}"]
-        fields = {k: v for k, v in item.items() if k not in ("embedding", "window_embedding")}
+            return [f"{where}: must be an object (one record of `hindsight export`), got {type(item).__name__}"]
+        fields = {k: v for k, v in item.items() if k not in _VECTORS}
         fields.update(namespace=namespace, embedding_model=self._parts.embedder.name)
         fields["embedding_dim"] = self._parts.embedding_dim
         try:
             record = MemoryRecord.model_validate(fields)
         except ValidationError as exc:
-            return validation_problems(exc, f"records[{n}]")
+            return validation_problems(exc, where)
         if not record.content.strip():
-            return [f"records[{n}].content: is empty; every memory needs its text"]
+            return [f"{where}.content: is empty; every memory needs its text"]
         return record
 
     def page(self, handle: NamespaceStore, page: Page) -> list[MemoryRecord]:
@@ -278,4 +311,4 @@ def _flags(r: MemoryRecord) -> list[str]:
     return flags
 
 
-__all__ = ["EXPORT_FORMAT", "Backup", "Page", "export_namespace"]
+__all__ = ["COLD_RECORDS", "EXPORT_FORMAT", "Backup", "Page", "export_namespace"]

@@ -406,7 +406,7 @@ class MemoryEngine(UpkeepFacade):
         include_embeddings: bool = True,
         progress: ProgressCallback | None = None,
     ) -> dict[str, Any]:
-        """Everything in a namespace, every status included, as JSON-ready data.
+        """Everything in a namespace, every status and its cold storage included, as JSON-ready data.
 
         ``progress`` is called as records are read (thousands take seconds; see ``progress.py``).
         """
