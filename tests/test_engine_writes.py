@@ -206,6 +206,17 @@ def test_archived_memories_travel_with_their_export_and_restore_where_they_land(
     assert copy.import_data(older, namespace="u3") == 1 and copy.archived_ids(namespace="u3") == []
 
 
+def test_reading_a_namespace_never_written_creates_nothing(engine: MemoryEngine) -> None:
+    """stats, dump, export, archived_ids, maintain and restore of a mistyped name leave the store as it was."""
+    engine.store("The staging server is called atlas-7.", namespace="alice")
+    assert engine.stats(namespace="alce").total == 0
+    assert "0 memories" in engine.dump(namespace="alce")
+    assert engine.export(namespace="alce")["records"] == [] and engine.archived_ids(namespace="alce") == []
+    assert engine.maintain(namespace="alce").archived == [] and engine.restore(namespace="alce") == 0
+    assert engine.namespaces() == ["alice"]
+    assert MemoryEngine(store=engine.settings.store, embedder=engine.embedder, llm=False).namespaces() == ["alice"]
+
+
 class _HashEmbedding:
     """A second, genuinely different embedding function (character-hash vectors)."""
 

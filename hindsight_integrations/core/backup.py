@@ -10,6 +10,7 @@ of Chroma), which an import puts back into the cold storage of the namespace it 
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -101,13 +102,22 @@ class Backup:
         self.cold = ColdStorage(parts.settings.resolved_cold_store)
 
     def export(
-        self, handle: NamespaceStore, *, include_embeddings: bool, progress: ProgressCallback | None = None
+        self,
+        name: str,
+        handle: NamespaceStore | None,
+        *,
+        include_embeddings: bool,
+        progress: ProgressCallback | None = None,
     ) -> dict[str, Any]:
-        """See ``MemoryEngine.export``; ``progress`` is told of the records read (stage ``"reading memories"``)."""
-        total = handle.count()
+        """See ``MemoryEngine.export``; ``progress`` is told of the records read (stage ``"reading memories"``).
+
+        ``handle`` is None for a namespace never written: its export has no records (and any
+        cold records a dropped namespace of that name left behind).
+        """
+        total = handle.count() if handle is not None else 0
         report(progress, _READING, 0, total)
         records = []
-        for record, vector in handle.iterate(include_embeddings=include_embeddings):
+        for record, vector in _iterate(handle, include_embeddings=include_embeddings):
             item = record.public_dict()
             if vector is not None:
                 item["embedding"] = vector
@@ -115,18 +125,18 @@ class Backup:
             if len(records) % _REPORT_EVERY == 0:
                 report(progress, _READING, min(len(records), total), max(total, len(records)))
         report(progress, _READING, len(records), len(records))
-        if include_embeddings:
+        if include_embeddings and handle is not None:
             context_vectors = handle.context_vectors([r["id"] for r in records])
             for item in records:
                 if item["id"] in context_vectors:
                     item["window_embedding"] = context_vectors[item["id"]]  # the key predates "context vector"
-        cold = self.cold.rows(handle.name)
+        cold = self.cold.rows(name)
         if not include_embeddings:
             cold = [{k: v for k, v in row.items() if k not in _VECTORS} for row in cold]
         return {
             "format": EXPORT_FORMAT,
             "version": 1,
-            "namespace": handle.name,
+            "namespace": name,
             "embedding_model": self._parts.embedder.name,
             "embedding_dim": self._parts.embedding_dim,
             "exported_at": self._parts.clock.now().isoformat(),
@@ -256,14 +266,14 @@ class Backup:
         records.sort(key=lambda r: r.occurred_at, reverse=True)
         return records[page.offset : page.offset + page.limit]
 
-    def stats(self, handle: NamespaceStore) -> NamespaceStats:
-        """See ``MemoryEngine.stats``."""
+    def stats(self, name: str, handle: NamespaceStore | None) -> NamespaceStats:
+        """See ``MemoryEngine.stats``; ``handle`` is None for a namespace never written (all counts 0)."""
         by_tier: dict[str, int] = {}
         by_kind: dict[str, int] = {}
         by_status: dict[str, int] = {}
         sessions: set[str] = set()
         tokens = total = 0
-        for record, _ in handle.iterate():
+        for record, _ in _iterate(handle):
             total += 1
             by_tier[record.tier.value] = by_tier.get(record.tier.value, 0) + 1
             by_kind[record.kind.value] = by_kind.get(record.kind.value, 0) + 1
@@ -273,7 +283,7 @@ class Backup:
             if record.status is Status.ACTIVE:
                 tokens += record.token_count
         return NamespaceStats(
-            namespace=handle.name,
+            namespace=name,
             total=total,
             by_tier=by_tier,
             by_kind=by_kind,
@@ -283,12 +293,12 @@ class Backup:
             sessions=len(sessions),
         )
 
-    def dump(self, handle: NamespaceStore, *, include_history: bool) -> str:
-        """See ``MemoryEngine.dump``."""
-        records = [r for r, _ in handle.iterate()]
+    def dump(self, name: str, handle: NamespaceStore | None, *, include_history: bool) -> str:
+        """See ``MemoryEngine.dump``; ``handle`` is None for a namespace never written."""
+        records = [r for r, _ in _iterate(handle)]
         if not include_history:
             records = [r for r in records if r.status is Status.ACTIVE]
-        lines = [f"# namespace {handle.name}: {len(records)} memories (embedding model {self._parts.embedder.name})"]
+        lines = [f"# namespace {name}: {len(records)} memories (embedding model {self._parts.embedder.name})"]
         for tier in Tier:
             group = sorted((r for r in records if r.tier is tier), key=lambda r: r.occurred_at)
             if not group:
@@ -296,6 +306,14 @@ class Backup:
             lines.append(f"\n## {tier.value} ({len(group)})")
             lines.extend(f"{memory_line(r)}\n    [{r.id[:8]}] {' '.join(_flags(r))}" for r in group)
         return "\n".join(lines)
+
+
+def _iterate(
+    handle: NamespaceStore | None, *, include_embeddings: bool = False
+) -> Iterator[tuple[MemoryRecord, list[float] | None]]:
+    """Every record of ``handle`` (none when the namespace was never written), with its vector if asked."""
+    if handle is not None:
+        yield from handle.iterate(include_embeddings=include_embeddings)
 
 
 def _flags(r: MemoryRecord) -> list[str]:

@@ -110,6 +110,15 @@ class ModelLanes:
             return self.primary
         return self._lane(handle.embedding_model)
 
+    def reading(self, namespace: str | None) -> tuple[str, NamespaceStore | None, ModelLane]:
+        """``namespace`` checked (default: the configured one), its handle and lane; a read does not create it.
+
+        The handle is None for a namespace never written, and the lane then the primary one.
+        """
+        name = self.primary.parts.namespace_name(namespace)
+        handle = self.open(name, create=False, text=None)
+        return name, handle, self.primary if handle is None else self.of(handle)
+
     def open(self, name: str, *, create: bool, text: str | None) -> NamespaceStore | None:
         """The handle of namespace ``name`` (None: it does not exist and ``create`` is False), served by its lane.
 
