@@ -217,6 +217,39 @@ def test_reading_a_namespace_never_written_creates_nothing(engine: MemoryEngine)
     assert MemoryEngine(store=engine.settings.store, embedder=engine.embedder, llm=False).namespaces() == ["alice"]
 
 
+def test_every_kind_of_record_the_engine_writes_imports_within_the_bounds(
+    timed: MemoryEngine, clock: ManualClock, tmp_path: Path, embedder
+) -> None:
+    """Import holds records to the write path's bounds; what the engine itself wrote passes them, its own keys too."""
+    ns = "u1"
+    timed.store("I live in Beijing.", namespace=ns, request_id="req-1")
+    timed.store("I live in Shanghai now.", namespace=ns)  # supersedes Beijing
+    timed.store("My blood type is O negative.", namespace=ns, importance=0.95)
+    timed.store("My blood type is A positive.", namespace=ns, trusted=False)  # quarantined for review
+    for session in ("s1", "s2"):
+        timed.store_memories([{"content": "The standup is at 9:30.", "session_id": session}], namespace=ns, dedup=False)
+        clock.advance(days=1)
+    for day in range(4):
+        timed.store(f"Swam {40 - day} lengths at the pool tonight.", namespace=ns, kind="event", session_id=f"d{day}")
+        clock.advance(days=1)
+    for i in range(8):
+        timed.record_turn(f"Turn {i}: the budget line {i} of the Osaka office", session_id="s3", namespace=ns)
+    timed.compress(session_id="s3", namespace=ns, force=True)
+    timed.consolidate(namespace=ns)
+    timed.store("The old staging host was called zeus-1.", namespace=ns, importance=0.2)
+    clock.advance(days=100)
+    timed.maintain(namespace=ns)  # decays some, archives the staging host
+    data = json.loads(json.dumps(timed.export(namespace=ns)))
+    own = {k for r in data["records"] + data["cold_records"] for k in r["metadata"] if k.startswith("_")}
+    assert own == {"_request_hash", "_supersedes", "_merged_into", "_habit", "_decayed_at", "_stated_importance"}
+    statuses = {r["status"] for r in data["records"]}
+    assert {"active", "superseded", "quarantined", "archived"} <= statuses and data["cold_records"]
+
+    copy = MemoryEngine(store=tmp_path / "copy", embedder=embedder, llm=False, clock=clock)
+    assert copy.import_data(data, namespace="u2") == len(data["records"]) + len(data["cold_records"])
+    assert copy.maintain(namespace="u2", now=clock.now() + timedelta(days=40)).namespace == "u2"
+
+
 class _HashEmbedding:
     """A second, genuinely different embedding function (character-hash vectors)."""
 

@@ -20,6 +20,7 @@ from pydantic import ValidationError
 from .config import validate_namespace
 from .errors import InvalidInputError, InvalidRecordsError
 from .model.arguments import validation_problems, whole_number
+from .model.imported import aware, record_problems
 from .model.limits import MAX_OFFSET, MAX_PAGE, InputLimits
 from .model.records import MemoryRecord, Status, Tier
 from .model.results import NamespaceStats
@@ -245,7 +246,9 @@ class Backup:
         """``item`` (at ``where``, e.g. ``records[3]``) as a record of ``namespace``, or what is wrong with it.
 
         The item's own ``namespace`` is replaced, not checked: a record is imported into the
-        namespace the import was given, so a hand-written record may leave it out.
+        namespace the import was given, so a hand-written record may leave it out. The rest is
+        held to the write path's bounds (``model/imported.py``), hindsight's own metadata keys
+        to the shapes the engine writes them in.
         """
         if not isinstance(item, dict):
             return [f"{where}: must be an object (one record of `hindsight export`), got {type(item).__name__}"]
@@ -258,7 +261,8 @@ class Backup:
             return validation_problems(exc, where)
         if not record.content.strip():
             return [f"{where}.content: is empty; every memory needs its text"]
-        return record
+        record = aware(record)
+        return record_problems(record, where, self._parts.limits) or record
 
     def page(self, handle: NamespaceStore, page: Page) -> list[MemoryRecord]:
         """See ``MemoryEngine.list``."""

@@ -17,7 +17,8 @@ from pydantic import BaseModel, Field
 
 from ..backup import EXPORT_FORMAT
 from ..clock import Clock
-from ..model.records import STATED_IMPORTANCE, Kind, MemoryRecord, Status, Tier
+from ..model.records import Kind, MemoryRecord, Status, Tier
+from ..model.reserved import DECAYED_AT_KEY, STATED_IMPORTANCE
 from ..storage.cold import ColdStorage, archived_row
 from ..storage.namespace_store import NamespaceStore
 
@@ -90,7 +91,7 @@ def plan(
     archive: list[MemoryRecord] = []
     for record in active:
         idle_since = record.last_accessed_at or record.created_at
-        last_decay = record.metadata.get("_decayed_at")
+        last_decay = record.metadata.get(DECAYED_AT_KEY)
         factor = semantic_decay if record.tier is Tier.SEMANTIC else DECAY_FACTOR
         if (
             now - idle_since >= ARCHIVE_AFTER
@@ -109,7 +110,7 @@ def plan(
                         "importance": round(record.importance * factor, 4),
                         "metadata": {
                             **record.metadata,
-                            "_decayed_at": now.timestamp(),
+                            DECAYED_AT_KEY: now.timestamp(),
                             STATED_IMPORTANCE: record.metadata.get(STATED_IMPORTANCE, record.importance),
                         },
                     }
