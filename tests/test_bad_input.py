@@ -219,6 +219,38 @@ def test_every_bad_record_of_an_import_is_named_and_nothing_is_written(engine: M
     assert engine.recall("wrong size vectors", namespace="u1", top_k=1).hits[0].record.content == records[3]["content"]
 
 
+def test_an_import_is_held_to_the_bounds_of_the_write_path(engine: MemoryEngine) -> None:
+    """Content, ids, metadata (hindsight's own keys included), entities and times: every problem named, none written."""
+    records = [
+        {"id": "big", "content": "word " * 40_000},
+        {"id": "a" * 5000, "content": "The office wifi password is hunter2."},
+        {"id": "", "content": "An empty id reached Chroma, which refused it mid-write."},
+        {"id": "res", "content": "The VPN gateway is vpn-3.", "metadata": {"_decayed_at": "soon", "_mine": 1}},
+        {"id": "fut", "content": "The offsite is in Lisbon.", "occurred_at": "3001-06-01T00:00:00Z"},
+        {"id": "ses", "content": "The on-call rota changes on Mondays.", "session_id": "", "access_count": -5},
+        {"id": "ent", "content": "The team lunch is on Fridays.", "entities": [f"person {n}" for n in range(60)]},
+        {"id": "ok", "content": "A record within every bound is still refused with the rest."},
+    ]
+    with pytest.raises(InvalidRecordsError) as err:
+        engine.import_data({"format": "hindsight-export", "records": records}, namespace="u1")
+    assert (err.value.bad, err.value.total) == (7, 8)
+    assert err.value.problems == [
+        "records[0].content: is 200000 bytes; the limit is 32768 (HINDSIGHT_MAX_CONTENT_BYTES)",
+        "records[1].id: is 5000 characters; the limit is 200",
+        "records[2].id: is empty; leave it out and the import gives the memory a new id",
+        "records[3].metadata._decayed_at: must be a time in epoch seconds (years 1900 to 2999), got 'soon'",
+        "records[3].metadata._mine: hindsight writes no key '_mine' (keys starting with '_' are its own); rename it",
+        "records[4].occurred_at: must be between the years 1900 and 2999, got 3001-06-01T00:00:00+00:00",
+        "records[5].session_id: is empty; leave it out instead",
+        "records[5].access_count: must be 0 or more, got -5",
+        "records[6].entities: has 60 names; the limit is 50 (HINDSIGHT_MAX_ENTITIES)",
+    ]
+    assert _count(engine) == 0
+    cold = {"format": "hindsight-export", "records": [], "cold_records": [{"id": "", "content": "x y z"}]}
+    with pytest.raises(InvalidRecordsError, match=r"cold_records\[0\]\.id: is empty"):
+        engine.import_data(cold, namespace="u1")
+
+
 def test_a_bad_setting_given_as_an_argument_is_not_blamed_on_the_environment() -> None:
     with pytest.raises(ConfigurationError) as err:
         load_settings(namespace="bad name")

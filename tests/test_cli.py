@@ -434,6 +434,20 @@ def test_import_names_every_bad_record_in_one_line_each(tmp_path: Path, embedder
     assert json.loads(_run(tmp_path / "store", "stats", "--json").stdout)["total"] == 0
 
 
+def test_stats_dump_and_export_of_a_namespace_never_written_name_the_ones_that_exist(tmp_path: Path, embedder) -> None:
+    store = tmp_path / "store"
+    assert _run(store, "add", "The release branch is cut every Monday at 9am.").exit_code == 0
+    for command in (["stats"], ["dump"], ["export", "-o", str(tmp_path / "t.json")]):
+        result = _run(store, *command, namespace="cil")
+        assert result.exit_code == 2, result.output
+        assert "nothing was ever stored in namespace 'cil' (the namespaces are: cli)" in result.stderr
+    assert not (tmp_path / "t.json").exists()
+    assert json.loads(_run(store, "stats", "--json").stdout)["total"] == 1
+    from hindsight_integrations import MemoryEngine
+
+    assert MemoryEngine(store=store, embedder=embedder, llm=False).namespaces() == ["cli"]  # nothing created
+
+
 def test_a_store_path_that_is_a_file(tmp_path: Path) -> None:
     a_file = tmp_path / "store"
     a_file.write_text("x", encoding="utf-8")

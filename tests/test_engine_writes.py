@@ -173,6 +173,83 @@ def test_export_import_round_trip_loses_nothing(engine: MemoryEngine, tmp_path: 
                 assert after[memory_id][key] == pytest.approx(record[key], abs=1e-6)
 
 
+def test_archived_memories_travel_with_their_export_and_restore_where_they_land(
+    timed: MemoryEngine, clock: ManualClock, tmp_path: Path, embedder
+) -> None:
+    """Export carries the cold storage (``cold_records``); import puts it into the new namespace's, for restore."""
+    stale = timed.store("The old staging host was called zeus-1.", namespace="u1", importance=0.2).stored[0]
+    timed.store("I prefer concise answers.", namespace="u1", kind="preference")
+    clock.advance(days=100)
+    assert timed.maintain(namespace="u1").archived == [stale.id]
+    data = json.loads(json.dumps(timed.export(namespace="u1")))
+    assert [r["id"] for r in data["cold_records"]] == [stale.id] and stale.id not in {r["id"] for r in data["records"]}
+    assert data["cold_records"][0]["status"] == "archived" and data["cold_records"][0]["embedding"]
+
+    copy = MemoryEngine(store=tmp_path / "copy", embedder=embedder, llm=False, clock=clock)
+    assert copy.import_data(data, namespace="u2") == 2  # one in Chroma, one in cold storage
+    assert copy.archived_ids(namespace="u2") == [stale.id] and copy.stats(namespace="u2").total == 1
+    again = copy.export(namespace="u2")["cold_records"][0]
+    assert {k: v for k, v in again.items() if k != "namespace"} == {
+        k: v for k, v in data["cold_records"][0].items() if k != "namespace"
+    }  # vectors of the same model kept as they were
+    assert copy.restore(namespace="u2") == 1
+    assert copy.recall("zeus-1", namespace="u2", top_k=1).hits[0].record.id == stale.id
+
+    without = timed.export(namespace="u1", include_embeddings=False)
+    assert "embedding" not in without["cold_records"][0]
+    other = MemoryEngine(store=tmp_path / "other", embedder=ChromaFunctionEmbedder(_HashEmbedding()), llm=False)
+    other.import_data(timed.export(namespace="u1"), namespace="u1")  # another model: restore embeds it again
+    assert other.restore(namespace="u1") == 1
+    assert other.get(stale.id, namespace="u1").embedding_model == "char-hash-32"
+
+    older = {k: v for k, v in data.items() if k != "cold_records"}  # an export written before cold records
+    assert copy.import_data(older, namespace="u3") == 1 and copy.archived_ids(namespace="u3") == []
+
+
+def test_reading_a_namespace_never_written_creates_nothing(engine: MemoryEngine) -> None:
+    """stats, dump, export, archived_ids, maintain and restore of a mistyped name leave the store as it was."""
+    engine.store("The staging server is called atlas-7.", namespace="alice")
+    assert engine.stats(namespace="alce").total == 0
+    assert "0 memories" in engine.dump(namespace="alce")
+    assert engine.export(namespace="alce")["records"] == [] and engine.archived_ids(namespace="alce") == []
+    assert engine.maintain(namespace="alce").archived == [] and engine.restore(namespace="alce") == 0
+    assert engine.namespaces() == ["alice"]
+    assert MemoryEngine(store=engine.settings.store, embedder=engine.embedder, llm=False).namespaces() == ["alice"]
+
+
+def test_every_kind_of_record_the_engine_writes_imports_within_the_bounds(
+    timed: MemoryEngine, clock: ManualClock, tmp_path: Path, embedder
+) -> None:
+    """Import holds records to the write path's bounds; what the engine itself wrote passes them, its own keys too."""
+    ns = "u1"
+    timed.store("I live in Beijing.", namespace=ns, request_id="req-1")
+    timed.store("I live in Shanghai now.", namespace=ns)  # supersedes Beijing
+    timed.store("My blood type is O negative.", namespace=ns, importance=0.95)
+    timed.store("My blood type is A positive.", namespace=ns, trusted=False)  # quarantined for review
+    for session in ("s1", "s2"):
+        timed.store_memories([{"content": "The standup is at 9:30.", "session_id": session}], namespace=ns, dedup=False)
+        clock.advance(days=1)
+    for day in range(4):
+        timed.store(f"Swam {40 - day} lengths at the pool tonight.", namespace=ns, kind="event", session_id=f"d{day}")
+        clock.advance(days=1)
+    for i in range(8):
+        timed.record_turn(f"Turn {i}: the budget line {i} of the Osaka office", session_id="s3", namespace=ns)
+    timed.compress(session_id="s3", namespace=ns, force=True)
+    timed.consolidate(namespace=ns)
+    timed.store("The old staging host was called zeus-1.", namespace=ns, importance=0.2)
+    clock.advance(days=100)
+    timed.maintain(namespace=ns)  # decays some, archives the staging host
+    data = json.loads(json.dumps(timed.export(namespace=ns)))
+    own = {k for r in data["records"] + data["cold_records"] for k in r["metadata"] if k.startswith("_")}
+    assert own == {"_request_hash", "_supersedes", "_merged_into", "_habit", "_decayed_at", "_stated_importance"}
+    statuses = {r["status"] for r in data["records"]}
+    assert {"active", "superseded", "quarantined", "archived"} <= statuses and data["cold_records"]
+
+    copy = MemoryEngine(store=tmp_path / "copy", embedder=embedder, llm=False, clock=clock)
+    assert copy.import_data(data, namespace="u2") == len(data["records"]) + len(data["cold_records"])
+    assert copy.maintain(namespace="u2", now=clock.now() + timedelta(days=40)).namespace == "u2"
+
+
 class _HashEmbedding:
     """A second, genuinely different embedding function (character-hash vectors)."""
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -30,6 +31,50 @@ def test_decay_archive_and_restore(engine: MemoryEngine) -> None:
     assert restored.status is Status.ACTIVE and restored.occurred_at == long_ago
     assert engine.recall("zeus-1", namespace="u1", top_k=1).hits[0].record.id == stale.id
     assert engine.restore(namespace="u1", ids=[stale.id]) == 0
+
+
+def test_an_id_archived_twice_is_restored_once_as_it_was_last_archived(timed: MemoryEngine, clock) -> None:
+    """Archive, roll back from a backup, archive again: cold storage holds the id once and restore brings it back."""
+    stale = timed.store("The old staging host was called zeus-1.", namespace="u1", importance=0.2).stored[0]
+    backup = timed.export(namespace="u1")
+    clock.advance(days=100)
+    assert timed.maintain(namespace="u1").archived == [stale.id]
+    timed.import_data(backup, namespace="u1")  # the nightly backup brings it back
+    timed.update(stale.id, namespace="u1", content="The old staging host was called zeus-2.")
+    clock.advance(days=100)
+    assert timed.maintain(namespace="u1").archived == [stale.id]
+    assert timed.archived_ids(namespace="u1") == [stale.id]  # one row: the second archive replaced the first
+    assert timed.restore(namespace="u1") == 1
+    assert timed.get(stale.id, namespace="u1").content == "The old staging host was called zeus-2."
+    assert timed.archived_ids(namespace="u1") == []
+
+
+def test_a_cold_file_written_with_an_id_twice_restores_its_last_row(timed: MemoryEngine, clock) -> None:
+    """Cold files written before one id had one row: the last row (the latest archive) is the one restored."""
+    stale = timed.store("The old staging host was called zeus-1.", namespace="u1", importance=0.2).stored[0]
+    clock.advance(days=100)
+    timed.maintain(namespace="u1")
+    cold = timed.settings.resolved_cold_store / "u1.jsonl"
+    row = json.loads(cold.read_text(encoding="utf-8"))
+    later = {**row, "content": "The old staging host was called zeus-2."}
+    cold.write_text(json.dumps(row) + "\n" + json.dumps(later) + "\n", encoding="utf-8")
+    assert timed.archived_ids(namespace="u1") == [stale.id]
+    assert timed.restore(namespace="u1") == 1
+    assert timed.get(stale.id, namespace="u1").content == later["content"]
+    assert cold.read_text(encoding="utf-8") == ""
+
+
+def test_a_memory_recalled_a_moment_ago_is_not_archived_as_idle(timed: MemoryEngine, clock) -> None:
+    """Recall's counts are queued (written every few seconds); maintain writes the namespace's first, then judges."""
+    stale = timed.store("The old staging host was called zeus-1.", namespace="u1", importance=0.2).stored[0]
+    clock.advance(days=100)
+    assert timed.recall("what was the old staging host called?", namespace="u1").hits[0].record.id == stale.id
+    report = timed.maintain(namespace="u1")
+    assert report.archived == [] and timed.archived_ids(namespace="u1") == []
+    kept = timed.get(stale.id, namespace="u1")
+    assert kept.access_count == 1 and kept.last_accessed_at == clock.now()
+    clock.advance(days=91)
+    assert timed.maintain(namespace="u1").archived == [stale.id]  # idle 90 days since that recall
 
 
 def test_capacity_caps_evict_lowest_retention(engine: MemoryEngine) -> None:

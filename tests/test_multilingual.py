@@ -239,6 +239,35 @@ def test_reembed_moves_a_minilm_store_and_keeps_its_export(tmp_path: Path, embed
         reembed(settings, namespaces=["nope"], backup_dir=tmp_path / "backups")
 
 
+def test_reembed_all_leaves_empty_namespaces_and_names_what_was_moved_when_one_fails(
+    tmp_path: Path, embedder: LocalEmbedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = tmp_path / "store"
+    old = MemoryEngine(store=store, embedder=embedder, llm=False)
+    old.store("I keep my notes in Obsidian.", namespace="a")
+    old.chroma.namespace("b-typo", pending=True)  # what `hindsight stats -n b-typo` used to leave behind
+    old.store("The build box is called zephyr-2.", namespace="c")
+    old.store("The staging server is called atlas-7.", namespace="d")
+    settings = load_settings(store=store, embedding_model=E5)
+    results = {r.namespace: r for r in reembed(settings, backup_dir=tmp_path / "backups", namespaces=["a", "b-typo"])}
+    assert results["a"].changed and not results["b-typo"].changed and results["b-typo"].left == "holds no memories"
+
+    real_import = MemoryEngine.import_data
+
+    def failing_for_d(self: MemoryEngine, data: dict, **kwargs: object) -> int:
+        if kwargs.get("namespace") == "d":
+            raise RuntimeError("disk full")
+        return real_import(self, data, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(MemoryEngine, "import_data", failing_for_d)
+    old.store("One more thing for the end.", namespace="e")
+    with pytest.raises(HindsightError) as failed:
+        reembed(settings, backup_dir=tmp_path / "backups")
+    message = str(failed.value)
+    assert "namespace 'd' could not be embedded again (disk full)" in message
+    assert "Moved before it: c; not yet moved: e" in message
+
+
 def test_the_reembed_command_moves_every_namespace(tmp_path: Path, embedder: LocalEmbedder) -> None:
     store = tmp_path / "store"
     old = MemoryEngine(store=store, embedder=embedder, llm=False)

@@ -35,7 +35,7 @@ from ..core.clock import ManualClock
 from ..core.embedding.protocol import Embedder
 from ..core.engine import MemoryEngine
 from ..core.model.records import MemoryRecord, Status, Tier
-from ..core.upkeep.retention import read_cold
+from ..core.storage.cold import ColdStorage
 from ..core.upkeep.runner import UPKEEP_ACTIONS
 from ..core.upkeep.schedule import UpkeepSchedule
 from ..mcp.client import MemoryClient
@@ -63,7 +63,7 @@ FALLBACK_LOGGERS = {
 
 def cold_rows(engine: MemoryEngine) -> list[dict[str, Any]]:
     """The namespace's archived and evicted memories, from its cold-storage file."""
-    return read_cold(engine.settings.resolved_cold_store / f"{NAMESPACE}.jsonl")
+    return ColdStorage(engine.settings.resolved_cold_store).rows(NAMESPACE)
 
 
 def store_size(engine: MemoryEngine, records: Sequence[MemoryRecord], now: datetime) -> dict[str, Any]:

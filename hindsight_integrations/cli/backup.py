@@ -26,7 +26,7 @@ def export(
         settings = options.settings(namespace)
         if out is not None:
             check_output_file(out, "--out")
-        engine = options.engine(settings)
+        engine = options.written(options.engine(settings))
         with progress_bar() as progress:
             data = engine.export(include_embeddings=embeddings, progress=progress)
             text = json.dumps(data, ensure_ascii=False)
@@ -143,7 +143,7 @@ def reembed(
                 f"(were {result.old_model}); their export is kept in {result.backup}"
             )
         else:
-            console.print(f"namespace {result.namespace}: already embedded with {result.new_model}, left as it is")
+            console.print(f"namespace {result.namespace}: {result.left}, left as it is")
 
 
 def _default_backup_dir(settings: Any) -> Path:

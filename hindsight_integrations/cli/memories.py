@@ -100,14 +100,14 @@ def dump(
 ) -> None:
     """Print every memory of the namespace, human-readable, for debugging."""
     with reported():
-        text = options.engine(options.settings(namespace)).dump(include_history=history)
+        text = options.written(options.engine(options.settings(namespace))).dump(include_history=history)
     console.print(text, markup=False, highlight=False)
 
 
 def stats(as_json: Annotated[bool, typer.Option("--json")] = False, namespace: NamespaceOption = None) -> None:
     """Counts by tier, kind and status."""
     with reported():
-        result = options.engine(options.settings(namespace)).stats()
+        result = options.written(options.engine(options.settings(namespace))).stats()
     if as_json:
         console.print_json(result.model_dump_json())
         return

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from ..core.config import load_settings
-from ..core.errors import InvalidInputError
+from ..core.errors import InvalidInputError, never_written
 from ..terminal import debug, spinner
 
 if TYPE_CHECKING:
@@ -88,6 +88,18 @@ def engine(settings: Settings) -> MemoryEngine:
         return MemoryEngine(settings)
 
 
+def written(engine: MemoryEngine) -> MemoryEngine:
+    """``engine``, once its namespace is known to exist; else an error naming the namespaces that do.
+
+    The engine reads a namespace never written as empty (an agent's first stats), but a person
+    asking for the stats, dump or export of one has usually mistyped its name.
+    """
+    known = engine.namespaces()
+    if engine.settings.namespace not in known:
+        raise never_written(engine.settings.namespace, known)
+    return engine
+
+
 def as_option(exc: InvalidInputError, options: dict[str, str]) -> InvalidInputError:
     """``exc`` naming the option the user typed (``--ttl``) instead of the engine's field (``ttl_seconds``)."""
     return InvalidInputError(options.get(exc.field, exc.field), exc.message)
@@ -102,4 +114,5 @@ __all__ = [
     "engine",
     "given",
     "settings",
+    "written",
 ]

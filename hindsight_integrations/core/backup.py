@@ -3,11 +3,14 @@
 An export holds every record, every status included, with its vectors unless asked not to:
 importing it into a store with the same embedding model reuses them; with another model the
 records are re-embedded (the store refuses to mix models, so this is how a namespace changes
-model).
+model). It also holds the namespace's cold storage (``cold_records``: what upkeep archived out
+of Chroma), which an import puts back into the cold storage of the namespace it goes into, so
+``restore`` works there; an export written before had none, and imports as it is.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,6 +20,7 @@ from pydantic import ValidationError
 from .config import validate_namespace
 from .errors import InvalidInputError, InvalidRecordsError
 from .model.arguments import validation_problems, whole_number
+from .model.imported import aware, record_problems
 from .model.limits import MAX_OFFSET, MAX_PAGE, InputLimits
 from .model.records import MemoryRecord, Status, Tier
 from .model.results import NamespaceStats
@@ -24,15 +28,18 @@ from .parts import EngineParts
 from .progress import ProgressCallback, report
 from .recall.context import memory_line
 from .recall.filters import RecallFilters, bounded_filters
+from .storage.cold import ColdRow, ColdStorage, archived_row
 from .storage.namespace_store import NamespaceStore, Vector
 
 EXPORT_FORMAT = "hindsight-export"
+COLD_RECORDS = "cold_records"  # the export's key of the namespace's cold storage (optional: absent in older exports)
 # Progress stages (see ``progress.ProgressCallback``) and how often each is reported.
 _READING, _CHECKING = "reading memories", "checking memories"
 _EMBEDDING, _WRITING = "embedding memories", "writing memories"
 _REPORT_EVERY = 500
 _EMBED_CHUNK = 256  # records embedded between two reports (a few model batches)
 _WRITE_CHUNK = 500  # records written to Chroma between two reports
+_VECTORS = ("embedding", "window_embedding")
 
 
 def export_namespace(data: Any, namespace: str | None) -> str | None:
@@ -70,6 +77,14 @@ class Page:
         return cls(chosen, history, limit, offset)
 
 
+def _listed(data: dict[str, Any], key: str) -> list[Any]:
+    """The list an export holds under ``key`` (none: empty), or ``InvalidInputError`` naming the key."""
+    items = data.get(key, [])
+    if not isinstance(items, list):
+        raise InvalidInputError(key, f"must be a list of records, got {type(items).__name__}")
+    return items
+
+
 def _fits(vector: Any, dimension: int | None) -> bool:
     """Whether an exported vector can be stored as it is: a list of ``dimension`` finite numbers."""
     if not isinstance(vector, list) or not vector or (dimension and len(vector) != dimension):
@@ -85,15 +100,25 @@ class Backup:
 
     def __init__(self, parts: EngineParts) -> None:
         self._parts = parts
+        self.cold = ColdStorage(parts.settings.resolved_cold_store)
 
     def export(
-        self, handle: NamespaceStore, *, include_embeddings: bool, progress: ProgressCallback | None = None
+        self,
+        name: str,
+        handle: NamespaceStore | None,
+        *,
+        include_embeddings: bool,
+        progress: ProgressCallback | None = None,
     ) -> dict[str, Any]:
-        """See ``MemoryEngine.export``; ``progress`` is told of the records read (stage ``"reading memories"``)."""
-        total = handle.count()
+        """See ``MemoryEngine.export``; ``progress`` is told of the records read (stage ``"reading memories"``).
+
+        ``handle`` is None for a namespace never written: its export has no records (and any
+        cold records a dropped namespace of that name left behind).
+        """
+        total = handle.count() if handle is not None else 0
         report(progress, _READING, 0, total)
         records = []
-        for record, vector in handle.iterate(include_embeddings=include_embeddings):
+        for record, vector in _iterate(handle, include_embeddings=include_embeddings):
             item = record.public_dict()
             if vector is not None:
                 item["embedding"] = vector
@@ -101,36 +126,40 @@ class Backup:
             if len(records) % _REPORT_EVERY == 0:
                 report(progress, _READING, min(len(records), total), max(total, len(records)))
         report(progress, _READING, len(records), len(records))
-        if include_embeddings:
+        if include_embeddings and handle is not None:
             context_vectors = handle.context_vectors([r["id"] for r in records])
             for item in records:
                 if item["id"] in context_vectors:
                     item["window_embedding"] = context_vectors[item["id"]]  # the key predates "context vector"
+        cold = self.cold.rows(name)
+        if not include_embeddings:
+            cold = [{k: v for k, v in row.items() if k not in _VECTORS} for row in cold]
         return {
             "format": EXPORT_FORMAT,
             "version": 1,
-            "namespace": handle.name,
+            "namespace": name,
             "embedding_model": self._parts.embedder.name,
             "embedding_dim": self._parts.embedding_dim,
             "exported_at": self._parts.clock.now().isoformat(),
             "records": records,
+            COLD_RECORDS: cold,
         }
 
     def import_data(
         self, handle: NamespaceStore, data: dict[str, Any], *, progress: ProgressCallback | None = None
     ) -> int:
-        """See ``MemoryEngine.import_data``; ``data`` was checked to be an export.
+        """See ``MemoryEngine.import_data``; ``data`` was checked to be an export. Returns how many memories came in.
 
         Every record is checked before anything is written, and every problem is reported at
         once (``InvalidRecordsError``). A record's vectors are reused only when the export was
         made with this store's model and they have its dimension; otherwise (another model, no
         vectors, a damaged vector) the record is embedded again, since vectors are derived from
-        the content. ``progress`` is told of the records checked, embedded and written.
+        the content. ``progress`` is told of the records checked, embedded and written. The
+        export's cold records go to the namespace's cold storage, each replacing its id's row
+        there, with their vectors when ``restore`` can reuse them (else it embeds them again).
         """
-        items = data.get("records", [])
-        if not isinstance(items, list):
-            raise InvalidInputError("records", f"must be a list of records, got {type(items).__name__}")
-        records = self._checked_records(handle.name, items, progress)
+        items, cold_items = _listed(data, "records"), _listed(data, COLD_RECORDS)
+        records, cold = self._checked_records(handle.name, items, cold_items, progress)
         same_model = data.get("embedding_model") == self._parts.embedder.name
         dimension = self._parts.embedding_dim
         vectors: list[Vector] = []
@@ -168,52 +197,72 @@ class Backup:
                         framed = {r.id: context_vectors[r.id] for r, _ in group if r.id in context_vectors}
                         write([r for r, _ in group], [v for _, v in group], framed)
                 report(progress, _WRITING, start + len(pairs), len(records))
-        return len(records)
+            self.cold.put(handle.name, [self._cold_row(r, item, data) for r, item in zip(cold, cold_items)])
+        return len(records) + len(cold)
+
+    def _cold_row(self, record: MemoryRecord, item: dict[str, Any], data: dict[str, Any]) -> ColdRow:
+        """The cold-storage row of an exported cold record: its vectors kept when they are this store's model's."""
+        model = item.get("embedding_model") or data.get("embedding_model")
+        own, framed = item.get("embedding"), item.get("window_embedding")
+        dimension = self._parts.embedding_dim
+        if (
+            model == self._parts.embedder.name
+            and _fits(own, dimension)
+            and (_fits(framed, dimension) or framed is None)
+        ):
+            return archived_row(record, own, framed)
+        return archived_row(record.model_copy(update={"embedding_model": None, "embedding_dim": None}), None, None)
 
     def _checked_records(
-        self, namespace: str, items: list[Any], progress: ProgressCallback | None
-    ) -> list[MemoryRecord]:
-        """The records of an export's ``items``, or ``InvalidRecordsError`` naming every problem found."""
-        records: list[MemoryRecord] = []
+        self, namespace: str, items: list[Any], cold_items: list[Any], progress: ProgressCallback | None
+    ) -> tuple[list[MemoryRecord], list[MemoryRecord]]:
+        """The records and cold records of an export, or ``InvalidRecordsError`` naming every problem found."""
+        checked: dict[str, list[MemoryRecord]] = {"records": [], COLD_RECORDS: []}
         problems: list[str] = []
         bad = 0
-        first_seen: dict[str, int] = {}
-        report(progress, _CHECKING, 0, len(items))
-        for n, item in enumerate(items):
-            found = self._record_problems(namespace, n, item)
+        total = len(items) + len(cold_items)
+        listed = [("records", n, item) for n, item in enumerate(items)]
+        listed += [(COLD_RECORDS, n, item) for n, item in enumerate(cold_items)]
+        first_seen: dict[tuple[str, str], int] = {}
+        report(progress, _CHECKING, 0, total)
+        for done, (key, n, item) in enumerate(listed, start=1):
+            found = self._record_problems(namespace, f"{key}[{n}]", item)
             if isinstance(found, MemoryRecord):
-                if (earlier := first_seen.setdefault(found.id, n)) != n:
-                    found = [f"records[{n}].id: {found.id!r} is also the id of records[{earlier}]; ids must be unique"]
+                if (earlier := first_seen.setdefault((key, found.id), n)) != n:
+                    found = [f"{key}[{n}].id: {found.id!r} is also the id of {key}[{earlier}]; ids must be unique"]
                 else:
-                    records.append(found)
+                    checked[key].append(found)
             if isinstance(found, list):
                 problems.extend(found)
                 bad += 1
-            if (n + 1) % _REPORT_EVERY == 0:
-                report(progress, _CHECKING, n + 1, len(items))
-        report(progress, _CHECKING, len(items), len(items))
+            if done % _REPORT_EVERY == 0:
+                report(progress, _CHECKING, done, total)
+        report(progress, _CHECKING, total, total)
         if problems:
-            raise InvalidRecordsError(problems, bad=bad, total=len(items))
-        return records
+            raise InvalidRecordsError(problems, bad=bad, total=total)
+        return checked["records"], checked[COLD_RECORDS]
 
-    def _record_problems(self, namespace: str, n: int, item: Any) -> MemoryRecord | list[str]:
-        """Item ``n`` as a record of ``namespace``, or what is wrong with it, one line per problem.
+    def _record_problems(self, namespace: str, where: str, item: Any) -> MemoryRecord | list[str]:
+        """``item`` (at ``where``, e.g. ``records[3]``) as a record of ``namespace``, or what is wrong with it.
 
         The item's own ``namespace`` is replaced, not checked: a record is imported into the
-        namespace the import was given, so a hand-written record may leave it out.
+        namespace the import was given, so a hand-written record may leave it out. The rest is
+        held to the write path's bounds (``model/imported.py``), hindsight's own metadata keys
+        to the shapes the engine writes them in.
         """
         if not isinstance(item, dict):
-            return [f"records[{n}]: must be an object (one record of `hindsight export`), got {type(item).__name__}"]
-        fields = {k: v for k, v in item.items() if k not in ("embedding", "window_embedding")}
+            return [f"{where}: must be an object (one record of `hindsight export`), got {type(item).__name__}"]
+        fields = {k: v for k, v in item.items() if k not in _VECTORS}
         fields.update(namespace=namespace, embedding_model=self._parts.embedder.name)
         fields["embedding_dim"] = self._parts.embedding_dim
         try:
             record = MemoryRecord.model_validate(fields)
         except ValidationError as exc:
-            return validation_problems(exc, f"records[{n}]")
+            return validation_problems(exc, where)
         if not record.content.strip():
-            return [f"records[{n}].content: is empty; every memory needs its text"]
-        return record
+            return [f"{where}.content: is empty; every memory needs its text"]
+        record = aware(record)
+        return record_problems(record, where, self._parts.limits) or record
 
     def page(self, handle: NamespaceStore, page: Page) -> list[MemoryRecord]:
         """See ``MemoryEngine.list``."""
@@ -221,14 +270,14 @@ class Backup:
         records.sort(key=lambda r: r.occurred_at, reverse=True)
         return records[page.offset : page.offset + page.limit]
 
-    def stats(self, handle: NamespaceStore) -> NamespaceStats:
-        """See ``MemoryEngine.stats``."""
+    def stats(self, name: str, handle: NamespaceStore | None) -> NamespaceStats:
+        """See ``MemoryEngine.stats``; ``handle`` is None for a namespace never written (all counts 0)."""
         by_tier: dict[str, int] = {}
         by_kind: dict[str, int] = {}
         by_status: dict[str, int] = {}
         sessions: set[str] = set()
         tokens = total = 0
-        for record, _ in handle.iterate():
+        for record, _ in _iterate(handle):
             total += 1
             by_tier[record.tier.value] = by_tier.get(record.tier.value, 0) + 1
             by_kind[record.kind.value] = by_kind.get(record.kind.value, 0) + 1
@@ -238,7 +287,7 @@ class Backup:
             if record.status is Status.ACTIVE:
                 tokens += record.token_count
         return NamespaceStats(
-            namespace=handle.name,
+            namespace=name,
             total=total,
             by_tier=by_tier,
             by_kind=by_kind,
@@ -248,12 +297,12 @@ class Backup:
             sessions=len(sessions),
         )
 
-    def dump(self, handle: NamespaceStore, *, include_history: bool) -> str:
-        """See ``MemoryEngine.dump``."""
-        records = [r for r, _ in handle.iterate()]
+    def dump(self, name: str, handle: NamespaceStore | None, *, include_history: bool) -> str:
+        """See ``MemoryEngine.dump``; ``handle`` is None for a namespace never written."""
+        records = [r for r, _ in _iterate(handle)]
         if not include_history:
             records = [r for r in records if r.status is Status.ACTIVE]
-        lines = [f"# namespace {handle.name}: {len(records)} memories (embedding model {self._parts.embedder.name})"]
+        lines = [f"# namespace {name}: {len(records)} memories (embedding model {self._parts.embedder.name})"]
         for tier in Tier:
             group = sorted((r for r in records if r.tier is tier), key=lambda r: r.occurred_at)
             if not group:
@@ -261,6 +310,14 @@ class Backup:
             lines.append(f"\n## {tier.value} ({len(group)})")
             lines.extend(f"{memory_line(r)}\n    [{r.id[:8]}] {' '.join(_flags(r))}" for r in group)
         return "\n".join(lines)
+
+
+def _iterate(
+    handle: NamespaceStore | None, *, include_embeddings: bool = False
+) -> Iterator[tuple[MemoryRecord, list[float] | None]]:
+    """Every record of ``handle`` (none when the namespace was never written), with its vector if asked."""
+    if handle is not None:
+        yield from handle.iterate(include_embeddings=include_embeddings)
 
 
 def _flags(r: MemoryRecord) -> list[str]:
@@ -276,4 +333,4 @@ def _flags(r: MemoryRecord) -> list[str]:
     return flags
 
 
-__all__ = ["EXPORT_FORMAT", "Backup", "Page", "export_namespace"]
+__all__ = ["COLD_RECORDS", "EXPORT_FORMAT", "Backup", "Page", "export_namespace"]

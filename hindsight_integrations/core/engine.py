@@ -390,14 +390,14 @@ class MemoryEngine(UpkeepFacade):
 
     # -- inspection and backup --------------------------------------------------------------
     def stats(self, *, namespace: str | None = None) -> NamespaceStats:
-        """Counts by tier, kind and status, active tokens and sessions."""
-        handle = self._namespace(namespace)
-        return self._lane(handle).backup.stats(handle)
+        """Counts by tier, kind and status, active tokens and sessions (none for a namespace never written)."""
+        name, handle, lane = self._lanes.reading(namespace)
+        return lane.backup.stats(name, handle)
 
     def dump(self, *, namespace: str | None = None, include_history: bool = True) -> str:
-        """A human-readable listing for debugging: tiers, status, dates, provenance."""
-        handle = self._namespace(namespace)
-        return self._lane(handle).backup.dump(handle, include_history=include_history)
+        """A human-readable listing for debugging: tiers, status, dates, provenance (a read: it creates nothing)."""
+        name, handle, lane = self._lanes.reading(namespace)
+        return lane.backup.dump(name, handle, include_history=include_history)
 
     def export(
         self,
@@ -406,12 +406,12 @@ class MemoryEngine(UpkeepFacade):
         include_embeddings: bool = True,
         progress: ProgressCallback | None = None,
     ) -> dict[str, Any]:
-        """Everything in a namespace, every status included, as JSON-ready data.
+        """Everything in a namespace, every status and its cold storage included, as JSON-ready data.
 
-        ``progress`` is called as records are read (thousands take seconds; see ``progress.py``).
+        ``progress`` is called as records are read (thousands take seconds; see ``progress.py``). Never creates it.
         """
-        handle = self._namespace(namespace)
-        return self._lane(handle).backup.export(handle, include_embeddings=include_embeddings, progress=progress)
+        name, handle, lane = self._lanes.reading(namespace)
+        return lane.backup.export(name, handle, include_embeddings=include_embeddings, progress=progress)
 
     def import_data(
         self, data: dict[str, Any], *, namespace: str | None = None, progress: ProgressCallback | None = None

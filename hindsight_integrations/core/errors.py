@@ -6,6 +6,8 @@ caller (a person at the CLI, or a model reading an MCP tool error) can act on it
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 
 class HindsightError(Exception):
     """Base class of every error this package raises on purpose."""
@@ -33,6 +35,12 @@ class InvalidRecordsError(InvalidInputError):
         self.total = total
         shown = "; ".join(problems[:5]) + (f"; and {len(problems) - 5} more" if len(problems) > 5 else "")
         super().__init__("records", f"{bad} of {total} records cannot be imported: {shown}")
+
+
+def never_written(namespace: str, known: Sequence[str]) -> InvalidInputError:
+    """The error for a namespace nothing was ever stored in, naming the ones that exist (a typo is the usual cause)."""
+    listing = f"the namespaces are: {', '.join(known)}" if known else "the store holds no namespace yet"
+    return InvalidInputError("namespace", f"nothing was ever stored in namespace {namespace!r} ({listing})")
 
 
 class ConfigurationError(HindsightError):

@@ -78,7 +78,7 @@ class ModelLane:
             merger=merger,
             consolidator=Consolidator(parts, merger),
             maintenance=Maintenance(
-                settings.resolved_cold_store, backup.import_data, parts.clock, semantic_decay=settings.semantic_decay
+                backup.cold, backup.import_data, parts.clock, semantic_decay=settings.semantic_decay
             ),
         )
 
@@ -109,6 +109,15 @@ class ModelLanes:
         if handle.embedding_model in (None, self.primary.model):
             return self.primary
         return self._lane(handle.embedding_model)
+
+    def reading(self, namespace: str | None) -> tuple[str, NamespaceStore | None, ModelLane]:
+        """``namespace`` checked (default: the configured one), its handle and lane; a read does not create it.
+
+        The handle is None for a namespace never written, and the lane then the primary one.
+        """
+        name = self.primary.parts.namespace_name(namespace)
+        handle = self.open(name, create=False, text=None)
+        return name, handle, self.primary if handle is None else self.of(handle)
 
     def open(self, name: str, *, create: bool, text: str | None) -> NamespaceStore | None:
         """The handle of namespace ``name`` (None: it does not exist and ``create`` is False), served by its lane.

@@ -61,8 +61,9 @@ JsonObject = BeforeValidator(_json_object)
 """An object argument that models sometimes send as a JSON string: parsed before validation."""
 
 
-_EARLIEST = datetime(1900, 1, 1, tzinfo=UTC)
-_LATEST = datetime(2999, 12, 31, 23, 59, 59, tzinfo=UTC)
+# The times a memory may carry: stored as epoch seconds, far dates overflowed or (from 3000 on) read back as "not set".
+EARLIEST = datetime(1900, 1, 1, tzinfo=UTC)
+LATEST = datetime(2999, 12, 31, 23, 59, 59, tzinfo=UTC)
 MAX_TTL_SECONDS = 100 * 365 * 24 * 3600
 
 
@@ -165,7 +166,7 @@ class MemoryItem(BaseModel):
     def _aware(cls, value: datetime | None) -> datetime | None:
         if value is not None and value.tzinfo is None:
             value = value.replace(tzinfo=UTC)
-        if value is not None and not _EARLIEST <= value <= _LATEST:
+        if value is not None and not EARLIEST <= value <= LATEST:
             # Stored as epoch seconds; far dates overflowed or read back as "now".
             raise ValueError("must be between the years 1900 and 2999")
         return value

@@ -185,12 +185,6 @@ class Source(BaseModel):
     members: list[dict[str, Any]] = Field(default_factory=list)
 
 
-# Metadata: a memory's importance before upkeep first decayed it. Decay is about what to rank and
-# keep, not about trust: "I'm allergic to peanuts." unrecalled for ten months may still not be
-# overwritten by a tool (``supersede.protected``).
-STATED_IMPORTANCE = "_stated_importance"
-
-
 class MemoryRecord(BaseModel):
     """One memory; the fields are described in docs/architecture.md ("The record")."""
 

@@ -1,1 +1,1 @@
-"""Chroma and the indexes each process derives from it: lexical, field, vector copies, windows, locks."""
+"""Chroma and the indexes each process derives from it (lexical, field, vector copies, windows, locks); cold files."""

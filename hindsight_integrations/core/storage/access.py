@@ -71,15 +71,19 @@ class AccessRecorder:
         self.flush()
         atexit.unregister(self.flush)
 
-    def flush(self) -> bool:
-        """Write pending counts now; returns False when there was nothing to write.
+    def flush(self, sink: AccessSink | None = None) -> bool:
+        """Write pending counts now (only ``sink``'s, when given); returns False when there was nothing to write.
 
         A flush already writing (the daemon's) finishes first, so every count recorded before
         this call is in Chroma when it returns.
         """
         with self._writing:
             with self._lock:
-                pending, self._pending = self._pending, {}
+                if sink is None:
+                    pending, self._pending = self._pending, {}
+                else:
+                    own = self._pending.pop(id(sink), None)
+                    pending = {} if own is None else {id(sink): own}
             for sink, counts in pending.values():
                 try:
                     sink.apply_access_counts({i: (int(n), last) for i, (n, last) in counts.items()})

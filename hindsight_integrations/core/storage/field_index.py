@@ -25,14 +25,12 @@ from typing import Any
 
 from ..language.keys import index_keys
 from ..model.records import FAR_FUTURE
+from ..model.reserved import SUPERSEDES_KEY
 from .indexing import has_frame
 
 _FILTER_KEYS = frozenset(
     {"tier", "kind", "status", "session_id", "agent_id", "importance", "occurred_at", "valid_until", "expires_at"}
 )
-
-
-SUPERSEDES_KEY = "_supersedes"  # metadata of a new memory: the ids it made history, comma-separated
 
 
 @dataclass(frozen=True, slots=True)

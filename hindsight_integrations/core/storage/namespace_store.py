@@ -103,7 +103,7 @@ class NamespaceStore:
         self.writing = NamespaceLock(name, shared_locks, may_write=may_write, store=options.identity)
         self._may_write = may_write  # raises while this process must not write (replicas.py)
         self._lock = threading.RLock()  # Chroma write + index update, as one step
-        self._access = access
+        self.access = access  # recall counts queued for Chroma (``access.py``); upkeep flushes them first
         self._run_in_background = run_in_background
         self._catch_up = CatchUp(options.sync_seconds, options.stamp_now)
         self._currency = CurrencyMemo(options.files)
@@ -327,7 +327,7 @@ class NamespaceStore:
         self.facts.count_access(dict.fromkeys(ids, 1))
         if self.record_copy is not None:
             self.record_copy.count_access(ids, when)
-        self._access.record(self, ids, when)
+        self.access.record(self, ids, when)
 
     def apply_access_counts(self, counts: dict[str, tuple[int, float]]) -> None:
         """Add queued recall counts to Chroma's (``added_counts``); never between an edit's read and its write."""

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING
 
-from ..errors import InvalidInputError
+from ..errors import InvalidInputError, never_written
+from ..lanes import ModelLane, ModelLanes, text_of_export
 from ..model.records import Tier
 from ..model.results import ConsolidationReport, MergedRepeat
 from ..parts import EngineParts
@@ -28,9 +28,6 @@ from .runner import (
     run_upkeep,
 )
 
-if TYPE_CHECKING:
-    from ..lanes import ModelLane, ModelLanes
-
 
 class UpkeepFacade:
     """``MemoryEngine``'s upkeep methods, over the engine's parts and the lane of each namespace's model."""
@@ -38,21 +35,12 @@ class UpkeepFacade:
     _parts: EngineParts
     _lanes: ModelLanes
 
-    def _upkept(self, namespace: str | None) -> tuple[NamespaceStore, ModelLane]:
-        """The handle of ``namespace`` (default: the configured one), checked first, and its lane."""
-        handle = self._lanes.open(self._parts.namespace_name(namespace), create=True, text=None)
-        assert handle is not None  # created when missing
-        return handle, self._lanes.of(handle)
-
     def _existing(self, namespace: str | None) -> tuple[NamespaceStore, ModelLane]:
         """The handle and lane of a namespace that holds memories (upkeep of one never written is a mistake)."""
-        name = self._parts.namespace_name(namespace)
-        handle = self._lanes.open(name, create=False, text=None)
+        name, handle, lane = self._lanes.reading(namespace)
         if handle is None:
-            known = self._parts.store.list_namespaces()
-            listing = f"the namespaces are: {', '.join(known)}" if known else "the store holds no namespace yet"
-            raise InvalidInputError("namespace", f"nothing was ever stored in namespace {name!r} ({listing})")
-        return handle, self._lanes.of(handle)
+            raise never_written(name, self._parts.store.list_namespaces())
+        return handle, lane
 
     def maintain(
         self,
@@ -66,9 +54,12 @@ class UpkeepFacade:
 
         Semantic memories decay slowly, and preferences and corrections are never archived or
         evicted. Idleness is measured at ``now``, by default the engine's clock. ``dry_run``
-        reports what would happen and changes nothing.
+        reports what would happen and changes nothing. A namespace never written has nothing to keep
+        (the report is empty), and it is not created.
         """
-        handle, lane = self._upkept(namespace)
+        name, handle, lane = self._lanes.reading(namespace)
+        if handle is None:
+            return MaintenanceReport(namespace=name, dry_run=dry_run, cold_store=str(lane.maintenance.cold_path(name)))
         return lane.maintenance.maintain(handle, now=now, caps=caps, dry_run=dry_run)
 
     def upkeep(self, namespace: str | None = None, *, dry_run: bool = False) -> UpkeepReport:
@@ -103,7 +94,7 @@ class UpkeepFacade:
 
     def _compress_due_sessions(self, namespace: str, dry_run: bool) -> SessionCompressionReport:
         """Upkeep's ``compress`` step: every session of ``namespace`` whose window was left past the threshold."""
-        handle, lane = self._upkept(namespace)
+        handle, lane = self._existing(namespace)
         return compress_due_sessions(
             handle,
             threshold=self._parts.settings.compress_threshold_tokens,
@@ -142,14 +133,22 @@ class UpkeepFacade:
 
         A restored memory counts as used at the clock's now, so the next upkeep does not archive
         it again. Returns how many came back; ids not in cold storage are skipped (see ``archived_ids``).
+        A namespace is created only when something comes back into it.
         """
-        handle, lane = self._upkept(namespace)
+        name, handle, lane = self._lanes.reading(namespace)
+        if handle is None:
+            rows = lane.maintenance.cold.rows(name)
+            if not rows:
+                return 0
+            handle = self._lanes.open(name, create=True, text=text_of_export({"records": rows}))
+            assert handle is not None  # created
+            lane = self._lanes.of(handle)
         return lane.maintenance.restore(handle, ids, now=self._parts.clock.now())
 
     def archived_ids(self, *, namespace: str | None = None) -> list[str]:
         """The ids in the namespace's cold storage: what ``restore`` can bring back, oldest archive first."""
-        handle, lane = self._upkept(namespace)
-        return lane.maintenance.archived_ids(handle)
+        name = self._parts.namespace_name(namespace)
+        return self._lanes.primary.maintenance.archived_ids(name)  # every lane's cold storage is the store's
 
 
 __all__ = ["UpkeepFacade"]

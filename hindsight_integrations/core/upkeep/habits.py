@@ -24,10 +24,8 @@ from datetime import datetime
 from ..language.rules import every
 from ..language.sameness import compare, share_a_topic
 from ..model.records import Kind, MemoryRecord, Tier
+from ..model.reserved import HABIT_KEY  # marks a consolidated memory as a habit
 from .merging import CONSOLIDATION_ORIGIN, mergeable
-
-HABIT_KEY = "_habit"
-"""Metadata key marking a consolidated memory as a habit (its value: how many days it was done on)."""
 
 
 def is_episode(record: MemoryRecord, now: datetime) -> bool:

@@ -21,13 +21,13 @@ from datetime import datetime
 from ..language.sameness import can_repeat
 from ..model.arguments import whole_number
 from ..model.records import MemoryRecord, Status, Tier
+from ..model.reserved import MERGED_INTO_KEY
 from ..model.results import MergedRepeat
 from ..parts import EngineParts
 from ..storage.namespace_store import NamespaceStore, Vector
 from ..write.repeats import is_repeat, reinforce
 from .clustering import neighbours, unit_rows
 
-MERGED_INTO_KEY = "_merged_into"  # metadata of a merged-away memory: the survivor's id
 CONSOLIDATION_ORIGIN = "consolidation"
 
 

@@ -7,7 +7,6 @@ and ``restore`` brings them back.
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
@@ -18,8 +17,9 @@ from pydantic import BaseModel, Field
 
 from ..backup import EXPORT_FORMAT
 from ..clock import Clock
-from ..errors import StoreUnavailableError
-from ..model.records import STATED_IMPORTANCE, Kind, MemoryRecord, Status, Tier
+from ..model.records import Kind, MemoryRecord, Status, Tier
+from ..model.reserved import DECAYED_AT_KEY, STATED_IMPORTANCE
+from ..storage.cold import ColdStorage, archived_row
 from ..storage.namespace_store import NamespaceStore
 
 DECAY_AFTER = timedelta(days=30)
@@ -91,7 +91,7 @@ def plan(
     archive: list[MemoryRecord] = []
     for record in active:
         idle_since = record.last_accessed_at or record.created_at
-        last_decay = record.metadata.get("_decayed_at")
+        last_decay = record.metadata.get(DECAYED_AT_KEY)
         factor = semantic_decay if record.tier is Tier.SEMANTIC else DECAY_FACTOR
         if (
             now - idle_since >= ARCHIVE_AFTER
@@ -110,7 +110,7 @@ def plan(
                         "importance": round(record.importance * factor, 4),
                         "metadata": {
                             **record.metadata,
-                            "_decayed_at": now.timestamp(),
+                            DECAYED_AT_KEY: now.timestamp(),
                             STATED_IMPORTANCE: record.metadata.get(STATED_IMPORTANCE, record.importance),
                         },
                     }
@@ -130,37 +130,6 @@ def plan(
     return decayed, archive, evict
 
 
-def write_cold(path: Path, items: list[tuple[MemoryRecord, list[float] | None, list[float] | None]]) -> None:
-    """Append archived records, with their own and context vectors, to the namespace's cold file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("a", encoding="utf-8") as out:
-        for record, vector, window in items:
-            row: dict[str, Any] = record.model_copy(update={"status": Status.ARCHIVED}).public_dict()
-            row["embedding"], row["window_embedding"] = vector, window
-            out.write(json.dumps(row, ensure_ascii=False) + "\n")
-
-
-def read_cold(path: Path) -> list[dict[str, Any]]:
-    """Every row of a cold file (an export-shaped record with its vectors).
-
-    A damaged line (a disk filled up mid-write, a hand edit) is named with its line number,
-    so the user can repair or drop that one line instead of losing the file.
-    """
-    if not path.exists():
-        return []
-    rows = []
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            rows.append(json.loads(line))
-        except json.JSONDecodeError as exc:
-            raise StoreUnavailableError(
-                f"the cold storage file {path} is damaged at line {number} ({exc.msg}); repair or delete that line"
-            ) from None
-    return rows
-
-
 class Maintenance:
     """Runs the plan above on a namespace, and brings archived memories back.
 
@@ -171,27 +140,32 @@ class Maintenance:
 
     def __init__(
         self,
-        cold_store: Path,
+        cold: ColdStorage,
         import_data: Callable[[NamespaceStore, dict[str, Any]], int],
         clock: Clock,
         *,
         semantic_decay: float = SEMANTIC_DECAY_FACTOR,
     ) -> None:
-        self._cold_store = cold_store
+        self.cold = cold
         self._import_data = import_data
         self._clock = clock
         self._semantic_decay = semantic_decay
 
     def cold_path(self, namespace: str) -> Path:
         """The namespace's cold-storage file."""
-        return self._cold_store / f"{namespace}.jsonl"
+        return self.cold.path(namespace)
 
     def maintain(
         self, handle: NamespaceStore, *, now: datetime | None, caps: dict[Tier, int] | None, dry_run: bool = False
     ) -> MaintenanceReport:
-        """See ``MemoryEngine.maintain``."""
+        """See ``MemoryEngine.maintain``.
+
+        Recall's queued access counts of the namespace are written first: idleness is judged
+        from what Chroma holds, and a memory recalled a moment ago is not idle.
+        """
         now = now or self._clock.now()
         path = self.cold_path(handle.name)
+        handle.access.flush(handle)  # before the write lock: writing the counts takes its in-process part
         with handle.writing:
             records = [r for r, _ in handle.iterate()]
             decayed, archive, evict = plan(records, now, caps, semantic_decay=self._semantic_decay)
@@ -202,13 +176,13 @@ class Maintenance:
             if moving:
                 context_vectors = handle.context_vectors(moving)
                 rows = handle.get(moving, include_embeddings=True)
-                write_cold(path, [(r, v, context_vectors.get(r.id)) for r, v in rows])
+                self.cold.put(handle.name, [archived_row(r, v, context_vectors.get(r.id)) for r, v in rows])
                 handle.delete(moving)
         return _report(handle.name, decayed, archive, evict, path, dry_run=False)
 
-    def archived_ids(self, handle: NamespaceStore) -> list[str]:
+    def archived_ids(self, namespace: str) -> list[str]:
         """See ``MemoryEngine.archived_ids``."""
-        return [r["id"] for r in read_cold(self.cold_path(handle.name))]
+        return [r["id"] for r in self.cold.rows(namespace)]
 
     def restore(self, handle: NamespaceStore, ids: Sequence[str] | None, *, now: datetime | None = None) -> int:
         """See ``MemoryEngine.restore``.
@@ -217,8 +191,7 @@ class Maintenance:
         back, and otherwise the next upkeep round would find it as idle as when it was archived and
         archive it again; its new ``updated_at`` lets other replicas' index sync see it.
         """
-        path = self.cold_path(handle.name)
-        rows = read_cold(path)
+        rows = self.cold.rows(handle.name)
         wanted = set(ids) if ids is not None else {r["id"] for r in rows}
         stamp = (now or self._clock.now()).isoformat()
         back = [
@@ -235,6 +208,5 @@ class Maintenance:
             "records": back,
         }
         self._import_data(handle, document)
-        keep = [r for r in rows if r["id"] not in wanted]
-        path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in keep), encoding="utf-8")
+        self.cold.remove(handle.name, {r["id"] for r in back})
         return len(back)

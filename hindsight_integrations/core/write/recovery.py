@@ -1,7 +1,7 @@
 """Finishing supersedes a crash interrupted: the one repair the write path needs after a process dies.
 
 A new memory that makes an older one history is two Chroma writes: the new record is added
-first, naming what it supersedes (``field_index.SUPERSEDES_KEY``), then the older one is
+first, naming what it supersedes (``model.reserved.SUPERSEDES_KEY``), then the older one is
 rewritten as history. A process that dies between the two leaves both active. Each namespace
 is checked when this process opens it (``ChromaStore.on_open``), and a ``request_id``
 replayed after a crash finishes its own (``settle.py``).

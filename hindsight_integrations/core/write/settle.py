@@ -31,9 +31,9 @@ from ..language.speakers import speaker_of, spoken
 from ..model.inputs import MemoryInput, parse_inputs
 from ..model.limits import check_id
 from ..model.records import Kind, MemoryRecord, Source, Status, Tier
+from ..model.reserved import REQUEST_HASH_KEY, SUPERSEDES_KEY
 from ..model.results import SkippedMemory, StoreResult
 from ..parts import EngineParts
-from ..storage.field_index import SUPERSEDES_KEY
 from ..storage.namespace_store import NamespaceStore
 from .admission import CONTEXT_IMPORTANCE, WriteDecision, assess
 from .conversation import SessionNeighbours
@@ -150,7 +150,7 @@ class Settler:
             if request_id:
                 previous = handle.find({"request_id": request_id})
                 if previous:
-                    if any(r.metadata.get("_request_hash") not in (None, request_hash) for r in previous):
+                    if any(r.metadata.get(REQUEST_HASH_KEY) not in (None, request_hash) for r in previous):
                         raise InvalidInputError(
                             "request_id",
                             f"{request_id!r} was already used for different content; use a new request_id",
@@ -330,7 +330,7 @@ class Settler:
         occurred = item.occurred_at or now
         metadata = dict(item.metadata)
         if request_hash:
-            metadata["_request_hash"] = request_hash
+            metadata[REQUEST_HASH_KEY] = request_hash
         return self._parts.new_record(
             namespace,
             item.content,

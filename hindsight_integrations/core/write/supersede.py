@@ -36,7 +36,8 @@ from ..language.retired import retires
 from ..language.sameness import Comparison, can_repeat, compare, names_a_relative_new, reversals, share_a_topic
 from ..language.slots import is_named
 from ..llm import LLMClient
-from ..model.records import STATED_IMPORTANCE, MemoryRecord, Role, Status
+from ..model.records import MemoryRecord, Role, Status
+from ..model.reserved import STATED_IMPORTANCE
 from ..redaction import describe_error
 
 log = logging.getLogger("hindsight.updates")

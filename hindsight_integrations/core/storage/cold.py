@@ -1,0 +1,92 @@
+"""Cold storage: the JSONL file per namespace that upkeep moves archived memories to, outside Chroma.
+
+Each line is one archived record as an export writes it (``public_dict``) with its own and
+context vectors (``embedding``, ``window_embedding``), so ``restore`` and ``import_data`` read
+it as an export. One id has one row: an id archived again (after a backup brought it back,
+or an import carried it in) replaces its earlier row, so ``restore`` never meets two versions
+of one memory. Files written before that may hold an id twice; the last row, the latest
+archive, is the one read.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Collection, Iterable
+from pathlib import Path
+from typing import Any
+
+from ..errors import StoreUnavailableError
+from ..model.records import MemoryRecord, Status
+
+ColdRow = dict[str, Any]
+"""One archived record in export form, with ``embedding`` and ``window_embedding`` (a list or None)."""
+
+
+def archived_row(record: MemoryRecord, vector: list[float] | None, window: list[float] | None) -> ColdRow:
+    """The cold-storage row of ``record``, marked archived, with its own and context vectors."""
+    row: ColdRow = record.model_copy(update={"status": Status.ARCHIVED}).public_dict()
+    row["embedding"], row["window_embedding"] = vector, window
+    return row
+
+
+class ColdStorage:
+    """The cold files of a store, one per namespace, in ``folder``."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+
+    def path(self, namespace: str) -> Path:
+        """The namespace's cold file (it may not exist yet)."""
+        return self.folder / f"{namespace}.jsonl"
+
+    def rows(self, namespace: str) -> list[ColdRow]:
+        """Every archived record of ``namespace``, one per id (the last written), oldest archive first.
+
+        A damaged line (a disk filled up mid-write, a hand edit) is named with its line number,
+        so the user can repair or drop that one line instead of losing the file.
+        """
+        path = self.path(namespace)
+        if not path.exists():
+            return []
+        rows: dict[Any, ColdRow] = {}
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise StoreUnavailableError(
+                    f"the cold storage file {path} is damaged at line {number} ({exc.msg}); repair or delete that line"
+                ) from None
+            key = row.get("id") if isinstance(row, dict) else None
+            rows.pop(key, None)  # a later archive of the same id is the one kept, in its own place
+            rows[key if key is not None else ("line", number)] = row
+        return list(rows.values())
+
+    def put(self, namespace: str, rows: Iterable[ColdRow]) -> None:
+        """Add ``rows`` to the namespace's cold file, each replacing the row its id had there."""
+        new = list(rows)
+        if not new:
+            return
+        ids = {row["id"] for row in new}
+        self._write(namespace, [*(r for r in self.rows(namespace) if r.get("id") not in ids), *new])
+
+    def remove(self, namespace: str, ids: Collection[str]) -> None:
+        """Drop the rows of ``ids`` from the namespace's cold file (they were restored)."""
+        kept = [r for r in self.rows(namespace) if r.get("id") not in ids]
+        self._write(namespace, kept)
+
+    def _write(self, namespace: str, rows: list[ColdRow]) -> None:
+        """Write the whole file anew and swap it in, so a failure mid-write leaves the old file whole."""
+        path = self.path(namespace)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        partial = path.with_name(path.name + ".partial")
+        with partial.open("w", encoding="utf-8") as out:
+            out.writelines(json.dumps(row, ensure_ascii=False) + "\n" for row in rows)
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(partial, path)
+
+
+__all__ = ["ColdRow", "ColdStorage", "archived_row"]
