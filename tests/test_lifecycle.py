@@ -8,6 +8,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from hindsight_integrations import ConfigurationError, MemoryEngine, Status, Tier
+from hindsight_integrations.core.errors import MemoryNotFoundError
 
 
 def test_decay_archive_and_restore(engine: MemoryEngine) -> None:
@@ -47,6 +48,19 @@ def test_an_id_archived_twice_is_restored_once_as_it_was_last_archived(timed: Me
     assert timed.restore(namespace="u1") == 1
     assert timed.get(stale.id, namespace="u1").content == "The old staging host was called zeus-2."
     assert timed.archived_ids(namespace="u1") == []
+
+
+def test_a_memory_in_cold_storage_is_read_by_id_and_changed_only_once_restored(timed: MemoryEngine, clock) -> None:
+    """``get`` finds a memory whatever its status, archived ones included; an edit says to restore it first."""
+    stale = timed.store("The old staging host was called zeus-1.", namespace="u1", importance=0.2).stored[0]
+    clock.advance(days=100)
+    assert timed.maintain(namespace="u1").archived == [stale.id]
+    archived = timed.get(stale.id, namespace="u1")
+    assert archived.status is Status.ARCHIVED and archived.content == stale.content
+    with pytest.raises(MemoryNotFoundError, match="archived in cold storage; restore it first"):
+        timed.update(stale.id, namespace="u1", importance=0.9)
+    assert timed.restore(namespace="u1", ids=[stale.id]) == 1
+    assert timed.update(stale.id, namespace="u1", importance=0.9).status is Status.ACTIVE
 
 
 def test_a_cold_file_written_with_an_id_twice_restores_its_last_row(timed: MemoryEngine, clock) -> None:

@@ -9,15 +9,18 @@ from __future__ import annotations
 
 import os
 import sys
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import httpx
 import pytest
 
+from hindsight_integrations import MemoryEngine
 from hindsight_integrations.mcp import MemoryClient
 from hindsight_integrations.processes import free_port, running
 
 from .mcp_support import REPO, server_env
+from .viewer_support import csrf_of
 
 pytestmark = pytest.mark.server
 CLI = [sys.executable, "-m", "hindsight_integrations.cli"]
@@ -33,6 +36,25 @@ def test_ui_serves_the_stores_memories_without_sign_in_on_loopback(tmp_path: Pat
         page = httpx.get(f"{base}/ui")
     assert page.status_code == 200 and 'id="namespace">me<' in page.text
     assert "I keep my bike in the courtyard." in page.text and "Sign out" not in page.text
+
+
+def test_a_memory_archived_into_cold_storage_is_shown_and_restored_from_the_viewer(tmp_path: Path, embedder) -> None:
+    store = tmp_path / "store"
+    with MemoryEngine(store=store, namespace="me", embedder=embedder, llm=False) as engine:
+        stale = engine.store("The old staging host was called zeus-1.", importance=0.2).stored[0]
+        assert engine.maintain(now=datetime.now(UTC) + timedelta(days=100)).archived == [stale.id]
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    command = [*CLI, "--store", str(store), "--namespace", "me", "ui", "--no-browser", "--port", str(port)]
+    with (
+        running(command, health_url=f"{base}/health", env=server_env(store), cwd=REPO),
+        httpx.Client(base_url=base, follow_redirects=True) as client,
+    ):
+        page = client.get(f"/ui/memory/{stale.id}")
+        assert page.status_code == 200 and 'class="badge status-archived"' in page.text
+        assert 'id="restore"' in page.text and "zeus-1" in page.text
+        restored = client.post(f"/ui/memory/{stale.id}/restore", data={"csrf": csrf_of(page.text)})
+    assert "Restored" in restored.text and 'id="forget"' in restored.text
 
 
 @pytest.mark.timeout(180)

@@ -28,7 +28,7 @@ from .parts import EngineParts
 from .progress import ProgressCallback, report
 from .recall.context import memory_line
 from .recall.filters import RecallFilters, bounded_filters
-from .storage.cold import ColdRow, ColdStorage, archived_row
+from .storage.cold import COLD_VECTOR_KEYS, ColdRow, ColdStorage, archived_row
 from .storage.namespace_store import NamespaceStore, Vector
 
 EXPORT_FORMAT = "hindsight-export"
@@ -39,7 +39,6 @@ _EMBEDDING, _WRITING = "embedding memories", "writing memories"
 _REPORT_EVERY = 500
 _EMBED_CHUNK = 256  # records embedded between two reports (a few model batches)
 _WRITE_CHUNK = 500  # records written to Chroma between two reports
-_VECTORS = ("embedding", "window_embedding")
 
 
 def export_namespace(data: Any, namespace: str | None) -> str | None:
@@ -133,7 +132,7 @@ class Backup:
                     item["window_embedding"] = context_vectors[item["id"]]  # the key predates "context vector"
         cold = self.cold.rows(name)
         if not include_embeddings:
-            cold = [{k: v for k, v in row.items() if k not in _VECTORS} for row in cold]
+            cold = [{k: v for k, v in row.items() if k not in COLD_VECTOR_KEYS} for row in cold]
         return {
             "format": EXPORT_FORMAT,
             "version": 1,
@@ -252,7 +251,7 @@ class Backup:
         """
         if not isinstance(item, dict):
             return [f"{where}: must be an object (one record of `hindsight export`), got {type(item).__name__}"]
-        fields = {k: v for k, v in item.items() if k not in _VECTORS}
+        fields = {k: v for k, v in item.items() if k not in COLD_VECTOR_KEYS}
         fields.update(namespace=namespace, embedding_model=self._parts.embedder.name)
         fields["embedding_dim"] = self._parts.embedding_dim
         try:

@@ -200,9 +200,9 @@ class MemoryEngine(UpkeepFacade):
         )
 
     def get(self, memory_id: str, *, namespace: str | None = None) -> MemoryRecord:
-        """One memory by id, whatever its status; ``MemoryNotFoundError`` if the namespace has none."""
+        """One memory by id, whatever its status (archived into cold storage too); ``MemoryNotFoundError`` if none."""
         handle = self._namespace(namespace)
-        return self._lane(handle).editor.get(handle, memory_id)
+        return self._lane(handle).editor.find(handle, memory_id)
 
     def update(
         self,

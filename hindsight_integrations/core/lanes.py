@@ -71,7 +71,7 @@ class ModelLane:
         return cls(
             parts=parts,
             settler=settler,
-            editor=Editor(parts),
+            editor=Editor(parts, backup.cold),
             recaller=Recaller(parts),
             working=WorkingMemory(parts, settler),
             backup=backup,

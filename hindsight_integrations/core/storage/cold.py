@@ -21,6 +21,7 @@ from ..model.records import MemoryRecord, Status
 
 ColdRow = dict[str, Any]
 """One archived record in export form, with ``embedding`` and ``window_embedding`` (a list or None)."""
+COLD_VECTOR_KEYS = ("embedding", "window_embedding")
 
 
 def archived_row(record: MemoryRecord, vector: list[float] | None, window: list[float] | None) -> ColdRow:
@@ -89,4 +90,4 @@ class ColdStorage:
         os.replace(partial, path)
 
 
-__all__ = ["ColdRow", "ColdStorage", "archived_row"]
+__all__ = ["COLD_VECTOR_KEYS", "ColdRow", "ColdStorage", "archived_row"]

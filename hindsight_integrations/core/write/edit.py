@@ -18,6 +18,7 @@ from ..model.inputs import MAX_TTL_SECONDS, validate_content
 from ..model.limits import check_memory_id, check_metadata
 from ..model.records import Kind, MemoryRecord, Source, Status
 from ..parts import EngineParts
+from ..storage.cold import COLD_VECTOR_KEYS, ColdStorage
 from ..storage.namespace_store import NamespaceStore
 from .supersede import history_of
 
@@ -25,19 +26,42 @@ from .supersede import history_of
 class Editor:
     """Changes stored memories one at a time, by id, for any namespace of one engine."""
 
-    def __init__(self, parts: EngineParts) -> None:
+    def __init__(self, parts: EngineParts, cold: ColdStorage | None = None) -> None:
+        """``cold`` is where upkeep archives memories: one found there is read, not changed, until restored."""
         self._parts = parts
+        self._cold = cold
 
-    @staticmethod
-    def get(handle: NamespaceStore, memory_id: str) -> MemoryRecord:
-        """The memory ``memory_id`` of this namespace, whatever its status."""
+    def find(self, handle: NamespaceStore, memory_id: str) -> MemoryRecord:
+        """The memory ``memory_id`` of this namespace, whatever its status, archived into cold storage too."""
+        try:
+            return self.get(handle, memory_id)
+        except MemoryNotFoundError:
+            archived = self._archived(handle.name, memory_id)
+            if archived is None:
+                raise
+            return archived
+
+    def get(self, handle: NamespaceStore, memory_id: str) -> MemoryRecord:
+        """The memory ``memory_id`` the store holds, to change; one in cold storage is named as such."""
         if not isinstance(memory_id, str) or not memory_id:
             raise InvalidInputError("id", "must be a memory id string")
         check_memory_id(memory_id)
         found = handle.get([memory_id])
-        if not found:
-            raise MemoryNotFoundError(memory_id, handle.name)
-        return found[0][0]
+        if found:
+            return found[0][0]
+        if self._archived(handle.name, memory_id) is not None:
+            raise MemoryNotFoundError(
+                memory_id, handle.name, reason="it is archived in cold storage; restore it first (`hindsight restore`)"
+            )
+        raise MemoryNotFoundError(memory_id, handle.name)
+
+    def _archived(self, namespace: str, memory_id: str) -> MemoryRecord | None:
+        if self._cold is None:
+            return None
+        row = next((r for r in self._cold.rows(namespace) if r.get("id") == memory_id), None)
+        if row is None:
+            return None
+        return MemoryRecord.model_validate({k: v for k, v in row.items() if k not in COLD_VECTOR_KEYS})
 
     def edit(
         self,
