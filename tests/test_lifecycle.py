@@ -63,6 +63,17 @@ def test_a_memory_in_cold_storage_is_read_by_id_and_changed_only_once_restored(t
     assert timed.update(stale.id, namespace="u1", importance=0.9).status is Status.ACTIVE
 
 
+def test_a_dropped_namespace_leaves_no_cold_storage_behind(timed: MemoryEngine, clock) -> None:
+    """Deleted for good: a namespace made again under the name does not inherit its archived memories."""
+    timed.store("The old staging host was called zeus-1.", namespace="u1", importance=0.2)
+    clock.advance(days=100)
+    assert timed.maintain(namespace="u1").archived
+    timed.drop_namespace("u1")
+    timed.store("The new staging host is hera-2.", namespace="u1")
+    assert timed.archived_ids(namespace="u1") == [] and timed.restore(namespace="u1") == 0
+    assert "zeus-1" not in json.dumps(timed.export(namespace="u1"))
+
+
 def test_a_cold_file_written_with_an_id_twice_restores_its_last_row(timed: MemoryEngine, clock) -> None:
     """Cold files written before one id had one row: the last row (the latest archive) is the one restored."""
     stale = timed.store("The old staging host was called zeus-1.", namespace="u1", importance=0.2).stored[0]

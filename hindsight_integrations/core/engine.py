@@ -307,8 +307,7 @@ class MemoryEngine(UpkeepFacade):
         request = self._lanes.primary.recaller.request(
             query, top_k=None, min_score=None, filters=None, token_budget=None, weights=None, include_history=False
         )
-        handle = self._namespace(namespace, create=False)
-        lane = self._lanes.primary if handle is None else self._lane(handle)
+        _, handle, lane = self._lanes.reading(namespace)
         return lane.recaller.relevance(handle, request)
 
     def list(
@@ -426,8 +425,9 @@ class MemoryEngine(UpkeepFacade):
         return self._lane(handle).backup.import_data(handle, data, progress=progress)
 
     def drop_namespace(self, namespace: str) -> None:
-        """Delete a namespace and everything in it, for good."""
-        self.chroma.drop_namespace(validate_namespace(namespace))
+        """Delete a namespace and everything in it, its cold storage too, for good."""
+        self.chroma.drop_namespace(name := validate_namespace(namespace))
+        self._lanes.primary.backup.cold.drop(name)
 
     # -- lifecycle --------------------------------------------------------------------------
     def close(self, timeout: float | None = 10.0) -> bool:

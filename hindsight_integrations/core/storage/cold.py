@@ -78,6 +78,10 @@ class ColdStorage:
         kept = [r for r in self.rows(namespace) if r.get("id") not in ids]
         self._write(namespace, kept)
 
+    def drop(self, namespace: str) -> None:
+        """Delete the namespace's cold file (the namespace itself is being deleted)."""
+        self.path(namespace).unlink(missing_ok=True)
+
     def _write(self, namespace: str, rows: list[ColdRow]) -> None:
         """Write the whole file anew and swap it in, so a failure mid-write leaves the old file whole."""
         path = self.path(namespace)
