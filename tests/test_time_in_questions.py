@@ -70,6 +70,32 @@ def test_a_named_time_is_read_as_a_range_against_the_anchor(query: str, expected
 
 
 @pytest.mark.parametrize(
+    ("query", "asked", "expected"),
+    [
+        # "last May" asked in May is the May before; asked after it, this year's (as the parser reads it)
+        ("Where did I go hiking last May?", "2024-05-19", [("month", "2023-05-01", "2023-06-01")]),
+        ("Where did I go hiking last May?", "2024-06-10", [("month", "2024-05-01", "2024-06-01")]),
+        ("What did we do last summer?", "2024-07-15", [("season", "2023-06-01", "2023-09-01")]),
+        ("What did we do last summer?", "2024-10-01", [("season", "2024-06-01", "2024-09-01")]),
+        ("What did we do last winter?", "2024-01-15", [("season", "2022-12-01", "2023-03-01")]),
+        ("What did we do during the summer?", "2024-07-15", [("season", "2024-06-01", "2024-09-01")]),
+        # a month with a year named apart from it is one frame: that month of that year
+        ("Where did I go hiking in May last year?", "2024-05-19", [("month", "2023-05-01", "2023-06-01")]),
+        ("Where did I go hiking last year in May?", "2024-05-19", [("month", "2023-05-01", "2023-06-01")]),
+        ("What did we do in December of last year?", "2024-05-19", [("month", "2023-12-01", "2024-01-01")]),
+        ("Where did I go hiking in May 2023?", "2024-05-19", [("month", "2023-05-01", "2023-06-01")]),
+        ("What did we do last year?", "2024-05-19", [("year", "2023-01-01", "2024-01-01")]),
+    ],
+)
+def test_a_month_or_season_is_the_one_its_words_and_year_name(
+    query: str, asked: str, expected: list[tuple[str, str, str]]
+) -> None:
+    anchor = datetime.fromisoformat(asked).replace(hour=12)
+    frames = [(f.grain, f.start.date().isoformat(), f.end.date().isoformat()) for f in time_frames(query, anchor)]
+    assert frames == expected
+
+
+@pytest.mark.parametrize(
     "query",
     [
         "How do I get to work?",
