@@ -43,6 +43,18 @@ def _frames(query: str) -> list[tuple[str, str, str]]:
         ("去年夏天我们做了什么？", [("season", "2022-06-01", "2022-09-01")]),
         ("五月份你去旅行了吗", [("month", "2023-05-01", "2023-06-01")]),
         ("我2022年在哪里工作", [("year", "2022-01-01", "2023-01-01")]),
+        # a year word and a month: that month of that year (read whole, the parser gave nothing or a wrong date)
+        ("去年五月我去了哪里？", [("month", "2022-05-01", "2022-06-01")]),
+        ("今年三月我去了哪里？", [("month", "2023-03-01", "2023-04-01")]),
+        ("去年12月我去了哪里？", [("month", "2022-12-01", "2023-01-01")]),
+        ("我2022年五月在哪里工作？", [("month", "2022-05-01", "2022-06-01")]),
+        # what the parser does not know, spelled as it reads it: 前年 as 2年前, 这个月 as 本月, 三 as 3
+        ("前年我去了哪里？", [("year", "2021-01-01", "2022-01-01")]),
+        ("这个月我去了哪里？", [("month", "2023-08-01", "2023-09-01")]),
+        ("三天前我去了哪里？", [("day", "2023-08-25", "2023-08-26")]),
+        ("十二天前我去了哪里？", [("day", "2023-08-16", "2023-08-17")]),
+        ("两个月前我去了哪里？", [("month", "2023-06-01", "2023-07-01")]),
+        ("3个星期前我去了哪里？", [("week", "2023-08-07", "2023-08-14")]),
         # Written-out dates are read alone: the parser's search over the whole question gave only
         # the year for the first and April and 2023 apart for the second.
         # A date something happened before reaches back a week, the day itself included.
@@ -144,6 +156,7 @@ def test_the_date_parser_runs_only_for_a_question_that_names_a_time(
 
 def test_names_a_time_reads_the_time_words_of_either_language() -> None:
     assert names_a_time("What did I do last May?") and names_a_time("我上个月去了哪里？")
+    assert names_a_time("三天前我去了哪里？") and names_a_time("两个月前我去了哪里？") and names_a_time("5天前呢")
     assert not names_a_time("How do I get to work?") and not names_a_time("x" * PARSED_CHARS + " in June")
 
 

@@ -23,11 +23,12 @@ import logging
 import os
 import threading
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
 from .rules import Rules, every, for_text, matches
+from .values import numeral_value
 
 log = logging.getLogger(__name__)
 
@@ -106,10 +107,10 @@ def _dates(lowered: str, rules: Rules, anchor: datetime) -> tuple[list[TimeFrame
     others; the packs' ``recall.absolute_date`` finds them, and the parser reads each alone.
     At most ``MOST_DATES`` distinct dates are read (each reading costs ~1 ms, and no question
     names more); the spans of any further ones count as read, so the whole question is not
-    searched for them either.
+    searched for them either. Relative times the parser misses inside a question
+    (``recall.relative_date``: 去年五月 read whole is nothing) are read alone the same way.
     """
-    pattern = rules.pattern("recall.absolute_date")
-    found = [(m.group(0), m.span()) for m in pattern.finditer(lowered)] if pattern is not None else []
+    found = _read_alone(lowered, rules)
     if not found:
         return [], []
     from dateparser.date import DateDataParser  # imported on the first question naming a time
@@ -125,7 +126,9 @@ def _dates(lowered: str, rules: Rules, anchor: datetime) -> tuple[list[TimeFrame
                 if len(readings) == MOST_DATES:
                     read.append(span)
                     continue
-                readings[said] = next(filter(None, (_read(parser, said, anchor) for parser in parsers)), None)
+                spelled = _spelled(said, rules)
+                reading = next(filter(None, (_read(parser, spelled, anchor) for parser in parsers)), None)
+                readings[said] = replace(reading, said=said) if reading is not None else None
             frame = readings[said]
             if frame is None:
                 continue
@@ -134,6 +137,35 @@ def _dates(lowered: str, rules: Rules, anchor: datetime) -> tuple[list[TimeFrame
             if frame not in frames:
                 frames.append(frame)
     return frames, read
+
+
+def _read_alone(lowered: str, rules: Rules) -> list[tuple[str, tuple[int, int]]]:
+    """What the parser reads alone, with its span, in the order the query says it.
+
+    Dates written out (``recall.absolute_date``), then relative times it misses inside a question
+    (``recall.relative_date``) where no date is.
+    """
+    found: list[tuple[str, tuple[int, int]]] = []
+    for name in ("recall.absolute_date", "recall.relative_date"):
+        pattern = rules.pattern(name)
+        for match in pattern.finditer(lowered) if pattern is not None else ():
+            if not any(match.start() < end and begin < match.end() for _, (begin, end) in found):
+                found.append((match.group(0), match.span()))
+    return sorted(found, key=lambda item: item[1])
+
+
+def _spelled(said: str, rules: Rules) -> str:
+    """``said`` spelled as the parser reads it: the packs' ``date_spellings``, counts in digits.
+
+    The parser knows neither 这个月 nor 前年, and reads a count before 天前 only in digits.
+    """
+    spellings = rules.mapping("date_spellings")
+    for word in sorted(spellings, key=len, reverse=True):
+        said = said.replace(word, spellings[word])
+    counts = rules.pattern("recall.spelled_count")
+    if counts is None:
+        return said
+    return counts.sub(lambda count: str(numeral_value(count.group(0)) or count.group(0)), said)
 
 
 def _named_before(lowered: str, span: tuple[int, int], rules: Rules) -> bool:
@@ -318,13 +350,13 @@ def _months(frames: Sequence[TimeFrame], lowered: str, rules: Rules, anchor: dat
     The parser reads a month as the latest one begun by the anchor, and a year beside it as a frame
     of its own: "in May last year" asked in 2024 framed May 2024 and the whole of 2023, and "last May"
     asked in May framed the May it was asked in. A year the query names is the month's ("in May last
-    year", "last year in May": one frame, that month of that year); otherwise "last May"
+    year", "last year in May", 去年五月: one frame, that month of that year); otherwise "last May"
     asked during May is the May a year before (asked in June it is this year's, as the parser reads it).
     """
     month_name = rules.pattern("recall.month_name")
     if month_name is None:
         return list(frames)
-    named = [f for f in frames if f.grain == "month" and month_name.fullmatch(f.said.lower())]
+    named = [f for f in frames if f.grain == "month" and month_name.fullmatch(f.said.strip().lower())]
     if not named:
         return list(frames)
     years = [f for f in frames if f.grain == "year"]
