@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import random
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
 
@@ -104,6 +105,53 @@ def test_filters_narrow_before_ranking(engine: MemoryEngine) -> None:
     assert len(engine.recall(q, namespace="u1", filters={"min_importance": 0.5}).hits) == 1
     assert len(engine.recall(q, namespace="u1", filters=RecallFilters(metadata={"team": "core"})).hits) == 1
     assert engine.recall(q, namespace="u1", filters={"tiers": ["semantic"]}).hits[0].record.tier is Tier.SEMANTIC
+
+
+FLAG_VALUES = {"int": 1, "bool": True, "float": 1.0, "text": "1"}
+
+
+@pytest.mark.parametrize("wanted", [True, 1, 1.0, "1"], ids=repr)
+def test_a_metadata_filter_tells_booleans_from_numbers_as_list_does(engine: MemoryEngine, wanted: object) -> None:
+    """Python's True == 1 == 1.0 let recall's own check (lexical candidates, the final re-check) pass
+    memories flagged 1 or 1.0 to a filter on True, and the reverse; Chroma, which list() asks, keeps
+    booleans apart from numbers and compares an int with a float as numbers."""
+    names = {}
+    for name, value in FLAG_VALUES.items():
+        stored = engine.store(
+            f"The staging server {name} runs Ubuntu and listens on port 8080.",
+            namespace="u1",
+            metadata={"flag": value},
+            dedup=False,
+        )
+        names[stored.stored[0].id] = name
+    filters = {"metadata": {"flag": wanted}}
+    listed = sorted(names[m.id] for m in engine.list(namespace="u1", filters=filters))
+    hits = engine.recall("staging server Ubuntu port", namespace="u1", filters=filters, top_k=10).hits
+    recalled = sorted(names[h.record.id] for h in hits)
+    expected = ["bool"] if wanted is True else ["text"] if wanted == "1" else ["float", "int"]
+    assert listed == expected
+    assert recalled == expected
+
+
+CLAUSE_VALUES = {"int1": 1, "bool_t": True, "float1": 1.0, "text1": "1", "int2": 2, "bool_f": False, "int0": 0}
+CONDITIONS = [True, False, 1, 1.0, 0, "1", {"$in": [True]}, {"$in": [1]}, {"$in": [0, 2]}, {"$in": ["1"]}]
+CONDITIONS += [{"$gt": 0}, {"$gte": 1}, {"$lte": 1.0}, {"$gt": 0.5}]
+
+
+@pytest.mark.parametrize("condition", CONDITIONS, ids=repr)
+def test_the_python_check_of_a_clause_agrees_with_chroma(tmp_path, condition: object) -> None:
+    import chromadb
+
+    from hindsight_integrations.core.recall.filters import _compile
+
+    values = CLAUSE_VALUES
+    client = chromadb.PersistentClient(path=str(tmp_path), settings=chromadb.Settings(anonymized_telemetry=False))
+    collection = client.create_collection("types")
+    metadatas: list[Any] = [{"f": v} for v in values.values()]
+    collection.add(ids=list(values), embeddings=[[0.1, 0.2]] * len(values), metadatas=metadatas)
+    by_chroma = sorted(collection.get(where={"f": condition})["ids"])
+    _, test = _compile({"f": condition})
+    assert sorted(name for name, value in values.items() if test(value)) == by_chroma
 
 
 def test_lexical_candidates_obey_filters(engine: MemoryEngine) -> None:

@@ -34,6 +34,9 @@ BIG = "x" * 20_000
         ({"content": "fact", "occurred_at": "3000-01-01T00:00:00Z"}, "occurred_at", "between"),
         ({"content": "fact", "occurred_at": datetime(1, 1, 1, tzinfo=UTC)}, "occurred_at", "between"),
         ({"content": "fact", "ttl_seconds": 10**12}, "ttl_seconds", "at most"),
+        # kept as m.<key> for Chroma to filter on, which cannot: no filter ever matched 2**70
+        ({"content": "fact", "metadata": {"build": 2**63}}, "metadata", "'build' is an integer outside"),
+        ({"content": "fact", "metadata": {"build": -(2**63) - 1}}, "metadata", "64-bit"),
     ],
 )
 def test_every_field_of_a_memory_is_bounded(engine: MemoryEngine, item: dict, field: str, needle: str) -> None:
@@ -52,6 +55,9 @@ def test_every_field_of_a_memory_is_bounded(engine: MemoryEngine, item: dict, fi
         ({"metadata": {"k": "v" * 20_000}}, "filters", "HINDSIGHT_MAX_FILTER_BYTES"),
         ({"session_id": "s" * 1000}, "filters.session_id", "HINDSIGHT_MAX_ID_CHARS"),
         ({"min_importance": math.nan}, "filters.min_importance", ""),
+        # past int64 Chroma raised its own error (2**63) or matched nothing (2**70)
+        ({"metadata": {"build": 2**63}}, "filters.metadata", "'build' is an integer outside"),
+        ({"metadata": {"build": 2**70}}, "filters.metadata", "64-bit"),
     ],
 )
 def test_filters_are_bounded(engine: MemoryEngine, filters: dict, field: str, needle: str) -> None:
@@ -63,6 +69,15 @@ def test_filters_are_bounded(engine: MemoryEngine, filters: dict, field: str, ne
         with pytest.raises(InvalidInputError) as caught:
             call()
         assert caught.value.field == field and needle in str(caught.value)
+
+
+def test_the_integers_chroma_holds_are_stored_and_filtered_on(engine: MemoryEngine) -> None:
+    for build in (2**63 - 1, -(2**63)):
+        engine.store("The staging server runs Ubuntu.", namespace="u1", metadata={"build": build}, dedup=False)
+        listed = engine.list(namespace="u1", filters={"metadata": {"build": build}})
+        assert [m.metadata["build"] for m in listed] == [build]
+    nested = engine.store("The build farm is in Oslo.", namespace="u1", metadata={"builds": [2**70]}).stored[0]
+    assert engine.get(nested.id, namespace="u1").metadata == {"builds": [2**70]}  # JSON only: any integer
 
 
 def test_min_score_must_be_a_real_number(engine: MemoryEngine) -> None:

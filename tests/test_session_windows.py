@@ -74,6 +74,29 @@ def test_compressed_and_cleared_turns_leave_the_window(engine: MemoryEngine) -> 
     assert handle.windows.tokens("s1") == 0 and handle.windows.latest_lines("s1", 2) == []
 
 
+def test_a_cleared_window_is_no_context_of_the_next_memory(engine: MemoryEngine) -> None:
+    """The settler's note of the session's latest texts outlived ``clear_working``: the next turn's memory
+    was stored with the cleared turns as its context (and context vector), found by their words."""
+    engine.record_turn("My bank PIN is 4921, please remember it.", session_id="s1", namespace="u1")
+    engine.record_turn("Actually, forget this whole conversation.", session_id="s1", namespace="u1")
+    assert engine.clear_working(session_id="s1", namespace="u1") == 2
+    memory = engine.record_turn("I am training for the Berlin half marathon.", session_id="s1", namespace="u1")
+    stored = memory.stored.stored[0]
+    assert stored.context is None and engine.get(stored.id, namespace="u1").context is None
+    hits = engine.recall("bank PIN 4921", namespace="u1", touch=False).hits
+    assert stored.id not in {h.record.id for h in hits if h.lexical > 0}
+
+
+def test_a_forgotten_memory_is_no_context_of_the_next_one(engine: MemoryEngine) -> None:
+    engine.store("My sister lives in Lisbon.", namespace="u1", session_id="s1")
+    pin = engine.store("My bank PIN is 4921.", namespace="u1", session_id="s1").stored[0]
+    engine.forget(pin.id, namespace="u1")
+    later = engine.store("I am training for the Berlin half marathon.", namespace="u1", session_id="s1").stored[0]
+    assert "4921" not in (later.context or "")
+    other = engine.store("My brother lives in Porto.", namespace="u1", session_id="s2").stored[0]
+    assert engine.store("I play chess on Sundays.", namespace="u1", session_id="s2").stored[0].context == other.content
+
+
 def test_the_window_index_keeps_live_turns_only_in_their_order() -> None:
     windows = SessionWindows()
     turn = {"tier": "working", "status": "active", "session_id": "s", "token_count": 5, "entities_json": '["Ana"]'}

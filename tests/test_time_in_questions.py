@@ -43,6 +43,18 @@ def _frames(query: str) -> list[tuple[str, str, str]]:
         ("去年夏天我们做了什么？", [("season", "2022-06-01", "2022-09-01")]),
         ("五月份你去旅行了吗", [("month", "2023-05-01", "2023-06-01")]),
         ("我2022年在哪里工作", [("year", "2022-01-01", "2023-01-01")]),
+        # a year word and a month: that month of that year (read whole, the parser gave nothing or a wrong date)
+        ("去年五月我去了哪里？", [("month", "2022-05-01", "2022-06-01")]),
+        ("今年三月我去了哪里？", [("month", "2023-03-01", "2023-04-01")]),
+        ("去年12月我去了哪里？", [("month", "2022-12-01", "2023-01-01")]),
+        ("我2022年五月在哪里工作？", [("month", "2022-05-01", "2022-06-01")]),
+        # what the parser does not know, spelled as it reads it: 前年 as 2年前, 这个月 as 本月, 三 as 3
+        ("前年我去了哪里？", [("year", "2021-01-01", "2022-01-01")]),
+        ("这个月我去了哪里？", [("month", "2023-08-01", "2023-09-01")]),
+        ("三天前我去了哪里？", [("day", "2023-08-25", "2023-08-26")]),
+        ("十二天前我去了哪里？", [("day", "2023-08-16", "2023-08-17")]),
+        ("两个月前我去了哪里？", [("month", "2023-06-01", "2023-07-01")]),
+        ("3个星期前我去了哪里？", [("week", "2023-08-07", "2023-08-14")]),
         # Written-out dates are read alone: the parser's search over the whole question gave only
         # the year for the first and April and 2023 apart for the second.
         # A date something happened before reaches back a week, the day itself included.
@@ -67,6 +79,32 @@ def _frames(query: str) -> list[tuple[str, str, str]]:
 )
 def test_a_named_time_is_read_as_a_range_against_the_anchor(query: str, expected: list[tuple[str, str, str]]) -> None:
     assert _frames(query) == expected
+
+
+@pytest.mark.parametrize(
+    ("query", "asked", "expected"),
+    [
+        # "last May" asked in May is the May before; asked after it, this year's (as the parser reads it)
+        ("Where did I go hiking last May?", "2024-05-19", [("month", "2023-05-01", "2023-06-01")]),
+        ("Where did I go hiking last May?", "2024-06-10", [("month", "2024-05-01", "2024-06-01")]),
+        ("What did we do last summer?", "2024-07-15", [("season", "2023-06-01", "2023-09-01")]),
+        ("What did we do last summer?", "2024-10-01", [("season", "2024-06-01", "2024-09-01")]),
+        ("What did we do last winter?", "2024-01-15", [("season", "2022-12-01", "2023-03-01")]),
+        ("What did we do during the summer?", "2024-07-15", [("season", "2024-06-01", "2024-09-01")]),
+        # a month with a year named apart from it is one frame: that month of that year
+        ("Where did I go hiking in May last year?", "2024-05-19", [("month", "2023-05-01", "2023-06-01")]),
+        ("Where did I go hiking last year in May?", "2024-05-19", [("month", "2023-05-01", "2023-06-01")]),
+        ("What did we do in December of last year?", "2024-05-19", [("month", "2023-12-01", "2024-01-01")]),
+        ("Where did I go hiking in May 2023?", "2024-05-19", [("month", "2023-05-01", "2023-06-01")]),
+        ("What did we do last year?", "2024-05-19", [("year", "2023-01-01", "2024-01-01")]),
+    ],
+)
+def test_a_month_or_season_is_the_one_its_words_and_year_name(
+    query: str, asked: str, expected: list[tuple[str, str, str]]
+) -> None:
+    anchor = datetime.fromisoformat(asked).replace(hour=12)
+    frames = [(f.grain, f.start.date().isoformat(), f.end.date().isoformat()) for f in time_frames(query, anchor)]
+    assert frames == expected
 
 
 @pytest.mark.parametrize(
@@ -118,6 +156,7 @@ def test_the_date_parser_runs_only_for_a_question_that_names_a_time(
 
 def test_names_a_time_reads_the_time_words_of_either_language() -> None:
     assert names_a_time("What did I do last May?") and names_a_time("我上个月去了哪里？")
+    assert names_a_time("三天前我去了哪里？") and names_a_time("两个月前我去了哪里？") and names_a_time("5天前呢")
     assert not names_a_time("How do I get to work?") and not names_a_time("x" * PARSED_CHARS + " in June")
 
 

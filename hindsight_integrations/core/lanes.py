@@ -33,6 +33,7 @@ from .upkeep.consolidation import Consolidator
 from .upkeep.merging import RepeatMerger
 from .upkeep.retention import Maintenance
 from .working.window import WorkingMemory
+from .write.conversation import SessionNeighbours
 from .write.edit import Editor
 from .write.settle import Settler
 
@@ -64,14 +65,15 @@ class ModelLane:
     @classmethod
     def over(cls, parts: EngineParts) -> ModelLane:
         """A lane of modules sharing ``parts``."""
-        settler = Settler(parts)
+        neighbours = SessionNeighbours()  # the settler notes them; clearing a window or forgetting drops them
+        settler = Settler(parts, neighbours)
         backup = Backup(parts)
         merger = RepeatMerger(parts)
         settings = parts.settings
         return cls(
             parts=parts,
             settler=settler,
-            editor=Editor(parts, backup.cold),
+            editor=Editor(parts, neighbours, backup.cold),
             recaller=Recaller(parts),
             working=WorkingMemory(parts, settler),
             backup=backup,

@@ -63,9 +63,10 @@ def _number(text: str, scale: int = 1) -> str:
     return format(value.normalize(), "f")
 
 
-def _zh_number(text: str) -> int | None:
-    """``十二`` → 12, ``两万三千`` → 23000, ``三千二`` → 3200, ``2`` → 2.
+def numeral_value(text: str) -> int | None:
+    """A number in the packs' numerals (``digits``, ``units``, ``big_units``): ``十二`` → 12, ``两万三千`` → 23000.
 
+    ``三千二`` → 3200, ``2`` → 2. Values and the times a question names (``when.py``) read counts so.
     None when it is no numeral (or an implausibly long one).
     """
     if len(text) > 20:
@@ -77,7 +78,7 @@ def _zh_number(text: str) -> int | None:
     if len(text) >= 3 and text[-1] in digits and (units.get(text[-2], 0) >= 100 or text[-2] in big_units):
         # 三千二 is 3200, 两万五 25000: a last digit right after 百/千/万 counts in the next unit down
         lower = (units.get(text[-2]) or big_units[text[-2]]) // 10
-        head = _zh_number(text[:-1])
+        head = numeral_value(text[:-1])
         return None if head is None else head + digits[text[-1]] * lower
     total, section, digit = 0, 0, None
     for char in text:
@@ -127,7 +128,7 @@ def _iso_date(m: re.Match[str]) -> Iterator[str]:
 
 
 def _zh_date(m: re.Match[str]) -> Iterator[str]:
-    month, day = _zh_number(m.group(2)), _zh_number(m.group(3))
+    month, day = numeral_value(m.group(2)), numeral_value(m.group(3))
     stamp = _month_day(month, day, m.group(1)) if month and day else None
     yield stamp or m.group(0)
 
@@ -173,7 +174,7 @@ def _noon(m: re.Match[str]) -> Iterator[str]:
 
 def _zh_time(m: re.Match[str]) -> Iterator[str]:
     period, hour_text, extra, minute_text = m.groups()
-    hour = _zh_number(hour_text)
+    hour = numeral_value(hour_text)
     rules = every()
     if hour is None or (not period and not extra and hour_text in rules.words("ambiguous_hours")):
         return  # "快一点", "两点建议": not a time
@@ -181,7 +182,7 @@ def _zh_time(m: re.Match[str]) -> Iterator[str]:
         hour += 12  # 下午三点 is 15:00
     minute = rules.mapping("minute_words").get(extra or "", 0)
     if minute_text:
-        minute = _zh_number(minute_text) or 0
+        minute = numeral_value(minute_text) or 0
     clock = _clock(hour, minute)
     if clock:
         yield clock
@@ -235,13 +236,13 @@ def _en_month(m: re.Match[str]) -> Iterator[str]:
 
 
 def _zh_month(m: re.Match[str]) -> Iterator[str]:
-    month = _zh_number(m.group(1))
+    month = numeral_value(m.group(1))
     if month and 1 <= month <= 12:
         yield every().lexicon("month_names")[month - 1]
 
 
 def _zh_count(m: re.Match[str]) -> Iterator[str]:
-    value = _zh_number(m.group(1) or m.group(3) or m.group(4))
+    value = numeral_value(m.group(1) or m.group(3) or m.group(4))
     if value is not None and (m.group(3) or "x")[0] not in every().words("not_count_starts"):
         yield str(value)
 
@@ -392,4 +393,4 @@ def differing_values(a: str, b: str) -> tuple[frozenset[str], frozenset[str]]:
 clear_with_packs(values_of, _span_values)
 
 
-__all__ = ["differing_values", "same_values", "values_of"]
+__all__ = ["differing_values", "numeral_value", "same_values", "values_of"]

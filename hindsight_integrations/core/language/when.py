@@ -23,11 +23,12 @@ import logging
 import os
 import threading
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
 from .rules import Rules, every, for_text, matches
+from .values import numeral_value
 
 log = logging.getLogger(__name__)
 
@@ -75,7 +76,7 @@ def time_frames(query: str, anchor: datetime) -> tuple[TimeFrame, ...]:
             if _within_hints(said := frame.said.lower(), lowered, unread) and not _within_hints(said, lowered, read)
         ]
     frames += _years(lowered, rules, frames)
-    return tuple(_with_seasons(frames, lowered, rules, anchor))
+    return tuple(_with_seasons(_months(frames, lowered, rules, anchor), lowered, rules, anchor))
 
 
 def names_a_time(query: str) -> bool:
@@ -106,10 +107,10 @@ def _dates(lowered: str, rules: Rules, anchor: datetime) -> tuple[list[TimeFrame
     others; the packs' ``recall.absolute_date`` finds them, and the parser reads each alone.
     At most ``MOST_DATES`` distinct dates are read (each reading costs ~1 ms, and no question
     names more); the spans of any further ones count as read, so the whole question is not
-    searched for them either.
+    searched for them either. Relative times the parser misses inside a question
+    (``recall.relative_date``: 去年五月 read whole is nothing) are read alone the same way.
     """
-    pattern = rules.pattern("recall.absolute_date")
-    found = [(m.group(0), m.span()) for m in pattern.finditer(lowered)] if pattern is not None else []
+    found = _read_alone(lowered, rules)
     if not found:
         return [], []
     from dateparser.date import DateDataParser  # imported on the first question naming a time
@@ -125,7 +126,9 @@ def _dates(lowered: str, rules: Rules, anchor: datetime) -> tuple[list[TimeFrame
                 if len(readings) == MOST_DATES:
                     read.append(span)
                     continue
-                readings[said] = next(filter(None, (_read(parser, said, anchor) for parser in parsers)), None)
+                spelled = _spelled(said, rules)
+                reading = next(filter(None, (_read(parser, spelled, anchor) for parser in parsers)), None)
+                readings[said] = replace(reading, said=said) if reading is not None else None
             frame = readings[said]
             if frame is None:
                 continue
@@ -134,6 +137,35 @@ def _dates(lowered: str, rules: Rules, anchor: datetime) -> tuple[list[TimeFrame
             if frame not in frames:
                 frames.append(frame)
     return frames, read
+
+
+def _read_alone(lowered: str, rules: Rules) -> list[tuple[str, tuple[int, int]]]:
+    """What the parser reads alone, with its span, in the order the query says it.
+
+    Dates written out (``recall.absolute_date``), then relative times it misses inside a question
+    (``recall.relative_date``) where no date is.
+    """
+    found: list[tuple[str, tuple[int, int]]] = []
+    for name in ("recall.absolute_date", "recall.relative_date"):
+        pattern = rules.pattern(name)
+        for match in pattern.finditer(lowered) if pattern is not None else ():
+            if not any(match.start() < end and begin < match.end() for _, (begin, end) in found):
+                found.append((match.group(0), match.span()))
+    return sorted(found, key=lambda item: item[1])
+
+
+def _spelled(said: str, rules: Rules) -> str:
+    """``said`` spelled as the parser reads it: the packs' ``date_spellings``, counts in digits.
+
+    The parser knows neither 这个月 nor 前年, and reads a count before 天前 only in digits.
+    """
+    spellings = rules.mapping("date_spellings")
+    for word in sorted(spellings, key=len, reverse=True):
+        said = said.replace(word, spellings[word])
+    counts = rules.pattern("recall.spelled_count")
+    if counts is None:
+        return said
+    return counts.sub(lambda count: str(numeral_value(count.group(0)) or count.group(0)), said)
 
 
 def _named_before(lowered: str, span: tuple[int, int], rules: Rules) -> bool:
@@ -286,7 +318,8 @@ def _frame(said: str, moment: datetime, period: str) -> TimeFrame:
 def _with_seasons(frames: Sequence[TimeFrame], lowered: str, rules: Rules, anchor: datetime) -> Iterable[TimeFrame]:
     """``frames`` with a season the query names: in a year frame found, else the latest begun by ``anchor``.
 
-    "去年夏天" is summer of last year: the year frame it narrows is replaced by the season.
+    "去年夏天" is summer of last year: the year frame it narrows is replaced by the season. "last
+    summer" asked during a summer is the one before it.
     """
     season = rules.pattern("recall.season")
     found = season.search(lowered) if season is not None else None
@@ -298,11 +331,65 @@ def _with_seasons(frames: Sequence[TimeFrame], lowered: str, rules: Rules, ancho
         year = years[0].start.year
     else:
         year = anchor.year if (anchor.month, anchor.day) >= (first_month, 1) else anchor.year - 1
-    start = datetime(year, first_month, 1)
-    end_month = first_month + 3
-    end = datetime(year + (end_month - 1) // 12, (end_month - 1) % 12 + 1, 1)
+        if _called_last(lowered, found.start(), rules) and anchor < _season_end(year, first_month):
+            year -= 1
     kept = [f for f in frames if f not in years[:1]]
+    start, end = datetime(year, first_month, 1), _season_end(year, first_month)
     return [*kept, TimeFrame(start=start, end=end, said=found.group(0), grain="season")]
+
+
+def _season_end(year: int, first_month: int) -> datetime:
+    """The end of the season begun in ``first_month`` of ``year``: three months on (winter's is in the next year)."""
+    end_month = first_month + 3
+    return datetime(year + (end_month - 1) // 12, (end_month - 1) % 12 + 1, 1)
+
+
+def _months(frames: Sequence[TimeFrame], lowered: str, rules: Rules, anchor: datetime) -> list[TimeFrame]:
+    """``frames`` with each month named without its year (``recall.month_name``) put in the year the query means.
+
+    The parser reads a month as the latest one begun by the anchor, and a year beside it as a frame
+    of its own: "in May last year" asked in 2024 framed May 2024 and the whole of 2023, and "last May"
+    asked in May framed the May it was asked in. A year the query names is the month's ("in May last
+    year", "last year in May", 去年五月: one frame, that month of that year); otherwise "last May"
+    asked during May is the May a year before (asked in June it is this year's, as the parser reads it).
+    """
+    month_name = rules.pattern("recall.month_name")
+    if month_name is None:
+        return list(frames)
+    named = [f for f in frames if f.grain == "month" and month_name.fullmatch(f.said.strip().lower())]
+    if not named:
+        return list(frames)
+    years = [f for f in frames if f.grain == "year"]
+    out: list[TimeFrame] = []
+    for frame in frames:
+        if years and frame == years[0]:
+            continue  # the named months' year: narrowed to them
+        if frame in named:
+            if years:
+                year = years[0].start.year
+            elif frame.start <= anchor < frame.end and _follows_last(lowered, frame.said.lower(), rules):
+                year = frame.start.year - 1
+            else:
+                year = frame.start.year
+            frame = _frame(frame.said, frame.start.replace(year=year), "month")
+        out.append(frame)
+    return out
+
+
+def _follows_last(lowered: str, said: str, rules: Rules) -> bool:
+    """Whether some occurrence of ``said`` in the query is called the last one ("last May")."""
+    start = lowered.find(said)
+    while start >= 0:
+        if _called_last(lowered, start, rules):
+            return True
+        start = lowered.find(said, start + 1)
+    return False
+
+
+def _called_last(lowered: str, start: int, rules: Rules) -> bool:
+    """Whether the text up to ``start`` calls what begins there the last one (the packs' ``recall.last_named``)."""
+    last = rules.pattern("recall.last_named")
+    return last is not None and last.search(lowered, 0, start) is not None
 
 
 __all__ = [

@@ -43,6 +43,9 @@ MAX_OFFSET = 1_000_000_000  # paging offsets: far beyond any namespace, short of
 MAX_PAGE = 10_000  # records one ``list`` call returns
 MAX_CANDIDATES = 10_000  # the search pool of one recall (``MemoryEngine.recall(candidates=)``)
 
+INT64_RANGE = (-(2**63), 2**63 - 1)
+"""The integers Chroma stores and filters on: a filter past them failed inside Chroma, a stored one never matched."""
+
 LIMITS_CONTEXT_KEY = "hindsight_input_limits"
 """Key of the ``InputLimits`` in a pydantic validation context (``InputLimits.context()``)."""
 
@@ -117,6 +120,7 @@ def check_metadata(metadata: dict[str, Any], field: str, limits: InputLimits | N
     if _depth(metadata) > MAX_METADATA_DEPTH:
         raise InvalidInputError(field, f"is nested too deep; the limit is {MAX_METADATA_DEPTH} levels")
     check_text(metadata, field)
+    check_int64(metadata, field)
     if limits is None:
         return
     size = json_size(metadata, field)
@@ -132,9 +136,26 @@ def check_filter_metadata(metadata: dict[str, Any], field: str, limits: InputLim
     if len(metadata) > MAX_METADATA_KEYS:
         raise InvalidInputError(field, f"has {len(metadata)} keys; the limit is {MAX_METADATA_KEYS}")
     check_text(metadata, field)
+    check_int64(metadata, field)
     for key, value in metadata.items():
         if isinstance(value, float) and not math.isfinite(value):
             raise InvalidInputError(field, f"{shown(key)!r} must be a finite number, got {value}")
+
+
+def check_int64(metadata: dict[str, Any], field: str) -> None:
+    """Refuse a top-level integer outside ``INT64_RANGE``: Chroma keeps each as ``m.<key>`` to filter on, and cannot.
+
+    A filter on one raised chromadb's own error from recall and list; a stored one was kept but no
+    filter ever matched it. Nested values are stored as JSON only, so any integer is fine there.
+    """
+    low, high = INT64_RANGE
+    for key, value in metadata.items():
+        if isinstance(value, int) and not isinstance(value, bool) and not low <= value <= high:
+            raise InvalidInputError(
+                field,
+                f"{shown(str(key))!r} is an integer outside the signed 64-bit range (-2**63 to 2**63-1) that "
+                "Chroma stores and filters on; send it as a string",
+            )
 
 
 def check_entities(entities: list[str], field: str, limits: InputLimits | None) -> None:
@@ -266,6 +287,7 @@ Entities = Annotated[list[str], _bounded(check_entities)]
 
 
 __all__ = [
+    "INT64_RANGE",
     "LIMITS_CONTEXT_KEY",
     "MAX_CANDIDATES",
     "MAX_ENTITY_CHARS",
@@ -284,6 +306,7 @@ __all__ = [
     "check_entities",
     "check_filter_metadata",
     "check_id",
+    "check_int64",
     "check_memory_id",
     "check_metadata",
     "check_text",

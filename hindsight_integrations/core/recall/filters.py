@@ -198,13 +198,15 @@ def _in(key: str, values: list[str]) -> dict[str, Any]:
     return {key: values[0]} if len(values) == 1 else {key: {"$in": values}}
 
 
-# Each operator as the test of a value against its operand, built from C-level callables: a
-# recall runs the tests ~600 times.
+# Each operator as the test of a value against its operand, agreeing with Chroma on types: a
+# boolean equals only a boolean (Python's True == 1 == 1.0 does not hold there), an int and a
+# float compare as numbers, and an order comparison never admits a boolean or text. Equality on
+# text or a boolean and ``$in`` on text stay C-level callables: a recall runs the tests ~600 times.
 _OPERATORS: dict[str, Callable[[Any], Callable[[Any], bool]]] = {
-    "$in": lambda operand: tuple(operand).__contains__,
-    "$gt": lambda operand: partial(operator.lt, operand),  # value > operand
-    "$gte": lambda operand: partial(operator.le, operand),
-    "$lte": lambda operand: partial(operator.ge, operand),
+    "$in": lambda operand: _member_of(tuple(operand)),
+    "$gt": lambda operand: _numeric(partial(operator.lt, operand)),  # value > operand
+    "$gte": lambda operand: _numeric(partial(operator.le, operand)),
+    "$lte": lambda operand: _numeric(partial(operator.ge, operand)),
 }
 
 
@@ -212,11 +214,38 @@ def _compile(clause: dict[str, Any]) -> tuple[str, Callable[[Any], bool]]:
     """One ``where`` clause as (key, test of a present value); an absent key never matches."""
     ((key, condition),) = clause.items()
     if not isinstance(condition, dict):
-        return key, partial(operator.eq, condition)
+        return key, _equal_to(condition)
     ((op, operand),) = condition.items()
     if op not in _OPERATORS:
         raise ValueError(f"unsupported filter operator {op}")
     return key, _OPERATORS[op](operand)
+
+
+def _is_number(value: Any) -> bool:
+    """An int or a float, as Chroma counts numbers: a boolean is not one."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _equal_to(operand: Any) -> Callable[[Any], bool]:
+    """Chroma's equality: a boolean matches only that boolean, a number only an equal number (1 matches 1.0)."""
+    if isinstance(operand, bool):
+        return partial(operator.is_, operand)
+    if _is_number(operand):
+        return lambda value: value == operand and _is_number(value)
+    return partial(operator.eq, operand)
+
+
+def _member_of(operands: tuple[Any, ...]) -> Callable[[Any], bool]:
+    """Chroma's ``$in``: equality (``_equal_to``) with any one of ``operands``."""
+    if all(isinstance(o, str) for o in operands):  # tiers, kinds, statuses: text equals only text
+        return operands.__contains__
+    tests = [_equal_to(o) for o in operands]
+    return lambda value: any(test(value) for test in tests)
+
+
+def _numeric(test: Callable[[Any], bool]) -> Callable[[Any], bool]:
+    """An order comparison as Chroma makes it: only a number passes (Python would order True as 1)."""
+    return lambda value: _is_number(value) and test(value)
 
 
 def bounded_filters(value: RecallFilters | dict[str, Any] | str | None, limits: InputLimits) -> RecallFilters:

@@ -234,10 +234,15 @@ class WorkingMemory:
             return self._compressor.compress(handle, window, session_id=session_id, threshold=threshold, force=force)
 
     def clear(self, handle: NamespaceStore, *, session_id: str) -> int:
-        """Forget the session's window (soft); long-term memories are untouched."""
+        """Forget the session's window (soft); long-term memories are untouched.
+
+        The settler's note of the session's latest texts goes too: the next memory's context
+        (and context vector) held the cleared turns.
+        """
         now = self._parts.clock.now()
         turns = self.window(handle, session_id=session_id)
         handle.rewrite([t.model_copy(update={"status": Status.DELETED, "updated_at": now}) for t in turns])
+        self._settler.neighbours.drop(handle.name, session_id)
         return len(turns)
 
 

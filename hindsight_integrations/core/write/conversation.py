@@ -9,11 +9,12 @@ as context and its speaker as an entity is recalled far more often than the bare
 So a memory with a ``session_id`` and no ``context`` gets the session's preceding items (as
 written to this process: a hint, so another replica's writes may be missing), and one whose
 text starts with a name and a colon gets that name as an entity (``language.speakers``).
-A batch is read in its order, item by item, as that many single writes would be: an imported
-chat history gets the context its turns had when they were said (on LoCoMo dev, 100 turns per
-``store_memory`` call found 0.700 of the evidence without it). Every memory has a context
-vector anyway (an undated frame without a context), so this costs longer framed texts, not
-a second embedding.
+Clearing a session's window or forgetting one of its memories drops what was noted of it, so
+the cleared or forgotten text is no later memory's context. A batch is read in its order,
+item by item, as that many single writes would be: an imported chat history gets the context
+its turns had when they were said (on LoCoMo dev, 100 turns per ``store_memory`` call found
+0.700 of the evidence without it). Every memory has a context vector anyway (an undated frame
+without a context), so this costs longer framed texts, not a second embedding.
 """
 
 from __future__ import annotations
@@ -50,6 +51,14 @@ class SessionNeighbours:
             self._recent[key] = recent
             while len(self._recent) > self._max:
                 self._recent.popitem(last=False)
+
+    def drop(self, namespace: str, session_id: str) -> None:
+        """Forget the session's texts: a cleared window or a forgotten memory must not frame the next memory.
+
+        Its next memory then starts without context, as in a new session.
+        """
+        with self._lock:
+            self._recent.pop((namespace, session_id), None)
 
 
 __all__ = ["NEIGHBOURS_BEFORE", "NEIGHBOUR_CHARS", "SessionNeighbours"]

@@ -20,15 +20,20 @@ from ..model.records import Kind, MemoryRecord, Source, Status
 from ..parts import EngineParts
 from ..storage.cold import COLD_VECTOR_KEYS, ColdStorage
 from ..storage.namespace_store import NamespaceStore
+from .conversation import SessionNeighbours
 from .supersede import history_of
 
 
 class Editor:
     """Changes stored memories one at a time, by id, for any namespace of one engine."""
 
-    def __init__(self, parts: EngineParts, cold: ColdStorage | None = None) -> None:
-        """``cold`` is where upkeep archives memories: one found there is read, not changed, until restored."""
+    def __init__(
+        self, parts: EngineParts, neighbours: SessionNeighbours | None = None, cold: ColdStorage | None = None
+    ) -> None:
+        """``neighbours``: the settler's note of each session's latest texts; forgetting drops the session's.
+        ``cold`` is where upkeep archives memories: one found there is read, not changed, until restored."""
         self._parts = parts
+        self._neighbours = neighbours if neighbours is not None else SessionNeighbours()
         self._cold = cold
 
     def find(self, handle: NamespaceStore, memory_id: str) -> MemoryRecord:
@@ -111,7 +116,13 @@ class Editor:
             record = self.get(handle, memory_id)
             forgotten = record.model_copy(update={"status": Status.DELETED, "updated_at": self._parts.clock.now()})
             handle.rewrite([forgotten])
+            self._dropped_from_context(handle, forgotten)
         return forgotten
+
+    def _dropped_from_context(self, handle: NamespaceStore, record: MemoryRecord) -> None:
+        """A forgotten memory's text is no later memory's context: its session's noted texts go."""
+        if record.session_id:
+            self._neighbours.drop(handle.name, record.session_id)
 
     def _live(self, handle: NamespaceStore, memory_id: str) -> MemoryRecord:
         """The record, unless it was forgotten: an edit must not bring a memory back."""
@@ -140,6 +151,7 @@ class Editor:
             if not accept:
                 rejected = record.model_copy(update={"status": Status.DELETED, "updated_at": now})
                 handle.rewrite([rejected])
+                self._dropped_from_context(handle, rejected)
                 return [rejected]
             accepted = record.model_copy(update={"status": Status.ACTIVE, "updated_at": now})
             found = handle.get([record.conflicts_with]) if record.conflicts_with else []

@@ -116,9 +116,10 @@ class _Batch:
 class Settler:
     """Stores new memories, settling each against what is stored, for any namespace of one engine."""
 
-    def __init__(self, parts: EngineParts) -> None:
+    def __init__(self, parts: EngineParts, neighbours: SessionNeighbours | None = None) -> None:
+        """``neighbours``: the sessions' latest texts, shared with what clears a window or forgets a memory."""
         self._parts = parts
-        self._neighbours_of = SessionNeighbours()
+        self.neighbours = neighbours if neighbours is not None else SessionNeighbours()
         self._finder = NeighbourFinder(parts)
 
     def store(
@@ -186,8 +187,8 @@ class Settler:
             changes["entities"] = [speaker]
         if item.session_id:
             if item.context is None:
-                changes["context"] = self._neighbours_of.context(namespace, item.session_id)
-            self._neighbours_of.add(namespace, item.session_id, item.content)
+                changes["context"] = self.neighbours.context(namespace, item.session_id)
+            self.neighbours.add(namespace, item.session_id, item.content)
         return item.model_copy(update=changes) if changes else item
 
     def _settle(
