@@ -9,7 +9,7 @@ start-up with a message saying which variable to change, not deep inside a reque
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from difflib import get_close_matches
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -280,20 +280,7 @@ def load_settings(*, sources: Mapping[str, str] | None = None, **overrides: obje
     """
     check_setting_names(overrides)
     clean: dict[str, Any] = {k: v for k, v in overrides.items() if v is not None}
-    try:
-        return Settings(**clean)
-    except ValidationError as exc:
-        problems = []
-        for err in exc.errors():
-            name = ".".join(str(p) for p in err["loc"])
-            message = err["msg"].removeprefix("Value error, ")
-            if not name:  # a check across fields
-                problems.append(message)
-            elif name in clean:
-                problems.append(f"{(sources or {}).get(name, f'{name} (argument)')}: {message}")
-            else:
-                problems.append(f"{name} (env HINDSIGHT_{name.upper()}): {message}")
-        raise ConfigurationError("invalid configuration: " + "; ".join(problems)) from None
+    return _validated(clean, clean, sources, lambda name: f"{name} (env HINDSIGHT_{name.upper()})")
 
 
 def engine_settings(
@@ -307,12 +294,42 @@ def engine_settings(
     """The settings a ``MemoryEngine`` runs with: ``settings`` or the environment's, the given arguments winning.
 
     Without ``settings`` everything goes through ``load_settings`` (validated, errors naming
-    where each value came from); with them, only the arguments given replace their fields.
+    where each value came from); with them, the arguments given replace their fields and the
+    result is validated again, so ``MemoryEngine(settings=s, default_top_k=0)`` is refused as
+    ``MemoryEngine(default_top_k=0)`` is, not run with a value no check has seen.
     """
     if settings is None:
         return load_settings(store=store, chroma_url=chroma_url, namespace=namespace, **overrides)
     if not (store or chroma_url or namespace or overrides):
         return settings
     check_setting_names(overrides)
-    changes = {"store": Path(store) if store else None, "chroma_url": chroma_url, "namespace": namespace}
-    return settings.model_copy(update={k: v for k, v in {**changes, **overrides}.items() if v is not None})
+    changes = {"store": store or None, "chroma_url": chroma_url, "namespace": namespace, **overrides}
+    given = {k: v for k, v in changes.items() if v is not None}
+    return _validated({**settings.model_dump(), **given}, given, None, lambda name: f"{name} (in settings=)")
+
+
+def _validated(
+    values: dict[str, Any],
+    given: Mapping[str, object],
+    sources: Mapping[str, str] | None,
+    elsewhere: Callable[[str], str],
+) -> Settings:
+    """``Settings(**values)``, or one ConfigurationError naming where each bad value came from.
+
+    A value in ``given`` is blamed on ``sources[name]`` (an option name) or on the argument it
+    was; any other on ``elsewhere(name)``: its environment variable, or the ``settings=`` it came in.
+    """
+    try:
+        return Settings(**values)
+    except ValidationError as exc:
+        problems = []
+        for err in exc.errors():
+            name = ".".join(str(p) for p in err["loc"])
+            message = err["msg"].removeprefix("Value error, ")
+            if not name:  # a check across fields
+                problems.append(message)
+            elif name in given:
+                problems.append(f"{(sources or {}).get(name, f'{name} (argument)')}: {message}")
+            else:
+                problems.append(f"{elsewhere(name)}: {message}")
+        raise ConfigurationError("invalid configuration: " + "; ".join(problems)) from None
