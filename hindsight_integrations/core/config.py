@@ -47,7 +47,11 @@ def validate_namespace(value: object, field: str = "namespace") -> str:
 class Settings(BaseSettings):
     """Engine settings. Every field can be set as ``HINDSIGHT_<FIELD>`` in the environment."""
 
-    model_config = SettingsConfigDict(env_prefix="HINDSIGHT_", extra="ignore", validate_default=True)
+    # No float setting means anything at inf or nan: an infinite expiry or interval would switch its check off
+    # unnoticed (the writer registry stores inf as JSON null, and then sees no other writer).
+    model_config = SettingsConfigDict(
+        env_prefix="HINDSIGHT_", extra="ignore", validate_default=True, allow_inf_nan=False
+    )
 
     # Where memories live: an embedded Chroma directory, or a Chroma server URL (wins if set).
     store: Path = Path(".hindsight")
