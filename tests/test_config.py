@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 from typing import get_args
 
@@ -9,6 +10,11 @@ import pytest
 
 from hindsight_integrations import ConfigurationError, MemoryEngine, Settings
 from hindsight_integrations.core.config import engine_settings, load_settings
+from hindsight_integrations.mcp import MemoryClient
+from hindsight_integrations.mcp.app import build_server
+from hindsight_integrations.mcp.errors import MemoryToolError
+
+from .mcp_support import REPO, SERVER_CMD, free_port, http_server_process, server_env
 
 
 def test_arguments_given_beside_settings_are_checked_as_arguments_alone_are(tmp_path: Path, embedder) -> None:
@@ -50,3 +56,80 @@ def test_every_float_setting_refuses_inf_and_nan_naming_its_variable(monkeypatch
         with pytest.raises(ConfigurationError, match=rf"{name} \(argument\): Input should be a finite number"):
             load_settings(**{name: float("inf")})
     assert load_settings(replica_expiry_seconds=45.5).replica_expiry_seconds == 45.5
+
+
+# -- the server's own settings: refused at start-up, before the model loads -------------------------------
+
+
+@pytest.mark.parametrize(
+    ("variable", "value", "expected"),
+    [
+        ("HINDSIGHT_RATE_LIMIT", "-5", "above 0"),
+        ("HINDSIGHT_RATE_LIMIT", "nan", "finite number"),
+        ("HINDSIGHT_RATE_LIMIT", "inf", "finite number"),
+        ("HINDSIGHT_RATE_LIMIT", "0", "for no limit set none (leave HINDSIGHT_RATE_LIMIT unset or empty"),
+        ("HINDSIGHT_RATE_LIMIT", "lots", "valid number"),
+        ("HINDSIGHT_LOG_LEVEL", "verbose", "'DEBUG', 'INFO', 'WARNING', 'ERROR' or 'CRITICAL'"),
+        ("HINDSIGHT_MCP_SDK_LOG_LEVEL", "loud", "'DEBUG', 'INFO', 'WARNING', 'ERROR' or 'CRITICAL'"),
+        ("HINDSIGHT_UVICORN_LOG_LEVEL", "verbose", "'critical', 'error', 'warning', 'info', 'debug' or 'trace'"),
+        ("HINDSIGHT_MCP_PORT", "http", "HINDSIGHT_MCP_PORT='http' is not a port number: use 1 to 65535"),
+        ("HINDSIGHT_MCP_PORT", "70000", "is not a port number"),
+        ("HINDSIGHT_MCP_TRANSPORT", "sse", "HINDSIGHT_MCP_TRANSPORT='sse' is not a transport: use stdio or http"),
+    ],
+)
+def test_a_bad_server_variable_is_one_line_and_exit_status_2(
+    tmp_path: Path, variable: str, value: str, expected: str
+) -> None:
+    arguments = ["--transport", "http"] if variable != "HINDSIGHT_MCP_TRANSPORT" else []
+    if variable != "HINDSIGHT_MCP_PORT":
+        arguments += ["--port", str(free_port())]
+    done = subprocess.run(
+        [*SERVER_CMD, *arguments],
+        env=server_env(tmp_path / "store", **{variable: value}),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=REPO,
+    )
+    lines = done.stderr.strip().splitlines()
+    assert done.returncode == 2 and len(lines) == 1, done.stderr
+    assert lines[0].startswith("hindsight mcp: ") and variable in lines[0] and expected in lines[0], lines[0]
+    assert not (tmp_path / "store").exists()  # refused before the store was opened
+
+
+def test_a_bad_rate_limit_option_names_the_option(tmp_path: Path) -> None:
+    for value in ("0", "-1", "nan"):
+        done = subprocess.run(
+            [*SERVER_CMD, "--transport", "http", "--port", str(free_port()), "--rate-limit", value],
+            env=server_env(tmp_path / "store"),
+            capture_output=True,
+            text=True,
+            timeout=120,
+            cwd=REPO,
+        )
+        assert done.returncode == 2 and "--rate-limit: " in done.stderr and "Traceback" not in done.stderr
+
+
+def test_no_rate_limit_is_the_variable_unset_or_empty(engine: MemoryEngine, monkeypatch) -> None:
+    monkeypatch.delenv("HINDSIGHT_RATE_LIMIT", raising=False)
+    assert load_settings().rate_limit is None
+    monkeypatch.setenv("HINDSIGHT_RATE_LIMIT", "")
+    assert load_settings().rate_limit is None
+    monkeypatch.setenv("HINDSIGHT_RATE_LIMIT", "90")
+    assert load_settings().rate_limit == 90
+    assert build_server(engine, rate_limit_per_minute=None).limiter is None
+    for refused in (0, -1, float("nan"), float("inf")):
+        with pytest.raises(ValueError, match="finite number above 0"):
+            build_server(engine, rate_limit_per_minute=refused)  # 0 used to mean no limit, silently
+
+
+@pytest.mark.server
+def test_a_server_limited_by_the_variable_refuses_the_extra_call_and_keeps_serving(tmp_path: Path) -> None:
+    with (
+        http_server_process(tmp_path / "store", env={"HINDSIGHT_RATE_LIMIT": "2"}) as server,
+        MemoryClient.http(f"{server.url}/mcp") as client,
+    ):
+        assert client.stats().total == 0 and client.stats().total == 0
+        with pytest.raises(MemoryToolError, match="rate limit for namespace 'default' exceeded"):
+            client.stats()
+        assert server.process.poll() is None

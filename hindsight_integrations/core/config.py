@@ -29,6 +29,8 @@ AUTO_MODEL = "auto"
 # A Host header value: a DNS name or IP literal (IPv6 in brackets), with an optional port or ":*" (any port).
 _LABEL = r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
 HOST_PATTERN = re.compile(rf"(?:\[[0-9A-Fa-f:.]+\]|{_LABEL}(?:\.{_LABEL})*)(?::(?:\*|[0-9]{{1,5}}))?")
+# A log level setting, in any case.
+LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"]
 
 
 def validate_namespace(value: object, field: str = "namespace") -> str:
@@ -182,6 +184,14 @@ class Settings(BaseSettings):
     # is refused by the others within this time (0: every request asks the store).
     session_revocation_cache_seconds: float = Field(2.0, ge=0, le=300)
 
+    # The server process (mcp/startup.py). Tool calls a minute each namespace may make (mcp/observability.py
+    # RateLimiter); unset or empty: no limit. 0 is refused rather than read as "no limit" or as "no calls".
+    rate_limit: float | None = None
+    # How much the JSON log on stderr says: the package's own lines, the MCP SDK's, and uvicorn's (HTTP).
+    log_level: LogLevel = "INFO"
+    mcp_sdk_log_level: LogLevel = "WARNING"
+    uvicorn_log_level: Literal["critical", "error", "warning", "info", "debug", "trace"] = "warning"
+
     @field_validator("namespace")
     @classmethod
     def _namespace(cls, value: str) -> str:
@@ -216,6 +226,31 @@ class Settings(BaseSettings):
                 )
             hosts.append(host.lower())
         return hosts
+
+    @field_validator("rate_limit", mode="before")
+    @classmethod
+    def _no_rate_limit(cls, value: object) -> object:
+        return None if value == "" else value  # HINDSIGHT_RATE_LIMIT= (empty), as in a compose file: no limit
+
+    @field_validator("rate_limit")
+    @classmethod
+    def _rate_limit(cls, value: float | None) -> float | None:
+        if value is not None and value <= 0:
+            raise ValueError(
+                f"must be a number of tool calls a minute above 0, got {value:g}; "
+                "for no limit set none (leave HINDSIGHT_RATE_LIMIT unset or empty, and --rate-limit out)"
+            )
+        return value
+
+    @field_validator("log_level", "mcp_sdk_log_level", mode="before")
+    @classmethod
+    def _log_level(cls, value: object) -> object:
+        return value.strip().upper() if isinstance(value, str) else value
+
+    @field_validator("uvicorn_log_level", mode="before")
+    @classmethod
+    def _uvicorn_log_level(cls, value: object) -> object:
+        return value.strip().lower() if isinstance(value, str) else value
 
     @field_validator("cache_dir", mode="before")
     @classmethod

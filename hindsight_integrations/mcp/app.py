@@ -11,7 +11,6 @@ adds their tables to it.
 from __future__ import annotations
 
 import logging
-import os
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -77,7 +76,7 @@ class HindsightMCP(FastMCP):
         super().__init__(
             name=SERVER_NAME,
             instructions=INSTRUCTIONS,
-            log_level=os.environ.get("HINDSIGHT_MCP_SDK_LOG_LEVEL", "WARNING").upper(),  # type: ignore[arg-type]
+            log_level=engine.settings.mcp_sdk_log_level,
             stateless_http=stateless,
             json_response=json_response,
         )
@@ -87,7 +86,7 @@ class HindsightMCP(FastMCP):
         self.namespace = namespace
         self.token_map = token_map
         self.metrics = ServerMetrics()
-        self.limiter = RateLimiter(rate_limit_per_minute) if rate_limit_per_minute else None
+        self.limiter = RateLimiter(rate_limit_per_minute) if rate_limit_per_minute is not None else None
         self.auth_failures = AuthFailures.from_settings(engine.settings)
         self.allowed_hosts: list[str] | None = None
         self.serve_on(self.settings.host)
