@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import subprocess
+import sys
 from pathlib import Path
 from typing import get_args
 
@@ -133,3 +134,63 @@ def test_a_server_limited_by_the_variable_refuses_the_extra_call_and_keeps_servi
         with pytest.raises(MemoryToolError, match="rate limit for namespace 'default' exceeded"):
             client.stats()
         assert server.process.poll() is None
+
+
+# -- HINDSIGHT_TOKENIZER: "estimate", or a tiktoken encoding this machine has; never a download -------------
+
+
+@pytest.fixture
+def no_network(monkeypatch) -> None:
+    """tiktoken downloads with requests.get: any attempt fails the test."""
+    import requests
+
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise AssertionError(f"a network call: {args}")
+
+    monkeypatch.setattr(requests, "get", refuse)
+
+
+def test_a_mistyped_tokenizer_is_refused_at_start_up_naming_the_variable(
+    tmp_path: Path, monkeypatch, no_network
+) -> None:
+    monkeypatch.setenv("HINDSIGHT_TOKENIZER", "cl100k_bas")
+    with pytest.raises(ConfigurationError) as err:
+        load_settings()
+    message = str(err.value)
+    assert "tokenizer (env HINDSIGHT_TOKENIZER): 'cl100k_bas' is not a token counter" in message
+    assert "(did you mean 'cl100k_base'?)" in message and "works offline here: 'estimate'" in message
+    done = subprocess.run(
+        [sys.executable, "-m", "hindsight_integrations.cli", "stats"],
+        env=server_env(tmp_path / "store", HINDSIGHT_TOKENIZER="cl100k_bas"),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=REPO,
+    )
+    assert done.returncode == 2 and "HINDSIGHT_TOKENIZER" in done.stderr, done.stderr
+    assert "This is a bug" not in done.stdout + done.stderr
+
+
+def test_an_encoding_that_would_need_a_download_is_refused_not_fetched(tmp_path: Path, monkeypatch, no_network) -> None:
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path / "tiktoken"))
+    with pytest.raises(ConfigurationError) as err:
+        load_settings(tokenizer="o200k_base")
+    message = str(err.value)
+    assert message.startswith("invalid configuration: tokenizer (argument): the tiktoken encoding 'o200k_base'")
+    assert f"not in tiktoken's cache ({tmp_path / 'tiktoken'}) and nothing is downloaded" in message
+    assert "TIKTOKEN_CACHE_DIR" in message and "works offline here: 'estimate'" in message
+
+
+def test_an_encoding_in_tiktokens_cache_counts_tokens(monkeypatch, no_network) -> None:
+    import tiktoken.registry
+
+    from hindsight_integrations.core.language.tiktoken_files import offline_counters
+    from hindsight_integrations.core.language.tokens import TiktokenCounter
+
+    # As tiktoken holds an encoding it has read from its cache: a byte-level one, a token per byte.
+    ranks = {bytes([b]): b for b in range(256)}
+    loaded = tiktoken.Encoding("cl100k_base", pat_str=r"\S+|\s+", mergeable_ranks=ranks, special_tokens={})
+    monkeypatch.setitem(tiktoken.registry.ENCODINGS, "cl100k_base", loaded)
+    monkeypatch.setenv("HINDSIGHT_TOKENIZER", "cl100k_base")
+    assert load_settings().tokenizer == "cl100k_base" and "cl100k_base" in offline_counters()
+    assert TiktokenCounter("cl100k_base").count("dark mode") == 9

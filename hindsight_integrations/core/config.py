@@ -18,6 +18,7 @@ from pydantic import AliasChoices, Field, ValidationError, field_validator, mode
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from .errors import ConfigurationError, InvalidInputError
+from .language.tiktoken_files import check_tokenizer
 
 # Chroma's collection-name rules, which a namespace (prefixed) must meet: no ".." either.
 # Checked with fullmatch: "$" would accept a trailing newline.
@@ -113,6 +114,8 @@ class Settings(BaseSettings):
     dedup_threshold: float | None = Field(None, gt=0, le=1)  # and the same values: see core/write/repeats.py
     update_threshold: float | None = Field(None, gt=0, le=1)  # similarity at which a change cue supersedes
     time_aware_text: bool = True  # index "On 8 May 2023, <content>" (see core/storage/indexing.py)
+    # What counts tokens: "estimate" (no files), or a tiktoken encoding already in tiktoken's cache, such as
+    # "cl100k_base" (core/language/tiktoken_files.py: nothing is downloaded).
     tokenizer: str = "estimate"
 
     # Working memory.
@@ -199,6 +202,14 @@ class Settings(BaseSettings):
             return validate_namespace(value)
         except InvalidInputError as exc:
             raise ValueError(exc.message) from None  # load_settings names the field, and where it was set
+
+    @field_validator("tokenizer")
+    @classmethod
+    def _tokenizer(cls, value: str) -> str:
+        try:
+            return check_tokenizer(value)
+        except ConfigurationError as exc:
+            raise ValueError(str(exc)) from None  # load_settings names the field, and where it was set
 
     @field_validator("upkeep_interval_seconds")
     @classmethod
