@@ -11,10 +11,12 @@ import pytest
 
 from hindsight_integrations import ConfigurationError, MemoryEngine, Settings
 from hindsight_integrations.core.config import engine_settings, load_settings
+from hindsight_integrations.core.embedding.local import LocalEmbedder
 from hindsight_integrations.mcp import MemoryClient
 from hindsight_integrations.mcp.app import build_server
 from hindsight_integrations.mcp.errors import MemoryToolError
 
+from .conftest import cache_with_the_installed_model
 from .mcp_support import REPO, SERVER_CMD, free_port, http_server_process, server_env
 
 
@@ -194,3 +196,26 @@ def test_an_encoding_in_tiktokens_cache_counts_tokens(monkeypatch, no_network) -
     monkeypatch.setenv("HINDSIGHT_TOKENIZER", "cl100k_base")
     assert load_settings().tokenizer == "cl100k_base" and "cl100k_base" in offline_counters()
     assert TiktokenCounter("cl100k_base").count("dark mode") == 9
+
+
+# -- HINDSIGHT_EMBEDDING_DEVICE: its own mistakes are not blamed on the model --------------------------------
+
+
+def test_a_bad_embedding_device_is_named_not_the_model(monkeypatch) -> None:
+    for value in ("gpu", "cuda0", "cuda:x", "tpu"):
+        monkeypatch.setenv("HINDSIGHT_EMBEDDING_DEVICE", value)
+        with pytest.raises(ConfigurationError) as err:
+            load_settings()
+        assert f"embedding_device (env HINDSIGHT_EMBEDDING_DEVICE): {value!r} is not a device" in str(err.value)
+        assert "cpu, cuda, cuda:N" in str(err.value) and "HINDSIGHT_EMBEDDING_MODEL" not in str(err.value)
+    for value, device in (("cpu", "cpu"), ("CUDA", "cuda"), ("cuda:1", "cuda:1"), (" mps ", "mps")):
+        monkeypatch.setenv("HINDSIGHT_EMBEDDING_DEVICE", value)
+        assert load_settings().embedding_device == device
+
+
+def test_a_device_this_machine_lacks_is_named_when_the_model_loads(tmp_path: Path) -> None:
+    model = LocalEmbedder(device="cuda:999", backend="torch", cache_dir=cache_with_the_installed_model(tmp_path))
+    with pytest.raises(ConfigurationError) as err:
+        model.embed(["I prefer dark mode in every editor."])
+    assert "no 'cuda:999' device" in str(err.value) and "HINDSIGHT_EMBEDDING_DEVICE=cpu" in str(err.value)
+    assert "HINDSIGHT_EMBEDDING_MODEL" not in str(err.value)

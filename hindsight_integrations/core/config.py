@@ -30,6 +30,8 @@ AUTO_MODEL = "auto"
 # A Host header value: a DNS name or IP literal (IPv6 in brackets), with an optional port or ":*" (any port).
 _LABEL = r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
 HOST_PATTERN = re.compile(rf"(?:\[[0-9A-Fa-f:.]+\]|{_LABEL}(?:\.{_LABEL})*)(?::(?:\*|[0-9]{{1,5}}))?")
+# The torch devices a local embedding model may be put on (``embedding/local.py``).
+DEVICE_PATTERN = re.compile(r"cpu|mps|cuda(?::[0-9]{1,3})?")
 # A log level setting, in any case.
 LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"]
 
@@ -80,6 +82,7 @@ class Settings(BaseSettings):
     embedding_provider: Literal["local", "openai"] = "local"
     embedding_model: str = AUTO_MODEL
     embedding_batch_size: int = Field(64, ge=1, le=4096)
+    # Where a local model runs on the torch backend (the ONNX one runs on the CPU): cpu, cuda, cuda:N or mps.
     embedding_device: str = "cpu"
     # What runs a local model: "onnx" (onnxruntime, ~2.5x faster queries), "torch", or "auto" = onnx, else torch.
     embedding_backend: Literal["auto", "onnx", "torch"] = "auto"
@@ -202,6 +205,17 @@ class Settings(BaseSettings):
             return validate_namespace(value)
         except InvalidInputError as exc:
             raise ValueError(exc.message) from None  # load_settings names the field, and where it was set
+
+    @field_validator("embedding_device")
+    @classmethod
+    def _embedding_device(cls, value: str) -> str:
+        device = value.strip().lower()
+        if not DEVICE_PATTERN.fullmatch(device):
+            raise ValueError(
+                f"{value!r} is not a device a local embedding model runs on: use cpu, cuda, cuda:N (the Nth GPU, "
+                "from 0) or mps (Apple silicon)"
+            )
+        return device
 
     @field_validator("tokenizer")
     @classmethod
