@@ -9,7 +9,7 @@ start-up with a message saying which variable to change, not deep inside a reque
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from difflib import get_close_matches
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -18,6 +18,7 @@ from pydantic import AliasChoices, Field, ValidationError, field_validator, mode
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from .errors import ConfigurationError, InvalidInputError
+from .language.tiktoken_files import check_tokenizer
 
 # Chroma's collection-name rules, which a namespace (prefixed) must meet: no ".." either.
 # Checked with fullmatch: "$" would accept a trailing newline.
@@ -29,6 +30,10 @@ AUTO_MODEL = "auto"
 # A Host header value: a DNS name or IP literal (IPv6 in brackets), with an optional port or ":*" (any port).
 _LABEL = r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
 HOST_PATTERN = re.compile(rf"(?:\[[0-9A-Fa-f:.]+\]|{_LABEL}(?:\.{_LABEL})*)(?::(?:\*|[0-9]{{1,5}}))?")
+# The torch devices a local embedding model may be put on (``embedding/local.py``).
+DEVICE_PATTERN = re.compile(r"cpu|mps|cuda(?::[0-9]{1,3})?")
+# A log level setting, in any case.
+LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"]
 
 
 def validate_namespace(value: object, field: str = "namespace") -> str:
@@ -47,7 +52,11 @@ def validate_namespace(value: object, field: str = "namespace") -> str:
 class Settings(BaseSettings):
     """Engine settings. Every field can be set as ``HINDSIGHT_<FIELD>`` in the environment."""
 
-    model_config = SettingsConfigDict(env_prefix="HINDSIGHT_", extra="ignore", validate_default=True)
+    # No float setting means anything at inf or nan: an infinite expiry or interval would switch its check off
+    # unnoticed (the writer registry stores inf as JSON null, and then sees no other writer).
+    model_config = SettingsConfigDict(
+        env_prefix="HINDSIGHT_", extra="ignore", validate_default=True, allow_inf_nan=False
+    )
 
     # Where memories live: an embedded Chroma directory, or a Chroma server URL (wins if set).
     store: Path = Path(".hindsight")
@@ -73,6 +82,7 @@ class Settings(BaseSettings):
     embedding_provider: Literal["local", "openai"] = "local"
     embedding_model: str = AUTO_MODEL
     embedding_batch_size: int = Field(64, ge=1, le=4096)
+    # Where a local model runs on the torch backend (the ONNX one runs on the CPU): cpu, cuda, cuda:N or mps.
     embedding_device: str = "cpu"
     # What runs a local model: "onnx" (onnxruntime, ~2.5x faster queries), "torch", or "auto" = onnx, else torch.
     embedding_backend: Literal["auto", "onnx", "torch"] = "auto"
@@ -107,6 +117,8 @@ class Settings(BaseSettings):
     dedup_threshold: float | None = Field(None, gt=0, le=1)  # and the same values: see core/write/repeats.py
     update_threshold: float | None = Field(None, gt=0, le=1)  # similarity at which a change cue supersedes
     time_aware_text: bool = True  # index "On 8 May 2023, <content>" (see core/storage/indexing.py)
+    # What counts tokens: "estimate" (no files), or a tiktoken encoding already in tiktoken's cache, such as
+    # "cl100k_base" (core/language/tiktoken_files.py: nothing is downloaded).
     tokenizer: str = "estimate"
 
     # Working memory.
@@ -178,6 +190,14 @@ class Settings(BaseSettings):
     # is refused by the others within this time (0: every request asks the store).
     session_revocation_cache_seconds: float = Field(2.0, ge=0, le=300)
 
+    # The server process (mcp/startup.py). Tool calls a minute each namespace may make (mcp/observability.py
+    # RateLimiter); unset or empty: no limit. 0 is refused rather than read as "no limit" or as "no calls".
+    rate_limit: float | None = None
+    # How much the JSON log on stderr says: the package's own lines, the MCP SDK's, and uvicorn's (HTTP).
+    log_level: LogLevel = "INFO"
+    mcp_sdk_log_level: LogLevel = "WARNING"
+    uvicorn_log_level: Literal["critical", "error", "warning", "info", "debug", "trace"] = "warning"
+
     @field_validator("namespace")
     @classmethod
     def _namespace(cls, value: str) -> str:
@@ -185,6 +205,25 @@ class Settings(BaseSettings):
             return validate_namespace(value)
         except InvalidInputError as exc:
             raise ValueError(exc.message) from None  # load_settings names the field, and where it was set
+
+    @field_validator("embedding_device")
+    @classmethod
+    def _embedding_device(cls, value: str) -> str:
+        device = value.strip().lower()
+        if not DEVICE_PATTERN.fullmatch(device):
+            raise ValueError(
+                f"{value!r} is not a device a local embedding model runs on: use cpu, cuda, cuda:N (the Nth GPU, "
+                "from 0) or mps (Apple silicon)"
+            )
+        return device
+
+    @field_validator("tokenizer")
+    @classmethod
+    def _tokenizer(cls, value: str) -> str:
+        try:
+            return check_tokenizer(value)
+        except ConfigurationError as exc:
+            raise ValueError(str(exc)) from None  # load_settings names the field, and where it was set
 
     @field_validator("upkeep_interval_seconds")
     @classmethod
@@ -212,6 +251,31 @@ class Settings(BaseSettings):
                 )
             hosts.append(host.lower())
         return hosts
+
+    @field_validator("rate_limit", mode="before")
+    @classmethod
+    def _no_rate_limit(cls, value: object) -> object:
+        return None if value == "" else value  # HINDSIGHT_RATE_LIMIT= (empty), as in a compose file: no limit
+
+    @field_validator("rate_limit")
+    @classmethod
+    def _rate_limit(cls, value: float | None) -> float | None:
+        if value is not None and value <= 0:
+            raise ValueError(
+                f"must be a number of tool calls a minute above 0, got {value:g}; "
+                "for no limit set none (leave HINDSIGHT_RATE_LIMIT unset or empty, and --rate-limit out)"
+            )
+        return value
+
+    @field_validator("log_level", "mcp_sdk_log_level", mode="before")
+    @classmethod
+    def _log_level(cls, value: object) -> object:
+        return value.strip().upper() if isinstance(value, str) else value
+
+    @field_validator("uvicorn_log_level", mode="before")
+    @classmethod
+    def _uvicorn_log_level(cls, value: object) -> object:
+        return value.strip().lower() if isinstance(value, str) else value
 
     @field_validator("cache_dir", mode="before")
     @classmethod
@@ -280,20 +344,7 @@ def load_settings(*, sources: Mapping[str, str] | None = None, **overrides: obje
     """
     check_setting_names(overrides)
     clean: dict[str, Any] = {k: v for k, v in overrides.items() if v is not None}
-    try:
-        return Settings(**clean)
-    except ValidationError as exc:
-        problems = []
-        for err in exc.errors():
-            name = ".".join(str(p) for p in err["loc"])
-            message = err["msg"].removeprefix("Value error, ")
-            if not name:  # a check across fields
-                problems.append(message)
-            elif name in clean:
-                problems.append(f"{(sources or {}).get(name, f'{name} (argument)')}: {message}")
-            else:
-                problems.append(f"{name} (env HINDSIGHT_{name.upper()}): {message}")
-        raise ConfigurationError("invalid configuration: " + "; ".join(problems)) from None
+    return _validated(clean, clean, sources, lambda name: f"{name} (env HINDSIGHT_{name.upper()})")
 
 
 def engine_settings(
@@ -307,12 +358,42 @@ def engine_settings(
     """The settings a ``MemoryEngine`` runs with: ``settings`` or the environment's, the given arguments winning.
 
     Without ``settings`` everything goes through ``load_settings`` (validated, errors naming
-    where each value came from); with them, only the arguments given replace their fields.
+    where each value came from); with them, the arguments given replace their fields and the
+    result is validated again, so ``MemoryEngine(settings=s, default_top_k=0)`` is refused as
+    ``MemoryEngine(default_top_k=0)`` is, not run with a value no check has seen.
     """
     if settings is None:
         return load_settings(store=store, chroma_url=chroma_url, namespace=namespace, **overrides)
     if not (store or chroma_url or namespace or overrides):
         return settings
     check_setting_names(overrides)
-    changes = {"store": Path(store) if store else None, "chroma_url": chroma_url, "namespace": namespace}
-    return settings.model_copy(update={k: v for k, v in {**changes, **overrides}.items() if v is not None})
+    changes = {"store": store or None, "chroma_url": chroma_url, "namespace": namespace, **overrides}
+    given = {k: v for k, v in changes.items() if v is not None}
+    return _validated({**settings.model_dump(), **given}, given, None, lambda name: f"{name} (in settings=)")
+
+
+def _validated(
+    values: dict[str, Any],
+    given: Mapping[str, object],
+    sources: Mapping[str, str] | None,
+    elsewhere: Callable[[str], str],
+) -> Settings:
+    """``Settings(**values)``, or one ConfigurationError naming where each bad value came from.
+
+    A value in ``given`` is blamed on ``sources[name]`` (an option name) or on the argument it
+    was; any other on ``elsewhere(name)``: its environment variable, or the ``settings=`` it came in.
+    """
+    try:
+        return Settings(**values)
+    except ValidationError as exc:
+        problems = []
+        for err in exc.errors():
+            name = ".".join(str(p) for p in err["loc"])
+            message = err["msg"].removeprefix("Value error, ")
+            if not name:  # a check across fields
+                problems.append(message)
+            elif name in given:
+                problems.append(f"{(sources or {}).get(name, f'{name} (argument)')}: {message}")
+            else:
+                problems.append(f"{elsewhere(name)}: {message}")
+        raise ConfigurationError("invalid configuration: " + "; ".join(problems)) from None

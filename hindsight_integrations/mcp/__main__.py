@@ -10,7 +10,10 @@ import argparse
 import os
 import sys
 
-from ..core.errors import HindsightError
+from ..core.errors import ConfigurationError, HindsightError, InvalidInputError
+
+TRANSPORTS = ("stdio", "http")
+DEFAULT_PORT = 8765
 
 
 def parser() -> argparse.ArgumentParser:
@@ -19,12 +22,13 @@ def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m hindsight_integrations.mcp", description="Hindsight MCP memory server")
     p.add_argument(
         "--transport",
-        choices=["stdio", "http"],
-        default=env("HINDSIGHT_MCP_TRANSPORT", "stdio"),
-        help="stdio (default: the MCP host owns the process) or http (streamable HTTP at /mcp)",
+        choices=TRANSPORTS,
+        default=None,
+        help="stdio (default: the MCP host owns the process) or http (streamable HTTP at /mcp) "
+        "(env HINDSIGHT_MCP_TRANSPORT)",
     )
     p.add_argument("--host", default=env("HINDSIGHT_MCP_HOST", "127.0.0.1"), help="HTTP bind address")
-    p.add_argument("--port", type=int, default=int(env("HINDSIGHT_MCP_PORT", "8765")), help="HTTP port")
+    p.add_argument("--port", type=int, default=None, help=f"HTTP port (env HINDSIGHT_MCP_PORT, default {DEFAULT_PORT})")
     p.add_argument(
         "--namespace", default=None, help="namespace served in stdio mode / without tokens (env HINDSIGHT_NAMESPACE)"
     )
@@ -49,6 +53,27 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
+def transport_from(args: argparse.Namespace) -> str:
+    """``--transport``, else ``HINDSIGHT_MCP_TRANSPORT`` (checked here: argparse checks only what is typed)."""
+    value = args.transport or os.environ.get("HINDSIGHT_MCP_TRANSPORT") or "stdio"
+    if value not in TRANSPORTS:
+        raise ConfigurationError(f"HINDSIGHT_MCP_TRANSPORT={value!r} is not a transport: use stdio or http")
+    return str(value)
+
+
+def port_from(args: argparse.Namespace) -> int:
+    """``--port``, else ``HINDSIGHT_MCP_PORT``: a port number, or an error naming where the bad one came from."""
+    if args.port is not None:
+        if not 0 < args.port < 65536:
+            raise InvalidInputError("--port", f"must be between 1 and 65535, got {args.port}")
+        return int(args.port)
+    value = os.environ.get("HINDSIGHT_MCP_PORT") or str(DEFAULT_PORT)
+    port = int(value) if value.strip().isdigit() else 0
+    if not 0 < port < 65536:
+        raise ConfigurationError(f"HINDSIGHT_MCP_PORT={value!r} is not a port number: use 1 to 65535")
+    return port
+
+
 def main(argv: list[str] | None = None) -> int:
     """Serve until stopped; a configuration error is one line on stderr and exit status 2, not a traceback."""
     args = parser().parse_args(argv)
@@ -56,9 +81,9 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         run(
-            transport=args.transport,
+            transport=transport_from(args),
             host=args.host,
-            port=args.port,
+            port=port_from(args),
             namespace=args.namespace,
             tokens_file=args.tokens_file,
             store=args.store,

@@ -12,7 +12,6 @@ are served by (``/debug/*`` and the viewer's pages ask it for the rate limit too
 from __future__ import annotations
 
 import logging
-import os
 import time
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
@@ -82,7 +81,7 @@ class HindsightMCP(FastMCP):
         super().__init__(
             name=SERVER_NAME,
             instructions=INSTRUCTIONS,
-            log_level=os.environ.get("HINDSIGHT_MCP_SDK_LOG_LEVEL", "WARNING").upper(),  # type: ignore[arg-type]
+            log_level=engine.settings.mcp_sdk_log_level,
             stateless_http=stateless,
             json_response=json_response,
         )
@@ -92,8 +91,8 @@ class HindsightMCP(FastMCP):
         self.namespace = namespace
         self.token_map = token_map
         self.metrics = ServerMetrics()
-        self.limiter = RateLimiter(rate_limit_per_minute) if rate_limit_per_minute else None
-        self.viewer_limiter = RateLimiter(rate_limit_per_minute) if rate_limit_per_minute else None
+        self.limiter = RateLimiter(rate_limit_per_minute) if rate_limit_per_minute is not None else None
+        self.viewer_limiter = RateLimiter(rate_limit_per_minute) if rate_limit_per_minute is not None else None
         self.auth_failures = AuthFailures.from_settings(engine.settings)
         self.allowed_hosts: list[str] | None = None
         self.serve_on(self.settings.host)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import re
 import sys
 import threading
@@ -305,8 +306,8 @@ class RateLimiter:
     """
 
     def __init__(self, per_minute: float, burst: int | None = None) -> None:
-        if per_minute <= 0:
-            raise ValueError("per_minute must be positive")
+        if not (math.isfinite(per_minute) and per_minute > 0):
+            raise ValueError(f"per_minute must be a finite number above 0 (None: no limit), got {per_minute}")
         self.rate = per_minute / 60.0
         self.capacity = float(burst or max(1, int(per_minute)))
         self._buckets: dict[str, tuple[float, float]] = {}

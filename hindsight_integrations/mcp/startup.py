@@ -16,7 +16,8 @@ from typing import TYPE_CHECKING
 
 import anyio
 
-from ..core.errors import ConfigurationError, InvalidInputError, StoreUnavailableError
+from ..core.config import load_settings
+from ..core.errors import InvalidInputError, StoreUnavailableError
 from .app import HindsightMCP, build_server
 from .auth import load_token_map
 from .hosts import is_loopback
@@ -25,6 +26,10 @@ from .observability import configure_logging, log
 if TYPE_CHECKING:
     from ..core.engine import MemoryEngine
     from ..core.upkeep.schedule import UpkeepSchedule
+
+
+SOURCES = {"store": "--store", "chroma_url": "--chroma-url", "namespace": "--namespace", "rate_limit": "--rate-limit"}
+"""The server command's options, by the setting each gives: a refusal names the option, not the argument."""
 
 
 def run(
@@ -49,25 +54,21 @@ def run(
     if transport not in ("stdio", "http"):
         raise InvalidInputError("transport", f"{transport!r} is not 'stdio' or 'http'")
     protocol_out = _protect_stdout() if transport == "stdio" else None
-    configure_logging(
-        os.environ.get("HINDSIGHT_LOG_LEVEL", "INFO"),
-        sdk_level=os.environ.get("HINDSIGHT_MCP_SDK_LOG_LEVEL", "WARNING"),
+    # Every setting, the server's own (rate limit, log levels) too, is checked before the model loads.
+    settings = load_settings(
+        store=store, chroma_url=chroma_url, namespace=namespace, rate_limit=rate_limit_per_minute, sources=SOURCES
     )
-    if rate_limit_per_minute is None and (limit := os.environ.get("HINDSIGHT_RATE_LIMIT")):
-        try:
-            rate_limit_per_minute = float(limit)
-        except ValueError:
-            raise ConfigurationError(f"HINDSIGHT_RATE_LIMIT={limit!r} is not a number of calls a minute") from None
+    configure_logging(settings.log_level, sdk_level=settings.mcp_sdk_log_level)
 
     from ..core.engine import MemoryEngine  # here: it brings Chroma, and a bad option is refused before
 
     token_map = load_token_map(tokens_file) if transport == "http" else None
-    engine = MemoryEngine(store=store, chroma_url=chroma_url, namespace=namespace)
+    engine = MemoryEngine(settings)
     server = build_server(
         engine,
         namespace=namespace,
         token_map=token_map,
-        rate_limit_per_minute=rate_limit_per_minute,
+        rate_limit_per_minute=settings.rate_limit,
         stateless=stateless,
     )
     started = time.perf_counter()
@@ -200,9 +201,7 @@ def _serve_http(server: HindsightMCP, host: str, port: int) -> None:
     # Which Host names every route answers (DNS rebinding): see hosts.allowed_hosts.
     server.serve_on(host)
     app = server.streamable_http_app()
-    uvicorn.run(
-        app, host=host, port=port, log_level=os.environ.get("HINDSIGHT_UVICORN_LOG_LEVEL", "warning"), access_log=False
-    )
+    uvicorn.run(app, host=host, port=port, log_level=server.engine.settings.uvicorn_log_level, access_log=False)
 
 
 __all__ = ["is_loopback", "run", "start_scheduled_upkeep"]

@@ -145,6 +145,7 @@ class LocalEmbedder:
                             "pip install torch --index-url https://download.pytorch.org/whl/cpu && "
                             "pip install 'hindsight-integrations[torch]'"
                         ) from exc
+                    _check_device(self._device)
                     try:
                         self._model = _LOADED[(self._path, self._device)] = SentenceTransformer(
                             self._path, device=self._device
@@ -278,6 +279,22 @@ class LocalEmbedder:
         if background and texts and self._resolve() == "onnx":
             return self._onnx.encode_array(texts, self._batch_size, background=True)
         return self.embed_array(texts)
+
+
+def _check_device(device: str) -> None:
+    """Refuse a device this machine lacks, naming its variable: the model itself is not to blame."""
+    import torch
+
+    if device.startswith("cuda"):
+        index = int(device.partition(":")[2] or 0)
+        present = torch.cuda.is_available() and index < torch.cuda.device_count()
+    else:
+        present = device != "mps" or torch.backends.mps.is_available()
+    if not present:
+        raise ConfigurationError(
+            f"this machine has no {device!r} device for torch to run the embedding model on: "
+            "set HINDSIGHT_EMBEDDING_DEVICE=cpu, or to a device it has"
+        )
 
 
 def is_loaded(path: str, device: str) -> bool:

@@ -16,6 +16,7 @@ from functools import lru_cache
 from typing import Protocol
 
 from .rules import every
+from .tiktoken_files import ESTIMATE, offline_encoding
 
 
 class TokenCounter(Protocol):
@@ -59,12 +60,10 @@ class EstimatingCounter:
 
 
 class TiktokenCounter:
-    """Exact counts with tiktoken (the encoding files must be cached locally)."""
+    """Exact counts with tiktoken, from an encoding file in tiktoken's cache (``tiktoken_files``: never downloaded)."""
 
     def __init__(self, encoding: str = "cl100k_base") -> None:
-        import tiktoken
-
-        self._encoding = tiktoken.get_encoding(encoding)
+        self._encoding = offline_encoding(encoding)
 
     def count(self, text: str) -> int:
         """The exact count (special-token text is counted as ordinary text, never refused)."""
@@ -73,7 +72,7 @@ class TiktokenCounter:
 
 @lru_cache(maxsize=4)
 def counter_for(name: str) -> TokenCounter:
-    """``"estimate"`` or a tiktoken encoding name such as ``"cl100k_base"``."""
-    if name == "estimate":
+    """``"estimate"`` or a tiktoken encoding name such as ``"cl100k_base"`` (``HINDSIGHT_TOKENIZER``)."""
+    if name == ESTIMATE:
         return EstimatingCounter()
     return TiktokenCounter(name)
