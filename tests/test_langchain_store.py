@@ -15,6 +15,7 @@ from langgraph.store.base import GetOp, InvalidNamespaceError, ListNamespacesOp,
 from hindsight_integrations import MemoryEngine
 from hindsight_integrations.core.clock import ManualClock
 from hindsight_integrations.core.errors import ConfigurationError
+from hindsight_integrations.core.model.records import Tier
 from hindsight_integrations.langchain import HindsightStore
 from hindsight_integrations.mcp.client import MemoryClient
 
@@ -259,3 +260,29 @@ def test_search_results_come_best_score_first(store: HindsightStore) -> None:
     found = store.search(("prefs",), query="where do I live")
     scores = [i.score for i in found]
     assert len(found) >= 2 and scores == sorted(scores, reverse=True)
+
+
+def test_upkeep_never_decays_archives_evicts_or_merges_items(timed_engine: MemoryEngine, clock: ManualClock) -> None:
+    """Items are a program's data: past a tier's cap, idle for months, repeated word for word, they stay as put."""
+    engine = timed_engine
+    store = HindsightStore(namespace="u1", engine=engine)
+    values = {
+        "a": {"text": "The user prefers dark mode in the editor"},
+        "b": {"text": "The user prefers dark mode in the editor"},  # a repeat the periodic merge would fold
+        "c": {"text": "Standup is at 9:30 every weekday"},
+    }
+    for key, value in values.items():
+        store.put(("notes",), key, value)
+    store.put(("notes",), "scratch", {"v": 1}, index=False)
+    own = [{"content": text, "tier": "semantic"} for text in ("We deploy to GKE.", "The invoice total was 420 euros.")]
+    engine.store_memories(own, namespace="u1", dedup=False)
+    clock.advance(days=200)
+    report = engine.upkeep(namespace="u1")
+    assert report.ok and report.count("merged") == report.count("consolidated") == 0
+    maintained = engine.maintain(namespace="u1", caps={Tier.SEMANTIC: 1})
+    assert len(maintained.evicted) == 1, "the cap counts and evicts the engine's own memories, not the items"
+    for key, value in values.items():
+        item = store.get(("notes",), key)
+        assert item is not None and item.value == value
+        assert _record(engine, key).importance == store.importance
+    assert {i.key for i in store.search(("notes",))} == {"a", "b", "c", "scratch"}

@@ -19,7 +19,9 @@ into one) and lets a changed value supersede an older one about the same thing (
 would hide ``"I live in Berlin"`` under one key once ``"I moved to Paris"`` is put under
 another). A store must do none of that, so items are created with ``apply_filter=False``,
 ``dedup=False`` and ``supersede=False``: what was put is what is stored, as its own
-current memory, in one call.
+current memory, in one call. Items are pinned (metadata ``"pinned": true``), so the engine's
+upkeep never decays, archives, evicts, merges or consolidates them: only ``delete`` and the
+TTL remove an item (one put before pinning existed is pinned by its next put).
 """
 
 from __future__ import annotations
@@ -48,7 +50,7 @@ from langgraph.store.base import (
 )
 from langgraph.store.base.embed import get_text_at_path, tokenize_path
 
-from ..core.model.records import MemoryRecord
+from ..core.model.records import PINNED_KEY, MemoryRecord
 from ..mcp.resolve import ClientPool, resolve_namespace
 
 MARK = "lg_item"
@@ -309,6 +311,7 @@ class HindsightStore(BaseStore):
             ttl_seconds = max(1, round(op.ttl * 60)) if op.ttl else None
             metadata: dict[str, Any] = {
                 MARK: True,
+                PINNED_KEY: True,  # upkeep never decays, archives, evicts or merges what a program put
                 "lg_ns": self._ns_key(op.namespace),
                 "lg_key": op.key,
                 "lg_value": value,
