@@ -286,3 +286,16 @@ def test_upkeep_never_decays_archives_evicts_or_merges_items(timed_engine: Memor
         assert item is not None and item.value == value
         assert _record(engine, key).importance == store.importance
     assert {i.key for i in store.search(("notes",))} == {"a", "b", "c", "scratch"}
+
+
+def test_query_search_returns_the_whole_page(store: HindsightStore) -> None:
+    """Recall's context budget (450 tokens by default) must not cut a page of results short."""
+    notes = (
+        "kubernetes deployment notes: the cluster runs on GKE in europe-west1 with three node pools, autoscaling "
+        "between two and ten nodes, nightly backups of every persistent volume and a staging copy in us-east1"
+    )
+    store.batch([PutOp(("docs",), f"d{n}", {"text": f"Doc {n} {notes}", "n": n}) for n in range(30)])
+    query = "kubernetes deployment"
+    assert len(store.search(("docs",), query=query, limit=30)) == 30
+    assert len(store.search(("docs",), query=query, limit=10, offset=20)) == 10
+    assert len(store.search(("docs",), query=query, filter={"n": {"$gte": 10}}, limit=20)) == 20

@@ -50,6 +50,7 @@ from langgraph.store.base import (
 )
 from langgraph.store.base.embed import get_text_at_path, tokenize_path
 
+from ..core.model.limits import MAX_TOKENS
 from ..core.model.records import PINNED_KEY, MemoryRecord
 from ..mcp.resolve import ClientPool, resolve_namespace
 
@@ -269,6 +270,7 @@ class HindsightStore(BaseStore):
                 query,
                 top_k=min(_MAX_CANDIDATES, max(wanted * 4, 50)),
                 filters=self._filters(op.namespace_prefix, indexed_only=True),
+                token_budget=MAX_TOKENS,  # the context block is unused: no budget may cut the page short
             )
             scored = [(h.record, h.score) for h in result.hits]  # the score they are ranked by, as LangGraph's
         else:
