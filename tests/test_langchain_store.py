@@ -299,3 +299,23 @@ def test_query_search_returns_the_whole_page(store: HindsightStore) -> None:
     assert len(store.search(("docs",), query=query, limit=30)) == 30
     assert len(store.search(("docs",), query=query, limit=10, offset=20)) == 10
     assert len(store.search(("docs",), query=query, filter={"n": {"$gte": 10}}, limit=20)) == 20
+
+
+def test_query_search_ranks_and_scores_by_similarity(store: HindsightStore, engine: MemoryEngine) -> None:
+    """As LangGraph's stores: by embedding cosine, not recall's fusion, where the lone item matching "user" won."""
+    texts = {
+        "drink": "The user prefers green tea over coffee",
+        "home": "The user lives in Berlin",
+        "job": "The user works as a nurse",
+    }
+    for key, text in texts.items():
+        store.put(("memories", "u1"), key, {"text": text})
+    for query in ("what does the user drink", "what hot beverage should I offer the user"):
+        found = store.search(("memories", "u1"), query=query)
+        assert found[0].key == "drink"
+        # The cosine of the query to each item's own vector (not blended with a context vector).
+        only_own = {"context": 0.0}
+        hits = engine.recall(query, namespace="u1", filters={"metadata": {"lg_item": True}}, weights=only_own).hits
+        cosines = {h.record.metadata["lg_key"]: h.similarity for h in hits}
+        assert [i.score for i in found] == pytest.approx([cosines[i.key] for i in found])
+        assert [i.score for i in found] == sorted(cosines.values(), reverse=True)

@@ -58,6 +58,21 @@ MARK = "lg_item"
 _ACTIVE = ["active", "superseded"]  # a superseded store item is still the current value of its key
 _PAGE = 1000  # list_memories' largest page
 _MAX_CANDIDATES = 200  # recall's default max_top_k
+# What a LangGraph store's semantic search ranks by (InMemoryStore: the cosine of the item's
+# embedding to the query's), not recall's fusion, whose min-max normalised BM25 gives full
+# weight to the one item sharing a stray word ("user") with the query.
+_BY_SIMILARITY: dict[str, float | None] = {
+    "similarity": 1.0,
+    "recency": 0.0,
+    "importance": 0.0,
+    "access": 0.0,
+    "dense": 1.0,
+    "lexical": 0.0,
+    "context": 0.0,
+    "entity_boost": 0.0,
+    "time_boost": 0.0,
+    "neighbour_boost": 0.0,
+}
 
 
 def _flatten(value: Any, prefix: str = "") -> list[str]:
@@ -262,7 +277,10 @@ class HindsightStore(BaseStore):
         return self._item(found[0])
 
     def _search(self, op: SearchOp) -> list[SearchItem]:
-        """Recall over indexed items for a query, else the newest items; one result per key."""
+        """Recall over indexed items for a query, else the newest items; one result per key.
+
+        A query's results are ranked and scored by cosine similarity, as LangGraph's own stores do.
+        """
         query = (op.query or "").strip()
         wanted = op.offset + op.limit
         if query:
@@ -271,8 +289,11 @@ class HindsightStore(BaseStore):
                 top_k=min(_MAX_CANDIDATES, max(wanted * 4, 50)),
                 filters=self._filters(op.namespace_prefix, indexed_only=True),
                 token_budget=MAX_TOKENS,  # the context block is unused: no budget may cut the page short
+                weights=_BY_SIMILARITY,
             )
-            scored = [(h.record, h.score) for h in result.hits]  # the score they are ranked by, as LangGraph's
+            # Packing may move a memory announcing a change above others: the order is the similarity's.
+            hits = sorted(result.hits, key=lambda h: h.similarity, reverse=True)
+            scored = [(h.record, h.similarity) for h in hits]
         else:
             records = sorted(self._all(self._filters(op.namespace_prefix)), key=lambda r: r.updated_at, reverse=True)
             scored = [(r, None) for r in records]
