@@ -319,3 +319,20 @@ def test_query_search_ranks_and_scores_by_similarity(store: HindsightStore, engi
         cosines = {h.record.metadata["lg_key"]: h.similarity for h in hits}
         assert [i.score for i in found] == pytest.approx([cosines[i.key] for i in found])
         assert [i.score for i in found] == sorted(cosines.values(), reverse=True)
+
+
+def test_values_of_any_depth_round_trip(store: HindsightStore, engine: MemoryEngine) -> None:
+    """A value is no metadata: the metadata nesting limit (6 levels) must not refuse a deeply nested value."""
+    deep: dict[str, Any] = {"leaf": [1, {"x": None}]}
+    for level in range(10):
+        deep = {f"l{level}": deep}
+    profile = {"profile": {"contacts": [{"name": "Ann", "address": {"city": {"name": "Berlin", "zip": ["10115"]}}}]}}
+    for key, value in (("deep", deep), ("profile", profile)):
+        store.put(("d",), key, value)
+        assert store.get(("d",), key).value == value  # type: ignore[union-attr]
+    assert [i.key for i in store.search(("d",), filter={"profile": profile["profile"]})] == ["profile"]
+    # An item written when values were kept as metadata objects still reads back.
+    store.memory_client.update(_record(engine, "deep").id, metadata={"lg_value": {"old": {"style": 1}}})
+    assert store.get(("d",), "deep").value == {"old": {"style": 1}}  # type: ignore[union-attr]
+    with pytest.raises(ValueError, match=r"value of 'big'.*limit is 8192"):
+        store.put(("d",), "big", {"text": "x" * 9000})

@@ -50,8 +50,10 @@ from langgraph.store.base import (
 )
 from langgraph.store.base.embed import get_text_at_path, tokenize_path
 
+from ..core.errors import InvalidInputError
 from ..core.model.limits import MAX_TOKENS
 from ..core.model.records import PINNED_KEY, MemoryRecord
+from ..mcp.errors import MemoryToolInputError
 from ..mcp.resolve import ClientPool, resolve_namespace
 
 MARK = "lg_item"
@@ -120,6 +122,12 @@ def _operator(actual: Any, op: str, operand: Any) -> bool:
 def _matches(value: Mapping[str, Any], filter: Mapping[str, Any] | None) -> bool:
     """Whether an item's value passes a search ``filter``; applied here, after recall or listing."""
     return not filter or all(_compare(value.get(k), v) for k, v in filter.items())
+
+
+def _value(record: MemoryRecord) -> dict[str, Any]:
+    """The item's value: a JSON string under ``lg_value`` (an object there before values of any depth were kept)."""
+    stored = record.metadata.get("lg_value")
+    return json.loads(stored) if isinstance(stored, str) else dict(stored or {})
 
 
 def _namespace_matches(condition: MatchCondition, namespace: tuple[str, ...]) -> bool:
@@ -240,7 +248,7 @@ class HindsightStore(BaseStore):
         fields = {
             "namespace": tuple(json.loads(meta["lg_ns"])),
             "key": meta["lg_key"],
-            "value": dict(meta.get("lg_value") or {}),
+            "value": _value(record),
             "created_at": created,
             "updated_at": record.updated_at,
         }
@@ -301,7 +309,7 @@ class HindsightStore(BaseStore):
         picked: list[tuple[MemoryRecord, float | None]] = []
         for record, score in scored:
             ident = (record.metadata["lg_ns"], record.metadata["lg_key"])
-            if ident in seen or not _matches(record.metadata.get("lg_value") or {}, op.filter):
+            if ident in seen or not _matches(_value(record), op.filter):
                 continue
             seen.add(ident)
             picked.append((record, score))
@@ -329,6 +337,10 @@ class HindsightStore(BaseStore):
                     client.forget(record.id)
                 return
             value = dict(op.value)
+            try:  # as text: metadata's nesting limit (6 levels) must not bound a value's depth
+                value_json = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+            except (TypeError, ValueError) as exc:
+                raise ValueError(f"the value of {op.key!r} must be JSON: {exc}") from None
             indexed = op.index is not False
             text = self._text(value, op.index or None) if indexed else f"{'/'.join(op.namespace)}/{op.key}"
             ttl_seconds = max(1, round(op.ttl * 60)) if op.ttl else None
@@ -337,25 +349,39 @@ class HindsightStore(BaseStore):
                 PINNED_KEY: True,  # upkeep never decays, archives, evicts or merges what a program put
                 "lg_ns": self._ns_key(op.namespace),
                 "lg_key": op.key,
-                "lg_value": value,
+                "lg_value": value_json,
                 "lg_indexed": indexed,
                 "lg_ttl": op.ttl or 0,
                 **{f"lg_ns_{i}": label for i, label in enumerate(op.namespace)},
             }
-            current = existing[0] if existing else None
-            tier = "semantic" if indexed else "working"
-            # An in-place update cannot drop an expiry or move a memory between tiers, so
-            # those changes replace the memory instead (created_at is carried over).
-            if current is not None and current.tier.value == tier and (ttl_seconds or not current.expires_at):
-                client.update(current.id, content=text, metadata=metadata, ttl_seconds=ttl_seconds)
-                stale = existing[1:]
-            else:
-                created = current.metadata.get("lg_created_at") if current else None
-                metadata["lg_created_at"] = created or datetime.now().astimezone().isoformat()
-                self._create(text, tier, metadata, ttl_seconds)
-                stale = existing
-            for record in stale:
-                client.forget(record.id)
+            try:
+                self._write(existing, text, "semantic" if indexed else "working", metadata, ttl_seconds)
+            except MemoryToolInputError as exc:
+                if not exc.field.endswith("metadata"):
+                    raise
+                size = len(value_json.encode())
+                raise InvalidInputError(
+                    f"value of {op.key!r}", f"{size} bytes as JSON, too large to store; the item's {exc.message}"
+                ) from None
+
+    def _write(
+        self, existing: list[MemoryRecord], text: str, tier: str, metadata: dict[str, Any], ttl_seconds: int | None
+    ) -> None:
+        """Update the item's memory in place, or replace it (and any duplicate from a race)."""
+        client = self.memory_client
+        current = existing[0] if existing else None
+        # An in-place update cannot drop an expiry or move a memory between tiers, so
+        # those changes replace the memory instead (created_at is carried over).
+        if current is not None and current.tier.value == tier and (ttl_seconds or not current.expires_at):
+            client.update(current.id, content=text, metadata=metadata, ttl_seconds=ttl_seconds)
+            stale = existing[1:]
+        else:
+            created = current.metadata.get("lg_created_at") if current else None
+            metadata["lg_created_at"] = created or datetime.now().astimezone().isoformat()
+            self._create(text, tier, metadata, ttl_seconds)
+            stale = existing
+        for record in stale:
+            client.forget(record.id)
 
     def _create(self, text: str, tier: str, metadata: dict[str, Any], ttl_seconds: int | None) -> None:
         """Create an item without the write filter or near-duplicate merge (see the module doc).
