@@ -336,3 +336,18 @@ def test_values_of_any_depth_round_trip(store: HindsightStore, engine: MemoryEng
     assert store.get(("d",), "deep").value == {"old": {"style": 1}}  # type: ignore[union-attr]
     with pytest.raises(ValueError, match=r"value of 'big'.*limit is 8192"):
         store.put(("d",), "big", {"text": "x" * 9000})
+
+
+def test_reads_refreshing_the_ttl_keep_updated_at(timed_engine: MemoryEngine, clock: ManualClock) -> None:
+    """``updated_at`` is the time of the last put (as LangGraph's TTL stores): a refresh must not reorder listings."""
+    store = HindsightStore(namespace="u1", engine=timed_engine)
+    store.put(("t",), "a", {"v": "a"}, ttl=10)
+    clock.advance(seconds=1)
+    store.put(("t",), "b", {"v": "b"}, ttl=10)
+    clock.advance(seconds=1)
+    put_at = store.get(("t",), "a", refresh_ttl=False).updated_at  # type: ignore[union-attr]
+    expires = _record(timed_engine, "a").expires_at
+    assert store.get(("t",), "a") is not None  # refreshes the TTL
+    assert _record(timed_engine, "a").expires_at > expires
+    assert store.get(("t",), "a", refresh_ttl=False).updated_at == put_at  # type: ignore[union-attr]
+    assert [i.key for i in store.search(("t",), refresh_ttl=False)] == ["b", "a"]

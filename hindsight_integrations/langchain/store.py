@@ -10,7 +10,8 @@ value, or all of it). Indexed items live in the semantic tier, so the other surf
 Key-value semantics come first, because that is what made other memory projects drop
 their store: ``get`` after ``put`` returns exactly the value, ``put`` of an existing key
 updates that item in place, ``delete`` deletes (soft, like every Hindsight forget),
-``ttl`` (minutes) expires the item, and reads refresh it unless told not to.
+``ttl`` (minutes) expires the item, and reads refresh it unless told not to (moving its
+expiry only: ``updated_at`` stays the time of the last put, kept in the item's metadata).
 
 Writes go through the MCP client's tools. ``store_memory`` is built for conversation
 memories: by default it runs the write filter (which drops short text such as
@@ -130,6 +131,15 @@ def _value(record: MemoryRecord) -> dict[str, Any]:
     return json.loads(stored) if isinstance(stored, str) else dict(stored or {})
 
 
+def _updated_at(record: MemoryRecord) -> datetime:
+    """When the item was last put: a read refreshing its TTL updates the memory, not the item.
+
+    An item put before the time was kept (no ``lg_updated_at``) has its memory's, the best known.
+    """
+    stamp = record.metadata.get("lg_updated_at")
+    return datetime.fromisoformat(stamp) if stamp else record.updated_at
+
+
 def _namespace_matches(condition: MatchCondition, namespace: tuple[str, ...]) -> bool:
     """``list_namespaces``' prefix/suffix condition, with ``"*"`` matching any one label."""
     path = tuple(condition.path)
@@ -242,7 +252,7 @@ class HindsightStore(BaseStore):
 
     @staticmethod
     def _item(record: MemoryRecord, score: float | None = None, *, scored: bool = False) -> Item:
-        """The LangGraph item a memory holds (a ``SearchItem`` when ``scored``), with its original created_at."""
+        """The LangGraph item a memory holds (a ``SearchItem`` when ``scored``), with the times of its puts."""
         meta = record.metadata
         created = datetime.fromisoformat(meta["lg_created_at"]) if meta.get("lg_created_at") else record.created_at
         fields = {
@@ -250,14 +260,14 @@ class HindsightStore(BaseStore):
             "key": meta["lg_key"],
             "value": _value(record),
             "created_at": created,
-            "updated_at": record.updated_at,
+            "updated_at": _updated_at(record),
         }
         return SearchItem(**fields, score=score) if scored else Item(**fields)
 
     def _find(self, namespace: tuple[str, ...], key: str) -> list[MemoryRecord]:
         """The memories holding (namespace, key), newest first (more than one only after a race)."""
         found = self.memory_client.list(filters=self._filters(exact=namespace, key=key), limit=_PAGE)
-        return sorted(found, key=lambda r: r.updated_at, reverse=True)
+        return sorted(found, key=_updated_at, reverse=True)
 
     def _all(self, filters: dict[str, Any]) -> list[MemoryRecord]:
         """Every memory matching ``filters``, paging through ``list`` (which returns at most ``_PAGE``)."""
@@ -303,7 +313,7 @@ class HindsightStore(BaseStore):
             hits = sorted(result.hits, key=lambda h: h.similarity, reverse=True)
             scored = [(h.record, h.similarity) for h in hits]
         else:
-            records = sorted(self._all(self._filters(op.namespace_prefix)), key=lambda r: r.updated_at, reverse=True)
+            records = sorted(self._all(self._filters(op.namespace_prefix)), key=_updated_at, reverse=True)
             scored = [(r, None) for r in records]
         seen: set[tuple[str, str]] = set()
         picked: list[tuple[MemoryRecord, float | None]] = []
@@ -352,6 +362,7 @@ class HindsightStore(BaseStore):
                 "lg_value": value_json,
                 "lg_indexed": indexed,
                 "lg_ttl": op.ttl or 0,
+                "lg_updated_at": datetime.now().astimezone().isoformat(),
                 **{f"lg_ns_{i}": label for i, label in enumerate(op.namespace)},
             }
             try:
@@ -377,7 +388,7 @@ class HindsightStore(BaseStore):
             stale = existing[1:]
         else:
             created = current.metadata.get("lg_created_at") if current else None
-            metadata["lg_created_at"] = created or datetime.now().astimezone().isoformat()
+            metadata["lg_created_at"] = created or metadata["lg_updated_at"]
             self._create(text, tier, metadata, ttl_seconds)
             stale = existing
         for record in stale:
