@@ -351,3 +351,12 @@ def test_reads_refreshing_the_ttl_keep_updated_at(timed_engine: MemoryEngine, cl
     assert _record(timed_engine, "a").expires_at > expires
     assert store.get(("t",), "a", refresh_ttl=False).updated_at == put_at  # type: ignore[union-attr]
     assert [i.key for i in store.search(("t",), refresh_ttl=False)] == ["b", "a"]
+
+
+def test_sequence_filters_match_lists_and_tuples_alike(store: HindsightStore) -> None:
+    """As InMemoryStore: a tuple filter matches a list value (tuples come back from JSON as lists)."""
+    store.put(("a",), "k", {"tags": ["x", "y"], "pair": (1, 2), "nested": [{"n": (3,)}]})
+    for filter in ({"tags": ("x", "y")}, {"pair": (1, 2)}, {"pair": [1, 2]}, {"nested": ({"n": [3]},)}):
+        assert [i.key for i in store.search(("a",), filter=filter)] == ["k"], filter
+    for filter in ({"tags": ("x",)}, {"pair": (2, 1)}, {"tags": ("x", "y", "z")}):
+        assert store.search(("a",), filter=filter) == [], filter

@@ -93,11 +93,17 @@ def _flatten(value: Any, prefix: str = "") -> list[str]:
 
 
 def _compare(actual: Any, expected: Any) -> bool:
-    """LangGraph's filter semantics: equality, nested objects, and $eq/$ne/$in/$nin/$gt/$gte/$lt/$lte."""
+    """LangGraph's filter semantics: equality, nested objects, sequences element by element, and $eq/$ne/$in/..."""
     if isinstance(expected, Mapping):
         if any(str(k).startswith("$") for k in expected):
             return all(_operator(actual, op, operand) for op, operand in expected.items())
         return isinstance(actual, Mapping) and all(_compare(actual.get(k), v) for k, v in expected.items())
+    if isinstance(expected, (list, tuple)):  # a stored tuple comes back from JSON as a list
+        return (
+            isinstance(actual, (list, tuple))
+            and len(actual) == len(expected)
+            and all(_compare(a, e) for a, e in zip(actual, expected))
+        )
     return actual == expected
 
 
