@@ -15,6 +15,7 @@ from langgraph.store.base import GetOp, InvalidNamespaceError, ListNamespacesOp,
 from hindsight_integrations import MemoryEngine
 from hindsight_integrations.core.clock import ManualClock
 from hindsight_integrations.core.errors import ConfigurationError
+from hindsight_integrations.core.model.records import Tier
 from hindsight_integrations.langchain import HindsightStore
 from hindsight_integrations.mcp.client import MemoryClient
 
@@ -259,3 +260,103 @@ def test_search_results_come_best_score_first(store: HindsightStore) -> None:
     found = store.search(("prefs",), query="where do I live")
     scores = [i.score for i in found]
     assert len(found) >= 2 and scores == sorted(scores, reverse=True)
+
+
+def test_upkeep_never_decays_archives_evicts_or_merges_items(timed_engine: MemoryEngine, clock: ManualClock) -> None:
+    """Items are a program's data: past a tier's cap, idle for months, repeated word for word, they stay as put."""
+    engine = timed_engine
+    store = HindsightStore(namespace="u1", engine=engine)
+    values = {
+        "a": {"text": "The user prefers dark mode in the editor"},
+        "b": {"text": "The user prefers dark mode in the editor"},  # a repeat the periodic merge would fold
+        "c": {"text": "Standup is at 9:30 every weekday"},
+    }
+    for key, value in values.items():
+        store.put(("notes",), key, value)
+    store.put(("notes",), "scratch", {"v": 1}, index=False)
+    own = [{"content": text, "tier": "semantic"} for text in ("We deploy to GKE.", "The invoice total was 420 euros.")]
+    engine.store_memories(own, namespace="u1", dedup=False)
+    clock.advance(days=200)
+    report = engine.upkeep(namespace="u1")
+    assert report.ok and report.count("merged") == report.count("consolidated") == 0
+    maintained = engine.maintain(namespace="u1", caps={Tier.SEMANTIC: 1})
+    assert len(maintained.evicted) == 1, "the cap counts and evicts the engine's own memories, not the items"
+    for key, value in values.items():
+        item = store.get(("notes",), key)
+        assert item is not None and item.value == value
+        assert _record(engine, key).importance == store.importance
+    assert {i.key for i in store.search(("notes",))} == {"a", "b", "c", "scratch"}
+
+
+def test_query_search_returns_the_whole_page(store: HindsightStore) -> None:
+    """Recall's context budget (450 tokens by default) must not cut a page of results short."""
+    notes = (
+        "kubernetes deployment notes: the cluster runs on GKE in europe-west1 with three node pools, autoscaling "
+        "between two and ten nodes, nightly backups of every persistent volume and a staging copy in us-east1"
+    )
+    store.batch([PutOp(("docs",), f"d{n}", {"text": f"Doc {n} {notes}", "n": n}) for n in range(30)])
+    query = "kubernetes deployment"
+    assert len(store.search(("docs",), query=query, limit=30)) == 30
+    assert len(store.search(("docs",), query=query, limit=10, offset=20)) == 10
+    assert len(store.search(("docs",), query=query, filter={"n": {"$gte": 10}}, limit=20)) == 20
+
+
+def test_query_search_ranks_and_scores_by_similarity(store: HindsightStore, engine: MemoryEngine) -> None:
+    """As LangGraph's stores: by embedding cosine, not recall's fusion, where the lone item matching "user" won."""
+    texts = {
+        "drink": "The user prefers green tea over coffee",
+        "home": "The user lives in Berlin",
+        "job": "The user works as a nurse",
+    }
+    for key, text in texts.items():
+        store.put(("memories", "u1"), key, {"text": text})
+    for query in ("what does the user drink", "what hot beverage should I offer the user"):
+        found = store.search(("memories", "u1"), query=query)
+        assert found[0].key == "drink"
+        # The cosine of the query to each item's own vector (not blended with a context vector).
+        only_own = {"context": 0.0}
+        hits = engine.recall(query, namespace="u1", filters={"metadata": {"lg_item": True}}, weights=only_own).hits
+        cosines = {h.record.metadata["lg_key"]: h.similarity for h in hits}
+        assert [i.score for i in found] == pytest.approx([cosines[i.key] for i in found])
+        assert [i.score for i in found] == sorted(cosines.values(), reverse=True)
+
+
+def test_values_of_any_depth_round_trip(store: HindsightStore, engine: MemoryEngine) -> None:
+    """A value is no metadata: the metadata nesting limit (6 levels) must not refuse a deeply nested value."""
+    deep: dict[str, Any] = {"leaf": [1, {"x": None}]}
+    for level in range(10):
+        deep = {f"l{level}": deep}
+    profile = {"profile": {"contacts": [{"name": "Ann", "address": {"city": {"name": "Berlin", "zip": ["10115"]}}}]}}
+    for key, value in (("deep", deep), ("profile", profile)):
+        store.put(("d",), key, value)
+        assert store.get(("d",), key).value == value  # type: ignore[union-attr]
+    assert [i.key for i in store.search(("d",), filter={"profile": profile["profile"]})] == ["profile"]
+    # An item written when values were kept as metadata objects still reads back.
+    store.memory_client.update(_record(engine, "deep").id, metadata={"lg_value": {"old": {"style": 1}}})
+    assert store.get(("d",), "deep").value == {"old": {"style": 1}}  # type: ignore[union-attr]
+    with pytest.raises(ValueError, match=r"value of 'big'.*limit is 8192"):
+        store.put(("d",), "big", {"text": "x" * 9000})
+
+
+def test_reads_refreshing_the_ttl_keep_updated_at(timed_engine: MemoryEngine, clock: ManualClock) -> None:
+    """``updated_at`` is the time of the last put (as LangGraph's TTL stores): a refresh must not reorder listings."""
+    store = HindsightStore(namespace="u1", engine=timed_engine)
+    store.put(("t",), "a", {"v": "a"}, ttl=10)
+    clock.advance(seconds=1)
+    store.put(("t",), "b", {"v": "b"}, ttl=10)
+    clock.advance(seconds=1)
+    put_at = store.get(("t",), "a", refresh_ttl=False).updated_at  # type: ignore[union-attr]
+    expires = _record(timed_engine, "a").expires_at
+    assert store.get(("t",), "a") is not None  # refreshes the TTL
+    assert _record(timed_engine, "a").expires_at > expires
+    assert store.get(("t",), "a", refresh_ttl=False).updated_at == put_at  # type: ignore[union-attr]
+    assert [i.key for i in store.search(("t",), refresh_ttl=False)] == ["b", "a"]
+
+
+def test_sequence_filters_match_lists_and_tuples_alike(store: HindsightStore) -> None:
+    """As InMemoryStore: a tuple filter matches a list value (tuples come back from JSON as lists)."""
+    store.put(("a",), "k", {"tags": ["x", "y"], "pair": (1, 2), "nested": [{"n": (3,)}]})
+    for filter in ({"tags": ("x", "y")}, {"pair": (1, 2)}, {"pair": [1, 2]}, {"nested": ({"n": [3]},)}):
+        assert [i.key for i in store.search(("a",), filter=filter)] == ["k"], filter
+    for filter in ({"tags": ("x",)}, {"pair": (2, 1)}, {"tags": ("x", "y", "z")}):
+        assert store.search(("a",), filter=filter) == [], filter

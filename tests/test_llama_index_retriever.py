@@ -95,3 +95,16 @@ def test_engine_argument_and_bad_arguments(seeded: Stores) -> None:
         HindsightRetriever(namespace="u1", client=seeded.client("u1"), engine=seeded.engine())
     with pytest.raises(InvalidInputError, match="namespace"):
         HindsightRetriever(namespace="not a namespace!", engine=seeded.engine())
+
+
+def test_top_k_is_not_cut_by_a_context_budget(stores: Stores) -> None:
+    """Without a ``token_budget``, recall's 450-token default for the context block must not drop nodes."""
+    client = stores.client("u3")
+    notes = (
+        "kubernetes deployment notes: the cluster runs on GKE in europe-west1 with three node pools, autoscaling "
+        "between two and ten nodes, nightly backups of every persistent volume and a staging copy in us-east1"
+    )
+    client.store([{"content": f"Doc {n} {notes}", "kind": "fact"} for n in range(30)], dedup=False)
+    assert len(HindsightRetriever(namespace="u3", client=client, top_k=30).retrieve("kubernetes deployment")) == 30
+    budgeted = HindsightRetriever(namespace="u3", client=client, top_k=30, token_budget=200)
+    assert len(budgeted.retrieve("kubernetes deployment")) < 30

@@ -10,7 +10,8 @@ value, or all of it). Indexed items live in the semantic tier, so the other surf
 Key-value semantics come first, because that is what made other memory projects drop
 their store: ``get`` after ``put`` returns exactly the value, ``put`` of an existing key
 updates that item in place, ``delete`` deletes (soft, like every Hindsight forget),
-``ttl`` (minutes) expires the item, and reads refresh it unless told not to.
+``ttl`` (minutes) expires the item, and reads refresh it unless told not to (moving its
+expiry only: ``updated_at`` stays the time of the last put, kept in the item's metadata).
 
 Writes go through the MCP client's tools. ``store_memory`` is built for conversation
 memories: by default it runs the write filter (which drops short text such as
@@ -19,7 +20,9 @@ into one) and lets a changed value supersede an older one about the same thing (
 would hide ``"I live in Berlin"`` under one key once ``"I moved to Paris"`` is put under
 another). A store must do none of that, so items are created with ``apply_filter=False``,
 ``dedup=False`` and ``supersede=False``: what was put is what is stored, as its own
-current memory, in one call.
+current memory, in one call. Items are pinned (metadata ``"pinned": true``), so the engine's
+upkeep never decays, archives, evicts, merges or consolidates them: only ``delete`` and the
+TTL remove an item (one put before pinning existed is pinned by its next put).
 """
 
 from __future__ import annotations
@@ -48,13 +51,31 @@ from langgraph.store.base import (
 )
 from langgraph.store.base.embed import get_text_at_path, tokenize_path
 
-from ..core.model.records import MemoryRecord
+from ..core.errors import InvalidInputError
+from ..core.model.limits import MAX_TOKENS
+from ..core.model.records import PINNED_KEY, MemoryRecord
+from ..mcp.errors import MemoryToolInputError
 from ..mcp.resolve import ClientPool, resolve_namespace
 
 MARK = "lg_item"
 _ACTIVE = ["active", "superseded"]  # a superseded store item is still the current value of its key
 _PAGE = 1000  # list_memories' largest page
 _MAX_CANDIDATES = 200  # recall's default max_top_k
+# What a LangGraph store's semantic search ranks by (InMemoryStore: the cosine of the item's
+# embedding to the query's), not recall's fusion, whose min-max normalised BM25 gives full
+# weight to the one item sharing a stray word ("user") with the query.
+_BY_SIMILARITY: dict[str, float | None] = {
+    "similarity": 1.0,
+    "recency": 0.0,
+    "importance": 0.0,
+    "access": 0.0,
+    "dense": 1.0,
+    "lexical": 0.0,
+    "context": 0.0,
+    "entity_boost": 0.0,
+    "time_boost": 0.0,
+    "neighbour_boost": 0.0,
+}
 
 
 def _flatten(value: Any, prefix: str = "") -> list[str]:
@@ -72,11 +93,17 @@ def _flatten(value: Any, prefix: str = "") -> list[str]:
 
 
 def _compare(actual: Any, expected: Any) -> bool:
-    """LangGraph's filter semantics: equality, nested objects, and $eq/$ne/$in/$nin/$gt/$gte/$lt/$lte."""
+    """LangGraph's filter semantics: equality, nested objects, sequences element by element, and $eq/$ne/$in/..."""
     if isinstance(expected, Mapping):
         if any(str(k).startswith("$") for k in expected):
             return all(_operator(actual, op, operand) for op, operand in expected.items())
         return isinstance(actual, Mapping) and all(_compare(actual.get(k), v) for k, v in expected.items())
+    if isinstance(expected, (list, tuple)):  # a stored tuple comes back from JSON as a list
+        return (
+            isinstance(actual, (list, tuple))
+            and len(actual) == len(expected)
+            and all(_compare(a, e) for a, e in zip(actual, expected))
+        )
     return actual == expected
 
 
@@ -102,6 +129,21 @@ def _operator(actual: Any, op: str, operand: Any) -> bool:
 def _matches(value: Mapping[str, Any], filter: Mapping[str, Any] | None) -> bool:
     """Whether an item's value passes a search ``filter``; applied here, after recall or listing."""
     return not filter or all(_compare(value.get(k), v) for k, v in filter.items())
+
+
+def _value(record: MemoryRecord) -> dict[str, Any]:
+    """The item's value: a JSON string under ``lg_value`` (an object there before values of any depth were kept)."""
+    stored = record.metadata.get("lg_value")
+    return json.loads(stored) if isinstance(stored, str) else dict(stored or {})
+
+
+def _updated_at(record: MemoryRecord) -> datetime:
+    """When the item was last put: a read refreshing its TTL updates the memory, not the item.
+
+    An item put before the time was kept (no ``lg_updated_at``) has its memory's, the best known.
+    """
+    stamp = record.metadata.get("lg_updated_at")
+    return datetime.fromisoformat(stamp) if stamp else record.updated_at
 
 
 def _namespace_matches(condition: MatchCondition, namespace: tuple[str, ...]) -> bool:
@@ -216,22 +258,22 @@ class HindsightStore(BaseStore):
 
     @staticmethod
     def _item(record: MemoryRecord, score: float | None = None, *, scored: bool = False) -> Item:
-        """The LangGraph item a memory holds (a ``SearchItem`` when ``scored``), with its original created_at."""
+        """The LangGraph item a memory holds (a ``SearchItem`` when ``scored``), with the times of its puts."""
         meta = record.metadata
         created = datetime.fromisoformat(meta["lg_created_at"]) if meta.get("lg_created_at") else record.created_at
         fields = {
             "namespace": tuple(json.loads(meta["lg_ns"])),
             "key": meta["lg_key"],
-            "value": dict(meta.get("lg_value") or {}),
+            "value": _value(record),
             "created_at": created,
-            "updated_at": record.updated_at,
+            "updated_at": _updated_at(record),
         }
         return SearchItem(**fields, score=score) if scored else Item(**fields)
 
     def _find(self, namespace: tuple[str, ...], key: str) -> list[MemoryRecord]:
         """The memories holding (namespace, key), newest first (more than one only after a race)."""
         found = self.memory_client.list(filters=self._filters(exact=namespace, key=key), limit=_PAGE)
-        return sorted(found, key=lambda r: r.updated_at, reverse=True)
+        return sorted(found, key=_updated_at, reverse=True)
 
     def _all(self, filters: dict[str, Any]) -> list[MemoryRecord]:
         """Every memory matching ``filters``, paging through ``list`` (which returns at most ``_PAGE``)."""
@@ -259,7 +301,10 @@ class HindsightStore(BaseStore):
         return self._item(found[0])
 
     def _search(self, op: SearchOp) -> list[SearchItem]:
-        """Recall over indexed items for a query, else the newest items; one result per key."""
+        """Recall over indexed items for a query, else the newest items; one result per key.
+
+        A query's results are ranked and scored by cosine similarity, as LangGraph's own stores do.
+        """
         query = (op.query or "").strip()
         wanted = op.offset + op.limit
         if query:
@@ -267,16 +312,20 @@ class HindsightStore(BaseStore):
                 query,
                 top_k=min(_MAX_CANDIDATES, max(wanted * 4, 50)),
                 filters=self._filters(op.namespace_prefix, indexed_only=True),
+                token_budget=MAX_TOKENS,  # the context block is unused: no budget may cut the page short
+                weights=_BY_SIMILARITY,
             )
-            scored = [(h.record, h.score) for h in result.hits]  # the score they are ranked by, as LangGraph's
+            # Packing may move a memory announcing a change above others: the order is the similarity's.
+            hits = sorted(result.hits, key=lambda h: h.similarity, reverse=True)
+            scored = [(h.record, h.similarity) for h in hits]
         else:
-            records = sorted(self._all(self._filters(op.namespace_prefix)), key=lambda r: r.updated_at, reverse=True)
+            records = sorted(self._all(self._filters(op.namespace_prefix)), key=_updated_at, reverse=True)
             scored = [(r, None) for r in records]
         seen: set[tuple[str, str]] = set()
         picked: list[tuple[MemoryRecord, float | None]] = []
         for record, score in scored:
             ident = (record.metadata["lg_ns"], record.metadata["lg_key"])
-            if ident in seen or not _matches(record.metadata.get("lg_value") or {}, op.filter):
+            if ident in seen or not _matches(_value(record), op.filter):
                 continue
             seen.add(ident)
             picked.append((record, score))
@@ -304,32 +353,52 @@ class HindsightStore(BaseStore):
                     client.forget(record.id)
                 return
             value = dict(op.value)
+            try:  # as text: metadata's nesting limit (6 levels) must not bound a value's depth
+                value_json = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+            except (TypeError, ValueError) as exc:
+                raise ValueError(f"the value of {op.key!r} must be JSON: {exc}") from None
             indexed = op.index is not False
             text = self._text(value, op.index or None) if indexed else f"{'/'.join(op.namespace)}/{op.key}"
             ttl_seconds = max(1, round(op.ttl * 60)) if op.ttl else None
             metadata: dict[str, Any] = {
                 MARK: True,
+                PINNED_KEY: True,  # upkeep never decays, archives, evicts or merges what a program put
                 "lg_ns": self._ns_key(op.namespace),
                 "lg_key": op.key,
-                "lg_value": value,
+                "lg_value": value_json,
                 "lg_indexed": indexed,
                 "lg_ttl": op.ttl or 0,
+                "lg_updated_at": datetime.now().astimezone().isoformat(),
                 **{f"lg_ns_{i}": label for i, label in enumerate(op.namespace)},
             }
-            current = existing[0] if existing else None
-            tier = "semantic" if indexed else "working"
-            # An in-place update cannot drop an expiry or move a memory between tiers, so
-            # those changes replace the memory instead (created_at is carried over).
-            if current is not None and current.tier.value == tier and (ttl_seconds or not current.expires_at):
-                client.update(current.id, content=text, metadata=metadata, ttl_seconds=ttl_seconds)
-                stale = existing[1:]
-            else:
-                created = current.metadata.get("lg_created_at") if current else None
-                metadata["lg_created_at"] = created or datetime.now().astimezone().isoformat()
-                self._create(text, tier, metadata, ttl_seconds)
-                stale = existing
-            for record in stale:
-                client.forget(record.id)
+            try:
+                self._write(existing, text, "semantic" if indexed else "working", metadata, ttl_seconds)
+            except MemoryToolInputError as exc:
+                if not exc.field.endswith("metadata"):
+                    raise
+                size = len(value_json.encode())
+                raise InvalidInputError(
+                    f"value of {op.key!r}", f"{size} bytes as JSON, too large to store; the item's {exc.message}"
+                ) from None
+
+    def _write(
+        self, existing: list[MemoryRecord], text: str, tier: str, metadata: dict[str, Any], ttl_seconds: int | None
+    ) -> None:
+        """Update the item's memory in place, or replace it (and any duplicate from a race)."""
+        client = self.memory_client
+        current = existing[0] if existing else None
+        # An in-place update cannot drop an expiry or move a memory between tiers, so
+        # those changes replace the memory instead (created_at is carried over).
+        if current is not None and current.tier.value == tier and (ttl_seconds or not current.expires_at):
+            client.update(current.id, content=text, metadata=metadata, ttl_seconds=ttl_seconds)
+            stale = existing[1:]
+        else:
+            created = current.metadata.get("lg_created_at") if current else None
+            metadata["lg_created_at"] = created or metadata["lg_updated_at"]
+            self._create(text, tier, metadata, ttl_seconds)
+            stale = existing
+        for record in stale:
+            client.forget(record.id)
 
     def _create(self, text: str, tier: str, metadata: dict[str, Any], ttl_seconds: int | None) -> None:
         """Create an item without the write filter or near-duplicate merge (see the module doc).

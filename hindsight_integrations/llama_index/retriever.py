@@ -15,6 +15,7 @@ from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.callbacks import CallbackManager
 from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 
+from ..core.model.limits import MAX_TOKENS
 from ..core.model.results import RecallHit
 from ..mcp.resolve import resolve_client, resolve_namespace
 from ._recall import RecallOptions
@@ -72,7 +73,9 @@ class HindsightRetriever(BaseRetriever):
     ``score`` is Hindsight's fused score (similarity, recency, importance, access); the
     relevance part alone is in ``metadata["relevance"]`` and the cosine similarity (what
     ``min_score`` compares) in ``metadata["similarity"]``. ``session_id`` narrows recall to
-    one conversation's memories.
+    one conversation's memories. ``token_budget`` caps the tokens of the nodes returned; by
+    default there is none, so ``top_k`` nodes come back when that many match (recall's own
+    default, 450 tokens, is sized for a prompt's context block, not for a retriever's nodes).
     """
 
     def __init__(
@@ -96,7 +99,7 @@ class HindsightRetriever(BaseRetriever):
         self.options = RecallOptions(
             top_k=top_k,
             min_score=min_score,
-            token_budget=token_budget,
+            token_budget=MAX_TOKENS if token_budget is None else token_budget,
             filters=filters,
             include_history=include_history,
         )

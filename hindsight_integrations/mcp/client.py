@@ -217,8 +217,12 @@ class MemoryClient(ToolCaller):
         filters: RecallFilters | dict[str, Any] | None = None,
         token_budget: int | None = None,
         include_history: bool = False,
+        weights: dict[str, float | None] | None = None,
     ) -> RecallResult:
-        """The memories most relevant to ``query``, best first, and a dated context block packed from them."""
+        """The memories most relevant to ``query``, best first, and a dated context block packed from them.
+
+        ``weights`` (``RecallWeights`` fields by name) change the ranking for this call only.
+        """
         args = RetrieveMemoryArgs.model_construct(
             query=query,
             top_k=top_k,
@@ -226,6 +230,7 @@ class MemoryClient(ToolCaller):
             filters=filters_value(filters),
             token_budget=token_budget,
             include_history=include_history,
+            weights=weights,
         )
         return (await self._ask(args, RecallOut)).engine_result()
 

@@ -119,6 +119,7 @@ async def retrieve_memory(call: ToolCall, args: RetrieveMemoryArgs) -> CallToolR
         min_score=args.min_score,
         filters=args.filters,
         token_budget=args.token_budget,
+        weights=args.weights,
         include_history=args.include_history,
     )
     metrics = call.host.metrics

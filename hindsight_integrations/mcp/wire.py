@@ -163,6 +163,12 @@ class RetrieveMemoryArgs(ToolArgs):
         description="Fit the context block into this many tokens (default 450, HINDSIGHT_DEFAULT_TOKEN_BUDGET).",
     )
     include_history: Flag = Field(False, description="Also return superseded (outdated) memories, marked as such.")
+    weights: Annotated[dict[str, float | None] | None, JsonObject] = Field(
+        None,
+        max_length=32,
+        description="Ranking weights by name (similarity, recency, importance, access, dense, lexical, ...); "
+        "leave out for the tuned defaults.",
+    )
 
 
 class RecordTurnArgs(ToolArgs):

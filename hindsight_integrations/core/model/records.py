@@ -30,6 +30,13 @@ from pydantic import BaseModel, ConfigDict, Field
 
 FAR_FUTURE = 32503680000.0  # 3000-01-01: "no expiry"/"still valid", so range filters need no nulls
 
+PINNED_KEY = "pinned"
+"""Metadata flag a writer sets (``"pinned": true``) on memories it keeps as data, such as a key-value store's items.
+
+Upkeep leaves a pinned memory exactly as written: it is never decayed, archived, evicted, merged
+or consolidated, and does not count toward a tier's cap. Only its writer's update, forget or TTL changes it.
+"""
+
 LAYOUT = 2
 PACKED_KEY = "record_json"
 # Stored as their own Chroma keys in layout 2: filtered on, or updated alone.
@@ -222,6 +229,11 @@ class MemoryRecord(BaseModel):
     metadata: dict[str, Any] = Field(default_factory=dict)
     embedding_model: str | None = None
     embedding_dim: int | None = None
+
+    @property
+    def pinned(self) -> bool:
+        """Whether its writer pinned it (``PINNED_KEY``): upkeep then leaves it as written."""
+        return self.metadata.get(PINNED_KEY) is True
 
     def is_expired(self, now: datetime | None = None) -> bool:
         """Whether its TTL has passed (expired memories are hidden from recall, not destroyed)."""

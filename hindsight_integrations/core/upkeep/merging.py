@@ -10,7 +10,8 @@ and provenance appended to its ``sources``, with the other's id), and the other 
 history pointing at it (status superseded, ``superseded_by`` = the survivor), never deleted.
 ``MemoryEngine.unmerge`` splits it back: the original record, id and all, is active again.
 
-Consolidated memories and their sources are left to consolidation, which already groups them.
+Consolidated memories and their sources are left to consolidation, which already groups them;
+pinned memories (``MemoryRecord.pinned``) to their writer.
 """
 
 from __future__ import annotations
@@ -32,9 +33,14 @@ CONSOLIDATION_ORIGIN = "consolidation"
 
 
 def mergeable(record: MemoryRecord) -> bool:
-    """Active long-term memories that may repeat one another, outside consolidation's groups."""
+    """Active long-term memories that may repeat one another, outside consolidation's groups.
+
+    Not pinned ones (``MemoryRecord.pinned``): their writer keeps them as written. Consolidation
+    and habits draw from these memories too, so a pinned memory is never merged nor consolidated.
+    """
     return (
-        record.status is Status.ACTIVE
+        not record.pinned
+        and record.status is Status.ACTIVE
         and record.tier is not Tier.WORKING
         and can_repeat(record)
         and record.consolidated_into is None

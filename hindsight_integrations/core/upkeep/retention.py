@@ -84,9 +84,11 @@ def plan(
 
     An idle memory's importance is multiplied by ``DECAY_FACTOR`` once per ``DECAY_AFTER``, a
     semantic one's by ``semantic_decay`` (1.0: not at all, and it is then not reported as decayed).
+    Pinned memories (``MemoryRecord.pinned``: data a program keeps, such as a key-value store's items)
+    are left out altogether: never decayed, archived or evicted, and not counted toward a cap.
     """
     caps = DEFAULT_CAPS if caps is None else caps
-    active = [r for r in records if r.status is Status.ACTIVE and r.tier is not Tier.WORKING]
+    active = [r for r in records if r.status is Status.ACTIVE and r.tier is not Tier.WORKING and not r.pinned]
     decayed: list[MemoryRecord] = []
     archive: list[MemoryRecord] = []
     for record in active:
