@@ -114,6 +114,19 @@ def test_over_a_stdio_mcp_server_from_the_environment(
     assert any("Helix" in h.record.content for h in later.recall("editor", namespace="carol").hits)
 
 
+def test_k_is_not_cut_by_recalls_context_budget(engine: MemoryEngine) -> None:
+    """Documents are returned, not recall's 450-token context block: ``k`` of them when that many match."""
+    notes = (
+        "kubernetes deployment notes: the cluster runs on GKE in europe-west1 with three node pools, autoscaling "
+        "between two and ten nodes, nightly backups of every persistent volume and a staging copy in us-east1"
+    )
+    engine.store_memories(
+        [{"content": f"Doc {n} {notes}", "kind": "fact"} for n in range(30)], namespace="u1", dedup=False
+    )
+    retriever = HindsightRetriever(namespace="u1", engine=engine, k=30)
+    assert len(retriever.invoke("kubernetes deployment")) == 30
+
+
 def test_a_query_over_the_size_limit_is_recalled_for_its_end(engine: MemoryEngine) -> None:
     engine.store_memories(FACTS, namespace="u1")
     long_query = "Which operating system and database does the project run on? " * 600  # ~38 KB

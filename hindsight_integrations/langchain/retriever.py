@@ -15,6 +15,7 @@ from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 from pydantic import ConfigDict, Field, PrivateAttr, model_validator
 
+from ..core.model.limits import MAX_TOKENS
 from ..core.model.results import RecallHit, RecallResult
 from ..mcp.refusals import query_tail
 from ..mcp.resolve import ClientPool, resolve_namespace
@@ -87,6 +88,7 @@ class HindsightRetriever(BaseRetriever):
             "min_score": min_score if min_score is not None else self.min_score,
             "filters": filters if filters is not None else self.filters,
             "include_history": self.include_history,
+            "token_budget": MAX_TOKENS,  # documents, not a context block: no budget may cut ``k`` short
         }
 
     @staticmethod
