@@ -63,6 +63,19 @@ def test_a_memory_in_cold_storage_is_read_by_id_and_changed_only_once_restored(t
     assert timed.update(stale.id, namespace="u1", importance=0.9).status is Status.ACTIVE
 
 
+def test_a_memory_imported_again_leaves_cold_storage(timed: MemoryEngine, clock) -> None:
+    """A backup brings an archived memory back: its older archived copy must not come back over it at ``restore``."""
+    stale = timed.store("The old staging host was called zeus-1.", namespace="u1", importance=0.2).stored[0]
+    backup = timed.export(namespace="u1")
+    clock.advance(days=100)
+    assert timed.maintain(namespace="u1").archived == [stale.id]
+    timed.import_data(backup, namespace="u1")
+    assert timed.archived_ids(namespace="u1") == []
+    timed.update(stale.id, namespace="u1", content="The old staging host was called zeus-2.")
+    assert timed.restore(namespace="u1") == 0
+    assert timed.get(stale.id, namespace="u1").content == "The old staging host was called zeus-2."
+
+
 def test_a_dropped_namespace_leaves_no_cold_storage_behind(timed: MemoryEngine, clock) -> None:
     """Deleted for good: a namespace made again under the name does not inherit its archived memories."""
     timed.store("The old staging host was called zeus-1.", namespace="u1", importance=0.2)

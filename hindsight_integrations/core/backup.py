@@ -155,7 +155,8 @@ class Backup:
         vectors, a damaged vector) the record is embedded again, since vectors are derived from
         the content. ``progress`` is told of the records checked, embedded and written. The
         export's cold records go to the namespace's cold storage, each replacing its id's row
-        there, with their vectors when ``restore`` can reuse them (else it embeds them again).
+        there, with their vectors when ``restore`` can reuse them (else it embeds them again);
+        the records imported leave it.
         """
         items, cold_items = _listed(data, "records"), _listed(data, COLD_RECORDS)
         records, cold = self._checked_records(handle.name, items, cold_items, progress)
@@ -196,6 +197,9 @@ class Backup:
                         framed = {r.id: context_vectors[r.id] for r, _ in group if r.id in context_vectors}
                         write([r for r, _ in group], [v for _, v in group], framed)
                 report(progress, _WRITING, start + len(pairs), len(records))
+            # A memory the import brings into the store is no longer archived: an older copy of it
+            # left in cold storage would otherwise come back over it at the next ``restore``.
+            self.cold.remove(handle.name, {r.id for r in records})
             self.cold.put(handle.name, [self._cold_row(r, item, data) for r, item in zip(cold, cold_items)])
         return len(records) + len(cold)
 

@@ -74,9 +74,11 @@ class ColdStorage:
         self._write(namespace, [*(r for r in self.rows(namespace) if r.get("id") not in ids), *new])
 
     def remove(self, namespace: str, ids: Collection[str]) -> None:
-        """Drop the rows of ``ids`` from the namespace's cold file (they were restored)."""
-        kept = [r for r in self.rows(namespace) if r.get("id") not in ids]
-        self._write(namespace, kept)
+        """Drop the rows of ``ids`` from the namespace's cold file (restored, or imported again); none: no write."""
+        rows = self.rows(namespace)
+        kept = [r for r in rows if r.get("id") not in ids]
+        if len(kept) != len(rows):
+            self._write(namespace, kept)
 
     def drop(self, namespace: str) -> None:
         """Delete the namespace's cold file (the namespace itself is being deleted)."""
