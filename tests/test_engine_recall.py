@@ -314,3 +314,17 @@ def test_a_short_memory_is_found_by_a_paraphrase_whatever_the_date(store_path, e
     hits = engine.recall("how should answers look?", namespace="u1", top_k=3).hits
     assert [h.record.id for h in hits] == [stored.id]
     assert engine.recall("When did I say how answers should look?", namespace="u1").hits  # the date still matches
+
+
+def test_a_memory_another_engine_forgot_lends_no_pass_through_the_floor(store_path, embedder) -> None:
+    """Its cached facts rank the forgotten memory first for a moment: the floor is judged again without it."""
+    with (
+        MemoryEngine(store=store_path, embedder=embedder, llm=False) as mine,
+        MemoryEngine(store=store_path, embedder=embedder, llm=False) as other,
+    ):
+        car = mine.store("My car is a green Skoda Octavia.", namespace="u1").stored[0]
+        for unrelated in ("My cat is called Miso.", "I play the cello on Sundays."):
+            mine.store(unrelated, namespace="u1")
+        assert mine.recall("What car do I drive?", namespace="u1").hits[0].record.id == car.id
+        other.forget(car.id, namespace="u1")
+        assert mine.recall("What car do I drive?", namespace="u1").hits == []

@@ -9,7 +9,7 @@ floor (``EngineParts.cosines``).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 
 import numpy as np
 
@@ -54,6 +54,19 @@ def passes_floors(parts: EngineParts, closeness: float | None, centred: Callable
     return clears_floors(closeness, centred, floor=floors.relevance_floor, centred_floor=floors.centred_floor)
 
 
+def ranked_passes(
+    parts: EngineParts,
+    ranked: Sequence[Ranked],
+    inherited: dict[str, float],
+    handle: NamespaceStore,
+    query: Vector,
+    without: Collection[str] = (),
+) -> bool:
+    """Whether the best of ``ranked`` (leaving out ``without``) clear the model's floors, as a recall asks."""
+    kept = [r for r in ranked if r.id not in without] if without else ranked
+    return passes_floors(parts, best_closeness(kept, inherited), lambda: best_centred(kept, handle, query, parts))
+
+
 def clears_floors(
     closeness: float | None, centred: Callable[[], float | None], *, floor: float, centred_floor: float | None
 ) -> bool:
@@ -70,4 +83,4 @@ def clears_floors(
     return best is None or best >= centred_floor
 
 
-__all__ = ["best_centred", "best_closeness", "clears_floors", "passes_floors"]
+__all__ = ["best_centred", "best_closeness", "clears_floors", "passes_floors", "ranked_passes"]

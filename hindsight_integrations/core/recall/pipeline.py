@@ -51,7 +51,7 @@ from .candidates import admissible, lexical_candidates
 from .context import format_context, pack_within_budget
 from .currency import closeness_by_vectors, current_first
 from .filters import RecallFilters, bounded_filters
-from .floors import best_centred, best_closeness, passes_floors
+from .floors import best_centred, best_closeness, passes_floors, ranked_passes
 from .history import inherit_from_history
 from .ranking import Candidate, Ranked, RecallWeights, prefer_consolidated, rank
 from .rerank import Reranker
@@ -146,17 +146,17 @@ class Recaller:
         search, admitted, ranked, inherited = self._ranked(handle, request, candidates, now, watch)
         if request.min_score is not None:
             ranked = [r for r in ranked if r.similarity >= request.min_score]
-        closeness = best_closeness(ranked, inherited)
-        if not request.filters.narrows() and not passes_floors(
-            self._parts, closeness, lambda: best_centred(ranked, handle, search.vector, self._parts)
-        ):
+        floored = ranked if not request.filters.narrows() else None  # what the relevance floors are judged on
+        if floored is not None and not ranked_passes(self._parts, floored, inherited, handle, search.vector):
             ranked = []  # nothing here is about the question
         ranked = prefer_consolidated(ranked, {c.id: c.facts for c in admitted})
         watch.lap("floor")
         reranker = self._parts.reranker
         if reranker is not None and not reranker.reads(request.query):
             reranker = None
-        hits = self._fetch(handle, search, ranked, max(request.top_k, reranker.depth if reranker else 0))
+        hits, dropped = self._fetch(handle, search, ranked, max(request.top_k, reranker.depth if reranker else 0))
+        if dropped and floored and not ranked_passes(self._parts, floored, inherited, handle, search.vector, dropped):
+            hits = []  # what cleared the floors was forgotten or changed by another process since the cache saw it
         watch.lap("fetch")
         if reranker is not None:
             hits = _reranked(reranker, request, hits)
@@ -358,8 +358,10 @@ class Recaller:
         return found[:pool]
 
     @staticmethod
-    def _fetch(handle: NamespaceStore, search: _Search, ranked: list[Ranked], wanted: int) -> list[RecallHit]:
-        """Fetch the best ``wanted`` records, re-checking each against Chroma's current metadata.
+    def _fetch(
+        handle: NamespaceStore, search: _Search, ranked: list[Ranked], wanted: int
+    ) -> tuple[list[RecallHit], set[str]]:
+        """Fetch the best ``wanted`` records, re-checking each against Chroma's current metadata; and the ids dropped.
 
         Ranking ran on cached facts; a finalist forgotten, expired or deleted by another
         process since then is dropped here and the next one takes its place. When the store found
@@ -369,6 +371,7 @@ class Recaller:
         request = search.request
         matches = request.filters.matcher(include_history=request.include_history, now=search.now)
         hits: list[RecallHit] = []
+        dropped: set[str] = set()
         position = 0
         while len(hits) < wanted and position < len(ranked):
             batch = ranked[position : position + wanted - len(hits) + 2]
@@ -378,7 +381,9 @@ class Recaller:
                 flat = current.get(entry.id)
                 if flat is not None and matches(flat):
                     hits.append(entry.hit(handle.record_of(entry.id, flat)))
-        return hits[:wanted]
+                else:
+                    dropped.add(entry.id)
+        return hits[:wanted], dropped
 
     def _pack(
         self, handle: NamespaceStore, request: RecallRequest, hits: list[RecallHit], now: datetime, *, touch: bool
