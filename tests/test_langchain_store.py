@@ -15,7 +15,7 @@ from langgraph.store.base import GetOp, InvalidNamespaceError, ListNamespacesOp,
 from hindsight_integrations import MemoryEngine
 from hindsight_integrations.core.clock import ManualClock
 from hindsight_integrations.core.errors import ConfigurationError
-from hindsight_integrations.core.model.records import Tier
+from hindsight_integrations.core.model.records import Status, Tier
 from hindsight_integrations.langchain import HindsightStore
 from hindsight_integrations.mcp.client import MemoryClient
 
@@ -286,6 +286,18 @@ def test_upkeep_never_decays_archives_evicts_or_merges_items(timed_engine: Memor
         assert item is not None and item.value == value
         assert _record(engine, key).importance == store.importance
     assert {i.key for i in store.search(("notes",))} == {"a", "b", "c", "scratch"}
+
+
+def test_a_conversation_memory_never_repeats_or_updates_an_item(store: HindsightStore, engine: MemoryEngine) -> None:
+    """A user saying what an item holds, or that it changed, makes memories of their own: the item stays as put."""
+    store.put(("profile",), "home", {"text": "I live in Berlin."})
+    said = engine.store("I live in Berlin.", namespace="u1").stored
+    moved = engine.store("I moved to Paris last month, I no longer live in Berlin.", namespace="u1").stored
+    item = _record(engine, "home")
+    assert item.status is Status.ACTIVE and item.superseded_by is None and item.sources == []
+    assert said and moved and item.id not in {r.id for r in (*said, *moved)}
+    found = store.get(("profile",), "home")
+    assert found is not None and found.value == {"text": "I live in Berlin."}
 
 
 def test_query_search_returns_the_whole_page(store: HindsightStore) -> None:

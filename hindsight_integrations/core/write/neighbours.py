@@ -84,8 +84,9 @@ class NeighbourFinder:
         mates = {n: facts.slot_mates(str(records[n].slot), records[n].entities, limit=_NEIGHBOURS) for n in slotted}
         wanted = {i for found in hits.values() for i, _ in found} | {i for ids in mates.values() for i in ids}
         now = self._parts.clock.now()
-        # An expired memory is hidden from recall for good: what repeats it must stay a memory of its own.
-        fetched = {r.id: r for r, _ in handle.get(list(wanted)) if not r.is_expired(now)}
+        # An expired memory is hidden from recall for good, and a pinned one is its writer's data (a key-value
+        # store's item): what repeats or updates either stays a memory of its own.
+        fetched = {r.id: r for r, _ in handle.get(list(wanted)) if not r.is_expired(now) and not r.pinned}
         out: dict[int, list[tuple[MemoryRecord, float]]] = {}
         for n in sorted({*searched, *slotted}):
             similarity = dict(hits.get(n, []))
