@@ -199,8 +199,8 @@ class Backup:
                 report(progress, _WRITING, start + len(pairs), len(records))
             # A memory the import brings into the store is no longer archived: an older copy of it
             # left in cold storage would otherwise come back over it at the next ``restore``.
-            self.cold.remove(handle.name, {r.id for r in records})
-            self.cold.put(handle.name, [self._cold_row(r, item, data) for r, item in zip(cold, cold_items)])
+            archived = [self._cold_row(r, item, data) for r, item in zip(cold, cold_items)]
+            self.cold.put(handle.name, archived, leaving={r.id for r in records})
         return len(records) + len(cold)
 
     def _cold_row(self, record: MemoryRecord, item: dict[str, Any], data: dict[str, Any]) -> ColdRow:

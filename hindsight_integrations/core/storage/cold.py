@@ -65,20 +65,19 @@ class ColdStorage:
             rows[key if key is not None else ("line", number)] = row
         return list(rows.values())
 
-    def put(self, namespace: str, rows: Iterable[ColdRow]) -> None:
-        """Add ``rows`` to the namespace's cold file, each replacing the row its id had there."""
-        new = list(rows)
-        if not new:
-            return
-        ids = {row["id"] for row in new}
-        self._write(namespace, [*(r for r in self.rows(namespace) if r.get("id") not in ids), *new])
+    def put(self, namespace: str, rows: Iterable[ColdRow], *, leaving: Collection[str] = ()) -> None:
+        """Add ``rows`` to the namespace's cold file, each replacing its id's row, and drop the rows of ``leaving``.
 
-    def remove(self, namespace: str, ids: Collection[str]) -> None:
-        """Drop the rows of ``ids`` from the namespace's cold file (restored, or imported again); none: no write."""
-        rows = self.rows(namespace)
-        kept = [r for r in rows if r.get("id") not in ids]
-        if len(kept) != len(rows):
-            self._write(namespace, kept)
+        ``leaving``: ids restored, or imported again. One read and at most one write, none when nothing changes.
+        """
+        new = list(rows)
+        gone = {row["id"] for row in new} | set(leaving)
+        if not gone:
+            return
+        held = self.rows(namespace)
+        kept = [r for r in held if r.get("id") not in gone]
+        if new or len(kept) != len(held):
+            self._write(namespace, [*kept, *new])
 
     def drop(self, namespace: str) -> None:
         """Delete the namespace's cold file (the namespace itself is being deleted)."""

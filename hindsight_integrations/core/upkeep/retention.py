@@ -209,6 +209,5 @@ class Maintenance:
             "embedding_model": models.pop() if len(models) == 1 else None,
             "records": back,
         }
-        self._import_data(handle, document)
-        self.cold.remove(handle.name, {r["id"] for r in back})
+        self._import_data(handle, document)  # which takes what it brings in out of cold storage
         return len(back)
