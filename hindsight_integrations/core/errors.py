@@ -64,6 +64,16 @@ class StoreClosedError(HindsightError, RuntimeError):
     """The engine was closed (``MemoryEngine.close``): its threads are stopped and Chroma released; open a new one."""
 
 
+class EngineForkedError(StoreClosedError):
+    """The engine was made in a parent process before a fork, and is used in the child.
+
+    A fork copies the engine but not its threads (context vectors, recall counts, syncs), and
+    Chroma's client does not survive it: the child's writes would queue work no thread runs. A
+    process makes its own engine after the fork (a worker pool's initializer, a server's
+    post-fork hook).
+    """
+
+
 class EmbeddingModelMismatchError(HindsightError):
     """A collection was built with one embedding model and opened with another.
 

@@ -32,6 +32,7 @@ Each stage's time can be measured from outside (``stages.timing_stages``).
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
@@ -60,6 +61,16 @@ from .stages import Stopwatch, stopwatch
 _WIDER = 8  # how much deeper the unfiltered search looks when the nearest hits are mostly history
 _CONTEXT_WAIT_SECONDS = 5.0  # a stalled embedder must not stall recall: it ranks without those context vectors
 _RECALL_WORKERS = ThreadPoolExecutor(max_workers=4, thread_name_prefix="hindsight-recall")
+
+
+def _new_workers_after_fork() -> None:
+    # A forked child inherits the pool but not its threads, and the pool believes the idle ones
+    # still wait: whatever the child submits would never run, and its first recall would hang.
+    global _RECALL_WORKERS
+    _RECALL_WORKERS = ThreadPoolExecutor(max_workers=4, thread_name_prefix="hindsight-recall")
+
+
+os.register_at_fork(after_in_child=_new_workers_after_fork)
 
 
 @dataclass(frozen=True)

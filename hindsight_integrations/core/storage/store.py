@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -19,7 +20,7 @@ from typing import Any, Literal, overload
 import numpy as np
 
 from ..clock import Clock
-from ..errors import EmbeddingModelMismatchError, StoreClosedError, StoreUnavailableError
+from ..errors import EmbeddingModelMismatchError, EngineForkedError, StoreClosedError, StoreUnavailableError
 from ..model.records import LAYOUT, to_epoch
 from ..redaction import describe_error
 from .access import AccessRecorder
@@ -125,6 +126,7 @@ class ChromaStore:
         """Called once with each namespace this process opens (the engine finishes interrupted writes)."""
         self._owns_client = owns_client
         self._closed = False
+        self._pid = os.getpid()
 
     @property
     def shared_locks(self) -> CrossProcessLocks | None:
@@ -147,6 +149,7 @@ class ChromaStore:
 
     def opened(self, name: str) -> NamespaceStore | None:
         """The handle of ``name`` if this process has opened it already (no Chroma call), else None."""
+        self._check_open()  # before the lock: a fork may have copied it held
         with self._lock:
             return self._namespaces.get(name)
 
@@ -355,6 +358,11 @@ class ChromaStore:
     def _check_open(self) -> None:
         if self._closed:
             raise StoreClosedError("this memory engine is closed (MemoryEngine.close()); create a new MemoryEngine")
+        if os.getpid() != self._pid:
+            raise EngineForkedError(
+                f"this memory engine was made in process {self._pid}, before a fork; its threads and Chroma client "
+                f"do not carry over: create a new MemoryEngine in this process (e.g. in a worker pool's initializer)"
+            )
 
 
 def _is_missing(exc: Exception) -> bool:
