@@ -383,7 +383,7 @@ class MemoryEngine(UpkeepFacade):
         )
 
     def clear_working(self, *, session_id: str, namespace: str | None = None) -> int:
-        """Forget the session's working window (soft); long-term memories are untouched."""
+        """Forget the session's working window (soft); long-term memories stay, their contexts without its turns."""
         handle = self._namespace(namespace)
         return self._lane(handle).working.clear(handle, session_id=session_id)
 

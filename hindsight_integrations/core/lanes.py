@@ -76,7 +76,7 @@ class ModelLane:
             settler=settler,
             editor=Editor(parts, neighbours, backup.cold),
             recaller=Recaller(parts),
-            working=WorkingMemory(parts, settler),
+            working=WorkingMemory(parts, settler, backup.cold),
             backup=backup,
             merger=merger,
             consolidator=Consolidator(parts, merger),
