@@ -219,6 +219,22 @@ def test_every_bad_record_of_an_import_is_named_and_nothing_is_written(engine: M
     assert engine.recall("wrong size vectors", namespace="u1", top_k=1).hits[0].record.content == records[3]["content"]
 
 
+def test_a_refused_import_into_a_new_namespace_leaves_no_namespace(engine: MemoryEngine) -> None:
+    """The namespace an import would make is made only once the export passed its checks."""
+    refused = [
+        {"format": "hindsight-export", "records": [{"content": "The offsite is in Lisbon."}, {"content": ""}]},
+        {"format": "hindsight-export", "records": {"a": 1}},
+        {"format": "hindsight-export", "records": [], "cold_records": [{"id": "", "content": "x y z"}]},
+        {"format": "hindsight-export", "namespace": "fresh", "records": [{"content": "ok", "importance": "high"}]},
+    ]
+    for document in refused:
+        with pytest.raises(InvalidInputError):  # InvalidRecordsError is one
+            engine.import_data(document, namespace=None if "namespace" in document else "fresh")
+    assert engine.namespaces() == []
+    assert engine.import_data({"format": "hindsight-export", "records": refused[0]["records"][:1]}, namespace="fresh")
+    assert engine.namespaces() == ["fresh"]
+
+
 def test_an_import_is_held_to_the_bounds_of_the_write_path(engine: MemoryEngine) -> None:
     """Content, ids, metadata (hindsight's own keys included), entities and times: every problem named, none written."""
     records = [

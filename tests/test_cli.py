@@ -431,7 +431,8 @@ def test_import_names_every_bad_record_in_one_line_each(tmp_path: Path, embedder
         "  records[4]: must be an object (one record of `hindsight export`), got str",
     ]
     assert "pydantic" not in result.stderr and "http" not in result.stderr
-    assert json.loads(_run(tmp_path / "store", "stats", "--json").stdout)["total"] == 0
+    stats = _run(tmp_path / "store", "stats", "--json")  # the refused import made no namespace
+    assert stats.exit_code == 2 and "nothing was ever stored in namespace 'cli'" in stats.stderr
 
 
 def test_stats_dump_and_export_of_a_namespace_never_written_name_the_ones_that_exist(tmp_path: Path, embedder) -> None:

@@ -6,7 +6,8 @@ import json
 from datetime import UTC, datetime
 
 from hindsight_integrations import MemoryEngine, Status
-from hindsight_integrations.core.model.records import PACKED_KEY, Kind, MemoryRecord, Role, Source, Tier
+from hindsight_integrations.core.model.records import PACKED_KEY, Kind, MemoryRecord, Role, Source, Tier, to_epoch
+from hindsight_integrations.core.storage.indexing import body_text
 
 # What a layout-2 record may hold as separate Chroma keys (besides m.<key> user metadata).
 SEPARATE = {
@@ -157,3 +158,38 @@ def test_access_counts_survive_the_recorder_and_later_edits(engine: MemoryEngine
     engine.update(stored.id, namespace="acc", importance=0.9)
     edited = engine.get(stored.id, namespace="acc")
     assert (edited.access_count, edited.last_accessed_at, edited.importance) == (1, after_recall.last_accessed_at, 0.9)
+
+
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def test_a_memory_at_the_epoch_keeps_its_time(engine: MemoryEngine) -> None:
+    """1970-01-01T00:00:00Z is stored as 0: read back, filtered on and indexed with its date, never as "unset"."""
+    stored = engine.store(
+        "The first clock ticked in Greenwich.", namespace="epoch", occurred_at="1970-01-01T00:00:00Z", kind="event"
+    ).stored[0]
+    assert engine.get(stored.id, namespace="epoch").occurred_at == EPOCH
+    around = {"since": "1969-12-31T00:00:00Z", "until": "1970-01-02T00:00:00Z"}
+    hits = engine.recall("when did the first clock tick", namespace="epoch", filters=around).hits
+    assert [(h.record.id, h.record.occurred_at) for h in hits] == [(stored.id, EPOCH)]
+    assert body_text(stored.flat_fields()).startswith("On 1 January 1970, ")  # dated like any other memory
+
+
+def test_an_expiry_or_validity_end_at_the_epoch_is_not_never(engine: MemoryEngine) -> None:
+    export = {
+        "format": "hindsight-export",
+        "records": [
+            {
+                "content": "The coupon code SPRING70 works at the till.",
+                "occurred_at": "1969-12-01T00:00:00Z",
+                "expires_at": "1970-01-01T00:00:00Z",
+                "valid_until": "1970-01-01T00:00:00Z",
+            }
+        ],
+    }
+    engine.import_data(export, namespace="epoch")
+    (record,) = engine.list(namespace="epoch", include_history=True)
+    assert (record.expires_at, record.valid_until) == (EPOCH, EPOCH)
+    assert engine.recall("coupon code SPRING70", namespace="epoch").hits == []  # expired long ago
+    # the store's latest date, what "last week" in a question is read against, is its 1969 memory's
+    assert engine.chroma.namespace("epoch").facts.latest_occurred == to_epoch(record.occurred_at)

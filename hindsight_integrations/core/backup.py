@@ -40,6 +40,9 @@ _REPORT_EVERY = 500
 _EMBED_CHUNK = 256  # records embedded between two reports (a few model batches)
 _WRITE_CHUNK = 500  # records written to Chroma between two reports
 
+CheckedExport = tuple[list[MemoryRecord], list[MemoryRecord]]
+"""An export's records and cold records, checked and made this lane's records (``Backup.checked``)."""
+
 
 def export_namespace(data: Any, namespace: str | None) -> str | None:
     """The namespace ``data`` goes into: ``namespace``, else the one it was exported from (None: the configured one).
@@ -144,22 +147,38 @@ class Backup:
             COLD_RECORDS: cold,
         }
 
+    def checked(self, namespace: str, data: dict[str, Any], progress: ProgressCallback | None = None) -> CheckedExport:
+        """The records and cold records of ``data``, an export going into ``namespace``, as this lane writes them.
+
+        ``InvalidInputError`` or ``InvalidRecordsError`` (every problem at once) if they cannot be
+        imported. Reads nothing of the store, so an import into a namespace that does not exist yet
+        is checked before the namespace is made, and a refused one leaves none behind.
+        """
+        items, cold_items = _listed(data, "records"), _listed(data, COLD_RECORDS)
+        return self._checked_records(namespace, items, cold_items, progress)
+
     def import_data(
-        self, handle: NamespaceStore, data: dict[str, Any], *, progress: ProgressCallback | None = None
+        self,
+        handle: NamespaceStore,
+        data: dict[str, Any],
+        *,
+        progress: ProgressCallback | None = None,
+        checked: CheckedExport | None = None,
     ) -> int:
         """See ``MemoryEngine.import_data``; ``data`` was checked to be an export. Returns how many memories came in.
 
         Every record is checked before anything is written, and every problem is reported at
-        once (``InvalidRecordsError``). A record's vectors are reused only when the export was
-        made with this store's model and they have its dimension; otherwise (another model, no
-        vectors, a damaged vector) the record is embedded again, since vectors are derived from
-        the content. ``progress`` is told of the records checked, embedded and written. The
-        export's cold records go to the namespace's cold storage, each replacing its id's row
-        there, with their vectors when ``restore`` can reuse them (else it embeds them again);
-        the records imported leave it.
+        once (``InvalidRecordsError``); ``checked`` is what this lane's ``checked`` already made
+        of ``data``, if the caller checked it before opening the namespace. A record's vectors
+        are reused only when the export was made with this store's model and they have its
+        dimension; otherwise (another model, no vectors, a damaged vector) the record is
+        embedded again, since vectors are derived from the content. ``progress`` is told of the
+        records checked, embedded and written. The export's cold records go to the namespace's
+        cold storage, each replacing its id's row there, with their vectors when ``restore`` can
+        reuse them (else it embeds them again); the records imported leave it.
         """
         items, cold_items = _listed(data, "records"), _listed(data, COLD_RECORDS)
-        records, cold = self._checked_records(handle.name, items, cold_items, progress)
+        records, cold = checked if checked is not None else self.checked(handle.name, data, progress)
         same_model = data.get("embedding_model") == self._parts.embedder.name
         dimension = self._parts.embedding_dim
         vectors: list[Vector] = []
@@ -336,4 +355,4 @@ def _flags(r: MemoryRecord) -> list[str]:
     return flags
 
 
-__all__ = ["COLD_RECORDS", "EXPORT_FORMAT", "Backup", "Page", "export_namespace"]
+__all__ = ["COLD_RECORDS", "EXPORT_FORMAT", "Backup", "CheckedExport", "Page", "export_namespace"]

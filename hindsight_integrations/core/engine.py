@@ -25,7 +25,7 @@ from .clock import Clock
 from .config import AUTO_MODEL, Settings, engine_settings, validate_namespace
 from .embedding.factory import routes_by_script
 from .embedding.protocol import Embedder, warm_up
-from .lanes import ModelLane, ModelLanes, text_of_export, text_of_inputs
+from .lanes import ModelLane, ModelLanes, text_of_inputs
 from .language.when import warm as warm_time_reading
 from .llm import LLMClient
 from .model.arguments import whole_number
@@ -383,7 +383,7 @@ class MemoryEngine(UpkeepFacade):
         )
 
     def clear_working(self, *, session_id: str, namespace: str | None = None) -> int:
-        """Forget the session's working window (soft); long-term memories are untouched."""
+        """Forget the session's working window (soft); long-term memories stay, their contexts without its turns."""
         handle = self._namespace(namespace)
         return self._lane(handle).working.clear(handle, session_id=session_id)
 
@@ -418,11 +418,10 @@ class MemoryEngine(UpkeepFacade):
         """Load an export into ``namespace`` (default: the one it was exported from, else the configured one).
 
         Vectors are reused when the model matches, otherwise re-embedded. Every record is checked
-        before anything is written (``InvalidRecordsError`` lists every problem); ``progress`` is
-        called as records are checked, embedded and written.
+        before anything is written or a new namespace made (``InvalidRecordsError`` lists every
+        problem); ``progress`` is called as records are checked, embedded and written.
         """
-        handle = self._namespace(export_namespace(data, namespace), text=text_of_export(data))
-        return self._lane(handle).backup.import_data(handle, data, progress=progress)
+        return self._lanes.import_data(export_namespace(data, namespace), data, progress)
 
     def drop_namespace(self, namespace: str) -> None:
         """Delete a namespace and everything in it, its cold storage too, for good."""

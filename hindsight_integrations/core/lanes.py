@@ -26,6 +26,7 @@ from .embedding.multilingual import MULTILINGUAL_MODEL, MultilingualEmbedder
 from .embedding.routing import calls_for_multilingual, multilingual_available, routed_model, tells_script
 from .errors import EmbeddingModelMismatchError
 from .parts import EngineParts
+from .progress import ProgressCallback
 from .recall.pipeline import Recaller
 from .storage.namespace_store import NamespaceStore
 from .storage.store import RecordedModel
@@ -75,7 +76,7 @@ class ModelLane:
             settler=settler,
             editor=Editor(parts, neighbours, backup.cold),
             recaller=Recaller(parts),
-            working=WorkingMemory(parts, settler),
+            working=WorkingMemory(parts, settler, backup.cold),
             backup=backup,
             merger=merger,
             consolidator=Consolidator(parts, merger),
@@ -120,6 +121,25 @@ class ModelLanes:
         name = self.primary.parts.namespace_name(namespace)
         handle = self.open(name, create=False, text=None)
         return name, handle, self.primary if handle is None else self.of(handle)
+
+    def import_data(self, namespace: str | None, data: dict[str, Any], progress: ProgressCallback | None) -> int:
+        """``MemoryEngine.import_data`` of ``data`` (an export) into ``namespace`` (None: the configured one).
+
+        A namespace that does not exist yet is made only once the export passed its checks: a
+        refused import must leave no empty namespace behind in the listings.
+        """
+        name = self.primary.parts.namespace_name(namespace)
+        checked = None
+        if self.open(name, create=False, text=None) is None:
+            checked = self.primary.backup.checked(name, data, progress)
+        handle = self.open(name, create=True, text=text_of_export(data))
+        if handle is None:  # pragma: no cover - create=True always gives a handle
+            raise AssertionError(f"namespace {name!r} was not created")
+        lane = self.of(handle)
+        # Checked records are made the primary lane's; another model's lane checks them again as its own.
+        return lane.backup.import_data(
+            handle, data, progress=progress, checked=checked if lane is self.primary else None
+        )
 
     def open(self, name: str, *, create: bool, text: str | None) -> NamespaceStore | None:
         """The handle of namespace ``name`` (None: it does not exist and ``create`` is False), served by its lane.

@@ -181,13 +181,19 @@ class EngineParts:
         """
         time_aware = self.settings.time_aware_text
         flats = [r.flat_fields() for r in records]
-        texts = [body_text(f, time_aware=time_aware) for f in flats]
-        if not with_context:
-            return self.embed(texts), {}
+        vectors = self.embed([body_text(f, time_aware=time_aware) for f in flats])
+        return vectors, self._context_vectors(records, flats) if with_context else {}
+
+    def embed_context(self, records: Sequence[MemoryRecord]) -> dict[str, np.ndarray]:
+        """The context vectors alone, for records whose context changed and whose own text did not."""
+        return self._context_vectors(records, [r.flat_fields() for r in records])
+
+    def _context_vectors(
+        self, records: Sequence[MemoryRecord], flats: Sequence[dict[str, Any]]
+    ) -> dict[str, np.ndarray]:
+        """Memory id → context vector, each record framed by its context (``framed_text``; none for a bare turn)."""
         framed = {r.id: t for r, f in zip(records, flats) if (t := framed_text(f))}
-        if not framed:
-            return self.embed(texts), {}
-        return self.embed(texts), dict(zip(framed, self.embed_framed(list(framed.values()))))
+        return dict(zip(framed, self.embed_framed(list(framed.values())))) if framed else {}
 
     def embed_framed(self, texts: Sequence[str]) -> np.ndarray:
         """Context vectors' framed texts as one float32 array: a step of its own, so the store's cost can be split."""

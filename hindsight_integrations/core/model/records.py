@@ -265,8 +265,9 @@ class MemoryRecord(BaseModel):
             "created_at": to_epoch(self.created_at),
             "updated_at": to_epoch(self.updated_at),
             "valid_from": to_epoch(self.valid_from),
-            "valid_until": to_epoch(self.valid_until) or FAR_FUTURE,
-            "expires_at": to_epoch(self.expires_at) or FAR_FUTURE,
+            # ``is None``, not ``or``: 1970-01-01 (epoch 0) is a time, not "never".
+            "valid_until": FAR_FUTURE if self.valid_until is None else to_epoch(self.valid_until),
+            "expires_at": FAR_FUTURE if self.expires_at is None else to_epoch(self.expires_at),
             "last_accessed_at": to_epoch(self.last_accessed_at) or 0.0,
             "access_count": int(self.access_count),
             "source_json": self.source.model_dump_json(exclude_defaults=True),

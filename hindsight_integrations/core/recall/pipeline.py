@@ -434,7 +434,7 @@ def _frames(handle: NamespaceStore, request: RecallRequest, now: datetime) -> tu
     """The times the question names, read against the store's latest date (``language/when.py``)."""
     if not request.weights.time_boost:
         return ()
-    latest = from_epoch(handle.facts.latest_occurred or None)
+    latest = from_epoch(handle.facts.latest_occurred)
     anchor = min(now, latest) if latest is not None else now
     return time_frames(request.query, anchor.astimezone(UTC).replace(tzinfo=None))
 

@@ -74,9 +74,9 @@ class MemoryFacts:
             session_id=fields.get("session_id"),
             agent_id=fields.get("agent_id"),
             importance=float(fields.get("importance", 0.5)),
-            occurred_at=float(fields.get("occurred_at") or 0.0),
-            valid_until=float(fields.get("valid_until") or FAR_FUTURE),
-            expires_at=float(fields.get("expires_at") or FAR_FUTURE),
+            occurred_at=_epoch(fields, "occurred_at", 0.0),
+            valid_until=_epoch(fields, "valid_until", FAR_FUTURE),
+            expires_at=_epoch(fields, "expires_at", FAR_FUTURE),
             access_count=int(fields.get("access_count", 0)),
             entities=tuple(json.loads(fields.get("entities_json") or "[]")),
             has_context_vector=has_frame(fields),
@@ -105,7 +105,7 @@ class FactsIndex:
         self._by_slot: dict[str, set[str]] = {}
         self._with_context = 0
         self._working = 0  # records of the working tier (turns), whatever their status
-        self._latest = 0.0  # the latest ``occurred_at`` ever indexed here (a removal does not lower it)
+        self._latest: float | None = None  # the latest ``occurred_at`` ever indexed here (a removal does not lower it)
         self._lock = threading.Lock()
 
     def __len__(self) -> int:
@@ -142,8 +142,8 @@ class FactsIndex:
         return 1.0 if not total else max(total - working, 1) / total
 
     @property
-    def latest_occurred(self) -> float:
-        """The latest ``occurred_at`` (epoch seconds) of any record indexed here, turns included; 0 when none.
+    def latest_occurred(self) -> float | None:
+        """The latest ``occurred_at`` (epoch seconds) of any record indexed here, turns included; None when none.
 
         What "last week" in a question is read against (``language/when.py``): the store's present.
         """
@@ -171,7 +171,7 @@ class FactsIndex:
                 self._facts[memory_id] = facts
                 self._with_context += facts.has_context_vector
                 self._working += facts.tier == "working"
-                self._latest = max(self._latest, facts.occurred_at)
+                self._latest = facts.occurred_at if self._latest is None else max(self._latest, facts.occurred_at)
                 if facts.slot and facts.long_term_active:  # only what a new memory may update
                     self._by_slot.setdefault(facts.slot, set()).add(memory_id)
 
@@ -228,6 +228,12 @@ class FactsIndex:
                 found = self._facts.get(memory_id)
                 if found is not None:
                     self._facts[memory_id] = replace(found, access_count=found.access_count + n)
+
+
+def _epoch(fields: dict[str, Any], key: str, unset: float) -> float:
+    """The stored time under ``key`` as epoch seconds, ``unset`` when there is none (0 is 1970-01-01, a time)."""
+    value = fields.get(key)
+    return unset if value is None else float(value)
 
 
 __all__ = ["FactsIndex", "MemoryFacts"]

@@ -25,7 +25,7 @@ def body_text(fields: dict[str, Any], *, time_aware: bool = True) -> str:
     parts = []
     occurred = fields.get("occurred_at")
     text = fields.get("content") or ""
-    if time_aware and occurred:
+    if time_aware and occurred is not None:  # 0 is 1 January 1970, a date like any other
         text = f"On {date_words(datetime.fromtimestamp(float(occurred), tz=UTC))}, {text}"
     parts.append(text)
     if fields.get("summary"):

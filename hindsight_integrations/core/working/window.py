@@ -23,10 +23,12 @@ from ..model.records import Kind, MemoryRecord, Role, Source, Status, Tier
 from ..model.results import CompressionResult, StoreResult, TurnResult
 from ..parts import EngineParts
 from ..redaction import describe_error
+from ..storage.cold import ColdStorage
 from ..storage.indexing import body_text
 from ..storage.namespace_store import NamespaceStore
 from ..write.admission import assess, event_ttl
 from ..write.conversation import NEIGHBOURS_BEFORE
+from ..write.forgetting import ForgottenText
 from ..write.settle import Settler
 from .compression import Compressor, transcript
 
@@ -62,10 +64,12 @@ def remembered_text(turn: MemoryRecord) -> str:
 class WorkingMemory:
     """Record turns, read and clear a session's window, compress it."""
 
-    def __init__(self, parts: EngineParts, settler: Settler) -> None:
+    def __init__(self, parts: EngineParts, settler: Settler, cold: ColdStorage | None = None) -> None:
+        """``cold``: where upkeep archives memories, whose contexts a cleared window's turns leave too."""
         self._parts = parts
         self._settler = settler
         self._compressor = Compressor(parts)
+        self._forgotten_text = ForgottenText(parts, cold)
 
     def record_turn(
         self,
@@ -234,15 +238,19 @@ class WorkingMemory:
             return self._compressor.compress(handle, window, session_id=session_id, threshold=threshold, force=force)
 
     def clear(self, handle: NamespaceStore, *, session_id: str) -> int:
-        """Forget the session's window (soft); long-term memories are untouched.
+        """Forget the session's window (soft); long-term memories stay.
 
-        The settler's note of the session's latest texts goes too: the next memory's context
-        (and context vector) held the cleared turns.
+        The cleared turns' text is no memory's context any more: the settler's note of the
+        session's latest texts goes (the next memory's context held it), and so does what of it
+        the stored contexts hold (``forgetting.py``), unless a memory that stays holds it too.
         """
-        now = self._parts.clock.now()
-        turns = self.window(handle, session_id=session_id)
-        handle.rewrite([t.model_copy(update={"status": Status.DELETED, "updated_at": now}) for t in turns])
-        self._settler.neighbours.drop(handle.name, session_id)
+        with handle.writing:
+            now = self._parts.clock.now()
+            turns = self.window(handle, session_id=session_id)
+            cleared = [t.model_copy(update={"status": Status.DELETED, "updated_at": now}) for t in turns]
+            handle.rewrite(cleared)
+            self._settler.neighbours.drop(handle.name, session_id)
+            self._forgotten_text.leave_contexts(handle, cleared)
         return len(turns)
 
 

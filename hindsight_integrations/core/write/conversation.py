@@ -10,7 +10,8 @@ So a memory with a ``session_id`` and no ``context`` gets the session's precedin
 written to this process: a hint, so another replica's writes may be missing), and one whose
 text starts with a name and a colon gets that name as an entity (``language.speakers``).
 Clearing a session's window or forgetting one of its memories drops what was noted of it, so
-the cleared or forgotten text is no later memory's context. A batch is read in its order,
+the cleared or forgotten text is no later memory's context (and ``forgetting.py`` takes it out
+of the contexts already stored). A batch is read in its order,
 item by item, as that many single writes would be: an imported chat history gets the context
 its turns had when they were said (on LoCoMo dev, 100 turns per ``store_memory`` call found
 0.700 of the evidence without it). Every memory has a context vector anyway (an undated frame

@@ -21,6 +21,7 @@ from ..parts import EngineParts
 from ..storage.cold import COLD_VECTOR_KEYS, ColdStorage
 from ..storage.namespace_store import NamespaceStore
 from .conversation import SessionNeighbours
+from .forgetting import ForgottenText
 from .supersede import history_of
 
 
@@ -35,6 +36,7 @@ class Editor:
         self._parts = parts
         self._neighbours = neighbours if neighbours is not None else SessionNeighbours()
         self._cold = cold
+        self._forgotten_text = ForgottenText(parts, cold)
 
     def find(self, handle: NamespaceStore, memory_id: str) -> MemoryRecord:
         """The memory ``memory_id`` of this namespace, whatever its status, archived into cold storage too."""
@@ -120,9 +122,11 @@ class Editor:
         return forgotten
 
     def _dropped_from_context(self, handle: NamespaceStore, record: MemoryRecord) -> None:
-        """A forgotten memory's text is no later memory's context: its session's noted texts go."""
+        """A forgotten memory's text is no later memory's context: its session's noted texts go, and the
+        stored contexts that hold it lose it (``forgetting.py``); the caller holds the write lock."""
         if record.session_id:
             self._neighbours.drop(handle.name, record.session_id)
+            self._forgotten_text.leave_contexts(handle, [record])
 
     def _live(self, handle: NamespaceStore, memory_id: str) -> MemoryRecord:
         """The record, unless it was forgotten: an edit must not bring a memory back."""

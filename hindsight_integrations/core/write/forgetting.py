@@ -1,0 +1,129 @@
+"""A forgotten text leaves the context of the memories said after it.
+
+A memory written in a conversation keeps the session's preceding texts as its ``context``
+(``conversation.py``, ``WorkingMemory.record_turn``): stored in its record, indexed by BM25 and
+embedded into its context vector. So the memories said after one that is forgotten held its
+text: readable in their records (get, dump, export) and found through their context vectors
+by a question about it. Forgetting (``Editor.forget``, a rejected review) and clearing a
+session's window (``WorkingMemory.clear``) therefore rewrite every stored context of the same
+sessions that holds the text (the records', every status, and their merged repeats' in
+``sources``), and embed those records' context vectors again as the write path does
+(``EngineParts.embed_context``). Archived copies in cold storage are rewritten too, without
+their context vector, which ``restore`` embeds again.
+
+A text still held by a long-term memory of the session that stays (the memory a cleared turn
+was remembered as, a second copy of a forgotten one) is no secret the contexts keep: they keep it.
+The forgotten memory's own record keeps its text, as a soft delete does (``unforget``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Collection, Sequence
+from datetime import datetime
+from typing import Any
+
+from ..model.records import MemoryRecord, Status, Tier
+from ..parts import EngineParts
+from ..storage.cold import COLD_VECTOR_KEYS, ColdStorage, archived_row
+from ..storage.namespace_store import NamespaceStore
+from ..storage.session_windows import context_line
+from .conversation import NEIGHBOUR_CHARS
+
+
+def spoken_forms(record: MemoryRecord) -> set[str]:
+    """How ``record``'s text reads inside a later memory's context.
+
+    A turn reads as its window line ("Caroline: ...", ``session_windows.context_line``); a
+    memory as the settler noted it (``conversation.py``) and, if it is a turn's remembered text
+    ("Caroline: ...", ``remembered_text``), as that turn's line too: the two differ past
+    ``NEIGHBOUR_CHARS``.
+    """
+    speaker = record.entities[0] if record.entities else None
+    if record.tier is Tier.WORKING:
+        forms = {context_line(record.content, speaker)}
+    else:
+        forms = {record.content.strip()[:NEIGHBOUR_CHARS]}
+        if speaker and record.content.startswith(prefix := f"{speaker}: "):
+            forms.add(context_line(record.content[len(prefix) :], speaker))
+    return {form for form in forms if form}
+
+
+def without_forms(context: str, forms: Collection[str]) -> str | None:
+    """``context`` without each of ``forms`` that stands whole in it (between spaces or at an end); None if empty.
+
+    A context is its texts joined by spaces, so each of them stands whole in it. A form glued to
+    other characters ("Yes" in "Yes, twice a week") is part of another text, and stays; one that
+    stands whole inside another text goes with it, erring on the side of forgetting.
+    """
+    cleaned = context
+    for form in sorted(forms, key=len, reverse=True):
+        if form in cleaned:
+            cleaned = re.sub(rf"(?<!\S){re.escape(form)}(?!\S)\s*", "", cleaned)
+    return context if cleaned == context else cleaned.strip() or None
+
+
+class ForgottenText:
+    """Takes forgotten memories' texts out of the stored contexts of their sessions, for one lane's namespaces."""
+
+    def __init__(self, parts: EngineParts, cold: ColdStorage | None = None) -> None:
+        self._parts = parts
+        self._cold = cold
+
+    def leave_contexts(self, handle: NamespaceStore, forgotten: Sequence[MemoryRecord]) -> list[MemoryRecord]:
+        """Rewrite the records (and cold rows) of ``forgotten``'s sessions whose context holds their text.
+
+        ``forgotten`` are already written as deleted; the caller holds ``handle.writing``, so no
+        write of the session lands between the read and the rewrite. Returns the records rewritten.
+        """
+        sessions = sorted({r.session_id for r in forgotten if r.session_id})
+        if not sessions:
+            return []
+        stored = [record for session in sessions for record in handle.find({"session_id": session})]
+        gone = {r.id for r in forgotten}
+        kept = {form for r in stored if r.id not in gone and _keeps_its_text(r) for form in spoken_forms(r)}
+        forms = {form for r in forgotten for form in spoken_forms(r) if not any(form in k for k in kept)}
+        if not forms:
+            return []
+        now = self._parts.clock.now()
+        changed = [c for r in stored if (c := _without(r, forms, now)) is not None]
+        if changed:
+            handle.rewrite(changed, None, self._parts.embed_context(changed))
+        self._leave_cold(handle.name, set(sessions), forms, now)
+        return changed
+
+    def _leave_cold(self, namespace: str, sessions: set[str], forms: set[str], now: datetime) -> None:
+        if self._cold is None or not self._cold.mentions(namespace, forms):
+            return
+        rows = []
+        for row in self._cold.rows(namespace):
+            if row.get("session_id") in sessions:
+                record = MemoryRecord.model_validate({k: v for k, v in row.items() if k not in COLD_VECTOR_KEYS})
+                if (changed := _without(record, forms, now)) is not None:
+                    rows.append(archived_row(changed, row.get("embedding"), None))
+        self._cold.put(namespace, rows)
+
+
+def _keeps_its_text(record: MemoryRecord) -> bool:
+    """A long-term memory that stays (history included) holds its text anyway; a turn is only the window's."""
+    return record.tier is not Tier.WORKING and record.status is not Status.DELETED
+
+
+def _without(record: MemoryRecord, forms: set[str], now: datetime) -> MemoryRecord | None:
+    """``record`` with ``forms`` out of its context and its merged repeats' contexts; None if none held one."""
+    context = without_forms(record.context, forms) if record.context else record.context
+    sources = [_entry_without(entry, forms) for entry in record.sources]
+    if context == record.context and sources == record.sources:
+        return None
+    return record.model_copy(update={"context": context, "sources": sources, "updated_at": now})
+
+
+def _entry_without(entry: dict[str, Any], forms: set[str]) -> dict[str, Any]:
+    context = entry.get("context")
+    if not isinstance(context, str) or (cleaned := without_forms(context, forms)) == context:
+        return entry
+    rest = {key: value for key, value in entry.items() if key != "context"}
+    return rest if cleaned is None else {**rest, "context": cleaned}
+
+
+__all__ = ["ForgottenText", "spoken_forms", "without_forms"]

@@ -1,0 +1,129 @@
+"""A forgotten text leaves the stored context of the memories said after it (``write/forgetting.py``).
+
+Each memory of a conversation is stored with the session's preceding texts as its context, in its
+record and in its context vector. Forgetting one (or clearing a window) must take its text out of
+both, as Chroma holds them, and out of their archived copies in cold storage.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+
+from hindsight_integrations import MemoryEngine, Status
+from hindsight_integrations.core.storage.cold import COLD_VECTOR_KEYS
+from hindsight_integrations.core.storage.indexing import framed_text
+from hindsight_integrations.core.storage.namespace_store import NamespaceStore
+from hindsight_integrations.core.write.forgetting import without_forms
+
+SECRET = "My bank PIN is 4417 and my mother's maiden name is Okonkwo."
+TRACES = ("bank PIN", "Okonkwo")  # words, never digits: a stored time or vector may hold "4417"
+
+
+def _stored_text(handle: NamespaceStore, ids: list[str]) -> str:
+    """Everything Chroma holds of ``ids`` but their vectors: metadata and documents, as one string."""
+    got = handle.collection.get(ids=ids, include=["metadatas", "documents"])
+    return json.dumps([got["metadatas"], got["documents"]], ensure_ascii=False)
+
+
+def _framed_vector(engine: MemoryEngine, handle: NamespaceStore, memory_id: str) -> np.ndarray:
+    """The context vector the write path makes of the record as Chroma holds it now."""
+    record = engine.get(memory_id, namespace=handle.name)
+    return engine._parts.embed_framed([framed_text(record.flat_fields()) or ""])[0]
+
+
+def test_a_forgotten_memory_leaves_the_stored_context_of_those_said_after_it(engine: MemoryEngine) -> None:
+    said = engine.store_memories(
+        [
+            {"content": SECRET, "session_id": "s1"},
+            {"content": "I moved to Lisbon last spring.", "session_id": "s1"},
+            {"content": "I work as a nurse at the city hospital.", "session_id": "s1"},
+        ],
+        namespace="u1",
+    ).ids
+    secret, later = said[0], said[1:]
+    handle = engine.chroma.namespace("u1")
+    handle.wait_for_context(30)
+    assert all(trace in _stored_text(handle, later) for trace in TRACES)
+    before = handle.context_vectors(later)
+    found_before = {h.record.id for h in engine.recall("bank PIN maiden name", namespace="u1", touch=False).hits}
+    assert found_before & set(later)  # by their context: BM25's second field and the context vectors
+
+    engine.forget(secret, namespace="u1")
+    handle.wait_for_context(30)
+
+    assert not any(trace in _stored_text(handle, later) for trace in TRACES)
+    assert [engine.get(i, namespace="u1").context for i in later] == [None, "I moved to Lisbon last spring."]
+    after = handle.context_vectors(later)
+    for memory_id in later:
+        assert not np.allclose(before[memory_id], after[memory_id])
+        assert np.allclose(after[memory_id], _framed_vector(engine, handle, memory_id), atol=1e-5)
+    hits = engine.recall("bank PIN 4417 maiden name Okonkwo", namespace="u1", touch=False).hits
+    assert not {h.record.id for h in hits} & set(later)
+    exported = [r for r in engine.export(namespace="u1", include_embeddings=False)["records"] if r["id"] != secret]
+    assert not any(trace in json.dumps(exported, ensure_ascii=False) for trace in TRACES)
+    assert engine.get(secret, namespace="u1").content == SECRET  # a soft delete: its own record keeps it
+
+
+def test_a_cleared_window_leaves_the_contexts_unless_a_memory_that_stays_holds_its_text(engine: MemoryEngine) -> None:
+    """Many forgotten at once: a turn kept in the window only is gone from every context, a remembered one is not."""
+    engine.record_turn(SECRET, session_id="s1", namespace="u1", speaker="Ana", extract=False)
+    second = engine.record_turn("I moved to Lisbon last spring with my two cats.", session_id="s1", namespace="u1")
+    third = engine.record_turn("I work as a nurse at the city hospital on weekdays.", session_id="s1", namespace="u1")
+    memories = [second.stored.stored[0].id, third.stored.stored[0].id]
+    handle = engine.chroma.namespace("u1")
+    assert all(trace in _stored_text(handle, memories) for trace in TRACES)
+
+    assert engine.clear_working(session_id="s1", namespace="u1") == 3
+    handle.wait_for_context(30)
+
+    assert not any(trace in _stored_text(handle, memories) for trace in TRACES)
+    contexts = [engine.get(i, namespace="u1").context for i in memories]
+    assert contexts == [None, "I moved to Lisbon last spring with my two cats."]  # the second is still a memory
+    assert np.allclose(handle.context_vectors(memories)[memories[0]], _framed_vector(engine, handle, memories[0]))
+
+
+def test_forgetting_rewrites_an_archived_context_in_cold_storage(timed: MemoryEngine, clock) -> None:
+    said = timed.store_memories(
+        [
+            {"content": SECRET, "session_id": "s1", "importance": 0.9},
+            {"content": "The old staging host was called zeus-1.", "session_id": "s1", "importance": 0.2},
+        ],
+        namespace="u1",
+    ).ids
+    clock.advance(days=100)
+    assert timed.maintain(namespace="u1").archived == [said[1]]
+    archived = timed.get(said[1], namespace="u1")
+    assert archived.status is Status.ARCHIVED and archived.context == SECRET
+
+    timed.forget(said[0], namespace="u1")
+
+    assert timed.get(said[1], namespace="u1").context is None
+    rows = timed._lanes.primary.backup.cold.rows("u1")
+    held = json.dumps([{k: v for k, v in row.items() if k not in COLD_VECTOR_KEYS} for row in rows])
+    assert len(rows) == 1 and not any(trace in held for trace in TRACES)
+    assert rows[0]["window_embedding"] is None  # embedded again at restore, from the context it holds now
+    assert timed.restore(namespace="u1", ids=[said[1]]) == 1
+    restored = timed.get(said[1], namespace="u1")
+    assert restored.status is Status.ACTIVE and restored.context is None
+    assert timed.recall("staging host zeus-1", namespace="u1", top_k=1).hits[0].record.id == said[1]
+
+
+def test_a_merged_repeat_keeps_no_forgotten_context_in_the_memory_it_was_merged_into(engine: MemoryEngine) -> None:
+    first = engine.store("I live in Lisbon.", namespace="u1", session_id="s1").stored[0]
+    secret = engine.store(SECRET, namespace="u1", session_id="s1").stored[0]
+    again = engine.store("I live in Lisbon.", namespace="u1", session_id="s1")
+    assert again.merged == [first.id] and SECRET in engine.get(first.id, namespace="u1").sources[0]["context"]
+    engine.forget(secret.id, namespace="u1")
+    merged = engine.get(first.id, namespace="u1")
+    assert merged.sources[0]["context"] == "I live in Lisbon." and merged.sources[0]["content"] == "I live in Lisbon."
+    assert not any(trace in _stored_text(engine.chroma.namespace("u1"), [first.id]) for trace in TRACES)
+
+
+def test_only_a_text_standing_whole_in_a_context_leaves_it() -> None:
+    context = "Bob: Yes, twice a week! Ana: Yes Ana: Do you run?"
+    assert without_forms(context, {"Ana: Yes"}) == "Bob: Yes, twice a week! Ana: Do you run?"
+    assert without_forms("Bob: Yes, twice a week!", {"Yes"}) == "Bob: Yes, twice a week!"  # part of a word
+    assert without_forms(context, {"Ana: Do you run?"}) == "Bob: Yes, twice a week! Ana: Yes"
+    assert without_forms("Ana: Yes", {"Ana: Yes"}) is None
