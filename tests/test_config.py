@@ -38,6 +38,26 @@ def test_arguments_given_beside_settings_are_checked_as_arguments_alone_are(tmp_
     assert engine_settings(settings) is settings
 
 
+def test_a_store_given_explicitly_wins_over_a_chroma_url_in_the_environment(tmp_path: Path, monkeypatch) -> None:
+    unreachable = "http://127.0.0.1:9"
+    monkeypatch.setenv("HINDSIGHT_CHROMA_URL", unreachable)
+    assert load_settings().chroma_url == unreachable  # from the environment alone, the URL wins over the store
+    chosen = load_settings(store=tmp_path / "here")
+    assert (chosen.store, chosen.chroma_url) == (tmp_path / "here", None)
+    both = load_settings(store=tmp_path / "here", chroma_url="http://127.0.0.1:8000")
+    assert both.chroma_url == "http://127.0.0.1:8000"  # both given: the URL, as documented
+    from_settings = engine_settings(Settings(chroma_url=unreachable), store=tmp_path / "there")
+    assert (from_settings.store, from_settings.chroma_url) == (tmp_path / "there", None)
+
+    from typer.testing import CliRunner
+
+    from hindsight_integrations.cli import app
+
+    stats = CliRunner().invoke(app, ["--store", str(tmp_path / "cli"), "-n", "u1", "stats"])
+    assert "127.0.0.1:9" not in stats.output, stats.output  # not an attempt to reach the URL
+    assert "namespace 'u1'" in stats.output and stats.exit_code == 2  # the store given was opened: nothing in it
+
+
 FLOAT_SETTINGS = sorted(
     name for name, field in Settings.model_fields.items() if float in (field.annotation, *get_args(field.annotation))
 )

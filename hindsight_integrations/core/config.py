@@ -58,7 +58,8 @@ class Settings(BaseSettings):
         env_prefix="HINDSIGHT_", extra="ignore", validate_default=True, allow_inf_nan=False
     )
 
-    # Where memories live: an embedded Chroma directory, or a Chroma server URL (wins if set).
+    # Where memories live: an embedded Chroma directory, or a Chroma server URL (wins if set, unless a store
+    # is given as an argument and the URL only in the environment: ``_store_given``).
     store: Path = Path(".hindsight")
     chroma_url: str | None = None
     chroma_connect_attempts: int = Field(5, ge=1, le=50)
@@ -344,7 +345,7 @@ def load_settings(*, sources: Mapping[str, str] | None = None, **overrides: obje
     """
     check_setting_names(overrides)
     clean: dict[str, Any] = {k: v for k, v in overrides.items() if v is not None}
-    return _validated(clean, clean, sources, lambda name: f"{name} (env HINDSIGHT_{name.upper()})")
+    return _validated(_store_given(clean), clean, sources, lambda name: f"{name} (env HINDSIGHT_{name.upper()})")
 
 
 def engine_settings(
@@ -369,7 +370,20 @@ def engine_settings(
     check_setting_names(overrides)
     changes = {"store": store or None, "chroma_url": chroma_url, "namespace": namespace, **overrides}
     given = {k: v for k, v in changes.items() if v is not None}
-    return _validated({**settings.model_dump(), **given}, given, None, lambda name: f"{name} (in settings=)")
+    return _validated(
+        {**settings.model_dump(), **_store_given(given)}, given, None, lambda name: f"{name} (in settings=)"
+    )
+
+
+def _store_given(values: dict[str, Any]) -> dict[str, Any]:
+    """``values``, where a ``store`` given without a ``chroma_url`` also says "no Chroma server".
+
+    A Chroma URL wins over a store from the same source, but an explicit ``--store`` / ``store=``
+    must not be overruled by a ``HINDSIGHT_CHROMA_URL`` (or a ``settings=``'s URL) the caller did not give.
+    """
+    if values.get("store") is not None and values.get("chroma_url") is None:
+        return {**values, "chroma_url": None}
+    return values
 
 
 def _validated(
