@@ -12,6 +12,7 @@ import pytest
 from hindsight_integrations import ConfigurationError, MemoryEngine, Settings
 from hindsight_integrations.core.config import engine_settings, load_settings
 from hindsight_integrations.core.embedding.local import LocalEmbedder
+from hindsight_integrations.core.errors import InvalidInputError
 from hindsight_integrations.mcp import MemoryClient
 from hindsight_integrations.mcp.app import build_server
 from hindsight_integrations.mcp.errors import MemoryToolError
@@ -98,6 +99,8 @@ def test_every_float_setting_refuses_inf_and_nan_naming_its_variable(monkeypatch
         ("HINDSIGHT_MCP_PORT", "http", "HINDSIGHT_MCP_PORT='http' is not a port number: use 1 to 65535"),
         ("HINDSIGHT_MCP_PORT", "70000", "is not a port number"),
         ("HINDSIGHT_MCP_TRANSPORT", "sse", "HINDSIGHT_MCP_TRANSPORT='sse' is not a transport: use stdio or http"),
+        ("HINDSIGHT_MCP_HOST", "http://0.0.0.0", "HINDSIGHT_MCP_HOST='http://0.0.0.0' is not an address to listen on"),
+        ("HINDSIGHT_MCP_HOST", "0.0.0.0:8765", "without a scheme, a port (that is the port setting)"),
     ],
 )
 def test_a_bad_server_variable_is_one_line_and_exit_status_2(
@@ -118,6 +121,25 @@ def test_a_bad_server_variable_is_one_line_and_exit_status_2(
     assert done.returncode == 2 and len(lines) == 1, done.stderr
     assert lines[0].startswith("hindsight mcp: ") and variable in lines[0] and expected in lines[0], lines[0]
     assert not (tmp_path / "store").exists()  # refused before the store was opened
+
+
+def test_the_addresses_a_server_may_listen_on(monkeypatch) -> None:
+    from typer.testing import CliRunner
+
+    from hindsight_integrations.cli import app
+    from hindsight_integrations.mcp.__main__ import host_from, parser
+    from hindsight_integrations.mcp.hosts import bind_address_problem
+
+    for fine in ("127.0.0.1", "0.0.0.0", "::", "::1", "localhost", "memory-1.internal.example"):
+        assert bind_address_problem(fine) is None, fine
+    for refused in ("", "http://0.0.0.0", "0.0.0.0:8765", "[::1]", "256.1.1.1", "memory host", "memory.example/"):
+        assert bind_address_problem(refused), refused
+    monkeypatch.setenv("HINDSIGHT_MCP_HOST", "")  # as a compose file leaves it: unset, not every interface
+    assert host_from(parser().parse_args([])) == "127.0.0.1"
+    with pytest.raises(InvalidInputError, match="--host: 'a b' is not an address to listen on"):
+        host_from(parser().parse_args(["--host", "a b"]))
+    served = CliRunner().invoke(app, ["serve", "--transport", "http", "--host", "http://localhost"])
+    assert served.exit_code == 2 and "--host: 'http://localhost' is not an address to listen on" in served.output
 
 
 def test_a_bad_rate_limit_option_names_the_option(tmp_path: Path) -> None:

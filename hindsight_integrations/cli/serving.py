@@ -26,6 +26,10 @@ def serve(
             raise InvalidInputError("--transport", f"{transport!r} is not 'stdio' or 'http'")
         if not 0 < port < 65536:
             raise InvalidInputError("--port", f"must be between 1 and 65535, got {port}")
+        from ..mcp.hosts import bind_address_problem
+
+        if problem := bind_address_problem(host):
+            raise InvalidInputError("--host", f"{host!r} {problem}")
         from ..mcp.server import run
 
         run(
