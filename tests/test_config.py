@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import logging
 import subprocess
 import sys
 from pathlib import Path
@@ -170,14 +172,42 @@ def test_no_rate_limit_is_the_variable_unset_or_empty(engine: MemoryEngine, monk
 
 @pytest.mark.server
 def test_a_server_limited_by_the_variable_refuses_the_extra_call_and_keeps_serving(tmp_path: Path) -> None:
+    log_path = tmp_path / "server.log"
     with (
-        http_server_process(tmp_path / "store", env={"HINDSIGHT_RATE_LIMIT": "2"}) as server,
+        http_server_process(tmp_path / "store", env={"HINDSIGHT_RATE_LIMIT": "2"}, log_path=log_path) as server,
         MemoryClient.http(f"{server.url}/mcp") as client,
     ):
         assert client.stats().total == 0 and client.stats().total == 0
-        with pytest.raises(MemoryToolError, match="rate limit for namespace 'default' exceeded"):
-            client.stats()
+        for _ in range(5):  # a flood of refusals
+            with pytest.raises(MemoryToolError, match="rate limit for namespace 'default' exceeded"):
+                client.stats()
         assert server.process.poll() is None
+    lines = [json.loads(line) for line in log_path.read_text().splitlines() if line.startswith("{")]
+    warnings = [line for line in lines if line["event"] == "rate_limited"]
+    assert len(warnings) == 1, warnings  # the operator sees who is throttled, once, not once a refusal
+    assert warnings[0]["level"] == "warning"
+    assert (warnings[0]["namespace"], warnings[0]["limit_per_minute"], warnings[0]["refused"]) == ("default", 2, 1)
+
+
+def test_a_throttled_namespace_is_logged_once_a_minute_with_the_refusals_between(caplog) -> None:
+    from hindsight_integrations.mcp.throttle import RateLimitLog
+
+    now = [0.0]
+    refusals = RateLimitLog(30, clock=lambda: now[0])
+    with caplog.at_level(logging.WARNING, logger="hindsight.mcp"):
+        for second in range(0, 125, 5):  # one refusal every 5 s for two minutes, of one namespace, then another
+            now[0] = float(second)
+            refusals.refused("alice", 2.0)
+        refusals.refused("bob", 2.0)
+        refusals.refused("bob", 2.0, viewer=True)
+    logged = [(r.fields["namespace"], r.fields["allowance"], r.fields["refused"]) for r in caplog.records]  # type: ignore[attr-defined]
+    assert logged == [
+        ("alice", "calls", 1),
+        ("alice", "calls", 12),
+        ("alice", "calls", 12),
+        ("bob", "calls", 1),
+        ("bob", "viewer", 1),
+    ]
 
 
 # -- HINDSIGHT_TOKENIZER: "estimate", or a tiktoken encoding this machine has; never a download -------------
