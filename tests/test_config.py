@@ -144,6 +144,36 @@ def test_the_addresses_a_server_may_listen_on(monkeypatch) -> None:
     assert served.exit_code == 2 and "--host: 'http://localhost' is not an address to listen on" in served.output
 
 
+def test_the_servers_own_settings_stop_only_the_commands_that_serve(tmp_path: Path, monkeypatch) -> None:
+    from typer.testing import CliRunner
+
+    from hindsight_integrations.cli import app
+
+    monkeypatch.setenv("HINDSIGHT_LOG_LEVEL", "verbose")
+    monkeypatch.setenv("HINDSIGHT_RATE_LIMIT", "0")
+    cli = CliRunner()
+    added = cli.invoke(app, ["--store", str(tmp_path / "store"), "-n", "u1", "add", "I prefer dark mode", "--force"])
+    assert added.exit_code == 0 and "stored" in added.output, added.output
+    assert cli.invoke(app, ["--store", str(tmp_path / "store"), "-n", "u1", "stats"]).exit_code == 0
+    for serving in (["serve", "--transport", "http"], ["ui", "--no-browser"]):
+        served = cli.invoke(app, ["--store", str(tmp_path / "store"), *serving])
+        assert served.exit_code == 2 and "HINDSIGHT_LOG_LEVEL" in served.output, served.output
+
+    with pytest.raises(ConfigurationError, match=r"log_level \(env HINDSIGHT_LOG_LEVEL\)"):
+        load_settings()  # a server, or anything that may serve
+    lenient = load_settings(serving=False)
+    assert (lenient.log_level, lenient.rate_limit) == ("INFO", None)  # never read by what does not serve
+    with pytest.raises(ConfigurationError, match="rate_limit"):
+        load_settings(serving=False, rate_limit=0)  # given explicitly, it is checked all the same
+    monkeypatch.setenv("HINDSIGHT_DEDUP_THRESHOLD", "high")
+    with pytest.raises(ConfigurationError, match="HINDSIGHT_DEDUP_THRESHOLD") as refused:
+        load_settings(serving=False)  # what the engine reads is checked everywhere
+    assert "HINDSIGHT_LOG_LEVEL" not in str(refused.value)
+    from hindsight_integrations.core.config import SERVER_SETTINGS
+
+    assert set(Settings.model_fields) >= SERVER_SETTINGS
+
+
 def test_a_bad_rate_limit_option_names_the_option(tmp_path: Path) -> None:
     for value in ("0", "-1", "nan"):
         done = subprocess.run(
