@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import logging
 import subprocess
 import sys
 from pathlib import Path
@@ -12,6 +14,7 @@ import pytest
 from hindsight_integrations import ConfigurationError, MemoryEngine, Settings
 from hindsight_integrations.core.config import engine_settings, load_settings
 from hindsight_integrations.core.embedding.local import LocalEmbedder
+from hindsight_integrations.core.errors import InvalidInputError
 from hindsight_integrations.mcp import MemoryClient
 from hindsight_integrations.mcp.app import build_server
 from hindsight_integrations.mcp.errors import MemoryToolError
@@ -36,6 +39,26 @@ def test_arguments_given_beside_settings_are_checked_as_arguments_alone_are(tmp_
     assert (merged.namespace, merged.default_top_k, merged.store) == ("alice", 9, tmp_path / "other")
     assert (settings.namespace, settings.default_top_k) == ("default", 5)  # the caller's settings are not changed
     assert engine_settings(settings) is settings
+
+
+def test_a_store_given_explicitly_wins_over_a_chroma_url_in_the_environment(tmp_path: Path, monkeypatch) -> None:
+    unreachable = "http://127.0.0.1:9"
+    monkeypatch.setenv("HINDSIGHT_CHROMA_URL", unreachable)
+    assert load_settings().chroma_url == unreachable  # from the environment alone, the URL wins over the store
+    chosen = load_settings(store=tmp_path / "here")
+    assert (chosen.store, chosen.chroma_url) == (tmp_path / "here", None)
+    both = load_settings(store=tmp_path / "here", chroma_url="http://127.0.0.1:8000")
+    assert both.chroma_url == "http://127.0.0.1:8000"  # both given: the URL, as documented
+    from_settings = engine_settings(Settings(chroma_url=unreachable), store=tmp_path / "there")
+    assert (from_settings.store, from_settings.chroma_url) == (tmp_path / "there", None)
+
+    from typer.testing import CliRunner
+
+    from hindsight_integrations.cli import app
+
+    stats = CliRunner().invoke(app, ["--store", str(tmp_path / "cli"), "-n", "u1", "stats"])
+    assert "127.0.0.1:9" not in stats.output, stats.output  # not an attempt to reach the URL
+    assert "namespace 'u1'" in stats.output and stats.exit_code == 2  # the store given was opened: nothing in it
 
 
 FLOAT_SETTINGS = sorted(
@@ -78,6 +101,8 @@ def test_every_float_setting_refuses_inf_and_nan_naming_its_variable(monkeypatch
         ("HINDSIGHT_MCP_PORT", "http", "HINDSIGHT_MCP_PORT='http' is not a port number: use 1 to 65535"),
         ("HINDSIGHT_MCP_PORT", "70000", "is not a port number"),
         ("HINDSIGHT_MCP_TRANSPORT", "sse", "HINDSIGHT_MCP_TRANSPORT='sse' is not a transport: use stdio or http"),
+        ("HINDSIGHT_MCP_HOST", "http://0.0.0.0", "HINDSIGHT_MCP_HOST='http://0.0.0.0' is not an address to listen on"),
+        ("HINDSIGHT_MCP_HOST", "0.0.0.0:8765", "without a scheme, a port (that is the port setting)"),
     ],
 )
 def test_a_bad_server_variable_is_one_line_and_exit_status_2(
@@ -98,6 +123,55 @@ def test_a_bad_server_variable_is_one_line_and_exit_status_2(
     assert done.returncode == 2 and len(lines) == 1, done.stderr
     assert lines[0].startswith("hindsight mcp: ") and variable in lines[0] and expected in lines[0], lines[0]
     assert not (tmp_path / "store").exists()  # refused before the store was opened
+
+
+def test_the_addresses_a_server_may_listen_on(monkeypatch) -> None:
+    from typer.testing import CliRunner
+
+    from hindsight_integrations.cli import app
+    from hindsight_integrations.mcp.__main__ import host_from, parser
+    from hindsight_integrations.mcp.hosts import bind_address_problem
+
+    for fine in ("127.0.0.1", "0.0.0.0", "::", "::1", "localhost", "memory-1.internal.example"):
+        assert bind_address_problem(fine) is None, fine
+    for refused in ("", "http://0.0.0.0", "0.0.0.0:8765", "[::1]", "256.1.1.1", "memory host", "memory.example/"):
+        assert bind_address_problem(refused), refused
+    monkeypatch.setenv("HINDSIGHT_MCP_HOST", "")  # as a compose file leaves it: unset, not every interface
+    assert host_from(parser().parse_args([])) == "127.0.0.1"
+    with pytest.raises(InvalidInputError, match="--host: 'a b' is not an address to listen on"):
+        host_from(parser().parse_args(["--host", "a b"]))
+    served = CliRunner().invoke(app, ["serve", "--transport", "http", "--host", "http://localhost"])
+    assert served.exit_code == 2 and "--host: 'http://localhost' is not an address to listen on" in served.output
+
+
+def test_the_servers_own_settings_stop_only_the_commands_that_serve(tmp_path: Path, monkeypatch) -> None:
+    from typer.testing import CliRunner
+
+    from hindsight_integrations.cli import app
+
+    monkeypatch.setenv("HINDSIGHT_LOG_LEVEL", "verbose")
+    monkeypatch.setenv("HINDSIGHT_RATE_LIMIT", "0")
+    cli = CliRunner()
+    added = cli.invoke(app, ["--store", str(tmp_path / "store"), "-n", "u1", "add", "I prefer dark mode", "--force"])
+    assert added.exit_code == 0 and "stored" in added.output, added.output
+    assert cli.invoke(app, ["--store", str(tmp_path / "store"), "-n", "u1", "stats"]).exit_code == 0
+    for serving in (["serve", "--transport", "http"], ["ui", "--no-browser"]):
+        served = cli.invoke(app, ["--store", str(tmp_path / "store"), *serving])
+        assert served.exit_code == 2 and "HINDSIGHT_LOG_LEVEL" in served.output, served.output
+
+    with pytest.raises(ConfigurationError, match=r"log_level \(env HINDSIGHT_LOG_LEVEL\)"):
+        load_settings()  # a server, or anything that may serve
+    lenient = load_settings(serving=False)
+    assert (lenient.log_level, lenient.rate_limit) == ("INFO", None)  # never read by what does not serve
+    with pytest.raises(ConfigurationError, match="rate_limit"):
+        load_settings(serving=False, rate_limit=0)  # given explicitly, it is checked all the same
+    monkeypatch.setenv("HINDSIGHT_DEDUP_THRESHOLD", "high")
+    with pytest.raises(ConfigurationError, match="HINDSIGHT_DEDUP_THRESHOLD") as refused:
+        load_settings(serving=False)  # what the engine reads is checked everywhere
+    assert "HINDSIGHT_LOG_LEVEL" not in str(refused.value)
+    from hindsight_integrations.core.config import SERVER_SETTINGS
+
+    assert set(Settings.model_fields) >= SERVER_SETTINGS
 
 
 def test_a_bad_rate_limit_option_names_the_option(tmp_path: Path) -> None:
@@ -128,14 +202,42 @@ def test_no_rate_limit_is_the_variable_unset_or_empty(engine: MemoryEngine, monk
 
 @pytest.mark.server
 def test_a_server_limited_by_the_variable_refuses_the_extra_call_and_keeps_serving(tmp_path: Path) -> None:
+    log_path = tmp_path / "server.log"
     with (
-        http_server_process(tmp_path / "store", env={"HINDSIGHT_RATE_LIMIT": "2"}) as server,
+        http_server_process(tmp_path / "store", env={"HINDSIGHT_RATE_LIMIT": "2"}, log_path=log_path) as server,
         MemoryClient.http(f"{server.url}/mcp") as client,
     ):
         assert client.stats().total == 0 and client.stats().total == 0
-        with pytest.raises(MemoryToolError, match="rate limit for namespace 'default' exceeded"):
-            client.stats()
+        for _ in range(5):  # a flood of refusals
+            with pytest.raises(MemoryToolError, match="rate limit for namespace 'default' exceeded"):
+                client.stats()
         assert server.process.poll() is None
+    lines = [json.loads(line) for line in log_path.read_text().splitlines() if line.startswith("{")]
+    warnings = [line for line in lines if line["event"] == "rate_limited"]
+    assert len(warnings) == 1, warnings  # the operator sees who is throttled, once, not once a refusal
+    assert warnings[0]["level"] == "warning"
+    assert (warnings[0]["namespace"], warnings[0]["limit_per_minute"], warnings[0]["refused"]) == ("default", 2, 1)
+
+
+def test_a_throttled_namespace_is_logged_once_a_minute_with_the_refusals_between(caplog) -> None:
+    from hindsight_integrations.mcp.throttle import RateLimitLog
+
+    now = [0.0]
+    refusals = RateLimitLog(30, clock=lambda: now[0])
+    with caplog.at_level(logging.WARNING, logger="hindsight.mcp"):
+        for second in range(0, 125, 5):  # one refusal every 5 s for two minutes, of one namespace, then another
+            now[0] = float(second)
+            refusals.refused("alice", 2.0)
+        refusals.refused("bob", 2.0)
+        refusals.refused("bob", 2.0, viewer=True)
+    logged = [(r.fields["namespace"], r.fields["allowance"], r.fields["refused"]) for r in caplog.records]  # type: ignore[attr-defined]
+    assert logged == [
+        ("alice", "calls", 1),
+        ("alice", "calls", 12),
+        ("alice", "calls", 12),
+        ("bob", "calls", 1),
+        ("bob", "viewer", 1),
+    ]
 
 
 # -- HINDSIGHT_TOKENIZER: "estimate", or a tiktoken encoding this machine has; never a download -------------

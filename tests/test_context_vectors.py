@@ -400,3 +400,40 @@ def test_an_edit_made_while_the_old_context_vector_waits_is_not_overwritten_by_i
     assert np.allclose(stored["embeddings"][0], expected, atol=1e-5)
     found = engine.recall("What is my cat called?", namespace="u1", top_k=1).hits
     assert found and found[0].record.id == memory_id
+
+
+def test_an_export_behind_a_stalled_embedder_goes_on_without_the_queued_context_vectors(
+    engine: MemoryEngine, monkeypatch, caplog
+) -> None:
+    """An export waited for the context vectors queued before it with no bound: a stalled embedder hung it.
+
+    Now it waits ``CONTEXT_WAIT_SECONDS``, says so, and exports those memories without their context
+    vectors, which an import makes again from their text: nothing is lost.
+    """
+    from hindsight_integrations.core.storage import context_vectors
+
+    monkeypatch.setattr(context_vectors, "CONTEXT_WAIT_SECONDS", 0.2)
+    worker = engine.chroma.context_vectors
+    assert worker is not None
+    stalled, real = threading.Event(), worker._embed
+
+    def stalling(texts: object) -> np.ndarray:
+        stalled.wait(60)  # the export is over long before, unless it waits for this
+        return real(texts)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(worker, "_embed", stalling)
+    try:
+        _talk(engine)
+        with caplog.at_level(logging.WARNING, logger="hindsight_integrations.core.storage.context_vectors"):
+            exported = engine.export(namespace="u1")
+        assert not stalled.is_set() and worker.pending() == 3  # it did not wait for the embedder
+        assert "were still being made after 0.2 s (is the embedder stalled?)" in caplog.text
+        assert set(_framed_ids(engine)) <= {r["id"] for r in exported["records"]}  # every memory, framed ones too
+        assert not any("window_embedding" in r for r in exported["records"])
+    finally:
+        stalled.set()
+    engine.import_data(exported, namespace="u2")
+    imported = engine.chroma.namespace("u2")
+    assert imported.wait_for_context(timeout=30)
+    framed = imported.facts.ids_with_context()
+    assert framed and set(imported.context_collection.get(include=[])["ids"]) == set(framed)

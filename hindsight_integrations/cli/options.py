@@ -69,10 +69,18 @@ def chosen_namespace(option: str | None) -> str | None:
     return option if option is not None else given.namespace
 
 
-def settings(namespace: str | None = None) -> Settings:
-    """The options and environment as validated settings; an error names the option or variable to fix."""
+def settings(namespace: str | None = None, *, serving: bool = False) -> Settings:
+    """The options and environment as validated settings; an error names the option or variable to fix.
+
+    Only a command that serves (``serving``) has the server's own settings checked
+    (``config.SERVER_SETTINGS``): a bad ``HINDSIGHT_LOG_LEVEL`` must not stop ``hindsight add``.
+    """
     return load_settings(
-        store=given.store, chroma_url=given.chroma_url, namespace=chosen_namespace(namespace), sources=SOURCES
+        store=given.store,
+        chroma_url=given.chroma_url,
+        namespace=chosen_namespace(namespace),
+        sources=SOURCES,
+        serving=serving,
     )
 
 

@@ -21,11 +21,15 @@ def serve(
 ) -> None:
     """Run the MCP memory server (stdio for local agents, streamable HTTP for shared use)."""
     with reported():
-        options.settings(namespace)
+        options.settings(namespace, serving=True)
         if transport not in ("stdio", "http"):
             raise InvalidInputError("--transport", f"{transport!r} is not 'stdio' or 'http'")
         if not 0 < port < 65536:
             raise InvalidInputError("--port", f"must be between 1 and 65535, got {port}")
+        from ..mcp.hosts import bind_address_problem
+
+        if problem := bind_address_problem(host):
+            raise InvalidInputError("--host", f"{host!r} {problem}")
         from ..mcp.server import run
 
         run(
@@ -57,7 +61,7 @@ def ui(
 ) -> None:
     """See the memory: serve the viewer on 127.0.0.1 over this store and open it in your browser."""
     with reported():
-        options.settings()
+        options.settings(serving=True)
         if not 0 < port < 65536:
             raise InvalidInputError("port", f"must be between 1 and 65535, got {port}")
         from ..mcp.server import run

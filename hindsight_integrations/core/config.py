@@ -58,7 +58,8 @@ class Settings(BaseSettings):
         env_prefix="HINDSIGHT_", extra="ignore", validate_default=True, allow_inf_nan=False
     )
 
-    # Where memories live: an embedded Chroma directory, or a Chroma server URL (wins if set).
+    # Where memories live: an embedded Chroma directory, or a Chroma server URL (wins if set, unless a store
+    # is given as an argument and the URL only in the environment: ``_store_given``).
     store: Path = Path(".hindsight")
     chroma_url: str | None = None
     chroma_connect_attempts: int = Field(5, ge=1, le=50)
@@ -313,6 +314,23 @@ class Settings(BaseSettings):
         return self.cold_store or (self.store / "cold")
 
 
+SERVER_SETTINGS = frozenset(
+    {
+        "rate_limit",
+        "log_level",
+        "mcp_sdk_log_level",
+        "uvicorn_log_level",
+        "allowed_hosts",
+        "auth_failure_limit",
+        "auth_failure_window_seconds",
+        "session_revocation_cache_seconds",
+        "upkeep_interval_seconds",
+        "upkeep_lease_seconds",
+    }
+)
+"""The settings only a server reads (``mcp/``, the upkeep schedule): ``load_settings(serving=False)`` lets them be."""
+
+
 def check_setting_names(names: Iterable[str]) -> None:
     """Refuse keyword arguments that are not settings.
 
@@ -334,17 +352,22 @@ def check_setting_names(names: Iterable[str]) -> None:
         )
 
 
-def load_settings(*, sources: Mapping[str, str] | None = None, **overrides: object) -> Settings:
+def load_settings(*, sources: Mapping[str, str] | None = None, serving: bool = True, **overrides: object) -> Settings:
     """Build settings from overrides + environment; turn validation errors into one clear message.
 
     The message names where each bad value came from, so the user fixes the right thing: an
     override by ``sources[name]`` when given (the CLI passes its option names, e.g.
     ``{"namespace": "--namespace"}``), else as the keyword argument it was; any other value by
-    its ``HINDSIGHT_*`` environment variable.
+    its ``HINDSIGHT_*`` environment variable. ``serving=False`` (``hindsight add``, ``stats``...):
+    a bad environment value of a ``SERVER_SETTINGS`` field, which such a command never reads,
+    does not stop it; the field keeps its default.
     """
     check_setting_names(overrides)
     clean: dict[str, Any] = {k: v for k, v in overrides.items() if v is not None}
-    return _validated(clean, clean, sources, lambda name: f"{name} (env HINDSIGHT_{name.upper()})")
+    unchecked = frozenset() if serving else SERVER_SETTINGS - set(clean)
+    return _validated(
+        _store_given(clean), clean, sources, lambda name: f"{name} (env HINDSIGHT_{name.upper()})", unchecked
+    )
 
 
 def engine_settings(
@@ -369,7 +392,20 @@ def engine_settings(
     check_setting_names(overrides)
     changes = {"store": store or None, "chroma_url": chroma_url, "namespace": namespace, **overrides}
     given = {k: v for k, v in changes.items() if v is not None}
-    return _validated({**settings.model_dump(), **given}, given, None, lambda name: f"{name} (in settings=)")
+    return _validated(
+        {**settings.model_dump(), **_store_given(given)}, given, None, lambda name: f"{name} (in settings=)"
+    )
+
+
+def _store_given(values: dict[str, Any]) -> dict[str, Any]:
+    """``values``, where a ``store`` given without a ``chroma_url`` also says "no Chroma server".
+
+    A Chroma URL wins over a store from the same source, but an explicit ``--store`` / ``store=``
+    must not be overruled by a ``HINDSIGHT_CHROMA_URL`` (or a ``settings=``'s URL) the caller did not give.
+    """
+    if values.get("store") is not None and values.get("chroma_url") is None:
+        return {**values, "chroma_url": None}
+    return values
 
 
 def _validated(
@@ -377,15 +413,20 @@ def _validated(
     given: Mapping[str, object],
     sources: Mapping[str, str] | None,
     elsewhere: Callable[[str], str],
+    unchecked: frozenset[str] = frozenset(),
 ) -> Settings:
     """``Settings(**values)``, or one ConfigurationError naming where each bad value came from.
 
     A value in ``given`` is blamed on ``sources[name]`` (an option name) or on the argument it
     was; any other on ``elsewhere(name)``: its environment variable, or the ``settings=`` it came in.
+    A bad value of an ``unchecked`` field is replaced by the field's default instead.
     """
     try:
         return Settings(**values)
     except ValidationError as exc:
+        if skipped := {str(err["loc"][0]) for err in exc.errors() if err["loc"]} & unchecked:
+            defaults = {name: Settings.model_fields[name].get_default(call_default_factory=True) for name in skipped}
+            return _validated({**values, **defaults}, given, sources, elsewhere)
         problems = []
         for err in exc.errors():
             name = ".".join(str(p) for p in err["loc"])

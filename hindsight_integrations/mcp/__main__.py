@@ -11,14 +11,15 @@ import os
 import sys
 
 from ..core.errors import ConfigurationError, HindsightError, InvalidInputError
+from .hosts import bind_address_problem
 
 TRANSPORTS = ("stdio", "http")
+DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8765
 
 
 def parser() -> argparse.ArgumentParser:
     """The command line; every option falls back to an environment variable an MCP host config can set."""
-    env = os.environ.get
     p = argparse.ArgumentParser(prog="python -m hindsight_integrations.mcp", description="Hindsight MCP memory server")
     p.add_argument(
         "--transport",
@@ -27,7 +28,7 @@ def parser() -> argparse.ArgumentParser:
         help="stdio (default: the MCP host owns the process) or http (streamable HTTP at /mcp) "
         "(env HINDSIGHT_MCP_TRANSPORT)",
     )
-    p.add_argument("--host", default=env("HINDSIGHT_MCP_HOST", "127.0.0.1"), help="HTTP bind address")
+    p.add_argument("--host", default=None, help=f"HTTP bind address (env HINDSIGHT_MCP_HOST, default {DEFAULT_HOST})")
     p.add_argument("--port", type=int, default=None, help=f"HTTP port (env HINDSIGHT_MCP_PORT, default {DEFAULT_PORT})")
     p.add_argument(
         "--namespace", default=None, help="namespace served in stdio mode / without tokens (env HINDSIGHT_NAMESPACE)"
@@ -74,6 +75,19 @@ def port_from(args: argparse.Namespace) -> int:
     return port
 
 
+def host_from(args: argparse.Namespace) -> str:
+    """``--host``, else ``HINDSIGHT_MCP_HOST`` (empty: unset): an address to listen on, or an error naming where
+    the bad one came from. Empty is not "every interface": that is asked for as 0.0.0.0."""
+    if args.host is not None:
+        if problem := bind_address_problem(args.host):
+            raise InvalidInputError("--host", f"{args.host!r} {problem}")
+        return str(args.host)
+    value = os.environ.get("HINDSIGHT_MCP_HOST") or DEFAULT_HOST
+    if problem := bind_address_problem(value):
+        raise ConfigurationError(f"HINDSIGHT_MCP_HOST={value!r} {problem}")
+    return value
+
+
 def main(argv: list[str] | None = None) -> int:
     """Serve until stopped; a configuration error is one line on stderr and exit status 2, not a traceback."""
     args = parser().parse_args(argv)
@@ -82,7 +96,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         run(
             transport=transport_from(args),
-            host=args.host,
+            host=host_from(args),
             port=port_from(args),
             namespace=args.namespace,
             tokens_file=args.tokens_file,

@@ -42,7 +42,7 @@ from .observability import (
 )
 from .protocol import capability
 from .resources import register_resources
-from .throttle import AuthFailures
+from .throttle import AuthFailures, RateLimitLog
 from .tool_table import register_tools
 from .tools import TOOLS
 
@@ -93,6 +93,7 @@ class HindsightMCP(FastMCP):
         self.metrics = ServerMetrics()
         self.limiter = RateLimiter(rate_limit_per_minute) if rate_limit_per_minute is not None else None
         self.viewer_limiter = RateLimiter(rate_limit_per_minute) if rate_limit_per_minute is not None else None
+        self.rate_limit_log = RateLimitLog(rate_limit_per_minute) if rate_limit_per_minute is not None else None
         self.auth_failures = AuthFailures.from_settings(engine.settings)
         self.allowed_hosts: list[str] | None = None
         self.serve_on(self.settings.host)
@@ -229,12 +230,14 @@ class HindsightMCP(FastMCP):
         Tool calls, resource reads and ``/debug/*`` share the namespace's allowance; the viewer's
         pages (``viewer``) have one of their own of the same size, so a person can still look at
         their memories while their agent is held back, and a script driving the viewer is held to
-        the same rate.
+        the same rate. A refusal is a warning in the log, at most one a minute per namespace (``RateLimitLog``).
         """
         limiter = self.viewer_limiter if viewer else self.limiter
         wait = limiter.acquire(namespace) if limiter is not None else 0.0
         if wait:
             self.metrics.rate_limited.inc()
+            if self.rate_limit_log is not None:
+                self.rate_limit_log.refused(namespace, wait, viewer=viewer)
         return wait
 
     def _record_call(

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import ipaddress
 import json
+import re
 from collections.abc import Sequence
 
 from mcp.server.transport_security import TransportSecuritySettings
@@ -34,6 +35,27 @@ from .throttle import client_address, security_event
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "[::1]")
 """Names a browser uses for this machine; a rebinding page always sends its own name instead."""
 WILDCARD_ADDRESSES = frozenset({"", "0.0.0.0", "::", "[::]"})
+_LABEL = r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
+_HOST_NAME = re.compile(rf"{_LABEL}(?:\.{_LABEL})*")
+
+
+def bind_address_problem(host: str) -> str | None:
+    """Why ``host`` is no address to listen on, or None when it is one.
+
+    uvicorn only finds out when it binds, after the model has loaded and the store was opened,
+    and says ``Name or service not known`` without naming the option or variable to fix.
+    """
+    try:
+        ipaddress.ip_address(host)
+        return None
+    except ValueError:
+        pass
+    if _HOST_NAME.fullmatch(host) and not host.rpartition(".")[2].isdigit():  # "256.1.1.1" is no name either
+        return None
+    return (
+        "is not an address to listen on: use an IP address (127.0.0.1, 0.0.0.0 for every interface, ::1, ::) "
+        "or a host name, without a scheme, a port (that is the port setting) or brackets"
+    )
 
 
 def is_loopback(host: str) -> bool:
@@ -143,4 +165,12 @@ class HostGuard:
         await send({"type": "http.response.body", "body": body})
 
 
-__all__ = ["LOOPBACK_HOSTS", "HostGuard", "allowed_hosts", "host_matches", "is_loopback", "transport_security"]
+__all__ = [
+    "LOOPBACK_HOSTS",
+    "HostGuard",
+    "allowed_hosts",
+    "bind_address_problem",
+    "host_matches",
+    "is_loopback",
+    "transport_security",
+]

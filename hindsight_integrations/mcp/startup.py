@@ -20,7 +20,7 @@ from ..core.config import load_settings
 from ..core.errors import InvalidInputError, StoreUnavailableError
 from .app import HindsightMCP, build_server
 from .auth import load_token_map
-from .hosts import is_loopback
+from .hosts import bind_address_problem, is_loopback
 from .observability import configure_logging, log
 
 if TYPE_CHECKING:
@@ -53,6 +53,8 @@ def run(
     """
     if transport not in ("stdio", "http"):
         raise InvalidInputError("transport", f"{transport!r} is not 'stdio' or 'http'")
+    if transport == "http" and (problem := bind_address_problem(host)):
+        raise InvalidInputError("host", f"{host!r} {problem}")
     protocol_out = _protect_stdout() if transport == "stdio" else None
     # Every setting, the server's own (rate limit, log levels) too, is checked before the model loads.
     settings = load_settings(

@@ -19,6 +19,11 @@ another machine, set ``FORWARDED_ALLOW_IPS`` to it, or every client shares the p
 Every failure, throttled request and refused request is one ``security`` line on the
 ``hindsight.mcp`` JSON logger: client address, path, reason and count; never a presented
 token, nor any part of one.
+
+A namespace held back by its rate limit (``HINDSIGHT_RATE_LIMIT``, ``observability.RateLimiter``)
+is a ``rate_limited`` warning naming the namespace and the limit (``RateLimitLog``), at most once
+a minute per namespace: an operator sees which tenant is throttled, and a flood of refusals is
+one line, counting the refusals since the last.
 """
 
 from __future__ import annotations
@@ -106,6 +111,54 @@ class AuthFailures:
             return 0 if stamps is None else len(stamps)
 
 
+RATE_LIMIT_LOG_SECONDS = 60.0
+"""How often, at most, one namespace's rate-limit refusals are logged (per allowance: calls, viewer)."""
+
+
+class RateLimitLog:
+    """The warnings of namespaces held back by their rate limit: the first refusal at once, then one a minute."""
+
+    def __init__(
+        self,
+        per_minute: float,
+        *,
+        every_seconds: float = RATE_LIMIT_LOG_SECONDS,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.per_minute = per_minute
+        self.every = every_seconds
+        self._clock = clock
+        # (namespace, allowance) → (when its last line was logged, refusals since then). Namespaces are the
+        # server's own or its tokens', never chosen by a caller, so this stays as small as the token map.
+        self._logged: dict[tuple[str, str], tuple[float, int]] = {}
+        self._lock = threading.Lock()
+
+    def refused(self, namespace: str, retry_after: float, *, viewer: bool = False) -> None:
+        """Count one refusal of ``namespace``; log it unless its last line is less than ``every`` seconds old."""
+        allowance = "viewer" if viewer else "calls"
+        now = self._clock()
+        with self._lock:
+            logged, refused = self._logged.get((namespace, allowance), (-math.inf, 0))
+            refused += 1
+            if now - logged < self.every:
+                self._logged[(namespace, allowance)] = (logged, refused)
+                return
+            self._logged[(namespace, allowance)] = (now, 0)
+        log.warning(
+            "rate_limited",
+            extra={
+                "fields": {
+                    "namespace": namespace,
+                    "limit_per_minute": self.per_minute,
+                    "allowance": allowance,
+                    "refused": refused,  # this refusal and those since the namespace's last such line
+                    "retry_after_seconds": round(retry_after, 1),
+                    "next_line_after_seconds": self.every,
+                }
+            },
+        )
+
+
 def client_address(scope: Scope) -> str:
     """The address of the client of an ASGI request (``unknown`` when the server does not say)."""
     client = scope.get("client")
@@ -127,4 +180,12 @@ def security_event(event: str, *, client: str, path: str, reason: str, **fields:
     )
 
 
-__all__ = ["MAX_CLIENTS", "AuthFailures", "client_address", "retry_after_header", "security_event"]
+__all__ = [
+    "MAX_CLIENTS",
+    "RATE_LIMIT_LOG_SECONDS",
+    "AuthFailures",
+    "RateLimitLog",
+    "client_address",
+    "retry_after_header",
+    "security_event",
+]

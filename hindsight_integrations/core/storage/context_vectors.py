@@ -266,6 +266,26 @@ class BackgroundContextVectors:
 
 
 _NICENESS = 10
+CONTEXT_WAIT_SECONDS = 30.0
+"""How long a read of stored context vectors (an export, an archive) waits for those queued before it."""
+
+
+def wait_before_reading(worker: BackgroundContextVectors | None, target: ContextTarget) -> bool:
+    """Wait, at most ``CONTEXT_WAIT_SECONDS``, for ``target``'s queued context vectors; past that, log and go on.
+
+    A stalled embedder must not hang an export, nor an archive and the namespace's writes it holds
+    back meanwhile. Going on loses nothing: a memory exported or archived without its context
+    vector has its context text, and gets the vector again when it is imported or restored.
+    """
+    if worker is None or worker.wait(CONTEXT_WAIT_SECONDS, target=target):
+        return True
+    log.warning(
+        "context vectors of namespace %r were still being made after %g s (is the embedder stalled?); going on "
+        "without them: what is exported or archived without one gets it again when imported or restored",
+        target.name,
+        CONTEXT_WAIT_SECONDS,
+    )
+    return False
 
 
 def wait_for_all(workers: Sequence[BackgroundContextVectors], timeout: float | None = None) -> bool:
@@ -300,4 +320,4 @@ def _given_up(count: int, where: str, exc: Exception) -> None:
     )
 
 
-__all__ = ["BackgroundContextVectors", "ContextTarget", "wait_for_all"]
+__all__ = ["CONTEXT_WAIT_SECONDS", "BackgroundContextVectors", "ContextTarget", "wait_before_reading", "wait_for_all"]

@@ -33,7 +33,7 @@ from ..redaction import describe_error
 from .access import AccessRecorder, added_counts
 from .catch_up import CatchUp
 from .chroma_reads import flats_of, float32_matrix, nearest, nearest_each, pages, record_fields, records_of
-from .context_vectors import BackgroundContextVectors
+from .context_vectors import BackgroundContextVectors, wait_before_reading
 from .field_index import FactsIndex
 from .indexing import body_text, context_text, framed_text, has_frame
 from .lexical import LexicalIndex
@@ -397,7 +397,7 @@ class NamespaceStore:
         """Context vectors as plain lists, exactly as Chroma holds them: for exports and the cold archive."""
         if not ids:
             return {}
-        self.wait_for_context()
+        wait_before_reading(self._context_vectors, self)  # bounded: a stalled embedder must not hang an export
         got = self.context_collection.get(ids=list(ids), include=["embeddings"])
         return {i: list(map(float, v)) for i, v in zip(got["ids"], got["embeddings"])}
 
