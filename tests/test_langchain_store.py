@@ -16,7 +16,7 @@ from hindsight_integrations import MemoryEngine
 from hindsight_integrations.core.clock import ManualClock
 from hindsight_integrations.core.errors import ConfigurationError
 from hindsight_integrations.core.model.records import Status, Tier
-from hindsight_integrations.langchain import HindsightStore
+from hindsight_integrations.langchain import HindsightStore, store_search
 from hindsight_integrations.mcp.client import MemoryClient
 
 
@@ -372,3 +372,33 @@ def test_sequence_filters_match_lists_and_tuples_alike(store: HindsightStore) ->
         assert [i.key for i in store.search(("a",), filter=filter)] == ["k"], filter
     for filter in ({"tags": ("x",)}, {"pair": (2, 1)}, {"tags": ("x", "y", "z")}):
         assert store.search(("a",), filter=filter) == [], filter
+
+
+def test_query_search_filters_before_ranking(store: HindsightStore) -> None:
+    """As InMemoryStore: the filter picks the items, then they are ranked, so matches below recall's 200 are found."""
+    infra = [
+        PutOp(("docs",), f"d{n}", {"text": f"kubernetes deployment note {n}", "team": "infra"}) for n in range(205)
+    ]
+    kitchen = {"pie": "my grandmother's apple pie recipe", "cake": "a carrot cake for the office party"}
+    store.batch([*infra, *(PutOp(("docs",), key, {"text": text, "team": "kitchen"}) for key, text in kitchen.items())])
+    query = "kubernetes deployment"
+    found = store.search(("docs",), query=query, filter={"team": "kitchen"})
+    assert {i.key for i in found} == set(kitchen)
+    assert [i.score for i in found] == sorted((i.score for i in found), reverse=True)
+    first = store.search(("docs",), query=query, limit=200)
+    deep = store.search(("docs",), query=query, offset=200, limit=10)  # past one recall's page, no filter
+    assert len(deep) == 7 and not {i.key for i in deep} & {i.key for i in first}
+    assert min(i.score for i in first) >= max(i.score for i in deep)  # type: ignore[type-var]
+
+
+def test_query_search_scores_items_written_in_one_moment(
+    timed_engine: MemoryEngine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Items too many to recall by their time (one moment, as a replayed history has) are scored one by one."""
+    monkeypatch.setattr(store_search, "MAX_TOP_K", 10)  # a recall returns 10: 30 items in one moment are too many
+    monkeypatch.setattr(store_search, "SLICE", 5)
+    store = HindsightStore(namespace="u1", engine=timed_engine)
+    store.batch([PutOp(("docs",), f"d{n}", {"text": f"kubernetes deployment note {n}", "n": n}) for n in range(30)])
+    found = store.search(("docs",), query="kubernetes deployment", filter={"n": {"$gte": 25}})
+    assert sorted(i.key for i in found) == [f"d{n}" for n in range(25, 30)]
+    assert [i.score for i in found] == sorted((i.score for i in found), reverse=True)

@@ -52,30 +52,14 @@ from langgraph.store.base import (
 from langgraph.store.base.embed import get_text_at_path, tokenize_path
 
 from ..core.errors import InvalidInputError
-from ..core.model.limits import MAX_TOKENS
 from ..core.model.records import PINNED_KEY, MemoryRecord
 from ..mcp.errors import MemoryToolInputError
 from ..mcp.resolve import ClientPool, resolve_namespace
+from .store_search import SimilarItems
 
 MARK = "lg_item"
 _ACTIVE = ["active", "superseded"]  # a superseded store item is still the current value of its key
 _PAGE = 1000  # list_memories' largest page
-_MAX_CANDIDATES = 200  # recall's default max_top_k
-# What a LangGraph store's semantic search ranks by (InMemoryStore: the cosine of the item's
-# embedding to the query's), not recall's fusion, whose min-max normalised BM25 gives full
-# weight to the one item sharing a stray word ("user") with the query.
-_BY_SIMILARITY: dict[str, float | None] = {
-    "similarity": 1.0,
-    "recency": 0.0,
-    "importance": 0.0,
-    "access": 0.0,
-    "dense": 1.0,
-    "lexical": 0.0,
-    "context": 0.0,
-    "entity_boost": 0.0,
-    "time_boost": 0.0,
-    "neighbour_boost": 0.0,
-}
 
 
 def _flatten(value: Any, prefix: str = "") -> list[str]:
@@ -127,7 +111,7 @@ def _operator(actual: Any, op: str, operand: Any) -> bool:
 
 
 def _matches(value: Mapping[str, Any], filter: Mapping[str, Any] | None) -> bool:
-    """Whether an item's value passes a search ``filter``; applied here, after recall or listing."""
+    """Whether an item's value passes a search ``filter`` (which no recall or listing filter can express)."""
     return not filter or all(_compare(value.get(k), v) for k, v in filter.items())
 
 
@@ -301,31 +285,30 @@ class HindsightStore(BaseStore):
         return self._item(found[0])
 
     def _search(self, op: SearchOp) -> list[SearchItem]:
-        """Recall over indexed items for a query, else the newest items; one result per key.
+        """The items the filter keeps, most similar to a query first (else newest first); one result per key.
 
-        A query's results are ranked and scored by cosine similarity, as LangGraph's own stores do.
+        The filter applies before ranking and paging, as in LangGraph's own stores: a match far
+        down the similarity ranking is still found (``store_search.py``). A query's results are
+        ranked and scored by cosine similarity.
         """
+
+        def kept(record: MemoryRecord) -> bool:
+            return _matches(_value(record), op.filter)
+
         query = (op.query or "").strip()
         wanted = op.offset + op.limit
+        scored: list[tuple[MemoryRecord, float | None]]
         if query:
-            result = self.memory_client.recall(
-                query,
-                top_k=min(_MAX_CANDIDATES, max(wanted * 4, 50)),
-                filters=self._filters(op.namespace_prefix, indexed_only=True),
-                token_budget=MAX_TOKENS,  # the context block is unused: no budget may cut the page short
-                weights=_BY_SIMILARITY,
-            )
-            # Packing may move a memory announcing a change above others: the order is the similarity's.
-            hits = sorted(result.hits, key=lambda h: h.similarity, reverse=True)
-            scored = [(h.record, h.similarity) for h in hits]
+            filters = self._filters(op.namespace_prefix, indexed_only=True)
+            scored = list(SimilarItems(self.memory_client, query, filters, kept, self._all).best(wanted))
         else:
             records = sorted(self._all(self._filters(op.namespace_prefix)), key=_updated_at, reverse=True)
-            scored = [(r, None) for r in records]
+            scored = [(r, None) for r in records if kept(r)]
         seen: set[tuple[str, str]] = set()
         picked: list[tuple[MemoryRecord, float | None]] = []
         for record, score in scored:
             ident = (record.metadata["lg_ns"], record.metadata["lg_key"])
-            if ident in seen or not _matches(_value(record), op.filter):
+            if ident in seen:
                 continue
             seen.add(ident)
             picked.append((record, score))
