@@ -4,6 +4,7 @@ Chroma store and a real in-process MCP session."""
 from __future__ import annotations
 
 import asyncio
+import json
 from pathlib import Path
 from typing import Any, TypedDict
 
@@ -402,3 +403,31 @@ def test_query_search_scores_items_written_in_one_moment(
     found = store.search(("docs",), query="kubernetes deployment", filter={"n": {"$gte": 25}})
     assert sorted(i.key for i in found) == [f"d{n}" for n in range(25, 30)]
     assert [i.score for i in found] == sorted((i.score for i in found), reverse=True)
+
+
+def test_items_put_before_pinning_existed_are_pinned(timed_engine: MemoryEngine, clock: ManualClock) -> None:
+    """An item the store wrote before it pinned its items (no "pinned" key) is still no memory upkeep may touch."""
+    engine = timed_engine
+    store = HindsightStore(namespace="u1", engine=engine)
+    values = {"a": {"text": "The user prefers dark mode in the editor"}, "b": {"text": "Standup is at 9:30 daily"}}
+    values["c"] = values["a"]  # a repeat the periodic merge would fold
+    for key, value in values.items():  # as the store wrote an item then: its own metadata, no pin
+        metadata = {
+            "lg_item": True,
+            "lg_ns": json.dumps(["notes"]),
+            "lg_key": key,
+            "lg_value": json.dumps(value),
+            "lg_indexed": True,
+            "lg_ttl": 0,
+            "lg_ns_0": "notes",
+        }
+        item = {"content": value["text"], "kind": "fact", "tier": "semantic", "importance": 0.8, "metadata": metadata}
+        store.memory_client.store([item], apply_filter=False, dedup=False, supersede=False)
+    engine.store_memories([{"content": "We deploy to GKE.", "tier": "semantic"}], namespace="u1")
+    clock.advance(days=200)
+    report = engine.upkeep(namespace="u1")
+    assert report.ok and report.count("merged") == report.count("consolidated") == 0
+    assert len(engine.maintain(namespace="u1", caps={Tier.SEMANTIC: 1}).evicted) == 0
+    for key, value in values.items():
+        assert store.get(("notes",), key).value == value  # type: ignore[union-attr]
+        assert _record(engine, key).importance == 0.8

@@ -22,7 +22,8 @@ another). A store must do none of that, so items are created with ``apply_filter
 ``dedup=False`` and ``supersede=False``: what was put is what is stored, as its own
 current memory, in one call. Items are pinned (metadata ``"pinned": true``), so the engine's
 upkeep never decays, archives, evicts, merges or consolidates them: only ``delete`` and the
-TTL remove an item (one put before pinning existed is pinned by its next put).
+TTL remove an item (one put before pinning existed is pinned too: the engine counts the
+store's item mark, ``lg_item``, as a pin).
 """
 
 from __future__ import annotations
@@ -52,12 +53,12 @@ from langgraph.store.base import (
 from langgraph.store.base.embed import get_text_at_path, tokenize_path
 
 from ..core.errors import InvalidInputError
-from ..core.model.records import PINNED_KEY, MemoryRecord
+from ..core.model.records import PINNED_KEY, STORE_ITEM_KEY, MemoryRecord
 from ..mcp.errors import MemoryToolInputError
 from ..mcp.resolve import ClientPool, resolve_namespace
 from .store_search import SimilarItems
 
-MARK = "lg_item"
+MARK = STORE_ITEM_KEY  # every item carries it: what the store lists and recalls, and a pin for upkeep
 _ACTIVE = ["active", "superseded"]  # a superseded store item is still the current value of its key
 _PAGE = 1000  # list_memories' largest page
 
