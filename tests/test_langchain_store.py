@@ -431,3 +431,27 @@ def test_items_put_before_pinning_existed_are_pinned(timed_engine: MemoryEngine,
     for key, value in values.items():
         assert store.get(("notes",), key).value == value  # type: ignore[union-attr]
         assert _record(engine, key).importance == 0.8
+
+
+def test_values_that_fit_the_metadata_limit_are_stored(store: HindsightStore) -> None:
+    """Up to the server's metadata limit, a value is stored; past it the error says what to change.
+
+    As JSON text inside the metadata, a value's quotes count twice: these took 9 KB there, over the 8 KB limit.
+    """
+    fields = {f"k{i}": f"v{i}" for i in range(500)}  # 6.8 KB as JSON
+    quoted = {"text": 'she said "yes" ' * 450}  # 7.7 KB
+    deep: dict[str, Any] = {"leaf": "x"}
+    for level in range(8):
+        deep = {f"l{level}": deep}
+    for key, value in (("fields", fields), ("quoted", quoted), ("deep", deep)):
+        store.put(("d",), key, value)
+        assert store.get(("d",), key).value == value  # type: ignore[union-attr]
+    assert [i.key for i in store.search(("d",), filter={"k7": "v7"})] == ["fields"]
+    store.put(("d",), "fields", deep)  # an update replaces the whole value, whichever way either is kept
+    store.put(("d",), "deep", {"k0": "v0"})
+    assert store.get(("d",), "fields").value == deep  # type: ignore[union-attr]
+    assert store.get(("d",), "deep").value == {"k0": "v0"}  # type: ignore[union-attr]
+    limit = r"value of 'big'.*limit is 8192 \(HINDSIGHT_MAX_METADATA_BYTES\)\. Raise HINDSIGHT_MAX_METADATA_BYTES"
+    with pytest.raises(ValueError, match=rf"{limit} where the memory server runs, or split the value"):
+        store.put(("d",), "big", {"text": "lorem ipsum " * 1700})  # 20 KB
+    assert store.get(("d",), "big") is None

@@ -53,6 +53,7 @@ from langgraph.store.base import (
 from langgraph.store.base.embed import get_text_at_path, tokenize_path
 
 from ..core.errors import InvalidInputError
+from ..core.model.limits import check_metadata, json_size
 from ..core.model.records import PINNED_KEY, STORE_ITEM_KEY, MemoryRecord
 from ..mcp.errors import MemoryToolInputError
 from ..mcp.resolve import ClientPool, resolve_namespace
@@ -61,6 +62,7 @@ from .store_search import SimilarItems
 MARK = STORE_ITEM_KEY  # every item carries it: what the store lists and recalls, and a pin for upkeep
 _ACTIVE = ["active", "superseded"]  # a superseded store item is still the current value of its key
 _PAGE = 1000  # list_memories' largest page
+_SIZE_LIMIT = "HINDSIGHT_MAX_METADATA_BYTES"  # the server setting its refusal of too much metadata names
 
 
 def _flatten(value: Any, prefix: str = "") -> list[str]:
@@ -117,9 +119,26 @@ def _matches(value: Mapping[str, Any], filter: Mapping[str, Any] | None) -> bool
 
 
 def _value(record: MemoryRecord) -> dict[str, Any]:
-    """The item's value: a JSON string under ``lg_value`` (an object there before values of any depth were kept)."""
+    """The item's value: under ``lg_value`` as an object or as JSON text (``_stored``)."""
     stored = record.metadata.get("lg_value")
     return json.loads(stored) if isinstance(stored, str) else dict(stored or {})
+
+
+def _stored(value_json: str) -> Any:
+    """What ``lg_value`` holds: the value as an object where metadata can hold it so, else its JSON text.
+
+    Both count toward the server's metadata size limit as JSON, but text counts each quote and
+    backslash in the value twice (escaped again): a 6.8 KB value of 500 short fields took 9 KB of
+    metadata as text, over the 8 KB default. Text keeps a value metadata cannot (nested deeper than
+    ``MAX_METADATA_DEPTH``, or not finite) and one that is smaller as text (long lists of numbers).
+    """
+    value = json.loads(value_json)  # as text reads back: tuples as lists, keys as strings
+    try:
+        json.dumps(value, allow_nan=False)
+        check_metadata({"lg_value": value}, "value", None)
+    except ValueError:  # InvalidInputError is one
+        return value_json
+    return value if json_size(value, "value") <= json_size(value_json, "value") else value_json
 
 
 def _updated_at(record: MemoryRecord) -> datetime:
@@ -337,7 +356,7 @@ class HindsightStore(BaseStore):
                     client.forget(record.id)
                 return
             value = dict(op.value)
-            try:  # as text: metadata's nesting limit (6 levels) must not bound a value's depth
+            try:
                 value_json = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
             except (TypeError, ValueError) as exc:
                 raise ValueError(f"the value of {op.key!r} must be JSON: {exc}") from None
@@ -349,7 +368,7 @@ class HindsightStore(BaseStore):
                 PINNED_KEY: True,  # upkeep never decays, archives, evicts or merges what a program put
                 "lg_ns": self._ns_key(op.namespace),
                 "lg_key": op.key,
-                "lg_value": value_json,
+                "lg_value": _stored(value_json),
                 "lg_indexed": indexed,
                 "lg_ttl": op.ttl or 0,
                 "lg_updated_at": datetime.now().astimezone().isoformat(),
@@ -358,11 +377,13 @@ class HindsightStore(BaseStore):
             try:
                 self._write(existing, text, "semantic" if indexed else "working", metadata, ttl_seconds)
             except MemoryToolInputError as exc:
-                if not exc.field.endswith("metadata"):
+                if not exc.field.endswith("metadata") or _SIZE_LIMIT not in exc.message:
                     raise
-                size = len(value_json.encode())
                 raise InvalidInputError(
-                    f"value of {op.key!r}", f"{size} bytes as JSON, too large to store; the item's {exc.message}"
+                    f"value of {op.key!r}",
+                    f"{len(value_json.encode())} bytes as JSON, too large to store: the item's metadata, which holds "
+                    f"it beside the item's namespace, key and times, {exc.message.removeprefix('metadata: ')}. Raise "
+                    f"{_SIZE_LIMIT} where the memory server runs, or split the value across several keys",
                 ) from None
 
     def _write(
