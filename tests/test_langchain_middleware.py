@@ -126,6 +126,20 @@ def test_missing_user_fails_before_the_model_runs(engine: MemoryEngine, monkeypa
     assert model.prompts == []
 
 
+def test_a_namespace_given_is_never_moved_by_the_run(engine: MemoryEngine) -> None:
+    """The run's user_id (set for other code, say LangMem) must not take memories from the namespace given."""
+    model = PromptEcho()
+    agent = create_agent(model, middleware=[HindsightMiddleware("u1", engine=engine)], context_schema=UserContext)
+    engine.store("I prefer green tea over coffee, always.", namespace="u1")
+    refused = r"namespace='u1'\) serves that user only.*'alice'.*leave namespace= out"
+    for run in ({"context": UserContext(user_id="alice")}, {"config": {"configurable": {"user_id": "alice"}}}):
+        with pytest.raises(ConfigurationError, match=refused):
+            ask(agent, "What do I drink?", **run)
+    assert model.prompts == [] and engine.namespaces() == ["u1"]  # refused before the model, nothing written
+    ask(agent, "What do I drink?", context=UserContext(user_id="u1", session_id="t1"))  # the same user
+    assert "green tea" in model.prompts[-1] and len(engine.working_window(session_id="t1", namespace="u1")) == 2
+
+
 def test_a_plain_agent_run_needs_no_session(engine: MemoryEngine) -> None:
     """No checkpointer, no thread, no session_id: the runs form the middleware's own conversation."""
     model = PromptEcho()

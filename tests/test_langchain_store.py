@@ -4,6 +4,7 @@ Chroma store and a real in-process MCP session."""
 from __future__ import annotations
 
 import asyncio
+import json
 from pathlib import Path
 from typing import Any, TypedDict
 
@@ -16,7 +17,7 @@ from hindsight_integrations import MemoryEngine
 from hindsight_integrations.core.clock import ManualClock
 from hindsight_integrations.core.errors import ConfigurationError
 from hindsight_integrations.core.model.records import Status, Tier
-from hindsight_integrations.langchain import HindsightStore
+from hindsight_integrations.langchain import HindsightStore, store_search
 from hindsight_integrations.mcp.client import MemoryClient
 
 
@@ -372,3 +373,85 @@ def test_sequence_filters_match_lists_and_tuples_alike(store: HindsightStore) ->
         assert [i.key for i in store.search(("a",), filter=filter)] == ["k"], filter
     for filter in ({"tags": ("x",)}, {"pair": (2, 1)}, {"tags": ("x", "y", "z")}):
         assert store.search(("a",), filter=filter) == [], filter
+
+
+def test_query_search_filters_before_ranking(store: HindsightStore) -> None:
+    """As InMemoryStore: the filter picks the items, then they are ranked, so matches below recall's 200 are found."""
+    infra = [
+        PutOp(("docs",), f"d{n}", {"text": f"kubernetes deployment note {n}", "team": "infra"}) for n in range(205)
+    ]
+    kitchen = {"pie": "my grandmother's apple pie recipe", "cake": "a carrot cake for the office party"}
+    store.batch([*infra, *(PutOp(("docs",), key, {"text": text, "team": "kitchen"}) for key, text in kitchen.items())])
+    query = "kubernetes deployment"
+    found = store.search(("docs",), query=query, filter={"team": "kitchen"})
+    assert {i.key for i in found} == set(kitchen)
+    assert [i.score for i in found] == sorted((i.score for i in found), reverse=True)
+    first = store.search(("docs",), query=query, limit=200)
+    deep = store.search(("docs",), query=query, offset=200, limit=10)  # past one recall's page, no filter
+    assert len(deep) == 7 and not {i.key for i in deep} & {i.key for i in first}
+    assert min(i.score for i in first) >= max(i.score for i in deep)  # type: ignore[type-var]
+
+
+def test_query_search_scores_items_written_in_one_moment(
+    timed_engine: MemoryEngine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Items too many to recall by their time (one moment, as a replayed history has) are scored one by one."""
+    monkeypatch.setattr(store_search, "MAX_TOP_K", 10)  # a recall returns 10: 30 items in one moment are too many
+    monkeypatch.setattr(store_search, "SLICE", 5)
+    store = HindsightStore(namespace="u1", engine=timed_engine)
+    store.batch([PutOp(("docs",), f"d{n}", {"text": f"kubernetes deployment note {n}", "n": n}) for n in range(30)])
+    found = store.search(("docs",), query="kubernetes deployment", filter={"n": {"$gte": 25}})
+    assert sorted(i.key for i in found) == [f"d{n}" for n in range(25, 30)]
+    assert [i.score for i in found] == sorted((i.score for i in found), reverse=True)
+
+
+def test_items_put_before_pinning_existed_are_pinned(timed_engine: MemoryEngine, clock: ManualClock) -> None:
+    """An item the store wrote before it pinned its items (no "pinned" key) is still no memory upkeep may touch."""
+    engine = timed_engine
+    store = HindsightStore(namespace="u1", engine=engine)
+    values = {"a": {"text": "The user prefers dark mode in the editor"}, "b": {"text": "Standup is at 9:30 daily"}}
+    values["c"] = values["a"]  # a repeat the periodic merge would fold
+    for key, value in values.items():  # as the store wrote an item then: its own metadata, no pin
+        metadata = {
+            "lg_item": True,
+            "lg_ns": json.dumps(["notes"]),
+            "lg_key": key,
+            "lg_value": json.dumps(value),
+            "lg_indexed": True,
+            "lg_ttl": 0,
+            "lg_ns_0": "notes",
+        }
+        item = {"content": value["text"], "kind": "fact", "tier": "semantic", "importance": 0.8, "metadata": metadata}
+        store.memory_client.store([item], apply_filter=False, dedup=False, supersede=False)
+    engine.store_memories([{"content": "We deploy to GKE.", "tier": "semantic"}], namespace="u1")
+    clock.advance(days=200)
+    report = engine.upkeep(namespace="u1")
+    assert report.ok and report.count("merged") == report.count("consolidated") == 0
+    assert len(engine.maintain(namespace="u1", caps={Tier.SEMANTIC: 1}).evicted) == 0
+    for key, value in values.items():
+        assert store.get(("notes",), key).value == value  # type: ignore[union-attr]
+        assert _record(engine, key).importance == 0.8
+
+
+def test_values_that_fit_the_metadata_limit_are_stored(store: HindsightStore) -> None:
+    """Up to the server's metadata limit, a value is stored; past it the error says what to change.
+
+    As JSON text inside the metadata, a value's quotes count twice: these took 9 KB there, over the 8 KB limit.
+    """
+    fields = {f"k{i}": f"v{i}" for i in range(500)}  # 6.8 KB as JSON
+    quoted = {"text": 'she said "yes" ' * 450}  # 7.7 KB
+    deep: dict[str, Any] = {"leaf": "x"}
+    for level in range(8):
+        deep = {f"l{level}": deep}
+    for key, value in (("fields", fields), ("quoted", quoted), ("deep", deep)):
+        store.put(("d",), key, value)
+        assert store.get(("d",), key).value == value  # type: ignore[union-attr]
+    assert [i.key for i in store.search(("d",), filter={"k7": "v7"})] == ["fields"]
+    store.put(("d",), "fields", deep)  # an update replaces the whole value, whichever way either is kept
+    store.put(("d",), "deep", {"k0": "v0"})
+    assert store.get(("d",), "fields").value == deep  # type: ignore[union-attr]
+    assert store.get(("d",), "deep").value == {"k0": "v0"}  # type: ignore[union-attr]
+    limit = r"value of 'big'.*limit is 8192 \(HINDSIGHT_MAX_METADATA_BYTES\)\. Raise HINDSIGHT_MAX_METADATA_BYTES"
+    with pytest.raises(ValueError, match=rf"{limit} where the memory server runs, or split the value"):
+        store.put(("d",), "big", {"text": "lorem ipsum " * 1700})  # 20 KB
+    assert store.get(("d",), "big") is None

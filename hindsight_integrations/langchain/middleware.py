@@ -7,12 +7,15 @@ back as if the user had said them. After the agent finishes, the turn (the user'
 message, tool results, the final answer) is recorded through the MCP client, where the
 write filter and extraction decide what becomes long-term memory.
 
-The user and session come from the run — ``context=`` (``user_id``/``namespace``,
-``session_id``/``thread_id``) or ``config["configurable"]`` — so one agent serves many
-users; the constructor's ``namespace``/``session_id`` are the fallback, then the run's
-thread id. A run that names no session at all (a plain ``agent.invoke`` without a
-checkpointer) is recorded into a session of the middleware's own, one per middleware, so
-the simplest ``create_agent`` works and its runs still form one conversation.
+Without a ``namespace``, the user comes from the run — ``context=`` (``user_id``/``namespace``)
+or ``config["configurable"]`` — so one agent serves many users. A middleware given a
+``namespace`` serves that user only, as the memory tools given the same one do: a run naming
+another user is refused (a ``user_id`` set for other code must not move its memories), never
+silently redirected. The session comes from the run (``session_id``/``thread_id``), else the
+constructor's ``session_id``, then the run's thread id. A run that names no session at all (a
+plain ``agent.invoke`` without a checkpointer) is recorded into a session of the middleware's
+own, one per middleware, so the simplest ``create_agent`` works and its runs still form one
+conversation.
 """
 
 from __future__ import annotations
@@ -80,7 +83,8 @@ class HindsightMiddleware(AgentMiddleware[AgentState[Any], Any]):
 
     ``create_agent(model, tools, middleware=[HindsightMiddleware(namespace="u1")])``, then
     ``agent.invoke({...})``: turns go to the run's thread (``config={"configurable":
-    {"thread_id": "s1"}}``) when it has one, else to ``default_session_id``. Pass
+    {"thread_id": "s1"}}``) when it has one, else to ``default_session_id``. Leave
+    ``namespace`` out to serve the user each run names (``user_id``). Pass
     ``client=`` (a MemoryClient) or ``engine=`` to choose the store explicitly; otherwise
     the environment decides (see ``HindsightMemory``).
     """
@@ -111,15 +115,22 @@ class HindsightMiddleware(AgentMiddleware[AgentState[Any], Any]):
 
     # -- who is this run for ------------------------------------------------------------------
     def scope(self, runtime: Runtime[Any] | None) -> tuple[str, str]:
-        """(namespace, session_id) of the current run: run context, then config, then constructor.
+        """(namespace, session_id) of the current run.
 
-        The session falls back further to the run's thread id, then ``default_session_id``.
+        The namespace is the constructor's, else the run's user (context, then config), else
+        ``HINDSIGHT_NAMESPACE``; a run naming a user other than the constructor's is refused.
+        The session: run context, config, constructor, the run's thread id, ``default_session_id``.
         """
         context = getattr(runtime, "context", None)
         configurable = _configurable()
-        namespace = _lookup(context, _USER_KEYS) or _lookup(configurable, _USER_KEYS) or self.namespace
-        if namespace is None:
-            namespace = os.environ.get("HINDSIGHT_NAMESPACE") or None
+        user = _lookup(context, _USER_KEYS) or _lookup(configurable, _USER_KEYS)
+        if self.namespace is not None and user is not None and user != self.namespace:
+            raise ConfigurationError(
+                f"HindsightMiddleware(namespace={self.namespace!r}) serves that user only, but this run names "
+                f"user {user!r} (namespace or user_id in its context or config['configurable']): leave namespace= "
+                "out to use the user each run names, or run it without another user"
+            )
+        namespace = self.namespace or user or os.environ.get("HINDSIGHT_NAMESPACE") or None
         if namespace is None:
             raise ConfigurationError(
                 "HindsightMiddleware does not know whose memories to use: pass namespace=... to it, "

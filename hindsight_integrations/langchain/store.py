@@ -22,7 +22,8 @@ another). A store must do none of that, so items are created with ``apply_filter
 ``dedup=False`` and ``supersede=False``: what was put is what is stored, as its own
 current memory, in one call. Items are pinned (metadata ``"pinned": true``), so the engine's
 upkeep never decays, archives, evicts, merges or consolidates them: only ``delete`` and the
-TTL remove an item (one put before pinning existed is pinned by its next put).
+TTL remove an item (one put before pinning existed is pinned too: the engine counts the
+store's item mark, ``lg_item``, as a pin).
 """
 
 from __future__ import annotations
@@ -52,30 +53,16 @@ from langgraph.store.base import (
 from langgraph.store.base.embed import get_text_at_path, tokenize_path
 
 from ..core.errors import InvalidInputError
-from ..core.model.limits import MAX_TOKENS
-from ..core.model.records import PINNED_KEY, MemoryRecord
+from ..core.model.limits import check_metadata, json_size
+from ..core.model.records import PINNED_KEY, STORE_ITEM_KEY, MemoryRecord
 from ..mcp.errors import MemoryToolInputError
 from ..mcp.resolve import ClientPool, resolve_namespace
+from .store_search import SimilarItems
 
-MARK = "lg_item"
+MARK = STORE_ITEM_KEY  # every item carries it: what the store lists and recalls, and a pin for upkeep
 _ACTIVE = ["active", "superseded"]  # a superseded store item is still the current value of its key
 _PAGE = 1000  # list_memories' largest page
-_MAX_CANDIDATES = 200  # recall's default max_top_k
-# What a LangGraph store's semantic search ranks by (InMemoryStore: the cosine of the item's
-# embedding to the query's), not recall's fusion, whose min-max normalised BM25 gives full
-# weight to the one item sharing a stray word ("user") with the query.
-_BY_SIMILARITY: dict[str, float | None] = {
-    "similarity": 1.0,
-    "recency": 0.0,
-    "importance": 0.0,
-    "access": 0.0,
-    "dense": 1.0,
-    "lexical": 0.0,
-    "context": 0.0,
-    "entity_boost": 0.0,
-    "time_boost": 0.0,
-    "neighbour_boost": 0.0,
-}
+_SIZE_LIMIT = "HINDSIGHT_MAX_METADATA_BYTES"  # the server setting its refusal of too much metadata names
 
 
 def _flatten(value: Any, prefix: str = "") -> list[str]:
@@ -127,14 +114,31 @@ def _operator(actual: Any, op: str, operand: Any) -> bool:
 
 
 def _matches(value: Mapping[str, Any], filter: Mapping[str, Any] | None) -> bool:
-    """Whether an item's value passes a search ``filter``; applied here, after recall or listing."""
+    """Whether an item's value passes a search ``filter`` (which no recall or listing filter can express)."""
     return not filter or all(_compare(value.get(k), v) for k, v in filter.items())
 
 
 def _value(record: MemoryRecord) -> dict[str, Any]:
-    """The item's value: a JSON string under ``lg_value`` (an object there before values of any depth were kept)."""
+    """The item's value: under ``lg_value`` as an object or as JSON text (``_stored``)."""
     stored = record.metadata.get("lg_value")
     return json.loads(stored) if isinstance(stored, str) else dict(stored or {})
+
+
+def _stored(value_json: str) -> Any:
+    """What ``lg_value`` holds: the value as an object where metadata can hold it so, else its JSON text.
+
+    Both count toward the server's metadata size limit as JSON, but text counts each quote and
+    backslash in the value twice (escaped again): a 6.8 KB value of 500 short fields took 9 KB of
+    metadata as text, over the 8 KB default. Text keeps a value metadata cannot (nested deeper than
+    ``MAX_METADATA_DEPTH``, or not finite) and one that is smaller as text (long lists of numbers).
+    """
+    value = json.loads(value_json)  # as text reads back: tuples as lists, keys as strings
+    try:
+        json.dumps(value, allow_nan=False)
+        check_metadata({"lg_value": value}, "value", None)
+    except ValueError:  # InvalidInputError is one
+        return value_json
+    return value if json_size(value, "value") <= json_size(value_json, "value") else value_json
 
 
 def _updated_at(record: MemoryRecord) -> datetime:
@@ -301,31 +305,30 @@ class HindsightStore(BaseStore):
         return self._item(found[0])
 
     def _search(self, op: SearchOp) -> list[SearchItem]:
-        """Recall over indexed items for a query, else the newest items; one result per key.
+        """The items the filter keeps, most similar to a query first (else newest first); one result per key.
 
-        A query's results are ranked and scored by cosine similarity, as LangGraph's own stores do.
+        The filter applies before ranking and paging, as in LangGraph's own stores: a match far
+        down the similarity ranking is still found (``store_search.py``). A query's results are
+        ranked and scored by cosine similarity.
         """
+
+        def kept(record: MemoryRecord) -> bool:
+            return _matches(_value(record), op.filter)
+
         query = (op.query or "").strip()
         wanted = op.offset + op.limit
+        scored: list[tuple[MemoryRecord, float | None]]
         if query:
-            result = self.memory_client.recall(
-                query,
-                top_k=min(_MAX_CANDIDATES, max(wanted * 4, 50)),
-                filters=self._filters(op.namespace_prefix, indexed_only=True),
-                token_budget=MAX_TOKENS,  # the context block is unused: no budget may cut the page short
-                weights=_BY_SIMILARITY,
-            )
-            # Packing may move a memory announcing a change above others: the order is the similarity's.
-            hits = sorted(result.hits, key=lambda h: h.similarity, reverse=True)
-            scored = [(h.record, h.similarity) for h in hits]
+            filters = self._filters(op.namespace_prefix, indexed_only=True)
+            scored = list(SimilarItems(self.memory_client, query, filters, kept, self._all).best(wanted))
         else:
             records = sorted(self._all(self._filters(op.namespace_prefix)), key=_updated_at, reverse=True)
-            scored = [(r, None) for r in records]
+            scored = [(r, None) for r in records if kept(r)]
         seen: set[tuple[str, str]] = set()
         picked: list[tuple[MemoryRecord, float | None]] = []
         for record, score in scored:
             ident = (record.metadata["lg_ns"], record.metadata["lg_key"])
-            if ident in seen or not _matches(_value(record), op.filter):
+            if ident in seen:
                 continue
             seen.add(ident)
             picked.append((record, score))
@@ -353,7 +356,7 @@ class HindsightStore(BaseStore):
                     client.forget(record.id)
                 return
             value = dict(op.value)
-            try:  # as text: metadata's nesting limit (6 levels) must not bound a value's depth
+            try:
                 value_json = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
             except (TypeError, ValueError) as exc:
                 raise ValueError(f"the value of {op.key!r} must be JSON: {exc}") from None
@@ -365,7 +368,7 @@ class HindsightStore(BaseStore):
                 PINNED_KEY: True,  # upkeep never decays, archives, evicts or merges what a program put
                 "lg_ns": self._ns_key(op.namespace),
                 "lg_key": op.key,
-                "lg_value": value_json,
+                "lg_value": _stored(value_json),
                 "lg_indexed": indexed,
                 "lg_ttl": op.ttl or 0,
                 "lg_updated_at": datetime.now().astimezone().isoformat(),
@@ -374,11 +377,13 @@ class HindsightStore(BaseStore):
             try:
                 self._write(existing, text, "semantic" if indexed else "working", metadata, ttl_seconds)
             except MemoryToolInputError as exc:
-                if not exc.field.endswith("metadata"):
+                if not exc.field.endswith("metadata") or _SIZE_LIMIT not in exc.message:
                     raise
-                size = len(value_json.encode())
                 raise InvalidInputError(
-                    f"value of {op.key!r}", f"{size} bytes as JSON, too large to store; the item's {exc.message}"
+                    f"value of {op.key!r}",
+                    f"{len(value_json.encode())} bytes as JSON, too large to store: the item's metadata, which holds "
+                    f"it beside the item's namespace, key and times, {exc.message.removeprefix('metadata: ')}. Raise "
+                    f"{_SIZE_LIMIT} where the memory server runs, or split the value across several keys",
                 ) from None
 
     def _write(

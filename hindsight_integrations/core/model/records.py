@@ -37,6 +37,13 @@ Upkeep leaves a pinned memory exactly as written: it is never decayed, archived,
 or consolidated, and does not count toward a tier's cap. Only its writer's update, forget or TTL changes it.
 """
 
+STORE_ITEM_KEY = "lg_item"
+"""Metadata flag of a LangGraph store item (``HindsightStore``), which counts as a pin (``MemoryRecord.pinned``).
+
+The store pins each item it puts; items it put before pinning existed carry this flag and not
+``PINNED_KEY``, and are its data all the same.
+"""
+
 LAYOUT = 2
 PACKED_KEY = "record_json"
 # Stored as their own Chroma keys in layout 2: filtered on, or updated alone.
@@ -232,8 +239,8 @@ class MemoryRecord(BaseModel):
 
     @property
     def pinned(self) -> bool:
-        """Whether its writer pinned it (``PINNED_KEY``): upkeep then leaves it as written."""
-        return self.metadata.get(PINNED_KEY) is True
+        """Whether its writer pinned it (``PINNED_KEY``, or a store item's ``STORE_ITEM_KEY``): upkeep leaves it be."""
+        return self.metadata.get(PINNED_KEY) is True or self.metadata.get(STORE_ITEM_KEY) is True
 
     def is_expired(self, now: datetime | None = None) -> bool:
         """Whether its TTL has passed (expired memories are hidden from recall, not destroyed)."""
