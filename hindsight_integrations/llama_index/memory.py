@@ -39,6 +39,7 @@ from ._messages import (
     message_text,
     sanitize_history,
     snapshot,
+    turn_text,
     turn_to_message,
 )
 from ._recall import DEFAULT_TOKEN_BUDGET, RecallOptions, check_filters, context_of, select_hits
@@ -146,7 +147,7 @@ class HindsightChatMemory(BaseMemory):
         """Arguments of ``record_turn`` for a message, or None when there is nothing to record."""
         if is_injected_context(message):
             return None  # our own recalled block, handed back by a caller: never re-learn it
-        text = message_text(message)
+        text = turn_text(message)
         if not text:
             log.info("skipping a %s message with no text to remember", message.role)
             return None
@@ -209,9 +210,9 @@ class HindsightChatMemory(BaseMemory):
         the history it got from us), only the tail is recorded: re-recording the rest would
         re-embed it and churn the window for nothing.
         """
-        wanted = [m for m in messages if not is_injected_context(m) and message_text(m)]
+        wanted = [m for m in messages if not is_injected_context(m) and turn_text(m)]
         stored = [(r.role.value, r.content.strip()) for r in window]
-        given = [(hindsight_role(m).value, message_text(m).strip()) for m in wanted]
+        given = [(hindsight_role(m).value, turn_text(m).strip()) for m in wanted]
         if stored and stored == given[: len(stored)]:
             return False, wanted[len(stored) :]
         return bool(window), wanted

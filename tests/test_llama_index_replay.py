@@ -1,0 +1,84 @@
+"""What HindsightChatMemory replays to the model is what a chat API accepts, whatever the messages held.
+
+Chat APIs (OpenAI, Anthropic) reject a history in which an assistant's tool call has no
+tool result after it, so every replayed call must be answered; and a message the memory
+server refuses whole (over its size limit) must still reach the model.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import pytest
+from llama_index.core.agent.workflow import FunctionAgent
+from llama_index.core.base.llms.types import ChatMessage, MessageRole, TextBlock, ToolCallBlock
+from llama_index.core.llms.mock import MockFunctionCallingLLMWithChatMemoryOfLastCall
+from llama_index.core.tools import FunctionTool
+
+from hindsight_integrations.llama_index import HindsightChatMemory
+from hindsight_integrations.llama_index._messages import sanitize_history
+
+from .llama_index_support import Stores, stores  # noqa: F401
+
+
+def unanswered_calls(history: Sequence[ChatMessage]) -> list[str]:
+    """Names of the tool calls in ``history`` that no tool message answers."""
+    answered = {m.additional_kwargs.get("tool_call_id") for m in history if m.role == MessageRole.TOOL}
+    return [
+        b.tool_name
+        for m in history
+        for b in m.blocks
+        if isinstance(b, ToolCallBlock) and b.tool_call_id not in answered
+    ]
+
+
+@pytest.mark.parametrize(
+    "result",
+    ["", "log line\n" * 1100, "log line\n" * 5000],
+    ids=["empty", "10KB-over-the-metadata-limit", "45KB-over-the-content-limit"],
+)
+async def test_every_replayed_tool_call_has_its_result(stores: Stores, result: str) -> None:
+    def run_job() -> str:
+        """Run the nightly job and return its output."""
+        return result
+
+    memory = HindsightChatMemory.from_defaults(namespace="u1", session_id="tools", client=stores.client("u1"))
+    agent = FunctionAgent(
+        llm=MockFunctionCallingLLMWithChatMemoryOfLastCall(), tools=[FunctionTool.from_defaults(run_job)]
+    )
+    await agent.run("Please run the nightly job.", memory=memory)
+    history = await memory.aget_all()
+    assert unanswered_calls(history) == []
+    assert [m.role for m in history if m.role != MessageRole.SYSTEM][:2] == [MessageRole.USER, MessageRole.ASSISTANT]
+    if len(result) < 30_000:  # recorded whole: replayed as the tool message it was
+        (tool,) = [m for m in history if m.role == MessageRole.TOOL]
+        assert str(tool.content).strip() == (result.strip() or "(the tool returned nothing)")
+
+
+def test_a_call_without_its_result_is_replayed_as_text_and_an_answered_one_is_kept() -> None:
+    window = [
+        ChatMessage(role="user", content="Check the weather and the calendar."),
+        ChatMessage(
+            role="assistant",
+            blocks=[
+                ToolCallBlock(tool_call_id="c1", tool_name="weather", tool_kwargs={"city": "Oslo"}),
+                ToolCallBlock(tool_call_id="c2", tool_name="calendar", tool_kwargs={}),
+            ],
+        ),
+        ChatMessage(role="tool", content="Sunny", additional_kwargs={"tool_call_id": "c1"}),
+        ChatMessage(
+            role="assistant",
+            content="",
+            additional_kwargs={"tool_calls": [{"id": "c3", "function": {"name": "email", "arguments": "{}"}}]},
+        ),
+        ChatMessage(role="assistant", content="Sunny in Oslo."),
+    ]
+    history = sanitize_history(window)
+    assert unanswered_calls(history) == []
+    assert [m.role for m in history] == [m.role for m in window]
+    calls = history[1]
+    assert [b.tool_call_id for b in calls.blocks if isinstance(b, ToolCallBlock)] == ["c1"]
+    assert any(isinstance(b, TextBlock) and b.text == "[tool call] calendar({})" for b in calls.blocks)
+    assert "tool_calls" not in history[3].additional_kwargs
+    assert "[tool call] email({})" in str(history[3].content)
+    assert history[2].content == "Sunny"
