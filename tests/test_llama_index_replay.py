@@ -8,13 +8,17 @@ server refuses whole (over its size limit) must still reach the model.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
 
 import pytest
 from llama_index.core.agent.workflow import FunctionAgent
 from llama_index.core.base.llms.types import ChatMessage, MessageRole, TextBlock, ToolCallBlock
-from llama_index.core.llms.mock import MockFunctionCallingLLMWithChatMemoryOfLastCall
+from llama_index.core.chat_engine import SimpleChatEngine
+from llama_index.core.llms.mock import MockFunctionCallingLLMWithChatMemoryOfLastCall, MockLLMWithChatMemoryOfLastCall
 from llama_index.core.tools import FunctionTool
 
+from hindsight_integrations import MemoryEngine
 from hindsight_integrations.llama_index import HindsightChatMemory
 from hindsight_integrations.llama_index._messages import sanitize_history
 
@@ -49,7 +53,6 @@ async def test_every_replayed_tool_call_has_its_result(stores: Stores, result: s
     await agent.run("Please run the nightly job.", memory=memory)
     history = await memory.aget_all()
     assert unanswered_calls(history) == []
-    assert [m.role for m in history if m.role != MessageRole.SYSTEM][:2] == [MessageRole.USER, MessageRole.ASSISTANT]
     if len(result) < 30_000:  # recorded whole: replayed as the tool message it was
         (tool,) = [m for m in history if m.role == MessageRole.TOOL]
         assert str(tool.content).strip() == (result.strip() or "(the tool returned nothing)")
@@ -82,3 +85,30 @@ def test_a_call_without_its_result_is_replayed_as_text_and_an_answered_one_is_ke
     assert "tool_calls" not in history[3].additional_kwargs
     assert "[tool call] email({})" in str(history[3].content)
     assert history[2].content == "Sunny"
+
+
+PASTE = "Please find the bug in this log:\n" + "ERROR the cache in module x failed at line 42\n" * 900 + "What's wrong?"
+
+
+def test_a_message_over_the_size_limit_still_reaches_the_model(stores: Stores) -> None:
+    """A 42 KB paste (the limit is 32 KB): the model is shown its beginning and its question, not the turn before."""
+    llm = MockLLMWithChatMemoryOfLastCall(is_chat_model=True)
+    memory = HindsightChatMemory.from_defaults(namespace="u1", session_id="paste", client=stores.client("u1"))
+    SimpleChatEngine.from_defaults(llm=llm, memory=memory).chat("Hello, I am Ann.")
+    SimpleChatEngine.from_defaults(llm=llm, memory=memory).chat(PASTE)
+    shown = str(llm.last_chat_messages[-1].content)
+    assert llm.last_chat_messages[-1].role == MessageRole.USER
+    assert shown.startswith("Please find the bug in this log:") and shown.endswith("What's wrong?")
+    assert "characters left out here" in shown
+    assert [m.role for m in memory.get_all()][-2:] == [MessageRole.USER, MessageRole.ASSISTANT]
+
+
+async def test_a_server_with_a_lower_limit_gets_a_shorter_message(store_path: Path, embedder: Any) -> None:
+    engine = MemoryEngine(store=store_path, embedder=embedder, llm=False, max_content_bytes=5000)
+    try:
+        memory = HindsightChatMemory.from_defaults(namespace="u1", session_id="paste", engine=engine)
+        await memory.aput(ChatMessage(role="user", content=PASTE))
+        (turn,) = await memory.aget_all()
+        assert len(str(turn.content).encode()) <= 5000 and str(turn.content).endswith("What's wrong?")
+    finally:
+        engine.close()
