@@ -112,3 +112,22 @@ async def test_a_server_with_a_lower_limit_gets_a_shorter_message(store_path: Pa
         assert len(str(turn.content).encode()) <= 5000 and str(turn.content).endswith("What's wrong?")
     finally:
         engine.close()
+
+
+def test_memories_put_in_a_user_message_are_never_recorded_as_the_users_words(stores: Stores) -> None:
+    """insert_method="user" puts the recalled block before the user's text; handing it back records the text only."""
+    client = stores.client("u1")
+    HindsightChatMemory.from_defaults(namespace="u1", session_id="teach", client=client).put(
+        ChatMessage(role="user", content="My dog is called Biscuit and she is a three year old beagle.")
+    )
+    memory = HindsightChatMemory.from_defaults(namespace="u1", session_id="s", client=client, insert_method="user")
+    memory.put(ChatMessage(role="user", content="What is the name of my dog?"))
+    shown = memory.get()
+    assert "Biscuit" in str(shown[-1].content)
+    memory.set(shown)  # e.g. agent.run(chat_history=...) with what the memory returned
+    memory.put_messages([shown[-1], ChatMessage(role="assistant", content="Her name is Biscuit.")])
+    assert [r.content for r in client.working_memory("s")] == [
+        "What is the name of my dog?",
+        "What is the name of my dog?",
+        "Her name is Biscuit.",
+    ]

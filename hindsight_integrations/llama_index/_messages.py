@@ -37,6 +37,7 @@ from llama_index.core.base.llms.types import (
 )
 
 from ..core.model.records import MemoryRecord, Role
+from ..core.recall.context import CONTEXT_FOOTER, CONTEXT_HEADER
 from ..core.redaction import describe_error
 
 log = logging.getLogger("hindsight.llama_index")
@@ -70,6 +71,24 @@ def hindsight_role(message: ChatMessage) -> Role:
 def is_injected_context(message: ChatMessage) -> bool:
     """Whether this is the recalled-memory message we injected (never to be recorded or used as a query)."""
     return bool(message.additional_kwargs.get(CONTEXT_FLAG))
+
+
+def without_injected_context(message: ChatMessage) -> ChatMessage:
+    """``message`` without the recalled block that ``insert_method="user"`` put in front of its text.
+
+    That block is ours, not the user's words: a caller handing the message back (``set``,
+    ``put``, ``agent.run(chat_history=...)``) must not have it recorded as said by the user.
+    """
+    first = message.blocks[0] if message.blocks else None
+    if (
+        message.role == MessageRole.USER
+        and len(message.blocks) > 1
+        and isinstance(first, TextBlock)
+        and first.text.startswith(CONTEXT_HEADER)
+        and first.text.rstrip().endswith(CONTEXT_FOOTER)
+    ):
+        return message.model_copy(update={"blocks": message.blocks[1:]})
+    return message
 
 
 def _tool_call_line(name: str, arguments: Any) -> str:

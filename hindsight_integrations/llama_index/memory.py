@@ -41,6 +41,7 @@ from ._messages import (
     snapshot,
     turn_text,
     turn_to_message,
+    without_injected_context,
 )
 from ._recall import DEFAULT_TOKEN_BUDGET, RecallOptions, check_filters, context_of, select_hits
 
@@ -147,6 +148,7 @@ class HindsightChatMemory(BaseMemory):
         """Arguments of ``record_turn`` for a message, or None when there is nothing to record."""
         if is_injected_context(message):
             return None  # our own recalled block, handed back by a caller: never re-learn it
+        message = without_injected_context(message)
         text = turn_text(message)
         if not text:
             log.info("skipping a %s message with no text to remember", message.role)
@@ -210,7 +212,8 @@ class HindsightChatMemory(BaseMemory):
         the history it got from us), only the tail is recorded: re-recording the rest would
         re-embed it and churn the window for nothing.
         """
-        wanted = [m for m in messages if not is_injected_context(m) and turn_text(m)]
+        live = [without_injected_context(m) for m in messages if not is_injected_context(m)]
+        wanted = [m for m in live if turn_text(m)]
         stored = [(r.role.value, r.content.strip()) for r in window]
         given = [(hindsight_role(m).value, turn_text(m).strip()) for m in wanted]
         if stored and stored == given[: len(stored)]:
