@@ -22,7 +22,7 @@ from pydantic import ConfigDict, Field, PrivateAttr, model_validator
 from ..core.errors import InvalidInputError
 from ..core.model.records import MemoryRecord, Role
 from ..core.model.results import RecallResult
-from ..core.recall.context import format_context
+from ..core.recall.context import format_context, pack_within_budget
 from ..mcp.refusals import query_tail, skip_refused_text
 from ..mcp.resolve import ClientPool, require_session, resolve_namespace
 
@@ -62,13 +62,18 @@ def message_name(value: Any) -> str | None:
     return None
 
 
-def long_term_context(result: RecallResult, window: Sequence[MemoryRecord]) -> str:
-    """The recalled block, minus memories distilled from turns the prompt already shows verbatim."""
+def long_term_context(result: RecallResult, window: Sequence[MemoryRecord], token_budget: int | None = None) -> str:
+    """The recalled block, minus memories distilled from turns the prompt already shows verbatim.
+
+    Packed into ``token_budget`` as the server packs its own block (whole memories, then trimmed
+    to the sentences that match the query): the hits are whole memories, and formatting them
+    as they are would overrun the budget the server's block kept to.
+    """
     shown = {t.id for t in window}
     records = [
         h.record for h in result.hits if not (h.record.source.message_ids and set(h.record.source.message_ids) <= shown)
     ]
-    return format_context(records)
+    return format_context(pack_within_budget(records, token_budget, query=result.query))
 
 
 class HindsightMemory(BaseMemory):
@@ -140,7 +145,7 @@ class HindsightMemory(BaseMemory):
             if self.return_messages
             else get_buffer_string(messages, human_prefix=self.human_prefix, ai_prefix=self.ai_prefix)
         )
-        context = long_term_context(recalled, window) if recalled is not None else ""
+        context = long_term_context(recalled, window, self.token_budget) if recalled is not None else ""
         return {self.memory_key: history, self.long_term_key: context}
 
     def load_memory_variables(self, inputs: dict[str, Any]) -> dict[str, Any]:
