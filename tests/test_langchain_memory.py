@@ -218,3 +218,19 @@ def test_the_long_term_block_keeps_to_its_token_budget(engine: MemoryEngine) -> 
         memory = HindsightMemory(namespace="u1", session_id="s1", engine=engine, token_budget=budget)
         block = memory.load_memory_variables({"input": question})["long_term_memory"]
         assert CONTEXT_HEADER in block and estimate_tokens(block) <= budget
+
+
+async def test_the_window_loads_without_inputs_and_several_inputs_name_the_fix(engine: MemoryEngine) -> None:
+    """``memory.load_memory_variables({})``, LangChain's usual way to look at a memory, shows the window."""
+    memory = HindsightMemory(namespace="u1", session_id="s1", engine=engine)
+    memory.save_context({"input": "My project deadline is next Friday."}, {"output": "Noted, Friday it is."})
+    for loaded in (memory.load_memory_variables({}), await memory.aload_memory_variables({})):
+        assert [m.text for m in loaded["chat_history"]] == [
+            "My project deadline is next Friday.",
+            "Noted, Friday it is.",
+        ]
+        assert loaded["long_term_memory"] == ""
+    with pytest.raises(ValueError, match=r"several inputs \['input', 'language'\]; set input_key="):
+        memory.load_memory_variables({"input": "When is the deadline?", "language": "fr"})
+    keyed = HindsightMemory(namespace="u1", session_id="s1", engine=engine, input_key="input")
+    assert len(keyed.load_memory_variables({"input": "When is the deadline?", "language": "fr"})["chat_history"]) == 2

@@ -15,7 +15,6 @@ from collections.abc import Sequence
 from typing import Any, cast
 
 from langchain_classic.base_memory import BaseMemory
-from langchain_classic.memory.utils import get_prompt_input_key
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, get_buffer_string
 from pydantic import ConfigDict, Field, PrivateAttr, model_validator
 
@@ -133,10 +132,21 @@ class HindsightMemory(BaseMemory):
         return [self.memory_key, self.long_term_key]
 
     # -- reading ------------------------------------------------------------------------------
+    def _input(self, inputs: dict[str, Any]) -> Any:
+        """The user's input: ``input_key``, else the one prompt input that is not ours, else None (no input).
+
+        Raises ``ValueError`` naming the inputs when there are several and ``input_key`` is unset.
+        """
+        if self.input_key:
+            return inputs.get(self.input_key)
+        keys = sorted(set(inputs).difference([*self.memory_variables, "stop"]))  # "stop" is no prompt input
+        if len(keys) > 1:
+            raise ValueError(f"HindsightMemory: several inputs {keys}; set input_key= to say which is the user's input")
+        return inputs[keys[0]] if keys else None
+
     def _query(self, inputs: dict[str, Any]) -> str:
-        """The user's input text: ``input_key``, else the one prompt input that is not ours."""
-        key = self.input_key or get_prompt_input_key(inputs, self.memory_variables)
-        return message_text(inputs.get(key)).strip()
+        """The user's input text ('' when there is none, e.g. ``load_memory_variables({})``)."""
+        return message_text(self._input(inputs)).strip()
 
     def _variables(self, window: list[MemoryRecord], recalled: RecallResult | None) -> dict[str, Any]:
         messages = [turn_message(r) for r in window]
@@ -198,7 +208,7 @@ class HindsightMemory(BaseMemory):
                 f"HindsightMemory: several outputs {sorted(outputs)}; set output_key= to say which is the answer"
             )
         answer = message_text(outputs.get(out_key)).strip()
-        asker = message_name(inputs.get(self.input_key or get_prompt_input_key(inputs, self.memory_variables)))
+        asker = message_name(self._input(inputs))
         answerer = message_name(outputs.get(out_key))
         return [
             (text, role, name) for text, role, name in ((said, "user", asker), (answer, "assistant", answerer)) if text
