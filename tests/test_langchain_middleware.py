@@ -182,3 +182,11 @@ def test_recorded_turns_carry_the_message_names() -> None:
         ("Lisbon: three venues are free in May.", "assistant", "planner"),
     ]
     assert HindsightMiddleware.turns(messages)[0] == ("Where should we hold the offsite?", "user")
+
+
+@pytest.mark.parametrize("setting", [{"top_k": 0}, {"min_score": 1.5}, {"token_budget": 0}, {"top_k": "many"}])
+def test_a_wrong_recall_setting_fails_when_the_middleware_is_built(engine: MemoryEngine, setting: dict) -> None:
+    """Not on every model call of every run, after the agent has started."""
+    with pytest.raises(ValueError, match=f"validation error for HindsightMiddleware\n{next(iter(setting))}"):
+        HindsightMiddleware("u1", engine=engine, **setting)
+    assert HindsightMiddleware("u1", engine=engine, top_k="3", min_score=1).top_k == 3

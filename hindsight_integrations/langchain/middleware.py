@@ -25,9 +25,11 @@ from typing import Any
 from langchain.agents.middleware import AgentMiddleware, AgentState, ModelRequest, ModelResponse
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, SystemMessage, ToolMessage
 from langgraph.runtime import Runtime
+from pydantic import BaseModel, ConfigDict, Field
 
 from ..core.config import validate_namespace
 from ..core.errors import ConfigurationError, InvalidInputError
+from ..core.model.limits import MAX_TOKENS
 from ..core.model.results import RecallResult
 from ..mcp.refusals import query_tail, skip_refused_text
 from ..mcp.resolve import ClientPool
@@ -75,6 +77,16 @@ def _with_memories(system: SystemMessage | None, context: str) -> SystemMessage:
     return SystemMessage(content=[*system.content, {"type": "text", "text": context}])
 
 
+class _RecallSettings(BaseModel):
+    """The middleware's recall arguments, checked when it is built: a wrong one would fail every model call."""
+
+    model_config = ConfigDict(title="HindsightMiddleware")
+
+    top_k: int = Field(ge=1, le=10_000)
+    min_score: float | None = Field(ge=0, le=1)
+    token_budget: int | None = Field(ge=1, le=MAX_TOKENS)
+
+
 class HindsightMiddleware(AgentMiddleware[AgentState[Any], Any]):
     """Recall before the model call, record after the agent run.
 
@@ -102,9 +114,10 @@ class HindsightMiddleware(AgentMiddleware[AgentState[Any], Any]):
         self.session_id = session_id
         self.default_session_id = f"agent-{uuid.uuid4().hex[:16]}"
         """Where runs that name no session are recorded: this middleware's own conversation."""
-        self.top_k = top_k
-        self.min_score = min_score
-        self.token_budget = token_budget
+        recall = _RecallSettings(top_k=top_k, min_score=min_score, token_budget=token_budget)
+        self.top_k = recall.top_k
+        self.min_score = recall.min_score
+        self.token_budget = recall.token_budget
         self.record_turns = record_turns
         self._pool = ClientPool(client, engine)
         self.tools = []
