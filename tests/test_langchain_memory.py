@@ -17,6 +17,7 @@ from langchain_core.prompts import ChatPromptTemplate, MessagesPlaceholder
 
 from hindsight_integrations import MemoryEngine
 from hindsight_integrations.core.errors import ConfigurationError
+from hindsight_integrations.core.language.tokens import estimate_tokens
 from hindsight_integrations.core.recall.context import CONTEXT_HEADER
 from hindsight_integrations.langchain import HindsightMemory, memory_tools
 from hindsight_integrations.mcp.errors import MemoryServerUnavailableError
@@ -200,3 +201,36 @@ def test_a_message_over_the_size_limit_does_not_stop_the_chain(
     window = [t.content for t in engine.working_window(session_id="s1", namespace="u1")]
     assert window[-2:] == ["The cache failed.", "Summarise the log."]
     assert sum("turn not recorded in memory" in r.getMessage() for r in caplog.records) == 2
+
+
+def test_the_long_term_block_keeps_to_its_token_budget(engine: MemoryEngine) -> None:
+    """Whole recalled memories over ``token_budget`` are trimmed as the server trims its own block."""
+    facts = [
+        "I am vegetarian and never eat meat or fish at any meal, including at work dinners and conferences.",
+        "I prefer Italian food, especially risotto with mushrooms and fresh pasta with pesto sauce.",
+        "My favourite restaurant is a small Italian trattoria near my flat that serves vegetarian lasagne.",
+        "I am allergic to peanuts and cashews, so please never suggest dishes with nuts in them.",
+    ]
+    for fact in facts:
+        engine.store(fact, kind="preference", namespace="u1")
+    question = "Which restaurant and food would you suggest for my dinner tonight?"
+    for budget in (80, 120):
+        memory = HindsightMemory(namespace="u1", session_id="s1", engine=engine, token_budget=budget)
+        block = memory.load_memory_variables({"input": question})["long_term_memory"]
+        assert CONTEXT_HEADER in block and estimate_tokens(block) <= budget
+
+
+async def test_the_window_loads_without_inputs_and_several_inputs_name_the_fix(engine: MemoryEngine) -> None:
+    """``memory.load_memory_variables({})``, LangChain's usual way to look at a memory, shows the window."""
+    memory = HindsightMemory(namespace="u1", session_id="s1", engine=engine)
+    memory.save_context({"input": "My project deadline is next Friday."}, {"output": "Noted, Friday it is."})
+    for loaded in (memory.load_memory_variables({}), await memory.aload_memory_variables({})):
+        assert [m.text for m in loaded["chat_history"]] == [
+            "My project deadline is next Friday.",
+            "Noted, Friday it is.",
+        ]
+        assert loaded["long_term_memory"] == ""
+    with pytest.raises(ValueError, match=r"several inputs \['input', 'language'\]; set input_key="):
+        memory.load_memory_variables({"input": "When is the deadline?", "language": "fr"})
+    keyed = HindsightMemory(namespace="u1", session_id="s1", engine=engine, input_key="input")
+    assert len(keyed.load_memory_variables({"input": "When is the deadline?", "language": "fr"})["chat_history"]) == 2

@@ -196,3 +196,30 @@ def test_recorded_turns_carry_the_message_names() -> None:
         ("Lisbon: three venues are free in May.", "assistant", "planner"),
     ]
     assert HindsightMiddleware.turns(messages)[0] == ("Where should we hold the offsite?", "user")
+
+
+@pytest.mark.parametrize("setting", [{"top_k": 0}, {"min_score": 1.5}, {"token_budget": 0}, {"top_k": "many"}])
+def test_a_wrong_recall_setting_fails_when_the_middleware_is_built(engine: MemoryEngine, setting: dict) -> None:
+    """Not on every model call of every run, after the agent has started."""
+    with pytest.raises(ValueError, match=f"validation error for HindsightMiddleware\n{next(iter(setting))}"):
+        HindsightMiddleware("u1", engine=engine, **setting)
+    assert HindsightMiddleware("u1", engine=engine, top_k="3", min_score=1).top_k == 3
+
+
+def test_a_run_that_adds_no_user_message_does_not_record_the_last_one_again(engine: MemoryEngine) -> None:
+    """Continuing a thread (``invoke({"messages": []})``) records the new answer only."""
+    agent = create_agent(
+        PromptEcho(), middleware=[HindsightMiddleware("u1", engine=engine)], checkpointer=InMemorySaver()
+    )
+    config: Any = {"configurable": {"thread_id": "t1"}}
+    ask(agent, "Our backend runs on PostgreSQL 16.", config=config)
+    out = agent.invoke({"messages": []}, config)
+    assert "hindsight_recorded" not in out  # the middleware's own bookkeeping stays private
+    turns = engine.working_window(session_id="t1", namespace="u1")
+    assert [t.role.value for t in turns] == ["user", "assistant", "assistant"]
+    ask(agent, "Which database do we run?", config=config)
+    turns = engine.working_window(session_id="t1", namespace="u1")
+    assert [t.content for t in turns if t.role.value == "user"] == [
+        "Our backend runs on PostgreSQL 16.",
+        "Which database do we run?",
+    ]

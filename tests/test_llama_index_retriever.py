@@ -108,3 +108,11 @@ def test_top_k_is_not_cut_by_a_context_budget(stores: Stores) -> None:
     assert len(HindsightRetriever(namespace="u3", client=client, top_k=30).retrieve("kubernetes deployment")) == 30
     budgeted = HindsightRetriever(namespace="u3", client=client, top_k=30, token_budget=200)
     assert len(budgeted.retrieve("kubernetes deployment")) < 30
+
+
+async def test_a_chat_message_over_the_size_limit_is_recalled_for_its_end(seeded: Stores) -> None:
+    """A context chat engine passes the user's whole message as the query: a 40 KB paste must not end the chat."""
+    paste = "Here is the log:\n" + "ERROR billing database connection lost\n" * 1100 + "What does billing use?"
+    retriever = HindsightRetriever(namespace="u1", client=seeded.client("u1"))
+    assert [n.node.get_content() for n in retriever.retrieve(paste)][:1] == [DATABASE]
+    assert [n.node.get_content() for n in await retriever.aretrieve(paste)][:1] == [DATABASE]

@@ -15,14 +15,13 @@ from collections.abc import Sequence
 from typing import Any, cast
 
 from langchain_classic.base_memory import BaseMemory
-from langchain_classic.memory.utils import get_prompt_input_key
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, get_buffer_string
 from pydantic import ConfigDict, Field, PrivateAttr, model_validator
 
 from ..core.errors import InvalidInputError
 from ..core.model.records import MemoryRecord, Role
 from ..core.model.results import RecallResult
-from ..core.recall.context import format_context
+from ..core.recall.context import format_context, pack_within_budget
 from ..mcp.refusals import query_tail, skip_refused_text
 from ..mcp.resolve import ClientPool, require_session, resolve_namespace
 
@@ -62,13 +61,18 @@ def message_name(value: Any) -> str | None:
     return None
 
 
-def long_term_context(result: RecallResult, window: Sequence[MemoryRecord]) -> str:
-    """The recalled block, minus memories distilled from turns the prompt already shows verbatim."""
+def long_term_context(result: RecallResult, window: Sequence[MemoryRecord], token_budget: int | None = None) -> str:
+    """The recalled block, minus memories distilled from turns the prompt already shows verbatim.
+
+    Packed into ``token_budget`` as the server packs its own block (whole memories, then trimmed
+    to the sentences that match the query): the hits are whole memories, and formatting them
+    as they are would overrun the budget the server's block kept to.
+    """
     shown = {t.id for t in window}
     records = [
         h.record for h in result.hits if not (h.record.source.message_ids and set(h.record.source.message_ids) <= shown)
     ]
-    return format_context(records)
+    return format_context(pack_within_budget(records, token_budget, query=result.query))
 
 
 class HindsightMemory(BaseMemory):
@@ -128,10 +132,21 @@ class HindsightMemory(BaseMemory):
         return [self.memory_key, self.long_term_key]
 
     # -- reading ------------------------------------------------------------------------------
+    def _input(self, inputs: dict[str, Any]) -> Any:
+        """The user's input: ``input_key``, else the one prompt input that is not ours, else None (no input).
+
+        Raises ``ValueError`` naming the inputs when there are several and ``input_key`` is unset.
+        """
+        if self.input_key:
+            return inputs.get(self.input_key)
+        keys = sorted(set(inputs).difference([*self.memory_variables, "stop"]))  # "stop" is no prompt input
+        if len(keys) > 1:
+            raise ValueError(f"HindsightMemory: several inputs {keys}; set input_key= to say which is the user's input")
+        return inputs[keys[0]] if keys else None
+
     def _query(self, inputs: dict[str, Any]) -> str:
-        """The user's input text: ``input_key``, else the one prompt input that is not ours."""
-        key = self.input_key or get_prompt_input_key(inputs, self.memory_variables)
-        return message_text(inputs.get(key)).strip()
+        """The user's input text ('' when there is none, e.g. ``load_memory_variables({})``)."""
+        return message_text(self._input(inputs)).strip()
 
     def _variables(self, window: list[MemoryRecord], recalled: RecallResult | None) -> dict[str, Any]:
         messages = [turn_message(r) for r in window]
@@ -140,7 +155,7 @@ class HindsightMemory(BaseMemory):
             if self.return_messages
             else get_buffer_string(messages, human_prefix=self.human_prefix, ai_prefix=self.ai_prefix)
         )
-        context = long_term_context(recalled, window) if recalled is not None else ""
+        context = long_term_context(recalled, window, self.token_budget) if recalled is not None else ""
         return {self.memory_key: history, self.long_term_key: context}
 
     def load_memory_variables(self, inputs: dict[str, Any]) -> dict[str, Any]:
@@ -193,7 +208,7 @@ class HindsightMemory(BaseMemory):
                 f"HindsightMemory: several outputs {sorted(outputs)}; set output_key= to say which is the answer"
             )
         answer = message_text(outputs.get(out_key)).strip()
-        asker = message_name(inputs.get(self.input_key or get_prompt_input_key(inputs, self.memory_variables)))
+        asker = message_name(self._input(inputs))
         answerer = message_name(outputs.get(out_key))
         return [
             (text, role, name) for text, role, name in ((said, "user", asker), (answer, "assistant", answerer)) if text

@@ -3,9 +3,10 @@
 Before each model call the memories recalled for the latest user message are appended to
 the system message *of that call only* (``request.override``): they are not written into
 the agent state, so they never pile up in the checkpointed conversation or get recorded
-back as if the user had said them. After the agent finishes, the turn (the user's
-message, tool results, the final answer) is recorded through the MCP client, where the
-write filter and extraction decide what becomes long-term memory.
+back as if the user had said them. After the agent finishes, the run's turn (the user's
+message, tool results, the final answer: what the thread gained since the middleware last
+recorded it, a private state key) is recorded through the MCP client, where the write
+filter and extraction decide what becomes long-term memory.
 
 Without a ``namespace``, the user comes from the run — ``context=`` (``user_id``/``namespace``)
 or ``config["configurable"]`` — so one agent serves many users. A middleware given a
@@ -23,14 +24,17 @@ from __future__ import annotations
 import os
 import uuid
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any
+from typing import Annotated, Any, NotRequired
 
 from langchain.agents.middleware import AgentMiddleware, AgentState, ModelRequest, ModelResponse
+from langchain.agents.middleware.types import PrivateStateAttr
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, SystemMessage, ToolMessage
 from langgraph.runtime import Runtime
+from pydantic import BaseModel, ConfigDict, Field
 
 from ..core.config import validate_namespace
 from ..core.errors import ConfigurationError, InvalidInputError
+from ..core.model.limits import MAX_TOKENS
 from ..core.model.results import RecallResult
 from ..mcp.refusals import query_tail, skip_refused_text
 from ..mcp.resolve import ClientPool
@@ -69,6 +73,16 @@ def _last_human_index(messages: list[AnyMessage]) -> int | None:
     return None
 
 
+def _run_start(messages: list[AnyMessage], recorded: str | None) -> int | None:
+    """Where the messages to record start: after the last one recorded (``recorded``, its id), else at the newest
+    ``HumanMessage`` (None when there is none)."""
+    if recorded is not None:
+        for index in range(len(messages) - 1, -1, -1):
+            if messages[index].id == recorded:
+                return index + 1
+    return _last_human_index(messages)
+
+
 def _with_memories(system: SystemMessage | None, context: str) -> SystemMessage:
     """A copy of the system message with the recalled block appended (as a text block for list content)."""
     if system is None:
@@ -78,7 +92,27 @@ def _with_memories(system: SystemMessage | None, context: str) -> SystemMessage:
     return SystemMessage(content=[*system.content, {"type": "text", "text": context}])
 
 
-class HindsightMiddleware(AgentMiddleware[AgentState[Any], Any]):
+class _RecallSettings(BaseModel):
+    """The middleware's recall arguments, checked when it is built: a wrong one would fail every model call."""
+
+    model_config = ConfigDict(title="HindsightMiddleware")
+
+    top_k: int = Field(ge=1, le=10_000)
+    min_score: float | None = Field(ge=0, le=1)
+    token_budget: int | None = Field(ge=1, le=MAX_TOKENS)
+
+
+class HindsightState(AgentState[Any]):
+    """The agent state with the id of the last message the middleware recorded (kept by a checkpointer).
+
+    A run that adds no user message (``agent.invoke({"messages": []}, config)`` or ``invoke(None)`` on
+    a thread, to continue it) would otherwise record the thread's last user message a second time.
+    """
+
+    hindsight_recorded: NotRequired[Annotated[str | None, PrivateStateAttr]]
+
+
+class HindsightMiddleware(AgentMiddleware[HindsightState, Any]):
     """Recall before the model call, record after the agent run.
 
     ``create_agent(model, tools, middleware=[HindsightMiddleware(namespace="u1")])``, then
@@ -88,6 +122,8 @@ class HindsightMiddleware(AgentMiddleware[AgentState[Any], Any]):
     ``client=`` (a MemoryClient) or ``engine=`` to choose the store explicitly; otherwise
     the environment decides (see ``HindsightMemory``).
     """
+
+    state_schema = HindsightState
 
     def __init__(
         self,
@@ -106,9 +142,10 @@ class HindsightMiddleware(AgentMiddleware[AgentState[Any], Any]):
         self.session_id = session_id
         self.default_session_id = f"agent-{uuid.uuid4().hex[:16]}"
         """Where runs that name no session are recorded: this middleware's own conversation."""
-        self.top_k = top_k
-        self.min_score = min_score
-        self.token_budget = token_budget
+        recall = _RecallSettings(top_k=top_k, min_score=min_score, token_budget=token_budget)
+        self.top_k = recall.top_k
+        self.min_score = recall.min_score
+        self.token_budget = recall.token_budget
         self.record_turns = record_turns
         self._pool = ClientPool(client, engine)
         self.tools = []
@@ -200,19 +237,21 @@ class HindsightMiddleware(AgentMiddleware[AgentState[Any], Any]):
 
     # -- record after the run -----------------------------------------------------------------
     @staticmethod
-    def turns(messages: list[AnyMessage]) -> list[tuple[str, str]]:
-        """(text, role) to record for this run: the last user message, tool results, the final answer.
+    def turns(messages: list[AnyMessage], recorded: str | None = None) -> list[tuple[str, str]]:
+        """(text, role) to record for this run: its user messages, tool results, the final answer.
 
-        Results of the memory tools are skipped: they are memories already, and recording
-        them as turns would store each recalled memory a second time.
+        The run's messages are those after ``recorded`` (the id of the last message recorded
+        before, kept in the state), else from the newest user message. Results of the memory
+        tools are skipped: they are memories already, and recording them as turns would store
+        each recalled memory a second time.
         """
-        return [(text, role) for text, role, _ in HindsightMiddleware.named_turns(messages)]
+        return [(text, role) for text, role, _ in HindsightMiddleware.named_turns(messages, recorded)]
 
     @staticmethod
-    def named_turns(messages: list[AnyMessage]) -> list[tuple[str, str, str | None]]:
+    def named_turns(messages: list[AnyMessage], recorded: str | None = None) -> list[tuple[str, str, str | None]]:
         """``turns`` with each message's ``name`` (who wrote it; None for tool results), the turn's speaker."""
-        start = _last_human_index(messages)
-        if start is None:
+        start = _run_start(messages, recorded)
+        if start is None or start >= len(messages):
             return []
         out: list[tuple[str, str, str | None]] = []
         for message in messages[start:]:
@@ -228,34 +267,45 @@ class HindsightMiddleware(AgentMiddleware[AgentState[Any], Any]):
             out.append((final.text.strip(), "assistant", final.name or None))
         return out
 
-    def after_agent(self, state: AgentState, runtime: Runtime[Any]) -> dict[str, Any] | None:
+    def _to_record(
+        self, state: HindsightState, runtime: Runtime[Any]
+    ) -> tuple[Any, str, list[tuple[str, str, str | None]]]:
+        """The client, the session and the turns ``after_agent`` records."""
+        namespace, session = self.scope(runtime)
+        return self._pool.get(namespace), session, self.named_turns(state["messages"], state.get("hindsight_recorded"))
+
+    @staticmethod
+    def _recorded(state: HindsightState) -> dict[str, Any] | None:
+        """The state update naming the last message recorded, so the next run on the thread starts after it."""
+        messages = state["messages"]
+        return {"hindsight_recorded": messages[-1].id} if messages and messages[-1].id else None
+
+    def after_agent(self, state: HindsightState, runtime: Runtime[Any]) -> dict[str, Any] | None:
         """``AgentMiddleware.after_agent``: record the run's turns (see ``turns``) through MCP.
 
-        Returns no state update; with ``record_turns=False`` it does nothing.
+        Updates only its own private state key; with ``record_turns=False`` it does nothing.
         """
         if not self.record_turns:
             return None
-        namespace, session = self.scope(runtime)
-        client = self._pool.get(namespace)
-        for text, role, name in self.named_turns(state["messages"]):
+        client, session, turns = self._to_record(state, runtime)
+        for text, role, name in turns:
             try:
                 client.record_turn(text, session_id=session, role=role, speaker=name)
             except InvalidInputError as exc:  # a text over the size limit: the answer is given, the rest recorded
                 skip_refused_text(exc, f"{role} turn")
-        return None
+        return self._recorded(state)
 
-    async def aafter_agent(self, state: AgentState, runtime: Runtime[Any]) -> dict[str, Any] | None:
+    async def aafter_agent(self, state: HindsightState, runtime: Runtime[Any]) -> dict[str, Any] | None:
         """Async ``after_agent``: the same turns, recorded through ``arecord_turn``."""
         if not self.record_turns:
             return None
-        namespace, session = self.scope(runtime)
-        client = self._pool.get(namespace)
-        for text, role, name in self.named_turns(state["messages"]):
+        client, session, turns = self._to_record(state, runtime)
+        for text, role, name in turns:
             try:
                 await client.arecord_turn(text, session_id=session, role=role, speaker=name)
             except InvalidInputError as exc:
                 skip_refused_text(exc, f"{role} turn")
-        return None
+        return self._recorded(state)
 
 
-__all__ = ["HindsightMiddleware"]
+__all__ = ["HindsightMiddleware", "HindsightState"]

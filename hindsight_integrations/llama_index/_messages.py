@@ -8,8 +8,10 @@ chain-of-thought); binary media cannot be embedded as text and are skipped with 
 Tool calling needs more than text to be replayed: an OpenAI-style API rejects a ``tool``
 message whose call id has no matching assistant tool call. So when a message carries tool
 calls or a tool-call id, a JSON snapshot of its replayable parts travels in the turn's
-metadata (``SNAPSHOT_KEY``) and ``turn_to_message`` rebuilds the original message from it;
-``sanitize_history`` then drops tool results whose call was compressed away.
+metadata (``SNAPSHOT_KEY``) and ``turn_to_message`` rebuilds the original message from it (a
+tool result's text is the turn's own content, so a long result does not have to fit in the
+metadata too). ``sanitize_history`` then keeps calls and results paired: a result whose call was
+compressed away is dropped, and a call left without a result in the window is replayed as text.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from llama_index.core.base.llms.types import (
 )
 
 from ..core.model.records import MemoryRecord, Role
+from ..core.recall.context import CONTEXT_FOOTER, CONTEXT_HEADER
 from ..core.redaction import describe_error
 
 log = logging.getLogger("hindsight.llama_index")
@@ -43,6 +46,9 @@ SNAPSHOT_KEY = "llama_index_message"
 # Marks the system message this package injects, so it is never written back as a turn.
 CONTEXT_FLAG = "hindsight_context"
 _REPLAYED_KWARGS = ("tool_call_id", "tool_calls", "name")
+_TOOL_ROLES = (MessageRole.TOOL, MessageRole.FUNCTION)
+EMPTY_TOOL_RESULT = "(the tool returned nothing)"
+"""What a tool result without text is recorded as: the server takes no empty turn, and its call needs a result."""
 
 _ROLE_MAP: dict[str, Role] = {
     MessageRole.USER.value: Role.USER,
@@ -65,6 +71,24 @@ def hindsight_role(message: ChatMessage) -> Role:
 def is_injected_context(message: ChatMessage) -> bool:
     """Whether this is the recalled-memory message we injected (never to be recorded or used as a query)."""
     return bool(message.additional_kwargs.get(CONTEXT_FLAG))
+
+
+def without_injected_context(message: ChatMessage) -> ChatMessage:
+    """``message`` without the recalled block that ``insert_method="user"`` put in front of its text.
+
+    That block is ours, not the user's words: a caller handing the message back (``set``,
+    ``put``, ``agent.run(chat_history=...)``) must not have it recorded as said by the user.
+    """
+    first = message.blocks[0] if message.blocks else None
+    if (
+        message.role == MessageRole.USER
+        and len(message.blocks) > 1
+        and isinstance(first, TextBlock)
+        and first.text.startswith(CONTEXT_HEADER)
+        and first.text.rstrip().endswith(CONTEXT_FOOTER)
+    ):
+        return message.model_copy(update={"blocks": message.blocks[1:]})
+    return message
 
 
 def _tool_call_line(name: str, arguments: Any) -> str:
@@ -111,6 +135,19 @@ def message_text(message: ChatMessage) -> str:
     return "\n".join(p for p in (part.strip() for part in parts) if p)
 
 
+def is_tool_result(message: ChatMessage) -> bool:
+    """Whether this is the result of a tool call (a tool message answering a call id)."""
+    return message.role in _TOOL_ROLES and bool(message.additional_kwargs.get("tool_call_id"))
+
+
+def turn_text(message: ChatMessage) -> str:
+    """What a message is recorded as: its storable text, and for a tool result without any, ``EMPTY_TOOL_RESULT``."""
+    text = message_text(message)
+    if not text and is_tool_result(message):
+        return EMPTY_TOOL_RESULT
+    return text
+
+
 def _get(obj: Any, key: str) -> Any:
     """``key`` of a tool call given as a dict or as an object (integrations use both)."""
     return obj.get(key) if isinstance(obj, dict) else getattr(obj, key, None)
@@ -123,6 +160,8 @@ def snapshot(message: ChatMessage) -> dict[str, Any] | None:
     if not kwargs and not has_calls:
         return None
     blocks = [b for b in message.blocks if isinstance(b, (TextBlock, ToolCallBlock))]
+    if is_tool_result(message) and not has_calls:
+        blocks = []  # its text is the turn's content (``turn_to_message``): a long result fits once, not twice
     data = ChatMessage(role=message.role, blocks=blocks, additional_kwargs=kwargs).model_dump(mode="json")
     try:
         json.dumps(data)
@@ -137,9 +176,13 @@ def turn_to_message(record: MemoryRecord) -> ChatMessage:
     data = record.metadata.get(SNAPSHOT_KEY)
     if isinstance(data, dict):
         try:
-            return ChatMessage.model_validate(data)
+            message = ChatMessage.model_validate(data)
         except Exception as exc:  # noqa: BLE001 - a snapshot from another version must not break the chat
             log.warning("could not restore the message of turn %s (%s); using its text", record.id, describe_error(exc))
+        else:
+            if not message.blocks:  # a tool result: its text is the turn's content
+                message.blocks = [TextBlock(text=record.content)]
+            return message
     if record.role is Role.TOOL:
         # A tool result without its call id cannot be replayed as a tool message.
         return ChatMessage(role=MessageRole.ASSISTANT, content=f"[tool result] {record.content}")
@@ -156,17 +199,48 @@ def _call_ids(message: ChatMessage) -> set[str]:
     return ids
 
 
+def _calls_as_text(message: ChatMessage, unanswered: set[str]) -> ChatMessage:
+    """``message`` with its ``unanswered`` tool calls turned into readable text lines, its other calls kept."""
+    blocks: list[Any] = []
+    for block in message.blocks:
+        if isinstance(block, ToolCallBlock) and block.tool_call_id in unanswered:
+            blocks.append(TextBlock(text=_tool_call_line(block.tool_name, block.tool_kwargs)))
+        else:
+            blocks.append(block)
+    kwargs = dict(message.additional_kwargs)
+    calls = kwargs.pop("tool_calls", None) or []
+    kept = [c for c in calls if str(_get(c, "id")) not in unanswered]
+    for call in calls:
+        if str(_get(call, "id")) in unanswered and (function := _get(call, "function")) is not None:
+            line = _tool_call_line(str(_get(function, "name") or "?"), _get(function, "arguments"))
+            blocks.append(TextBlock(text=line))
+    if kept:
+        kwargs["tool_calls"] = kept
+    return message.model_copy(update={"blocks": blocks, "additional_kwargs": kwargs})
+
+
 def sanitize_history(messages: Sequence[ChatMessage]) -> list[ChatMessage]:
-    """Drop tool results whose tool call is no longer in the window (e.g. it was compressed)."""
+    """Keep tool calls and their results paired, as chat APIs require of a replayed history.
+
+    A tool result whose call is no longer in the window (compressed away) is dropped; a tool
+    call whose result is not in the window (never recorded, or refused by the server) is
+    replayed as a text line, since an OpenAI- or Anthropic-style API rejects a call without
+    its result.
+    """
+    answered = {str(m.additional_kwargs["tool_call_id"]) for m in messages if is_tool_result(m)}
     out: list[ChatMessage] = []
     open_calls: set[str] = set()
     for message in messages:
-        if message.role in (MessageRole.TOOL, MessageRole.FUNCTION):
+        if message.role in _TOOL_ROLES:
             call_id = message.additional_kwargs.get("tool_call_id")
             if call_id is None or call_id not in open_calls:
                 log.debug("dropping a tool result whose call is not in the window: %s", call_id)
                 continue
         elif message.role == MessageRole.ASSISTANT:
+            unanswered = _call_ids(message) - answered
+            if unanswered:
+                log.debug("replaying tool calls without a result as text: %s", sorted(unanswered))
+                message = _calls_as_text(message, unanswered)
             open_calls = _call_ids(message)
         out.append(message)
     return out

@@ -28,7 +28,7 @@ from llama_index.core.memory.types import BaseMemory
 from ..core.errors import InvalidInputError
 from ..core.model.records import MemoryRecord, Role
 from ..core.redaction import describe_error
-from ..mcp.refusals import query_tail, rejected_text, skip_refused_text
+from ..mcp.refusals import SHORTENED_BYTES, query_tail, rejected_text, shortened, skip_refused_text
 from ..mcp.resolve import resolve_client, resolve_namespace
 from ._messages import (
     CONTEXT_FLAG,
@@ -39,7 +39,9 @@ from ._messages import (
     message_text,
     sanitize_history,
     snapshot,
+    turn_text,
     turn_to_message,
+    without_injected_context,
 )
 from ._recall import DEFAULT_TOKEN_BUDGET, RecallOptions, check_filters, context_of, select_hits
 
@@ -146,7 +148,8 @@ class HindsightChatMemory(BaseMemory):
         """Arguments of ``record_turn`` for a message, or None when there is nothing to record."""
         if is_injected_context(message):
             return None  # our own recalled block, handed back by a caller: never re-learn it
-        text = message_text(message)
+        message = without_injected_context(message)
+        text = turn_text(message)
         if not text:
             log.info("skipping a %s message with no text to remember", message.role)
             return None
@@ -165,32 +168,32 @@ class HindsightChatMemory(BaseMemory):
         """``BaseMemory.put``: record one message as a turn of the session, through MCP.
 
         The write filter, extraction and compression run server-side. Our own injected
-        context and messages without text are skipped; a message the server refuses for its
-        text (too large, empty after cleaning) is logged and dropped so the chat goes on. A
-        tool call whose details are over the metadata limit (arguments of more than ~8 KB) is
-        recorded as its text, which replays as a plain message.
+        context and messages without text are skipped. A message over the server's size limit
+        is recorded shortened to its beginning and end (``_next_try``), since the window is
+        what the model is shown; one the server refuses outright (text empty once cleaned) is
+        logged and dropped so the chat goes on.
         """
         turn = self._turn(message)
-        if turn is not None:
+        while turn is not None:
             try:
-                try:
-                    self._client.record_turn(**turn)
-                except InvalidInputError as exc:
-                    self._client.record_turn(**_text_only(turn, exc))
+                self._client.record_turn(**turn)
+                return
             except InvalidInputError as exc:
-                skip_refused_text(exc)
+                turn = _next_try(turn, exc)
+                if turn is None:
+                    skip_refused_text(exc)
 
     async def aput(self, message: ChatMessage) -> None:
         """``BaseMemory.aput``: ``put`` through the client's ``arecord_turn``."""
         turn = self._turn(message)
-        if turn is not None:
+        while turn is not None:
             try:
-                try:
-                    await self._client.arecord_turn(**turn)
-                except InvalidInputError as exc:
-                    await self._client.arecord_turn(**_text_only(turn, exc))
+                await self._client.arecord_turn(**turn)
+                return
             except InvalidInputError as exc:
-                skip_refused_text(exc)
+                turn = _next_try(turn, exc)
+                if turn is None:
+                    skip_refused_text(exc)
 
     def put_messages(self, messages: list[ChatMessage]) -> None:
         """``BaseMemory.put_messages``: ``put`` each message in order, one ``record_turn`` each."""
@@ -209,9 +212,10 @@ class HindsightChatMemory(BaseMemory):
         the history it got from us), only the tail is recorded: re-recording the rest would
         re-embed it and churn the window for nothing.
         """
-        wanted = [m for m in messages if not is_injected_context(m) and message_text(m)]
+        live = [without_injected_context(m) for m in messages if not is_injected_context(m)]
+        wanted = [m for m in live if turn_text(m)]
         stored = [(r.role.value, r.content.strip()) for r in window]
-        given = [(hindsight_role(m).value, message_text(m).strip()) for m in wanted]
+        given = [(hindsight_role(m).value, turn_text(m).strip()) for m in wanted]
         if stored and stored == given[: len(stored)]:
             return False, wanted[len(stored) :]
         return bool(window), wanted
@@ -332,12 +336,35 @@ class HindsightChatMemory(BaseMemory):
         return self._assemble(window, history, result)
 
 
-def _text_only(turn: dict[str, Any], refused: InvalidInputError) -> dict[str, Any]:
-    """``turn`` without its tool-call snapshot when that is what the server refused; else ``refused`` again."""
-    if not (turn.get("metadata") and rejected_text(refused, "metadata")):
-        raise refused
-    log.info("the tool-call details of a %s turn are over the metadata limit; recording its text only", turn["role"])
-    return {**turn, "metadata": None}
+_SMALLEST_SHORTENED = 1024  # below this, shortening a refused text keeps too little to be worth recording
+
+
+def _next_try(turn: dict[str, Any], refused: InvalidInputError) -> dict[str, Any] | None:
+    """What to record after the server refused ``turn``, or None when nothing smaller would be taken.
+
+    Tool-call details over the metadata limit (arguments of more than ~8 KB) are dropped: the
+    turn keeps its text, which replays as a plain message. A text over the size limit is
+    shortened to its beginning and end, first to ``SHORTENED_BYTES``, then by half while the
+    server (whose limit may be set lower) still refuses it.
+    """
+    if turn.get("metadata") and rejected_text(refused, "metadata"):
+        log.info(
+            "the tool-call details of a %s turn are over the metadata limit; recording its text only", turn["role"]
+        )
+        return {**turn, "metadata": None}
+    if not rejected_text(refused, "content"):
+        return None
+    size = len(turn["content"].encode())
+    room = min(SHORTENED_BYTES, size // 2)
+    if room < _SMALLEST_SHORTENED:
+        return None
+    log.warning(
+        "a %s message of %d bytes is over the memory server's size limit (%s); recording its beginning and end",
+        turn["role"],
+        size,
+        describe_error(refused),
+    )
+    return {**turn, "content": shortened(turn["content"], room)}
 
 
 __all__ = ["HindsightChatMemory"]

@@ -17,6 +17,7 @@ from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 
 from ..core.model.limits import MAX_TOKENS
 from ..core.model.results import RecallHit
+from ..mcp.refusals import query_tail
 from ..mcp.resolve import resolve_client, resolve_namespace
 from ._recall import RecallOptions
 
@@ -120,13 +121,15 @@ class HindsightRetriever(BaseRetriever):
         """``BaseRetriever._retrieve``: recall through MCP for the query text, one node per memory.
 
         The query's own embedding, if any, is not used: the server embeds the text with the
-        model its memories were stored with.
+        model its memories were stored with. A long query (a chat engine passes the user's
+        whole message, maybe a pasted log) is recalled for its end (``query_tail``), as the
+        LangChain retriever does, rather than refused for its size.
         """
-        return self._nodes(self._client.recall(query_bundle.query_str, **self.options.call_kwargs()))
+        return self._nodes(self._client.recall(query_tail(query_bundle.query_str), **self.options.call_kwargs()))
 
     async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         """``BaseRetriever._aretrieve``: ``_retrieve`` through the client's ``arecall``."""
-        return self._nodes(await self._client.arecall(query_bundle.query_str, **self.options.call_kwargs()))
+        return self._nodes(await self._client.arecall(query_tail(query_bundle.query_str), **self.options.call_kwargs()))
 
 
 __all__ = ["HindsightRetriever", "hit_to_node"]
