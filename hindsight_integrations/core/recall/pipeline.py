@@ -32,9 +32,8 @@ Each stage's time can be measured from outside (``stages.timing_stages``).
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -57,20 +56,10 @@ from .history import inherit_from_history
 from .ranking import Candidate, Ranked, RecallWeights, prefer_consolidated, rank
 from .rerank import Reranker
 from .stages import Stopwatch, stopwatch
+from .workers import recall_workers
 
 _WIDER = 8  # how much deeper the unfiltered search looks when the nearest hits are mostly history
 _CONTEXT_WAIT_SECONDS = 5.0  # a stalled embedder must not stall recall: it ranks without those context vectors
-_RECALL_WORKERS = ThreadPoolExecutor(max_workers=4, thread_name_prefix="hindsight-recall")
-
-
-def _new_workers_after_fork() -> None:
-    # A forked child inherits the pool but not its threads, and the pool believes the idle ones
-    # still wait: whatever the child submits would never run, and its first recall would hang.
-    global _RECALL_WORKERS
-    _RECALL_WORKERS = ThreadPoolExecutor(max_workers=4, thread_name_prefix="hindsight-recall")
-
-
-os.register_at_fork(after_in_child=_new_workers_after_fork)
 
 
 @dataclass(frozen=True)
@@ -221,7 +210,7 @@ class Recaller:
         watch.lap("indexes")
         pool = candidates or max(50, request.top_k * 4)
         parsing = names_a_time(request.query)  # the date parser takes ms: then it runs meanwhile
-        frames = _RECALL_WORKERS.submit(_frames, handle, request, now) if parsing else None
+        frames = recall_workers().submit(_frames, handle, request, now) if parsing else None
         search = self._search(handle, request, vector, pool, now, watch, trust_copies=trust_copies)
         inherited = inherit_from_history(handle, search.dense, search.vector, request.weights.context)
         admitted = self._admit(handle, search, list(dict.fromkeys([*search.dense, *search.context, *search.lexical])))
@@ -255,11 +244,12 @@ class Recaller:
     ) -> _Search:
         with_context = request.weights.context > 0 and handle.facts.any_context
         in_memory = handle.vector_copy is not None and handle.vector_copy.searchable  # small: BM25 after the embedding
+        workers = recall_workers()
         lexical_side = (
-            None if in_memory else _RECALL_WORKERS.submit(lexical_candidates, handle, request.query, pool, with_context)
+            None if in_memory else workers.submit(lexical_candidates, handle, request.query, pool, with_context)
         )
         currency = handle.currency_checks() if trust_copies else None
-        checks = [_RECALL_WORKERS.submit(check) for check in currency or ()]  # verdict awaited after ranking
+        checks = [workers.submit(check) for check in currency or ()]  # verdict awaited after ranking
         vector = vector or embed_query(self._parts.embedder, request.query, self._parts.query_cache)
         watch.lap("embed")
         prefiltered = request.filters.narrows() or request.include_history
@@ -268,7 +258,7 @@ class Recaller:
         own = handle.vector_copy.cosines(vector) if from_copy and handle.vector_copy is not None else None
         framed = handle.context_copy.cosines(vector) if from_copy and with_context and handle.context_copy else None
         side_by_side = with_context and framed is None  # in memory, a search takes less than a thread hand-off
-        context_side = _RECALL_WORKERS.submit(handle.query_context, vector, n=pool) if side_by_side else None
+        context_side = workers.submit(handle.query_context, vector, n=pool) if side_by_side else None
         n = pool if prefiltered else 2 * pool
         dense = dict(own.nearest(n) if own is not None and where is None else handle.query(vector, n=n, where=where))
         context = dict(context_side.result()) if context_side is not None else {}
