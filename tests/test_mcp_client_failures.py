@@ -1,14 +1,18 @@
 """``MemoryClient`` when the server goes away under it, or the client is closed, while calls are in flight.
 
 A call must end with the reason (the server cannot be reached, the client was closed), not wait
-for its timeout or for ever.
+for its timeout or for ever, and a write that never left this process is sent again, even one
+that is not idempotent.
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
+import signal
 import threading
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +22,7 @@ from hindsight_integrations import MemoryEngine
 from hindsight_integrations.mcp import MemoryClient, MemoryServerUnavailableError
 from hindsight_integrations.mcp.errors import MemoryTimeoutError
 
-from .mcp_support import http_server
+from .mcp_support import http_server, server_env
 
 TOKEN = "failures-token-01-7c2e9a4f5b8d3e61"
 
@@ -92,3 +96,39 @@ def test_a_call_to_an_http_server_gone_since_connecting_fails_at_once(tmp_path: 
         # Not idempotent, so not retried: the old client waited out its timeout and said "did not answer".
         client.record_turn("I moved to Porto last month.", session_id="s1")
     assert not isinstance(err.value, MemoryTimeoutError) and "cannot connect" in str(err.value)
+
+
+def _children(name: str) -> list[int]:
+    """This process's child processes whose command line holds ``name``."""
+    pids = []
+    for task in Path(f"/proc/{os.getpid()}/task").iterdir():
+        pids += [int(p) for p in (task / "children").read_text().split()]
+    return [p for p in pids if name in Path(f"/proc/{p}/cmdline").read_text(errors="replace")]
+
+
+def _session_closed(client: MemoryClient) -> bool:
+    """Whether the client's session has closed its end (it read the end of a dead server's output)."""
+    session = client._connection._session
+    return session is None or session._write_stream._closed
+
+
+def _wait_until(condition: Callable[[], bool], what: str) -> None:
+    for _ in range(1200):
+        if condition():
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"gave up waiting for {what}")
+
+
+@pytest.mark.server
+@pytest.mark.skipif(not Path("/proc/self/task").exists(), reason="finds the spawned server through /proc")
+def test_a_turn_sent_after_the_stdio_server_died_is_recorded_by_a_new_one(tmp_path: Path) -> None:
+    env = server_env(tmp_path / "store")
+    with MemoryClient.stdio(env=env, namespace="u1", timeout=60, backoff=0) as client:
+        client.store("I am allergic to peanuts.")
+        (server,) = _children("hindsight_integrations.mcp")
+        os.kill(server, signal.SIGKILL)
+        _wait_until(lambda: _session_closed(client), f"the client to notice that server {server} died")
+        # The turn never leaves this process (the dead server's session is closed), so it is sent to a new server.
+        turn = client.record_turn("I moved to Porto last month.", session_id="s1")
+        assert [t.id for t in client.working_memory("s1")] == [turn.turn.id]

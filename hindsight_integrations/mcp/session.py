@@ -302,13 +302,12 @@ class Connection:
                 await self.drop()
                 raise self.error(f"connection closed during {tool}") from None
             raise MemoryToolError(tool, exc.error.message, error_type="protocol_error") from None
-        except (
-            anyio.ClosedResourceError,
-            anyio.BrokenResourceError,
-            anyio.EndOfStream,
-            OSError,
-            httpx.HTTPError,
-        ) as exc:
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError) as exc:
+            # Raised by the session's write stream, in this process: the request was never sent
+            # (a spawned server that died leaves it closed), so even a non-idempotent call is retried.
+            await self.drop()
+            raise unavailable(self.transport, exc, before_send=True) from exc
+        except (anyio.EndOfStream, OSError, httpx.HTTPError) as exc:
             await self.drop()
             raise unavailable(self.transport, exc, before_send=False) from exc
         finally:
