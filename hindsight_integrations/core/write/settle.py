@@ -113,6 +113,39 @@ class _Batch:
             self.fresh[position] = (record, self.fresh[position][1])
 
 
+class _Retry:
+    """Which items of a store are a retry of what its request id already merged into stored memories.
+
+    Such a request wrote no record carrying its id (the ``request_id`` lookup finds nothing), only
+    ``sources`` entries of the memories it reinforced: a retry must find those and not merge again.
+    """
+
+    def __init__(self, stored: dict[str, MemoryRecord]) -> None:
+        self._stored = stored  # as they were before this call, by id
+        self._claimed: dict[str, int] = {}
+        self.count = 0
+
+    def merged_before(self, record: MemoryRecord, target_id: str) -> bool:
+        """Whether ``record`` repeats stored ``target_id`` as an input of its request merged into it already did.
+
+        A request id that merged other content there is refused, as one whose records hold other content is.
+        """
+        target = self._stored.get(target_id)
+        if record.request_id is None or target is None:
+            return False
+        entries = [s for s in target.sources if s.get("request_id") == record.request_id]
+        request_hash = record.metadata.get(REQUEST_HASH_KEY)
+        if any((s.get("metadata") or {}).get(REQUEST_HASH_KEY) not in (None, request_hash) for s in entries):
+            raise InvalidInputError(
+                "request_id", f"{record.request_id!r} was already used for different content; use a new request_id"
+            )
+        if self._claimed.get(target_id, 0) >= len(entries):
+            return False
+        self._claimed[target_id] = self._claimed.get(target_id, 0) + 1
+        self.count += 1
+        return True
+
+
 class Settler:
     """Stores new memories, settling each against what is stored, for any namespace of one engine."""
 
@@ -221,11 +254,16 @@ class Settler:
         slotted = [n for n in comparable if records[n].slot]
         stored = self._finder.stored(handle, records, vectors, searched, slotted, dedup=dedup)
         batch = _Batch(vectors)
+        retried = _Retry({memory.id: memory for found in stored.values() for memory, _ in found})
         for n, record in enumerate(records):
             neighbours = self._neighbours(n, record, stored[n], batch) if n in stored else []
             repeat = self._repeat_of(record, neighbours) if dedup else None
             if repeat is None and supersede:
                 record, repeat = self._apply_supersedes(record, neighbours, judge, batch, result, trusted[record.id])
+            if repeat is not None and retried.merged_before(record, repeat.id):
+                result.merged.append(repeat.id)
+                result.stored.append(repeat)
+                continue
             if repeat is not None:
                 reinforced = reinforce(repeat, record, now)
                 batch.change(reinforced)
@@ -237,6 +275,7 @@ class Settler:
                 batch.context[record.id] = context_vectors[record.id]
             result.stored.append(record)
         batch.record_supersedes()
+        result.replayed = retried.count == len(records) and not batch.fresh and not batch.changed
         fresh_ids = {r.id for r, _ in batch.fresh}
         result.stored = [batch.current(r) if r.id in fresh_ids or r.id in batch.changed else r for r in result.stored]
         _add(handle, [*companions, *batch.fresh], batch.context)
