@@ -358,9 +358,9 @@ class MemoryEngine(UpkeepFacade):
         )
 
     def working_window(self, *, session_id: str, namespace: str | None = None) -> builtins.list[MemoryRecord]:
-        """The session's live turns, oldest first."""
-        handle = self._namespace(namespace)
-        return self._lane(handle).working.window(handle, session_id=session_id)
+        """The session's live turns, oldest first (a read: it creates no namespace)."""
+        _, handle, lane = self._lanes.reading(namespace)
+        return lane.working.window(handle, session_id=session_id)
 
     def compress(
         self,
@@ -376,15 +376,13 @@ class MemoryEngine(UpkeepFacade):
         Raw turns are archived, not deleted, and each summary's ``source.message_ids`` lists
         the turns it replaced.
         """
-        handle = self._namespace(namespace)
-        return self._lane(handle).working.compress(
-            handle, session_id=session_id, threshold_tokens=threshold_tokens, force=force
-        )
+        _, handle, lane = self._lanes.reading(namespace)  # nothing to compress in a namespace never written
+        return lane.working.compress(handle, session_id=session_id, threshold_tokens=threshold_tokens, force=force)
 
     def clear_working(self, *, session_id: str, namespace: str | None = None) -> int:
         """Forget the session's working window (soft); long-term memories are untouched."""
-        handle = self._namespace(namespace)
-        return self._lane(handle).working.clear(handle, session_id=session_id)
+        _, handle, lane = self._lanes.reading(namespace)  # nothing to clear in a namespace never written
+        return lane.working.clear(handle, session_id=session_id)
 
     # -- inspection and backup --------------------------------------------------------------
     def stats(self, *, namespace: str | None = None) -> NamespaceStats:
