@@ -132,3 +132,10 @@ def test_a_turn_sent_after_the_stdio_server_died_is_recorded_by_a_new_one(tmp_pa
         # The turn never leaves this process (the dead server's session is closed), so it is sent to a new server.
         turn = client.record_turn("I moved to Porto last month.", session_id="s1")
         assert [t.id for t in client.working_memory("s1")] == [turn.turn.id]
+
+
+def test_a_timeout_names_the_seconds(engine: MemoryEngine, held: tuple[threading.Event, threading.Event]) -> None:
+    with MemoryClient.in_process(engine, namespace="u1", timeout=0.25, retries=0) as client:
+        with pytest.raises(MemoryTimeoutError, match=r"store_memory did not answer within 0\.25 s"):
+            client.store("The spare key is under the blue pot.")  # the old message said "within 0 s"
+        held[1].set()

@@ -187,7 +187,7 @@ class Connection:
                 raise MemoryTimeoutError(
                     self.transport.kind,
                     self.transport.target,
-                    f"no MCP handshake within {self.policy.connect_timeout:.0f} s",
+                    f"no MCP handshake within {self.policy.connect_timeout:g} s",
                     before_send=True,
                 ) from None
             except BaseException as exc:
@@ -296,7 +296,7 @@ class Connection:
                 raise MemoryTimeoutError(
                     self.transport.kind,
                     self.transport.target,
-                    f"{tool} did not answer within {self.policy.timeout:.0f} s",
+                    f"{tool} did not answer within {self.policy.timeout:g} s",
                 ) from None
             if exc.error.code == CONNECTION_CLOSED:
                 await self.drop()
