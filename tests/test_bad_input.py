@@ -14,6 +14,7 @@ from hindsight_integrations import (
     InvalidRecordsError,
     MemoryEngine,
     MemoryNotFoundError,
+    Status,
     StoreUnavailableError,
     load_settings,
 )
@@ -116,6 +117,26 @@ def test_unknown_ids(engine: MemoryEngine) -> None:
         engine.forget("nope", namespace="u1")
     with pytest.raises(MemoryNotFoundError):
         engine.update("nope", namespace="u1", content="new text for the memory")
+
+
+def test_an_id_asked_of_a_namespace_never_written_is_not_found_there_and_creates_nothing(engine: MemoryEngine) -> None:
+    kept = engine.store("I am allergic to peanuts.", namespace="u1").stored[0]
+    changes = {
+        "get": lambda ns: engine.get(kept.id, namespace=ns),
+        "forget": lambda ns: engine.forget(kept.id, namespace=ns),
+        "unforget": lambda ns: engine.unforget(kept.id, namespace=ns),
+        "update": lambda ns: engine.update(kept.id, namespace=ns, content="I am allergic to nuts."),
+        "review": lambda ns: engine.review(kept.id, accept=True, namespace=ns),
+        "unmerge": lambda ns: engine.unmerge(kept.id, namespace=ns),
+    }
+    for name, change in changes.items():
+        with pytest.raises(MemoryNotFoundError, match="in namespace 'u1-typo'"):
+            change("u1-typo")
+        assert engine.namespaces() == ["u1"], f"{name} created the namespace it was asked of"
+    with pytest.raises(InvalidInputError) as err:
+        engine.forget("", namespace="u1-typo")
+    assert err.value.field == "id"
+    assert engine.get(kept.id, namespace="u1").status is Status.ACTIVE
 
 
 def test_unwritable_store_path(tmp_path: Path, embedder) -> None:

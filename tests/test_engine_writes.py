@@ -146,6 +146,32 @@ def test_request_id_makes_writes_idempotent(engine: MemoryEngine) -> None:
         engine.store("Something else entirely about deploys.", namespace="u1", request_id="req-1")
 
 
+def test_a_retried_write_that_repeated_a_memory_reinforces_it_once(engine: MemoryEngine) -> None:
+    """A store whose items all merged into stored memories wrote no record carrying its request id: a retry
+    (``MemoryClient`` retries a timed-out store by itself) must still find it and merge nothing twice."""
+    kept = engine.store("I am allergic to peanuts.", namespace="u1").stored[0]
+    batch = ["I am allergic to peanuts.", "I am allergic to peanuts."]
+    first = engine.store_memories(batch, namespace="u1", request_id="req-2")
+    again = engine.store_memories(batch, namespace="u1", request_id="req-2")
+    assert again.ids == first.ids == [kept.id, kept.id] and again.merged == first.merged and again.replayed
+    record = engine.get(kept.id, namespace="u1")
+    assert len(record.sources) == 2 and record.access_count == 2
+    with pytest.raises(ValueError, match="request_id"):
+        engine.store("I am allergic to peanuts!", namespace="u1", request_id="req-2")
+    assert len(engine.get(kept.id, namespace="u1").sources) == 2
+
+
+def test_a_replayed_batch_answers_every_item_in_input_order(engine: MemoryEngine) -> None:
+    """An item that merged into a stored memory is in the replay too, where it was: ``ids`` are in input order."""
+    kept = engine.store("I am allergic to peanuts.", namespace="u1").stored[0]
+    batch = ["I work night shifts at the hospital.", "I am allergic to peanuts.", "My sister lives in Leeds."]
+    first = engine.store_memories(batch, namespace="u1", request_id="req-3")
+    again = engine.store_memories(batch, namespace="u1", request_id="req-3")
+    assert first.ids[1] == kept.id and first.merged == [kept.id]
+    assert again.replayed and again.ids == first.ids and again.merged == first.merged
+    assert len(engine.get(kept.id, namespace="u1").sources) == 1
+
+
 def test_export_import_round_trip_loses_nothing(engine: MemoryEngine, tmp_path: Path, embedder) -> None:
     engine.store("Our project database is MySQL 8.", namespace="u1", metadata={"k": 1})
     engine.store("Correction: the project actually uses PostgreSQL, not MySQL.", namespace="u1")

@@ -16,6 +16,8 @@ from typing import Any
 
 import anyio
 import pytest
+from mcp import McpError
+from mcp.types import CONNECTION_CLOSED, ErrorData
 
 from hindsight_integrations import MemoryEngine
 from hindsight_integrations.mcp import MemoryClient, MemoryServerUnavailableError, MemoryToolNotFoundError
@@ -155,33 +157,44 @@ def test_retry_classification() -> None:
 
 
 class FakeSession:
-    """Stands in for the SDK's ClientSession: every call fails as if the stream broke after sending."""
+    """Stands in for the SDK's ClientSession: every call fails as the SDK fails one whose connection closed after
+    sending it (or, with ``unsent``, as one whose session was closed before: its write stream refuses the request)."""
 
-    def __init__(self, counts: dict[str, int]) -> None:
+    def __init__(self, counts: dict[str, int], *, unsent: bool = False) -> None:
         self.counts = counts
+        self.unsent = unsent
 
     def get_server_capabilities(self) -> None:
         return None
 
     async def call_tool(self, tool: str, arguments: dict[str, Any], **_: Any) -> Any:
+        if self.unsent:
+            raise anyio.ClosedResourceError
         self.counts["sent"] += 1
-        raise anyio.BrokenResourceError
+        raise McpError(ErrorData(code=CONNECTION_CLOSED, message="Connection closed"))
 
 
-def flaky(fail_to_open: bool) -> tuple[Transport, dict[str, int]]:
+def flaky(fail_to_open: bool, *, unsent: bool = False) -> tuple[Transport, dict[str, int]]:
     counts = {"opened": 0, "sent": 0}
 
     async def open_session(stack: AsyncExitStack, timeout: float) -> Any:
         counts["opened"] += 1
         if fail_to_open:
             raise ConnectionRefusedError("nobody listening")
-        return FakeSession(counts)
+        return FakeSession(counts, unsent=unsent)
 
     return Transport("http", "http://fake/mcp", open_session), counts
 
 
 def test_a_failure_before_sending_is_retried_even_for_a_non_idempotent_call() -> None:
     transport, counts = flaky(fail_to_open=True)
+    with MemoryClient(transport, retries=2, backoff=0) as client, pytest.raises(MemoryServerUnavailableError) as err:
+        client.record_turn("hello", session_id="s")
+    assert err.value.before_send and counts == {"opened": 3, "sent": 0}
+
+
+def test_a_request_the_closed_session_refused_is_retried_even_for_a_non_idempotent_call() -> None:
+    transport, counts = flaky(fail_to_open=False, unsent=True)
     with MemoryClient(transport, retries=2, backoff=0) as client, pytest.raises(MemoryServerUnavailableError) as err:
         client.record_turn("hello", session_id="s")
     assert err.value.before_send and counts == {"opened": 3, "sent": 0}

@@ -219,6 +219,13 @@ BAD_CALLS = [
     pytest.param(
         "store_memory", {"memories": [{"content": "ok"}, {"text": "wrong key"}]}, "memories[1]", "", id="bad-batch-item"
     ),
+    pytest.param(
+        "store_memory",
+        {"memories": [{"content": "The build uses Gradle 8."}], "session_id": "chat-7", "ttl_seconds": 60},
+        "session_id",
+        "inside each item",
+        id="single-memory-field-beside-a-batch",
+    ),
     pytest.param("update_memory", {"id": "no-such-id", "importance": 0.5}, None, "no memory", id="update-unknown-id"),
     pytest.param("maintain_memory", {"dry_run": "perhaps"}, "dry_run", "valid boolean", id="maintain-bad-flag"),
     pytest.param("maintain_memory", {"dry_run": [True]}, "dry_run", "valid boolean", id="maintain-list-flag"),

@@ -8,7 +8,9 @@ import threading
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from hindsight_integrations import Kind, MemoryEngine, Status, Tier
+import pytest
+
+from hindsight_integrations import InvalidInputError, Kind, MemoryEngine, Status, Tier
 
 
 def _talk(engine: MemoryEngine, session: str, n: int, start: datetime | None = None, *, extract: bool = True) -> None:
@@ -222,3 +224,16 @@ def test_a_turn_and_the_memory_made_from_it_are_one_write(engine: MemoryEngine, 
         "I moved to Lisbon last month.",
         "thanks!",
     ]
+
+
+def test_a_window_asked_of_a_namespace_never_written_is_empty_and_creates_nothing(engine: MemoryEngine) -> None:
+    """Reading a window (``get_working_memory``, the session resource), clearing or compressing it is no first write."""
+    engine.record_turn("I keep my bike in the shed", session_id="s1", namespace="u1")
+    assert engine.working_window(session_id="s1", namespace="u1-typo") == []
+    assert engine.clear_working(session_id="s1", namespace="u1-typo") == 0
+    assert engine.compress(session_id="s1", namespace="u1-typo", force=True) is None
+    assert engine.namespaces() == ["u1"]
+    with pytest.raises(InvalidInputError) as err:
+        engine.working_window(session_id=" ", namespace="u1-typo")
+    assert err.value.field == "session_id"
+    assert [t.content for t in engine.working_window(session_id="s1", namespace="u1")] == ["I keep my bike in the shed"]

@@ -201,8 +201,8 @@ class MemoryEngine(UpkeepFacade):
 
     def get(self, memory_id: str, *, namespace: str | None = None) -> MemoryRecord:
         """One memory by id, whatever its status (archived into cold storage too); ``MemoryNotFoundError`` if none."""
-        handle = self._namespace(namespace)
-        return self._lane(handle).editor.find(handle, memory_id)
+        handle, lane = self._lanes.holding(namespace, memory_id)
+        return lane.editor.find(handle, memory_id)
 
     def update(
         self,
@@ -220,8 +220,8 @@ class MemoryEngine(UpkeepFacade):
         ``metadata`` is merged into the existing metadata; ``ttl_seconds`` expires the memory
         that many seconds from now.
         """
-        handle = self._namespace(namespace, text=content if isinstance(content, str) else None)
-        return self._lane(handle).editor.edit(
+        handle, lane = self._lanes.holding(namespace, memory_id, text=content if isinstance(content, str) else None)
+        return lane.editor.edit(
             handle,
             memory_id,
             content=content,
@@ -233,13 +233,13 @@ class MemoryEngine(UpkeepFacade):
 
     def forget(self, memory_id: str, *, namespace: str | None = None) -> MemoryRecord:
         """Soft delete: the memory stops being recalled but stays in the store and exports."""
-        handle = self._namespace(namespace)
-        return self._lane(handle).editor.forget(handle, memory_id)
+        handle, lane = self._lanes.holding(namespace, memory_id)
+        return lane.editor.forget(handle, memory_id)
 
     def unforget(self, memory_id: str, *, namespace: str | None = None) -> MemoryRecord:
         """Undo ``forget`` (or a rejected review): the memory is active and recalled again."""
-        handle = self._namespace(namespace)
-        return self._lane(handle).editor.unforget(handle, memory_id)
+        handle, lane = self._lanes.holding(namespace, memory_id)
+        return lane.editor.unforget(handle, memory_id)
 
     def review(self, memory_id: str, *, accept: bool, namespace: str | None = None) -> builtins.list[MemoryRecord]:
         """Accept or reject a quarantined memory (a low-trust contradiction of an important one).
@@ -247,8 +247,8 @@ class MemoryEngine(UpkeepFacade):
         Accepting makes it active and applies the supersede it held back (the older of the two
         becomes history); rejecting forgets it. Returns the records changed, the reviewed one first.
         """
-        handle = self._namespace(namespace)
-        return self._lane(handle).editor.review(handle, memory_id, accept=accept)
+        handle, lane = self._lanes.holding(namespace, memory_id)
+        return lane.editor.review(handle, memory_id, accept=accept)
 
     def unmerge(self, memory_id: str, *, index: int = -1, namespace: str | None = None) -> MemoryRecord:
         """Undo a merge: input ``index`` of the memory's ``sources`` becomes a memory of its own again.
@@ -256,8 +256,7 @@ class MemoryEngine(UpkeepFacade):
         A repeat merged by upkeep (``merge_repeats``) comes back as the record it was, same id; one
         merged when it was written gets a record of its own.
         """
-        handle = self._namespace(namespace)
-        lane = self._lane(handle)
+        handle, lane = self._lanes.holding(namespace, memory_id)
         return lane.merger.unmerge(handle, memory_id, index) or lane.editor.unmerge(handle, memory_id, index)
 
     # -- recall -----------------------------------------------------------------------------
@@ -359,9 +358,9 @@ class MemoryEngine(UpkeepFacade):
         )
 
     def working_window(self, *, session_id: str, namespace: str | None = None) -> builtins.list[MemoryRecord]:
-        """The session's live turns, oldest first."""
-        handle = self._namespace(namespace)
-        return self._lane(handle).working.window(handle, session_id=session_id)
+        """The session's live turns, oldest first (a read: it creates no namespace)."""
+        _, handle, lane = self._lanes.reading(namespace)
+        return lane.working.window(handle, session_id=session_id)
 
     def compress(
         self,
@@ -377,15 +376,13 @@ class MemoryEngine(UpkeepFacade):
         Raw turns are archived, not deleted, and each summary's ``source.message_ids`` lists
         the turns it replaced.
         """
-        handle = self._namespace(namespace)
-        return self._lane(handle).working.compress(
-            handle, session_id=session_id, threshold_tokens=threshold_tokens, force=force
-        )
+        _, handle, lane = self._lanes.reading(namespace)  # nothing to compress in a namespace never written
+        return lane.working.compress(handle, session_id=session_id, threshold_tokens=threshold_tokens, force=force)
 
     def clear_working(self, *, session_id: str, namespace: str | None = None) -> int:
         """Forget the session's working window (soft); long-term memories stay, their contexts without its turns."""
-        handle = self._namespace(namespace)
-        return self._lane(handle).working.clear(handle, session_id=session_id)
+        _, handle, lane = self._lanes.reading(namespace)  # nothing to clear in a namespace never written
+        return lane.working.clear(handle, session_id=session_id)
 
     # -- inspection and backup --------------------------------------------------------------
     def stats(self, *, namespace: str | None = None) -> NamespaceStats:

@@ -24,7 +24,7 @@ from .backup import Backup
 from .config import DEFAULT_LOCAL_MODEL
 from .embedding.multilingual import MULTILINGUAL_MODEL, MultilingualEmbedder
 from .embedding.routing import calls_for_multilingual, multilingual_available, routed_model, tells_script
-from .errors import EmbeddingModelMismatchError
+from .errors import EmbeddingModelMismatchError, MemoryNotFoundError
 from .parts import EngineParts
 from .progress import ProgressCallback
 from .recall.pipeline import Recaller
@@ -35,7 +35,7 @@ from .upkeep.merging import RepeatMerger
 from .upkeep.retention import Maintenance
 from .working.window import WorkingMemory
 from .write.conversation import SessionNeighbours
-from .write.edit import Editor
+from .write.edit import Editor, checked_id
 from .write.settle import Settler
 
 log = logging.getLogger(__name__)
@@ -140,6 +140,20 @@ class ModelLanes:
         return lane.backup.import_data(
             handle, data, progress=progress, checked=checked if lane is self.primary else None
         )
+
+    def holding(
+        self, namespace: str | None, memory_id: str, *, text: str | None = None
+    ) -> tuple[NamespaceStore, ModelLane]:
+        """The handle and lane of the namespace asked for memory ``memory_id`` (a get or a change by id).
+
+        A namespace never written holds no memory: ``MemoryNotFoundError`` once the id is checked,
+        and the namespace is not created (a mistyped one would be listed by ``namespaces()`` after).
+        """
+        name = self.primary.parts.namespace_name(namespace)
+        handle = self.open(name, create=False, text=text)
+        if handle is None:
+            raise MemoryNotFoundError(checked_id(memory_id), name)
+        return handle, self.of(handle)
 
     def open(self, name: str, *, create: bool, text: str | None) -> NamespaceStore | None:
         """The handle of namespace ``name`` (None: it does not exist and ``create`` is False), served by its lane.

@@ -2,7 +2,10 @@
 
 The MCP SDK's transports are anyio task groups that must be entered and exited by one task,
 so one owner task (``Connection._own``) opens the session and holds it until told to stop;
-every call runs on that loop. A failed transport is dropped and the next call reopens it.
+every call runs on that loop. A failed transport is dropped and the next call reopens it. A call
+waits for its answer or for the owner to end, whichever comes first: when the transport fails
+under it (an HTTP server gone, a token refused) or the client is closed, the SDK leaves a
+waiting request unanswered until its timeout, so the call ends with the transport's failure now.
 
 Retries (``retryable``): a transport failure is retried with exponential backoff when a retry
 cannot run a write twice, that is when the call is idempotent (reads, and writes carrying a
@@ -39,6 +42,7 @@ from .transports import Transport
 T = TypeVar("T")
 
 _TIMEOUT_CODE = 408  # the SDK reports a read timeout as McpError(code=httpx.codes.REQUEST_TIMEOUT)
+_CALLS_ENDING_SECONDS = 10.0  # how long closing waits for the calls it cut short to end (a retry backs off 5 s at most)
 
 
 class LoopThread:
@@ -111,6 +115,12 @@ def unavailable(transport: Transport, exc: BaseException, *, before_send: bool) 
     return MemoryServerUnavailableError(transport.kind, transport.target, reason, before_send=before_send)
 
 
+def _retrieved(task: asyncio.Future[Any]) -> None:
+    """Take a cut-short call's outcome, so asyncio does not log it as never retrieved."""
+    if not task.cancelled():
+        task.exception()
+
+
 def _leaf_exceptions(exc: BaseException) -> list[BaseException]:
     if isinstance(exc, BaseExceptionGroup):
         out: list[BaseException] = []
@@ -146,9 +156,11 @@ class Connection:
         self.closed = False
         self._released = False
         self._session: ClientSession | None = None
-        self._owner: asyncio.Task[None] | None = None
+        self._owner: asyncio.Task[BaseException | None] | None = None
         self._stop: asyncio.Event | None = None
         self._lock: asyncio.Lock | None = None
+        self._calls: set[asyncio.Task[Any]] = set()  # calls in flight, ended before the loop stops
+        self._answers: set[asyncio.Future[CallToolResult]] = set()  # their awaited answers, cut short by a close
 
     def error(self, reason: str, *, before_send: bool = False) -> MemoryServerUnavailableError:
         """A ``MemoryServerUnavailableError`` naming this transport."""
@@ -175,7 +187,7 @@ class Connection:
                 raise MemoryTimeoutError(
                     self.transport.kind,
                     self.transport.target,
-                    f"no MCP handshake within {self.policy.connect_timeout:.0f} s",
+                    f"no MCP handshake within {self.policy.connect_timeout:g} s",
                     before_send=True,
                 ) from None
             except BaseException as exc:
@@ -185,8 +197,12 @@ class Connection:
                 raise unavailable(self.transport, exc, before_send=True) from exc
             return self._session
 
-    async def _own(self, ready: asyncio.Future[ClientSession], stop: asyncio.Event) -> None:
-        """Open the transport, hand the session over, hold it open until told to stop."""
+    async def _own(self, ready: asyncio.Future[ClientSession], stop: asyncio.Event) -> BaseException | None:
+        """Open the transport, hand the session over, hold it open until told to stop.
+
+        Returns why the transport ended once the session was handed over (None: told to stop),
+        for the calls it leaves unanswered (``_send``).
+        """
         try:
             async with AsyncExitStack() as stack:
                 session = await self.transport.open(stack, self.policy.timeout)
@@ -199,6 +215,8 @@ class Connection:
                 ready.set_exception(exc if isinstance(exc, Exception) else RuntimeError(repr(exc)))
             if isinstance(exc, (KeyboardInterrupt, SystemExit)):
                 raise
+            return exc
+        return None
 
     def _check_namespace(self, session: ClientSession) -> None:
         """Record the namespace the server announced; refuse the session if it is not ours."""
@@ -220,7 +238,7 @@ class Connection:
         owner, stop = self._owner, self._stop
         self._session = None
         self._owner = None
-        if owner is None:
+        if owner is None or owner.done():
             return
         if stop is not None:
             stop.set()
@@ -230,8 +248,13 @@ class Connection:
             owner.cancel()
 
     async def shutdown(self) -> None:
-        """Refuse further calls and close the session."""
+        """Refuse further calls, end the calls in flight with an error, and close the session."""
         self.closed = True
+        for answer in self._answers:
+            answer.cancel()
+        cut_short = self._calls - {asyncio.current_task()}
+        if cut_short:
+            await asyncio.wait(cut_short, timeout=_CALLS_ENDING_SECONDS)
         await self.drop()
 
     # -- calls ----------------------------------------------------------------------------------
@@ -240,38 +263,68 @@ class Connection:
         retrying = AsyncRetrying(
             stop=stop_after_attempt(self.policy.retries + 1),
             wait=wait_exponential(multiplier=self.policy.backoff, max=5),
-            retry=retry_if_exception(lambda exc: retryable(exc, idempotent=idempotent)),
+            retry=retry_if_exception(lambda exc: not self.closed and retryable(exc, idempotent=idempotent)),
             reraise=True,
         )
-        async for attempt in retrying:
-            with attempt:
-                session = await self.ensure()
-                result = await self._send(session, tool, arguments)
-        return result
+        calling = asyncio.current_task()
+        if calling is not None:
+            self._calls.add(calling)
+        try:
+            async for attempt in retrying:
+                with attempt:
+                    session = await self.ensure()
+                    result = await self._send(session, tool, arguments)
+            return result
+        finally:
+            if calling is not None:
+                self._calls.discard(calling)
 
     async def _send(self, session: ClientSession, tool: str, arguments: dict[str, Any]) -> CallToolResult:
+        """``tool``'s answer, or the failure of the transport (or the close) that ended the session first."""
+        owner = self._owner
+        timeout = timedelta(seconds=self.policy.timeout)
+        answer = asyncio.ensure_future(session.call_tool(tool, arguments, read_timeout_seconds=timeout))
+        self._answers.add(answer)
         try:
-            return await session.call_tool(tool, arguments, read_timeout_seconds=timedelta(seconds=self.policy.timeout))
+            if owner is not None:
+                await asyncio.wait({answer, owner}, return_when=asyncio.FIRST_COMPLETED)
+            if not answer.done() or answer.cancelled():
+                raise await self._ended_during(tool, owner)
+            return answer.result()
         except McpError as exc:
             if exc.error.code == _TIMEOUT_CODE:
                 raise MemoryTimeoutError(
                     self.transport.kind,
                     self.transport.target,
-                    f"{tool} did not answer within {self.policy.timeout:.0f} s",
+                    f"{tool} did not answer within {self.policy.timeout:g} s",
                 ) from None
             if exc.error.code == CONNECTION_CLOSED:
                 await self.drop()
                 raise self.error(f"connection closed during {tool}") from None
             raise MemoryToolError(tool, exc.error.message, error_type="protocol_error") from None
-        except (
-            anyio.ClosedResourceError,
-            anyio.BrokenResourceError,
-            anyio.EndOfStream,
-            OSError,
-            httpx.HTTPError,
-        ) as exc:
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError) as exc:
+            # Raised by the session's write stream, in this process: the request was never sent
+            # (a spawned server that died leaves it closed), so even a non-idempotent call is retried.
+            await self.drop()
+            raise unavailable(self.transport, exc, before_send=True) from exc
+        except (anyio.EndOfStream, OSError, httpx.HTTPError) as exc:
             await self.drop()
             raise unavailable(self.transport, exc, before_send=False) from exc
+        finally:
+            self._answers.discard(answer)
+            if not answer.done():
+                answer.cancel()
+                answer.add_done_callback(_retrieved)
+
+    async def _ended_during(self, tool: str, owner: asyncio.Task[BaseException | None] | None) -> Exception:
+        """The error of a call whose session ended (or was closed) before it was answered; it may have been sent."""
+        if self.closed:  # shutdown closes the session
+            return self.error(f"the client was closed during {tool}")
+        failure = owner.result() if owner is not None and owner.done() and not owner.cancelled() else None
+        await self.drop()
+        if failure is None:
+            return self.error(f"connection closed during {tool}")
+        return unavailable(self.transport, failure, before_send=False)
 
     async def tool_names(self) -> list[str]:
         """Names of the tools the server offers."""

@@ -66,7 +66,11 @@ class StoreRequest:
 
     @classmethod
     def parse(cls, arguments: dict[str, Any]) -> StoreRequest:
-        """Either ``content`` with the single-memory fields or ``memories`` (at most ``MAX_BATCH``), not both."""
+        """Either ``content`` with the single-memory fields or ``memories`` (at most ``MAX_BATCH``), not both.
+
+        A single-memory field beside ``memories`` (a ``session_id`` or ``ttl_seconds`` meant for the
+        whole batch) is refused: no item would get it, and storing the batch without it loses it unsaid.
+        """
         options = StoreMemoryArgs.model_validate({k: arguments[k] for k in StoreMemoryArgs.model_fields})
         single = {k: v for k, v in arguments.items() if k not in StoreMemoryArgs.model_fields and v is not None}
         memories = options.memories
@@ -76,6 +80,13 @@ class StoreRequest:
             )
         if memories is None:
             return cls(options, [MemoryItem.model_validate(single).model_dump(exclude_none=True)])
+        # FastMCP fills in the defaults of the parameters left out: those were not given.
+        beside = sorted(k for k, v in single.items() if v != MemoryItem.model_fields[k].default)
+        if beside:
+            field = beside[0]
+            raise InvalidInputError(
+                field, f"applies to one memory given with `content`; with `memories`, put `{field}` inside each item"
+            )
         if not memories:
             raise InvalidInputError("memories", "is empty; give at least one memory")
         if len(memories) > MAX_BATCH:

@@ -91,7 +91,8 @@ class StoreMemoryArgs(ToolArgs):
     hints: ClassVar[ToolAnnotations] = IDEMPOTENT_WRITE
 
     memories: list[MemoryItem] | None = Field(
-        None, description=f"A batch of memories (max {MAX_BATCH}); each needs `content`."
+        None,
+        description=f"A batch of memories (max {MAX_BATCH}); each needs `content` and carries its own other fields.",
     )
     request_id: Identifier | None = Field(None, description="Idempotency key for this call (e.g. a UUID).")
     apply_filter: Flag = Field(

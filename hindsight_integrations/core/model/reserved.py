@@ -25,6 +25,9 @@ SUPERSEDES_KEY = "_supersedes"  # of a new memory: the ids it made history, comm
 MERGED_INTO_KEY = "_merged_into"  # of a merged-away memory: the survivor's id
 HABIT_KEY = "_habit"  # of a consolidated habit: how many days it was done on
 REQUEST_HASH_KEY = "_request_hash"  # of a memory written with a request id: what the request held
+# Of the first memory a request wrote: "place:id" of each of its items that merged into a stored memory, so a
+# replay answers every item in input order (``write/replay.py``).
+REQUEST_MERGES_KEY = "_request_merges"
 
 
 def _number(value: Any) -> bool:
@@ -55,6 +58,12 @@ def _days(value: Any) -> str | None:
     return None if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else "must be a day count"
 
 
+def _placed_ids(value: Any) -> str | None:
+    pairs = [p.partition(":") for p in value.split(",")] if isinstance(value, str) else []
+    ok = bool(pairs) and all(n.isdigit() and sep and 0 < len(i) <= MAX_MEMORY_ID_CHARS for n, sep, i in pairs)
+    return None if ok else "must be place:memory id pairs, separated by commas"
+
+
 def _hash(value: Any) -> str | None:
     ok = isinstance(value, str) and 0 < len(value) <= 64 and all(c in "0123456789abcdef" for c in value)
     return None if ok else "must be a hexadecimal digest of at most 64 characters"
@@ -67,6 +76,7 @@ _SHAPES: dict[str, Callable[[Any], str | None]] = {
     MERGED_INTO_KEY: _memory_id,
     HABIT_KEY: _days,
     REQUEST_HASH_KEY: _hash,
+    REQUEST_MERGES_KEY: _placed_ids,
 }
 RESERVED_KEYS = frozenset(_SHAPES)
 
@@ -90,6 +100,7 @@ __all__ = [
     "HABIT_KEY",
     "MERGED_INTO_KEY",
     "REQUEST_HASH_KEY",
+    "REQUEST_MERGES_KEY",
     "RESERVED_KEYS",
     "STATED_IMPORTANCE",
     "SUPERSEDES_KEY",

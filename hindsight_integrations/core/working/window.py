@@ -220,30 +220,38 @@ class WorkingMemory:
         check_id(value, "session_id", self._parts.limits)
         return value
 
-    def window(self, handle: NamespaceStore, *, session_id: str) -> list[MemoryRecord]:
-        """The session's live turns, oldest first."""
+    def window(self, handle: NamespaceStore | None, *, session_id: str) -> list[MemoryRecord]:
+        """The session's live turns, oldest first; none in a namespace never written (``handle`` None)."""
         session_id = self._session_id(session_id)
+        if handle is None:
+            return []
         where = {"$and": [{"tier": "working"}, {"session_id": session_id}, {"status": "active"}]}
         return sorted(handle.find(where), key=lambda r: (r.occurred_at, r.created_at))
 
     def compress(
-        self, handle: NamespaceStore, *, session_id: str, threshold_tokens: int | None, force: bool
+        self, handle: NamespaceStore | None, *, session_id: str, threshold_tokens: int | None, force: bool
     ) -> CompressionResult | None:
-        """See ``MemoryEngine.compress``."""
+        """See ``MemoryEngine.compress``; nothing to compress in a namespace never written (``handle`` None)."""
         if threshold_tokens is not None:
             threshold_tokens = whole_number(threshold_tokens, "threshold_tokens", low=1, high=MAX_TOKENS)
+        if handle is None:
+            self._session_id(session_id)
+            return None
         threshold = threshold_tokens or self._parts.settings.compress_threshold_tokens
         with handle.writing:  # read under the lock: two compressions of one window would fold it twice
             window = self.window(handle, session_id=session_id)
             return self._compressor.compress(handle, window, session_id=session_id, threshold=threshold, force=force)
 
-    def clear(self, handle: NamespaceStore, *, session_id: str) -> int:
+    def clear(self, handle: NamespaceStore | None, *, session_id: str) -> int:
         """Forget the session's window (soft); long-term memories stay.
 
         The cleared turns' text is no memory's context any more: the settler's note of the
         session's latest texts goes (the next memory's context held it), and so does what of it
         the stored contexts hold (``forgetting.py``), unless a memory that stays holds it too.
+        A namespace never written (``handle`` None) has none.
         """
+        if handle is None:
+            return 0
         with handle.writing:
             now = self._parts.clock.now()
             turns = self.window(handle, session_id=session_id)

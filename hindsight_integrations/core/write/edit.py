@@ -25,6 +25,14 @@ from .forgetting import ForgottenText
 from .supersede import history_of
 
 
+def checked_id(memory_id: object) -> str:
+    """``memory_id`` if it reads as a memory id; ``InvalidInputError`` naming ``id`` if not."""
+    if not isinstance(memory_id, str) or not memory_id:
+        raise InvalidInputError("id", "must be a memory id string")
+    check_memory_id(memory_id)
+    return memory_id
+
+
 class Editor:
     """Changes stored memories one at a time, by id, for any namespace of one engine."""
 
@@ -50,9 +58,7 @@ class Editor:
 
     def get(self, handle: NamespaceStore, memory_id: str) -> MemoryRecord:
         """The memory ``memory_id`` the store holds, to change; one in cold storage is named as such."""
-        if not isinstance(memory_id, str) or not memory_id:
-            raise InvalidInputError("id", "must be a memory id string")
-        check_memory_id(memory_id)
+        checked_id(memory_id)
         found = handle.get([memory_id])
         if found:
             return found[0][0]
@@ -204,4 +210,4 @@ class Editor:
             return restored
 
 
-__all__ = ["Editor"]
+__all__ = ["Editor", "checked_id"]

@@ -31,7 +31,7 @@ from ..language.speakers import speaker_of, spoken
 from ..model.inputs import MemoryInput, parse_inputs
 from ..model.limits import check_id
 from ..model.records import Kind, MemoryRecord, Source, Status, Tier
-from ..model.reserved import REQUEST_HASH_KEY, SUPERSEDES_KEY
+from ..model.reserved import REQUEST_HASH_KEY, REQUEST_MERGES_KEY, SUPERSEDES_KEY
 from ..model.results import SkippedMemory, StoreResult
 from ..parts import EngineParts
 from ..storage.namespace_store import NamespaceStore
@@ -41,6 +41,7 @@ from .corrections import inherited_slot
 from .neighbours import NeighbourFinder
 from .recovery import finish_supersedes_locked
 from .repeats import is_repeat, reinforce
+from .replay import RetriedMerges, merges_note, replayed, reused
 from .supersede import Neighbour, UpdateJudge, Verdict, history_of, is_low_trust, protected, quarantined
 
 _CORRECTABLE = 8  # latest memories with a slot a correction naming no attribute may be about
@@ -82,6 +83,11 @@ class _Batch:
                 record.model_copy(update={"metadata": {**record.metadata, SUPERSEDES_KEY: ",".join(olds)}}),
                 vector,
             )
+
+    def note_on_first(self, key: str, value: str) -> None:
+        """Set metadata ``key`` of the first new record (a request's answer is rebuilt from its records)."""
+        record, vector = self.fresh[0]
+        self.fresh[0] = (record.model_copy(update={"metadata": {**record.metadata, key: value}}), vector)
 
     def current(self, record: MemoryRecord) -> MemoryRecord:
         """``record`` as this batch has left it so far."""
@@ -152,13 +158,10 @@ class Settler:
                 previous = handle.find({"request_id": request_id})
                 if previous:
                     if any(r.metadata.get(REQUEST_HASH_KEY) not in (None, request_hash) for r in previous):
-                        raise InvalidInputError(
-                            "request_id",
-                            f"{request_id!r} was already used for different content; use a new request_id",
-                        )
+                        raise reused(request_id)
                     _add(handle, companions)
                     finish_supersedes_locked(handle, self._parts.clock, {r.id for r in previous})
-                    return StoreResult(stored=previous, replayed=True)
+                    return replayed(handle, previous)
             result = StoreResult()
             records: list[MemoryRecord] = []
             trusted: dict[str, bool] = {}
@@ -221,14 +224,21 @@ class Settler:
         slotted = [n for n in comparable if records[n].slot]
         stored = self._finder.stored(handle, records, vectors, searched, slotted, dedup=dedup)
         batch = _Batch(vectors)
+        retried = RetriedMerges({memory.id: memory for found in stored.values() for memory, _ in found})
+        merged_at: list[tuple[int, str]] = []  # (place in the answer, memory merged into), for a replay
         for n, record in enumerate(records):
             neighbours = self._neighbours(n, record, stored[n], batch) if n in stored else []
             repeat = self._repeat_of(record, neighbours) if dedup else None
             if repeat is None and supersede:
                 record, repeat = self._apply_supersedes(record, neighbours, judge, batch, result, trusted[record.id])
+            if repeat is not None and retried.merged_before(record, repeat.id):
+                result.merged.append(repeat.id)
+                result.stored.append(repeat)
+                continue
             if repeat is not None:
                 reinforced = reinforce(repeat, record, now)
                 batch.change(reinforced)
+                merged_at.append((len(result.stored), reinforced.id))
                 result.merged.append(reinforced.id)
                 result.stored.append(reinforced)
                 continue
@@ -237,6 +247,9 @@ class Settler:
                 batch.context[record.id] = context_vectors[record.id]
             result.stored.append(record)
         batch.record_supersedes()
+        if merged_at and batch.fresh and records[0].request_id:
+            batch.note_on_first(REQUEST_MERGES_KEY, merges_note(merged_at))
+        result.replayed = retried.count == len(records) and not batch.fresh and not batch.changed
         fresh_ids = {r.id for r, _ in batch.fresh}
         result.stored = [batch.current(r) if r.id in fresh_ids or r.id in batch.changed else r for r in result.stored]
         _add(handle, [*companions, *batch.fresh], batch.context)

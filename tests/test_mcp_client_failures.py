@@ -1,0 +1,141 @@
+"""``MemoryClient`` when the server goes away under it, or the client is closed, while calls are in flight.
+
+A call must end with the reason (the server cannot be reached, the client was closed), not wait
+for its timeout or for ever, and a write that never left this process is sent again, even one
+that is not idempotent.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from hindsight_integrations import MemoryEngine
+from hindsight_integrations.mcp import MemoryClient, MemoryServerUnavailableError
+from hindsight_integrations.mcp.errors import MemoryTimeoutError
+
+from .mcp_support import http_server, server_env
+
+TOKEN = "failures-token-01-7c2e9a4f5b8d3e61"
+
+
+@pytest.fixture
+def held(engine: MemoryEngine, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[threading.Event, threading.Event]]:
+    """``engine.store_memories`` held until released: (started, release). Released at the end in any case."""
+    started, release = threading.Event(), threading.Event()
+    store = engine.store_memories
+
+    def held_store(*args: Any, **kwargs: Any) -> Any:
+        started.set()
+        release.wait(60)
+        return store(*args, **kwargs)
+
+    monkeypatch.setattr(engine, "store_memories", held_store)
+    yield started, release
+    release.set()
+
+
+def test_closing_the_client_ends_a_blocking_call_in_flight(
+    engine: MemoryEngine, held: tuple[threading.Event, threading.Event]
+) -> None:
+    started, release = held
+    client = MemoryClient.in_process(engine, namespace="u1", timeout=5, connect_timeout=5, retries=0)
+    outcome: list[BaseException] = []
+
+    def store() -> None:
+        try:
+            client.store("The spare key is under the blue pot.")
+        except BaseException as exc:  # the outcome is what the test reads
+            outcome.append(exc)
+
+    caller = threading.Thread(target=store)
+    caller.start()
+    assert started.wait(30)
+    closer = threading.Thread(target=client.close)
+    closer.start()
+    caller.join(20)  # the old client left it waiting until its deadline (tens of seconds)
+    finished = not caller.is_alive()
+    release.set()
+    closer.join(60)
+    caller.join(60)
+    assert finished, "the call was still waiting after the client was closed"
+    assert isinstance(outcome[0], MemoryServerUnavailableError) and not isinstance(outcome[0], MemoryTimeoutError)
+    assert "closed during store_memory" in str(outcome[0])
+
+
+async def test_closing_the_client_ends_an_async_call_in_flight(
+    engine: MemoryEngine, held: tuple[threading.Event, threading.Event]
+) -> None:
+    started, release = held
+    client = MemoryClient.in_process(engine, namespace="u1", retries=0)
+    call = asyncio.create_task(client.astore("The spare key is under the blue pot."))
+    assert await asyncio.to_thread(started.wait, 30)
+    closing = asyncio.create_task(client.aclose())
+    done, _ = await asyncio.wait([call], timeout=20)  # the old client never ended it
+    release.set()
+    await closing
+    assert done, "the call was still waiting after the client was closed"
+    with pytest.raises(MemoryServerUnavailableError, match="closed during store_memory"):
+        call.result()
+
+
+@pytest.mark.server
+def test_a_call_to_an_http_server_gone_since_connecting_fails_at_once(tmp_path: Path) -> None:
+    with http_server(tmp_path / "store", tokens={TOKEN: "alice"}) as base:
+        client = MemoryClient.http(f"{base}/mcp", TOKEN, timeout=20, retries=0)
+        client.store("I am allergic to peanuts.")
+    with client, pytest.raises(MemoryServerUnavailableError) as err:
+        # Not idempotent, so not retried: the old client waited out its timeout and said "did not answer".
+        client.record_turn("I moved to Porto last month.", session_id="s1")
+    assert not isinstance(err.value, MemoryTimeoutError) and "cannot connect" in str(err.value)
+
+
+def _children(name: str) -> list[int]:
+    """This process's child processes whose command line holds ``name``."""
+    pids = []
+    for task in Path(f"/proc/{os.getpid()}/task").iterdir():
+        pids += [int(p) for p in (task / "children").read_text().split()]
+    return [p for p in pids if name in Path(f"/proc/{p}/cmdline").read_text(errors="replace")]
+
+
+def _session_closed(client: MemoryClient) -> bool:
+    """Whether the client's session has closed its end (it read the end of a dead server's output)."""
+    session = client._connection._session
+    return session is None or session._write_stream._closed
+
+
+def _wait_until(condition: Callable[[], bool], what: str) -> None:
+    for _ in range(1200):
+        if condition():
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"gave up waiting for {what}")
+
+
+@pytest.mark.server
+@pytest.mark.skipif(not Path("/proc/self/task").exists(), reason="finds the spawned server through /proc")
+def test_a_turn_sent_after_the_stdio_server_died_is_recorded_by_a_new_one(tmp_path: Path) -> None:
+    env = server_env(tmp_path / "store")
+    with MemoryClient.stdio(env=env, namespace="u1", timeout=60, backoff=0) as client:
+        client.store("I am allergic to peanuts.")
+        (server,) = _children("hindsight_integrations.mcp")
+        os.kill(server, signal.SIGKILL)
+        _wait_until(lambda: _session_closed(client), f"the client to notice that server {server} died")
+        # The turn never leaves this process (the dead server's session is closed), so it is sent to a new server.
+        turn = client.record_turn("I moved to Porto last month.", session_id="s1")
+        assert [t.id for t in client.working_memory("s1")] == [turn.turn.id]
+
+
+def test_a_timeout_names_the_seconds(engine: MemoryEngine, held: tuple[threading.Event, threading.Event]) -> None:
+    with MemoryClient.in_process(engine, namespace="u1", timeout=0.25, retries=0) as client:
+        with pytest.raises(MemoryTimeoutError, match=r"store_memory did not answer within 0\.25 s"):
+            client.store("The spare key is under the blue pot.")  # the old message said "within 0 s"
+        held[1].set()
