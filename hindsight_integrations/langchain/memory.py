@@ -24,6 +24,7 @@ from ..core.model.results import RecallResult
 from ..core.recall.context import format_context, pack_within_budget
 from ..mcp.refusals import query_tail, skip_refused_text
 from ..mcp.resolve import ClientPool, require_session, resolve_namespace
+from ._connection import SharedConnection
 
 
 def turn_message(record: MemoryRecord) -> BaseMessage:
@@ -75,7 +76,7 @@ def long_term_context(result: RecallResult, window: Sequence[MemoryRecord], toke
     return format_context(pack_within_budget(records, token_budget, query=result.query))
 
 
-class HindsightMemory(BaseMemory):
+class HindsightMemory(SharedConnection, BaseMemory):
     """Working window + recalled long-term memories for classic chains and ``AgentExecutor``.
 
     ``HindsightMemory(namespace="u1", session_id="s1")`` reads the store configured by the
@@ -113,7 +114,7 @@ class HindsightMemory(BaseMemory):
         # would either mix users or lose the conversation.
         self.namespace = resolve_namespace(self.namespace, "HindsightMemory")
         self.session_id = require_session(self.session_id, "HindsightMemory")
-        self._pool = ClientPool(self.client, self.engine)
+        self._pool = ClientPool(self.client, self.engine, owner="HindsightMemory")
         return self
 
     @property

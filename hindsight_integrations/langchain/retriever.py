@@ -19,6 +19,7 @@ from ..core.model.limits import MAX_TOKENS
 from ..core.model.results import RecallHit, RecallResult
 from ..mcp.refusals import query_tail
 from ..mcp.resolve import ClientPool, resolve_namespace
+from ._connection import SharedConnection
 
 
 def hit_document(hit: RecallHit) -> Document:
@@ -48,7 +49,7 @@ def hit_document(hit: RecallHit) -> Document:
     return Document(page_content=record.content, id=record.id, metadata=metadata)
 
 
-class HindsightRetriever(BaseRetriever):
+class HindsightRetriever(SharedConnection, BaseRetriever):
     """Hybrid recall (vector + BM25 + recency + importance) over one user's memories.
 
     ``HindsightRetriever(namespace="u1", k=4)``; ``k``, ``filters`` and ``min_score`` can
@@ -72,7 +73,7 @@ class HindsightRetriever(BaseRetriever):
     @model_validator(mode="after")
     def _configured(self) -> HindsightRetriever:
         self.namespace = resolve_namespace(self.namespace, "HindsightRetriever")
-        self._pool = ClientPool(self.client, self.engine)
+        self._pool = ClientPool(self.client, self.engine, owner="HindsightRetriever")
         return self
 
     @property

@@ -13,19 +13,24 @@ A client serves exactly one namespace, so clients built from the environment are
 user share one MCP session instead of each loading an embedding model or opening a
 connection, and two users never share one. In-process clients of all users share one
 engine per store, so serving many users loads the embedding model once.
+
+An adapter is copied with the connection it has (a copy shares it) and saved with the
+``StoreAddress`` it is connected to: restored, it reconnects to that store or refuses
+(``reconnect``), never opens whatever store the environment names instead.
 """
 
 from __future__ import annotations
 
 import contextlib
-import functools
 import os
 import threading
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..core.config import Settings, load_settings, validate_namespace
 from ..core.errors import ConfigurationError
+from .address import StoreAddress, client_address, engine_address, environment_address, live_engine, remember_engine
 from .client import MemoryClient
 
 if TYPE_CHECKING:
@@ -105,24 +110,65 @@ def resolve_client(
             )
         if served is None and callable(expect := getattr(client, "expect_namespace", None)):
             expect(namespace)  # not known before its first call: the server's announcement is checked then
+        remember_engine(getattr(client, "engine", None))
         return client
     if engine is not None:
         # Not cached here: the client keeps the engine alive, so a module-level cache would
         # pin every engine ever passed in. Adapters keep the client they resolved.
+        remember_engine(engine)
         return MemoryClient.in_process(engine, namespace=namespace)
-    engine_factory: Callable[[], MemoryEngine] | None = None
     if os.environ.get("HINDSIGHT_MCP_URL") or os.environ.get("HINDSIGHT_MCP_COMMAND"):  # as from_env decides
         key: tuple[Any, ...] = (os.getpid(), namespace, *(os.environ.get(var) for var in _SERVER_KEY_VARS))
-    else:
-        settings = load_settings()  # what MemoryEngine() reads
-        key = (os.getpid(), namespace, _engine_key(settings))
-        engine_factory = functools.partial(_shared_engine, settings)
+        return _cached_client(key, lambda: MemoryClient.from_env(namespace=namespace))
+    return _settings_client(load_settings(), namespace)  # what MemoryEngine() reads
+
+
+def reconnect(address: StoreAddress, namespace: str, owner: str) -> MemoryClient:
+    """The client for ``namespace`` on the store a saved adapter was connected to, or a refusal saying what to do.
+
+    In order: the engine this process already has on that store (a copy restored where it was
+    saved uses the very engine it was saved from); the environment's client when the
+    environment names that store; a new engine on that embedded directory (if it exists: one
+    that does not would be created empty, a store nobody has used) or Chroma server. A memory
+    server is reached only through the environment, which holds its token or command.
+    Raises ``ConfigurationError`` when none of these reaches ``address``.
+    """
+    engine = live_engine(address)
+    if engine is not None:
+        return MemoryClient.in_process(engine, namespace=namespace)
+    if environment_address() == address:
+        return resolve_client(namespace=namespace)
+    if address.kind == "store" and Path(address.target).is_dir():
+        return _settings_client(load_settings(store=address.target), namespace)
+    if address.kind == "chroma":
+        return _settings_client(load_settings(chroma_url=address.target), namespace)
+    problem = {
+        "store": ", which does not exist here: restore it on a machine that has that directory",
+        "http": f": set HINDSIGHT_MCP_URL={address.target} (and HINDSIGHT_MCP_TOKEN) before restoring it",
+        "stdio": f": set HINDSIGHT_MCP_COMMAND={address.target!r} before restoring it",
+    }.get(address.kind, ": it cannot reconnect by itself")
+    raise ConfigurationError(
+        f"{owner} was saved connected to {address.describe()}{problem}, or build it anew with client= or "
+        f"engine= (a restored {owner} never uses another store than the one it was saved with)"
+    )
+
+
+def _settings_client(settings: Settings, namespace: str) -> MemoryClient:
+    """The cached in-process client for ``namespace`` on the shared engine of ``settings``."""
+    key = (os.getpid(), namespace, _engine_key(settings))
+    return _cached_client(key, lambda: MemoryClient.in_process(_shared_engine(settings), namespace=namespace))
+
+
+def _cached_client(key: tuple[Any, ...], build: Callable[[], MemoryClient]) -> MemoryClient:
+    """The client cached under ``key``, built (with ``_lock`` held) if there is none yet.
+
+    Over HTTP the token decides the namespace; the client is built for one, so it refuses a
+    token that the server says belongs to someone else.
+    """
     with _lock:
         cached = _env_clients.get(key)
         if cached is None:
-            # Over HTTP the token decides the namespace; ``namespace`` makes the client refuse
-            # a token that the server says belongs to someone else.
-            cached = _env_clients[key] = MemoryClient.from_env(namespace=namespace, engine_factory=engine_factory)
+            cached = _env_clients[key] = build()
         return cached
 
 
@@ -147,6 +193,7 @@ def _shared_engine(settings: Settings) -> MemoryEngine:
     engine = _env_engines.get(key)
     if engine is None:
         engine = _env_engines[key] = MemoryEngine(settings)
+        remember_engine(engine)
     return engine
 
 
@@ -156,23 +203,72 @@ class ClientPool:
     A middleware serves whichever user the run's context names, so it may need several
     clients; a memory or retriever needs one. Resolving once per namespace keeps a per-call
     adapter cheap and keeps an ``engine=``-built in-process session alive with the adapter.
+
+    A deep copy of an adapter shares its pool (a connection is not state to duplicate); a
+    pickled pool keeps only its ``StoreAddress``, and the unpickled one reconnects there on
+    first use (``reconnect``). ``address`` is that saved address; ``owner`` names the adapter
+    in errors.
     """
 
-    def __init__(self, client: MemoryClient | None = None, engine: MemoryEngine | None = None) -> None:
+    def __init__(
+        self,
+        client: MemoryClient | None = None,
+        engine: MemoryEngine | None = None,
+        *,
+        address: StoreAddress | None = None,
+        owner: str = "this adapter",
+    ) -> None:
         if client is not None and engine is not None:
             raise ConfigurationError("pass either client= or engine=, not both: the client already decides the store")
         self.client = client
         self.engine = engine
+        self.address = address
+        self.owner = owner
         self._clients: dict[str, MemoryClient] = {}
         self._lock = threading.Lock()
+        remember_engine(engine if engine is not None else getattr(client, "engine", None))
 
     def get(self, namespace: str) -> MemoryClient:
         """The client for ``namespace``, resolved on first use and kept."""
         with self._lock:
             found = self._clients.get(namespace)
             if found is None:
-                found = self._clients[namespace] = resolve_client(self.client, namespace=namespace, engine=self.engine)
+                if self.client is None and self.engine is None and self.address is not None:
+                    found = reconnect(self.address, namespace, self.owner)
+                else:
+                    found = resolve_client(self.client, namespace=namespace, engine=self.engine)
+                self._clients[namespace] = found
             return found
+
+    def saved_address(self) -> StoreAddress:
+        """Where this pool's memories live, as saved with the adapter: pinned now, even when the environment decided."""
+        if self.client is not None:
+            return client_address(self.client)
+        if self.engine is not None:
+            return engine_address(self.engine)
+        if self.address is not None:
+            return self.address
+        with self._lock:
+            resolved = next(iter(self._clients.values()), None)
+        return client_address(resolved) if resolved is not None else environment_address()
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> ClientPool:
+        return self
+
+    def __reduce__(self) -> tuple[Callable[[StoreAddress, str], ClientPool], tuple[StoreAddress, str]]:
+        address = self.saved_address()
+        if address.kind == "unknown":
+            raise TypeError(
+                f"{self.owner} cannot be pickled: it is connected to {address.describe()}, so it could not "
+                "reconnect once loaded; pickle one built with engine= on a store path or Chroma URL, a memory "
+                "server client, or the environment's settings (or build a new one after loading)"
+            )
+        return _restored_pool, (address, self.owner)
+
+
+def _restored_pool(address: StoreAddress, owner: str) -> ClientPool:
+    """An unpickled ``ClientPool``: no connection yet, reconnecting to ``address`` on first use."""
+    return ClientPool(address=address, owner=owner)
 
 
 def clear_client_cache() -> None:
@@ -190,6 +286,7 @@ __all__ = [
     "CONFIG_VARS",
     "ClientPool",
     "clear_client_cache",
+    "reconnect",
     "require_session",
     "resolve_client",
     "resolve_namespace",

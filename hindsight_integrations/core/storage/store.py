@@ -129,6 +129,20 @@ class ChromaStore:
         self._pid = os.getpid()
 
     @property
+    def owns_client(self) -> bool:
+        """Whether this store opened its Chroma client from the settings (their path or URL is where it is).
+
+        False for a client the caller supplied (``MemoryEngine(chroma_client=...)``): the settings
+        then do not say where the memories are.
+        """
+        return self._owns_client
+
+    @property
+    def closed(self) -> bool:
+        """Whether ``close`` has been called (every call but ``close`` now raises ``StoreClosedError``)."""
+        return self._closed
+
+    @property
     def shared_locks(self) -> CrossProcessLocks | None:
         """The cross-process locks this store's writers share (None: one process writes it)."""
         return self._shared_locks
