@@ -11,9 +11,17 @@ sessions that holds the text (the records', every status, and their merged repea
 (``EngineParts.embed_context``). Archived copies in cold storage are rewritten too, without
 their context vector, which ``restore`` embeds again.
 
+A forgotten memory's text also leaves the session's live working window: the turns it was
+made from (its ``source.message_ids``: a turn's own memory, or each memory an LLM extracted from
+it) and the turns that say its very text are forgotten with it. The window is what the adapters
+show the model as the conversation so far, and what the next turn's memory takes its context
+from (``WorkingMemory.record_turn``), so a turn left in it would bring the text back at once.
+The memory's other memories extracted from the same turn stay; the turn goes with the text.
+
 A text still held by a long-term memory of the session that stays (the memory a cleared turn
-was remembered as, a second copy of a forgotten one) is no secret the contexts keep: they keep it.
-The forgotten memory's own record keeps its text, as a soft delete does (``unforget``).
+was remembered as, a second copy of a forgotten one) is no secret the contexts keep: they keep it,
+and the turns saying it stay in the window. The forgotten memory's own record keeps its text, as a
+soft delete does; ``unforget`` brings the memory back, not the turns nor the contexts it left.
 """
 
 from __future__ import annotations
@@ -71,10 +79,11 @@ class ForgottenText:
         self._cold = cold
 
     def leave_contexts(self, handle: NamespaceStore, forgotten: Sequence[MemoryRecord]) -> list[MemoryRecord]:
-        """Rewrite the records (and cold rows) of ``forgotten``'s sessions whose context holds their text.
+        """Forget the live turns holding ``forgotten``'s text; rewrite the records (and cold rows) whose context does.
 
         ``forgotten`` are already written as deleted; the caller holds ``handle.writing``, so no
-        write of the session lands between the read and the rewrite. Returns the records rewritten.
+        write of the session lands between the read and the rewrite. Returns the records rewritten:
+        the turns forgotten, then the records whose context changed.
         """
         sessions = sorted({r.session_id for r in forgotten if r.session_id})
         if not sessions:
@@ -82,15 +91,18 @@ class ForgottenText:
         stored = [record for session in sessions for record in handle.find({"session_id": session})]
         gone = {r.id for r in forgotten}
         kept = {form for r in stored if r.id not in gone and _keeps_its_text(r) for form in spoken_forms(r)}
-        forms = {form for r in forgotten for form in spoken_forms(r) if not any(form in k for k in kept)}
+        said = {form for r in forgotten for form in spoken_forms(r)}
+        turns = _turns_saying(stored, forgotten, said, kept)
+        forms = {form for form in said if not _held(form, kept)} | {form for t in turns for form in spoken_forms(t)}
         if not forms:
             return []
         now = self._parts.clock.now()
+        dropped = [t.model_copy(update={"status": Status.DELETED, "updated_at": now}) for t in turns]
         changed = [c for r in stored if (c := _without(r, forms, now)) is not None]
-        if changed:
-            handle.rewrite(changed, None, self._parts.embed_context(changed))
+        if dropped or changed:
+            handle.rewrite([*dropped, *changed], None, self._parts.embed_context(changed))
         self._leave_cold(handle.name, set(sessions), forms, now)
-        return changed
+        return [*dropped, *changed]
 
     def _leave_cold(self, namespace: str, sessions: set[str], forms: set[str], now: datetime) -> None:
         if self._cold is None or not self._cold.mentions(namespace, forms):
@@ -102,6 +114,32 @@ class ForgottenText:
                 if (changed := _without(record, forms, now)) is not None:
                     rows.append(archived_row(changed, row.get("embedding"), None))
         self._cold.put(namespace, rows)
+
+
+def _turns_saying(
+    stored: Sequence[MemoryRecord], forgotten: Sequence[MemoryRecord], said: set[str], kept: set[str]
+) -> list[MemoryRecord]:
+    """The live turns of ``stored`` a forgotten memory was made from or that say its text; not one a memory keeps.
+
+    A turn says the text as its window line ("Ana: ...") or, for a memory stored without the
+    speaker's name, as its bare words.
+    """
+    made_from = {turn_id for r in forgotten for turn_id in r.source.message_ids}
+    gone = {r.id for r in forgotten}
+    found = []
+    for turn in stored:
+        if turn.tier is not Tier.WORKING or turn.status is not Status.ACTIVE or turn.id in gone:
+            continue
+        line = spoken_forms(turn)
+        says_it = turn.id in made_from or not (line | {context_line(turn.content, None)}).isdisjoint(said)
+        if says_it and not any(_held(form, kept) for form in line):
+            found.append(turn)
+    return found
+
+
+def _held(form: str, kept: set[str]) -> bool:
+    """Whether a memory that stays says ``form`` (within its own text): then the text is no secret to take out."""
+    return any(form in k for k in kept)
 
 
 def _keeps_its_text(record: MemoryRecord) -> bool:
