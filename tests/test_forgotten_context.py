@@ -200,3 +200,64 @@ def test_forgetting_one_memory_an_llm_extracted_takes_the_turn_and_leaves_the_ot
             assert _stored_status(handle, lisbon) == "active"
         finally:
             engine.close()
+
+
+def test_a_repeat_merged_into_a_memory_of_another_session_loses_the_forgotten_context(engine: MemoryEngine) -> None:
+    lisbon = engine.store("I live in Lisbon.", namespace="u1", session_id="s2").stored[0]
+    secret = engine.store(SECRET, namespace="u1", session_id="s1").stored[0]
+    again = engine.store("I live in Lisbon.", namespace="u1", session_id="s1")  # said in s1, kept in s2's memory
+    assert again.merged == [lisbon.id] and engine.get(lisbon.id, namespace="u1").sources[0]["context"] == SECRET
+    handle = engine.chroma.namespace("u1")
+
+    engine.forget(secret.id, namespace="u1")
+
+    assert not any(trace in _stored_text(handle, [lisbon.id]) for trace in TRACES)
+    merged = engine.get(lisbon.id, namespace="u1")
+    assert "context" not in merged.sources[0] and merged.sources[0]["session_id"] == "s1"
+    assert merged.content == "I live in Lisbon." and merged.status is Status.ACTIVE
+
+
+def test_forgetting_a_memory_cleans_the_session_its_merged_repeat_was_said_in(engine: MemoryEngine) -> None:
+    """The repeat said in s3 is the forgotten memory's too: s3's later contexts and its turn lose it."""
+    secret = engine.store(SECRET, namespace="u1", session_id="s4").stored[0]
+    repeat = engine.record_turn(SECRET, session_id="s3", namespace="u1")
+    assert repeat.stored.merged == [secret.id]
+    later = engine.record_turn("I work as a nurse at the city hospital on weekdays.", session_id="s3", namespace="u1")
+    said_later = later.stored.stored[0].id
+    handle = engine.chroma.namespace("u1")
+    handle.wait_for_context(30)
+    assert all(trace in _stored_text(handle, [said_later]) for trace in TRACES)
+
+    engine.forget(secret.id, namespace="u1")
+    handle.wait_for_context(30)
+
+    assert not any(trace in _stored_text(handle, [said_later]) for trace in TRACES)
+    assert np.allclose(handle.context_vectors([said_later])[said_later], _framed_vector(engine, handle, said_later))
+    assert _stored_status(handle, repeat.turn.id) == "deleted"
+    assert [t.id for t in engine.working_window(session_id="s3", namespace="u1")] == [later.turn.id]
+    after = engine.store("My sister lives in Porto.", namespace="u1", session_id="s3").stored[0]
+    assert not any(trace in _stored_text(handle, [after.id]) for trace in TRACES)  # the settler's note of s3 too
+
+
+def test_a_repeat_upkeep_merged_into_another_session_loses_the_forgotten_context_nested_too(
+    timed: MemoryEngine, clock
+) -> None:
+    """Upkeep nests the merged memory's own repeats (with their contexts) in the entry it keeps."""
+    host = "The staging server is called hera-2."
+    secret = timed.store(SECRET, namespace="u1", session_id="s1").stored[0]
+    said_after = timed.store(host, namespace="u1", session_id="s1", importance=0.3).stored[0]
+    assert timed.store(host, namespace="u1", session_id="s1").merged == [said_after.id]
+    clock.advance(hours=1)
+    kept = timed.store_memories(
+        [{"content": host.rstrip("."), "session_id": "s2", "importance": 0.9}], namespace="u1", dedup=False
+    ).stored[0]
+    (merge,) = timed.merge_repeats("u1")
+    assert (merge.survivor, merge.merged) == (kept.id, said_after.id)
+    handle = timed.chroma.namespace("u1")
+    assert all(trace in _stored_text(handle, [kept.id]) for trace in TRACES)
+
+    timed.forget(secret.id, namespace="u1")
+
+    assert not any(trace in _stored_text(handle, [kept.id, said_after.id]) for trace in TRACES)
+    nested = timed.get(kept.id, namespace="u1").sources[0]["sources"][0]
+    assert nested["context"] == host and nested["session_id"] == "s1"
