@@ -8,14 +8,19 @@ both, as Chroma holds them, and out of their archived copies in cold storage.
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 
 from hindsight_integrations import MemoryEngine, Status
+from hindsight_integrations.core.embedding.local import LocalEmbedder
+from hindsight_integrations.core.llm import LLMClient
 from hindsight_integrations.core.storage.cold import COLD_VECTOR_KEYS
 from hindsight_integrations.core.storage.indexing import framed_text
 from hindsight_integrations.core.storage.namespace_store import NamespaceStore
 from hindsight_integrations.core.write.forgetting import without_forms
+
+from .openai_stub import OpenAIStub
 
 SECRET = "My bank PIN is 4417 and my mother's maiden name is Okonkwo."
 TRACES = ("bank PIN", "Okonkwo")  # words, never digits: a stored time or vector may hold "4417"
@@ -127,3 +132,132 @@ def test_only_a_text_standing_whole_in_a_context_leaves_it() -> None:
     assert without_forms("Bob: Yes, twice a week!", {"Yes"}) == "Bob: Yes, twice a week!"  # part of a word
     assert without_forms(context, {"Ana: Do you run?"}) == "Bob: Yes, twice a week! Ana: Yes"
     assert without_forms("Ana: Yes", {"Ana: Yes"}) is None
+
+
+def _stored_status(handle: NamespaceStore, memory_id: str) -> str:
+    return handle.collection.get(ids=[memory_id], include=["metadatas"])["metadatas"][0]["status"]
+
+
+def test_a_forgotten_memory_takes_its_turn_out_of_the_window_and_the_next_turns_context(engine: MemoryEngine) -> None:
+    """The window is the model's recent history and the next memory's context: a forgotten turn left there came back."""
+    engine.record_turn("I moved to Lisbon last spring with my two cats.", session_id="s1", namespace="u1")
+    said = engine.record_turn(SECRET, session_id="s1", namespace="u1", speaker="Ana")
+    turn, secret = said.turn, said.stored.stored[0]
+    handle = engine.chroma.namespace("u1")
+
+    engine.forget(secret.id, namespace="u1")
+
+    assert _stored_status(handle, turn.id) == "deleted"
+    window = engine.working_window(session_id="s1", namespace="u1")
+    assert [t.content for t in window] == ["I moved to Lisbon last spring with my two cats."]
+    after = engine.record_turn("I work as a nurse at the city hospital on weekdays.", session_id="s1", namespace="u1")
+    handle.wait_for_context(30)
+    new = after.stored.stored[0].id
+    assert not any(trace in _stored_text(handle, [new]) for trace in TRACES)
+    assert engine.get(new, namespace="u1").context == "I moved to Lisbon last spring with my two cats."
+
+
+def test_a_turn_saying_a_forgotten_text_leaves_the_window_unless_a_memory_that_stays_says_it(
+    engine: MemoryEngine,
+) -> None:
+    """A turn kept without a memory of its own (extract=False) goes with a memory stored with its words."""
+    quiet = engine.record_turn(SECRET, session_id="s1", namespace="u1", speaker="Ana", extract=False).turn
+    stored = engine.store(SECRET, namespace="u1", session_id="s1").stored[0]
+    kept = engine.record_turn("I moved to Lisbon last spring.", session_id="s1", namespace="u1", speaker="Ana")
+    second = engine.store("Ana: I moved to Lisbon last spring.", namespace="u1", session_id="s1", dedup=False)
+    handle = engine.chroma.namespace("u1")
+
+    engine.forget(stored.id, namespace="u1")
+    engine.forget(second.stored[0].id, namespace="u1")  # the turn's own memory says it still
+
+    assert _stored_status(handle, quiet.id) == "deleted"
+    assert _stored_status(handle, kept.turn.id) == "active"
+    assert [t.id for t in engine.working_window(session_id="s1", namespace="u1")] == [kept.turn.id]
+
+
+def test_forgetting_one_memory_an_llm_extracted_takes_the_turn_and_leaves_the_other(
+    store_path: Path, embedder: LocalEmbedder
+) -> None:
+    extracted = [
+        {"should_remember": True, "memory_type": "fact", "content": text, "entities": ["Ana"], "importance": 0.9}
+        for text in ("Ana's bank PIN is 4417.", "Ana moved to Lisbon last spring.")
+    ]
+    with OpenAIStub() as stub:
+        llm = LLMClient(model="stub-model", base_url=stub.base_url, api_key="test", timeout=5, max_retries=0)
+        engine = MemoryEngine(store=store_path, embedder=embedder, llm=llm)
+        try:
+            stub.script(json.dumps({"memories": extracted}))
+            said = engine.record_turn(
+                "My bank PIN is 4417, and I moved to Lisbon last spring.", session_id="s1", namespace="u1"
+            )
+            pin, lisbon = (m.id for m in said.stored.stored)
+            handle = engine.chroma.namespace("u1")
+
+            engine.forget(pin, namespace="u1")
+
+            assert _stored_status(handle, said.turn.id) == "deleted"
+            assert engine.working_window(session_id="s1", namespace="u1") == []
+            assert _stored_status(handle, lisbon) == "active"
+        finally:
+            engine.close()
+
+
+def test_a_repeat_merged_into_a_memory_of_another_session_loses_the_forgotten_context(engine: MemoryEngine) -> None:
+    lisbon = engine.store("I live in Lisbon.", namespace="u1", session_id="s2").stored[0]
+    secret = engine.store(SECRET, namespace="u1", session_id="s1").stored[0]
+    again = engine.store("I live in Lisbon.", namespace="u1", session_id="s1")  # said in s1, kept in s2's memory
+    assert again.merged == [lisbon.id] and engine.get(lisbon.id, namespace="u1").sources[0]["context"] == SECRET
+    handle = engine.chroma.namespace("u1")
+
+    engine.forget(secret.id, namespace="u1")
+
+    assert not any(trace in _stored_text(handle, [lisbon.id]) for trace in TRACES)
+    merged = engine.get(lisbon.id, namespace="u1")
+    assert "context" not in merged.sources[0] and merged.sources[0]["session_id"] == "s1"
+    assert merged.content == "I live in Lisbon." and merged.status is Status.ACTIVE
+
+
+def test_forgetting_a_memory_cleans_the_session_its_merged_repeat_was_said_in(engine: MemoryEngine) -> None:
+    """The repeat said in s3 is the forgotten memory's too: s3's later contexts and its turn lose it."""
+    secret = engine.store(SECRET, namespace="u1", session_id="s4").stored[0]
+    repeat = engine.record_turn(SECRET, session_id="s3", namespace="u1")
+    assert repeat.stored.merged == [secret.id]
+    later = engine.record_turn("I work as a nurse at the city hospital on weekdays.", session_id="s3", namespace="u1")
+    said_later = later.stored.stored[0].id
+    handle = engine.chroma.namespace("u1")
+    handle.wait_for_context(30)
+    assert all(trace in _stored_text(handle, [said_later]) for trace in TRACES)
+
+    engine.forget(secret.id, namespace="u1")
+    handle.wait_for_context(30)
+
+    assert not any(trace in _stored_text(handle, [said_later]) for trace in TRACES)
+    assert np.allclose(handle.context_vectors([said_later])[said_later], _framed_vector(engine, handle, said_later))
+    assert _stored_status(handle, repeat.turn.id) == "deleted"
+    assert [t.id for t in engine.working_window(session_id="s3", namespace="u1")] == [later.turn.id]
+    after = engine.store("My sister lives in Porto.", namespace="u1", session_id="s3").stored[0]
+    assert not any(trace in _stored_text(handle, [after.id]) for trace in TRACES)  # the settler's note of s3 too
+
+
+def test_a_repeat_upkeep_merged_into_another_session_loses_the_forgotten_context_nested_too(
+    timed: MemoryEngine, clock
+) -> None:
+    """Upkeep nests the merged memory's own repeats (with their contexts) in the entry it keeps."""
+    host = "The staging server is called hera-2."
+    secret = timed.store(SECRET, namespace="u1", session_id="s1").stored[0]
+    said_after = timed.store(host, namespace="u1", session_id="s1", importance=0.3).stored[0]
+    assert timed.store(host, namespace="u1", session_id="s1").merged == [said_after.id]
+    clock.advance(hours=1)
+    kept = timed.store_memories(
+        [{"content": host.rstrip("."), "session_id": "s2", "importance": 0.9}], namespace="u1", dedup=False
+    ).stored[0]
+    (merge,) = timed.merge_repeats("u1")
+    assert (merge.survivor, merge.merged) == (kept.id, said_after.id)
+    handle = timed.chroma.namespace("u1")
+    assert all(trace in _stored_text(handle, [kept.id]) for trace in TRACES)
+
+    timed.forget(secret.id, namespace="u1")
+
+    assert not any(trace in _stored_text(handle, [kept.id, said_after.id]) for trace in TRACES)
+    nested = timed.get(kept.id, namespace="u1").sources[0]["sources"][0]
+    assert nested["context"] == host and nested["session_id"] == "s1"

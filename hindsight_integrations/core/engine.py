@@ -232,7 +232,7 @@ class MemoryEngine(UpkeepFacade):
         )
 
     def forget(self, memory_id: str, *, namespace: str | None = None) -> MemoryRecord:
-        """Soft delete: the memory stops being recalled but stays in the store and exports."""
+        """Soft delete: the memory stops being recalled but stays in the store; its text leaves contexts and windows."""
         handle, lane = self._lanes.holding(namespace, memory_id)
         return lane.editor.forget(handle, memory_id)
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 import math
 import uuid
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from enum import Enum
 from typing import Any
@@ -183,6 +184,14 @@ def from_epoch(value: float | int | None) -> datetime | None:
     if value is None or (isinstance(value, float) and math.isnan(value)) or value >= FAR_FUTURE:
         return None
     return datetime.fromtimestamp(float(value), tz=UTC)
+
+
+def merged_inputs(sources: list[Any]) -> Iterator[dict[str, Any]]:
+    """Every input merged into a memory (its ``sources``) and, nested in them by upkeep, those merged into them."""
+    for entry in sources:
+        if isinstance(entry, dict):
+            yield entry
+            yield from merged_inputs(entry.get("sources") or [])
 
 
 class Source(BaseModel):

@@ -24,7 +24,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from ..language.keys import index_keys
-from ..model.records import FAR_FUTURE
+from ..model.records import FAR_FUTURE, merged_inputs
 from ..model.reserved import SUPERSEDES_KEY
 from .indexing import has_frame
 
@@ -56,6 +56,7 @@ class MemoryFacts:
     negated: bool = False  # carries a negation (``keys.negated``): one side of a possible reversal
     reversal_key: int = 0  # what it is about (``keys.reversal_key``), long-term memories only
     consolidated_into: str | None = None  # the semantic memory distilled from this one (``consolidation.py``)
+    merged_sessions: tuple[str, ...] = ()  # the other sessions its merged repeats were said in (``merged_sessions``)
 
     @property
     def long_term_active(self) -> bool:
@@ -87,6 +88,7 @@ class MemoryFacts:
             negated=keys.negated if keys else False,
             reversal_key=keys.reversal_key if keys else 0,
             consolidated_into=fields.get("consolidated_into") or None,
+            merged_sessions=merged_sessions(fields),
         )
 
     def get(self, key: str, default: Any = None) -> Any:
@@ -103,6 +105,7 @@ class FactsIndex:
     def __init__(self) -> None:
         self._facts: dict[str, MemoryFacts] = {}
         self._by_slot: dict[str, set[str]] = {}
+        self._merged_from: dict[str, set[str]] = {}  # session → memories of other sessions holding a repeat said there
         self._with_context = 0
         self._working = 0  # records of the working tier (turns), whatever their status
         self._latest: float | None = None  # the latest ``occurred_at`` ever indexed here (a removal does not lower it)
@@ -174,6 +177,8 @@ class FactsIndex:
                 self._latest = facts.occurred_at if self._latest is None else max(self._latest, facts.occurred_at)
                 if facts.slot and facts.long_term_active:  # only what a new memory may update
                     self._by_slot.setdefault(facts.slot, set()).add(memory_id)
+                for session in facts.merged_sessions:
+                    self._merged_from.setdefault(session, set()).add(memory_id)
 
     def remove(self, memory_ids: Iterable[str]) -> None:
         """Drop the facts of hard-deleted memories (archive, purge)."""
@@ -190,11 +195,26 @@ class FactsIndex:
                 mates.discard(memory_id)
                 if not mates:
                     del self._by_slot[old.slot]
+            for session in old.merged_sessions:
+                holders = self._merged_from[session]
+                holders.discard(memory_id)
+                if not holders:
+                    del self._merged_from[session]
 
     def lookup(self, memory_ids: Sequence[str]) -> dict[str, MemoryFacts]:
         """Facts for the ids known here; the rest must be read from Chroma."""
         facts = self._facts
         return {memory_id: found for memory_id in memory_ids if (found := facts.get(memory_id)) is not None}
+
+    def merged_from(self, sessions: Iterable[str]) -> set[str]:
+        """The memories, of any status, holding a repeat merged from one of ``sessions`` while they are of another.
+
+        A repeat's context is its own session's preceding texts, so what leaves the contexts of a
+        session (``write/forgetting.py``) leaves these memories' ``sources`` too: found here rather
+        than by reading the whole namespace on every forget.
+        """
+        with self._lock:
+            return {memory_id for session in sessions for memory_id in self._merged_from.get(session, ())}
 
     def slot_mates(self, slot: str, entities: Sequence[str], *, limit: int) -> list[str]:
         """The ``limit`` latest active long-term memories in ``slot`` that may be about the same entity.
@@ -228,6 +248,16 @@ class FactsIndex:
                 found = self._facts.get(memory_id)
                 if found is not None:
                     self._facts[memory_id] = replace(found, access_count=found.access_count + n)
+
+
+def merged_sessions(fields: dict[str, Any]) -> tuple[str, ...]:
+    """The sessions a record's merged repeats were said in (nested ones too), its own left out; from its flat view."""
+    packed = fields.get("sources_json")
+    if not packed:
+        return ()
+    own = fields.get("session_id")
+    said = {e.get("session_id") for e in merged_inputs(json.loads(packed))}
+    return tuple(sorted(s for s in said if isinstance(s, str) and s and s != own))
 
 
 def _epoch(fields: dict[str, Any], key: str, unset: float) -> float:

@@ -21,7 +21,7 @@ from ..parts import EngineParts
 from ..storage.cold import COLD_VECTOR_KEYS, ColdStorage
 from ..storage.namespace_store import NamespaceStore
 from .conversation import SessionNeighbours
-from .forgetting import ForgottenText
+from .forgetting import ForgottenText, said_in
 from .supersede import history_of
 
 
@@ -128,11 +128,12 @@ class Editor:
         return forgotten
 
     def _dropped_from_context(self, handle: NamespaceStore, record: MemoryRecord) -> None:
-        """A forgotten memory's text is no later memory's context: its session's noted texts go, and the
-        stored contexts that hold it lose it (``forgetting.py``); the caller holds the write lock."""
-        if record.session_id:
-            self._neighbours.drop(handle.name, record.session_id)
-            self._forgotten_text.leave_contexts(handle, [record])
+        """A forgotten memory's text is no later memory's context: the noted texts of the sessions it was said in
+        (its merged repeats' too) go, and the stored contexts that hold it lose it (``forgetting.py``); the
+        caller holds the write lock."""
+        for session in said_in([record]):
+            self._neighbours.drop(handle.name, session)
+        self._forgotten_text.leave_contexts(handle, [record])
 
     def _live(self, handle: NamespaceStore, memory_id: str) -> MemoryRecord:
         """The record, unless it was forgotten: an edit must not bring a memory back."""

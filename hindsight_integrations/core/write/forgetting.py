@@ -11,9 +11,23 @@ sessions that holds the text (the records', every status, and their merged repea
 (``EngineParts.embed_context``). Archived copies in cold storage are rewritten too, without
 their context vector, which ``restore`` embeds again.
 
+The sessions a memory was said in are its own and those its merged repeats were said in (a
+repeat said in another session carries that session's texts). A repeat said in one of them may
+also be kept by a memory of another session, in its ``sources`` with its context: those memories
+are cleaned too, found through the facts index (``FactsIndex.merged_from``) rather than by
+reading the whole namespace.
+
+A forgotten memory's text also leaves the session's live working window: the turns it was
+made from (its ``source.message_ids``: a turn's own memory, or each memory an LLM extracted from
+it) and the turns that say its very text are forgotten with it. The window is what the adapters
+show the model as the conversation so far, and what the next turn's memory takes its context
+from (``WorkingMemory.record_turn``), so a turn left in it would bring the text back at once.
+The memory's other memories extracted from the same turn stay; the turn goes with the text.
+
 A text still held by a long-term memory of the session that stays (the memory a cleared turn
-was remembered as, a second copy of a forgotten one) is no secret the contexts keep: they keep it.
-The forgotten memory's own record keeps its text, as a soft delete does (``unforget``).
+was remembered as, a second copy of a forgotten one) is no secret the contexts keep: they keep it,
+and the turns saying it stay in the window. The forgotten memory's own record keeps its text, as a
+soft delete does; ``unforget`` brings the memory back, not the turns nor the contexts it left.
 """
 
 from __future__ import annotations
@@ -23,7 +37,7 @@ from collections.abc import Collection, Sequence
 from datetime import datetime
 from typing import Any
 
-from ..model.records import MemoryRecord, Status, Tier
+from ..model.records import MemoryRecord, Status, Tier, merged_inputs
 from ..parts import EngineParts
 from ..storage.cold import COLD_VECTOR_KEYS, ColdStorage, archived_row
 from ..storage.namespace_store import NamespaceStore
@@ -39,14 +53,38 @@ def spoken_forms(record: MemoryRecord) -> set[str]:
     ("Caroline: ...", ``remembered_text``), as that turn's line too: the two differ past
     ``NEIGHBOUR_CHARS``.
     """
-    speaker = record.entities[0] if record.entities else None
-    if record.tier is Tier.WORKING:
-        forms = {context_line(record.content, speaker)}
+    return _forms(record.content, record.entities, working=record.tier is Tier.WORKING)
+
+
+def _forms(content: str, entities: Sequence[str], *, working: bool) -> set[str]:
+    speaker = entities[0] if entities else None
+    if working:
+        forms = {context_line(content, speaker)}
     else:
-        forms = {record.content.strip()[:NEIGHBOUR_CHARS]}
-        if speaker and record.content.startswith(prefix := f"{speaker}: "):
-            forms.add(context_line(record.content[len(prefix) :], speaker))
+        forms = {content.strip()[:NEIGHBOUR_CHARS]}
+        if speaker and content.startswith(prefix := f"{speaker}: "):
+            forms.add(context_line(content[len(prefix) :], speaker))
     return {form for form in forms if form}
+
+
+def said_forms(record: MemoryRecord) -> set[str]:
+    """``spoken_forms`` of ``record`` and of every repeat merged into it: each was said, in its own session."""
+    forms = spoken_forms(record)
+    for entry in merged_inputs(record.sources):
+        content, entities = entry.get("content"), entry.get("entities") or []
+        if isinstance(content, str) and isinstance(entities, list):
+            forms |= _forms(content, [str(e) for e in entities], working=record.tier is Tier.WORKING)
+    return forms
+
+
+def said_in(records: Sequence[MemoryRecord]) -> set[str]:
+    """The sessions ``records`` were said in: their own, and those of the repeats merged into them."""
+    return {
+        session
+        for record in records
+        for session in (record.session_id, *(entry.get("session_id") for entry in merged_inputs(record.sources)))
+        if isinstance(session, str) and session
+    }
 
 
 def without_forms(context: str, forms: Collection[str]) -> str | None:
@@ -71,37 +109,92 @@ class ForgottenText:
         self._cold = cold
 
     def leave_contexts(self, handle: NamespaceStore, forgotten: Sequence[MemoryRecord]) -> list[MemoryRecord]:
-        """Rewrite the records (and cold rows) of ``forgotten``'s sessions whose context holds their text.
+        """Forget the live turns holding ``forgotten``'s text; rewrite the records (and cold rows) whose context does.
 
         ``forgotten`` are already written as deleted; the caller holds ``handle.writing``, so no
-        write of the session lands between the read and the rewrite. Returns the records rewritten.
+        write of the session lands between the read and the rewrite. Returns the records rewritten:
+        the turns forgotten, then the records whose context changed.
         """
-        sessions = sorted({r.session_id for r in forgotten if r.session_id})
+        sessions = said_in(forgotten)
         if not sessions:
             return []
-        stored = [record for session in sessions for record in handle.find({"session_id": session})]
-        gone = {r.id for r in forgotten}
-        kept = {form for r in stored if r.id not in gone and _keeps_its_text(r) for form in spoken_forms(r)}
-        forms = {form for r in forgotten for form in spoken_forms(r) if not any(form in k for k in kept)}
+        stored = self._said_in(handle, sessions)
+        gone = {r.id for r in forgotten} | {e.get("memory_id") for r in forgotten for e in merged_inputs(r.sources)}
+        kept = {form for r in stored if r.id not in gone and _keeps_its_text(r) for form in said_forms(r)}
+        said = {form for r in forgotten for form in said_forms(r)}
+        turns = _turns_saying(stored, forgotten, said, kept)
+        forms = {form for form in said if not _held(form, kept)} | {form for t in turns for form in spoken_forms(t)}
         if not forms:
             return []
         now = self._parts.clock.now()
+        dropped = [t.model_copy(update={"status": Status.DELETED, "updated_at": now}) for t in turns]
         changed = [c for r in stored if (c := _without(r, forms, now)) is not None]
-        if changed:
-            handle.rewrite(changed, None, self._parts.embed_context(changed))
-        self._leave_cold(handle.name, set(sessions), forms, now)
-        return changed
+        if dropped or changed:
+            handle.rewrite([*dropped, *changed], None, self._parts.embed_context(changed))
+        self._leave_cold(handle.name, sessions, forms, now)
+        return [*dropped, *changed]
+
+    @staticmethod
+    def _said_in(handle: NamespaceStore, sessions: set[str]) -> list[MemoryRecord]:
+        """The records of ``sessions``, then those of other sessions holding a repeat said in one of them.
+
+        A repeat's context is its session's preceding texts. The facts index names the memories
+        holding such repeats (``FactsIndex.merged_from``), caught up first with other writers: a
+        forget reads its sessions and those memories, never the whole namespace.
+        """
+        stored = [record for session in sorted(sessions) for record in handle.find({"session_id": session})]
+        handle.sync_indexes(force=True)
+        read = {r.id for r in stored}
+        elsewhere = sorted(handle.facts.merged_from(sessions) - read)
+        return [*stored, *(record for record, _ in handle.get(elsewhere))]
 
     def _leave_cold(self, namespace: str, sessions: set[str], forms: set[str], now: datetime) -> None:
         if self._cold is None or not self._cold.mentions(namespace, forms):
             return
         rows = []
         for row in self._cold.rows(namespace):
-            if row.get("session_id") in sessions:
+            merged = (entry.get("session_id") for entry in merged_inputs(row.get("sources") or []))
+            if row.get("session_id") in sessions or not sessions.isdisjoint(merged):
                 record = MemoryRecord.model_validate({k: v for k, v in row.items() if k not in COLD_VECTOR_KEYS})
                 if (changed := _without(record, forms, now)) is not None:
                     rows.append(archived_row(changed, row.get("embedding"), None))
         self._cold.put(namespace, rows)
+
+
+def _turns_saying(
+    stored: Sequence[MemoryRecord], forgotten: Sequence[MemoryRecord], said: set[str], kept: set[str]
+) -> list[MemoryRecord]:
+    """The live turns of ``stored`` a forgotten memory was made from or that say its text; not one a memory keeps.
+
+    A turn says the text as its window line ("Ana: ...") or, for a memory stored without the
+    speaker's name, as its bare words.
+    """
+    made_from = {turn_id for r in forgotten for turn_id in _turn_ids(r)}
+    gone = {r.id for r in forgotten}
+    found = []
+    for turn in stored:
+        if turn.tier is not Tier.WORKING or turn.status is not Status.ACTIVE or turn.id in gone:
+            continue
+        line = spoken_forms(turn)
+        says_it = turn.id in made_from or not (line | {context_line(turn.content, None)}).isdisjoint(said)
+        if says_it and not any(_held(form, kept) for form in line):
+            found.append(turn)
+    return found
+
+
+def _turn_ids(record: MemoryRecord) -> set[str]:
+    """The turns ``record`` was made from, and those its merged repeats were (their ``source.message_ids``)."""
+    ids = set(record.source.message_ids)
+    for entry in merged_inputs(record.sources):
+        source = entry.get("source")
+        if isinstance(source, dict) and isinstance(turns := source.get("message_ids"), list):
+            ids.update(str(turn_id) for turn_id in turns)
+    return ids
+
+
+def _held(form: str, kept: set[str]) -> bool:
+    """Whether a memory that stays says ``form`` (within its own text): then the text is no secret to take out."""
+    return any(form in k for k in kept)
 
 
 def _keeps_its_text(record: MemoryRecord) -> bool:
@@ -112,18 +205,28 @@ def _keeps_its_text(record: MemoryRecord) -> bool:
 def _without(record: MemoryRecord, forms: set[str], now: datetime) -> MemoryRecord | None:
     """``record`` with ``forms`` out of its context and its merged repeats' contexts; None if none held one."""
     context = without_forms(record.context, forms) if record.context else record.context
-    sources = [_entry_without(entry, forms) for entry in record.sources]
+    sources = _entries_without(record.sources, forms)
     if context == record.context and sources == record.sources:
         return None
     return record.model_copy(update={"context": context, "sources": sources, "updated_at": now})
 
 
+def _entries_without(entries: list[Any], forms: set[str]) -> list[Any]:
+    """Merged repeats with ``forms`` out of their contexts, and out of those of the repeats nested in them (upkeep)."""
+    return [_entry_without(entry, forms) if isinstance(entry, dict) else entry for entry in entries]
+
+
 def _entry_without(entry: dict[str, Any], forms: set[str]) -> dict[str, Any]:
+    cleaned_entry = dict(entry)
+    nested = entry.get("sources")
+    if isinstance(nested, list):
+        cleaned_entry["sources"] = _entries_without(nested, forms)
     context = entry.get("context")
-    if not isinstance(context, str) or (cleaned := without_forms(context, forms)) == context:
-        return entry
-    rest = {key: value for key, value in entry.items() if key != "context"}
-    return rest if cleaned is None else {**rest, "context": cleaned}
+    if isinstance(context, str) and (cleaned := without_forms(context, forms)) != context:
+        del cleaned_entry["context"]
+        if cleaned is not None:
+            cleaned_entry["context"] = cleaned
+    return cleaned_entry
 
 
-__all__ = ["ForgottenText", "spoken_forms", "without_forms"]
+__all__ = ["ForgottenText", "said_forms", "said_in", "spoken_forms", "without_forms"]
