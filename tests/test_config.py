@@ -18,6 +18,7 @@ from hindsight_integrations.core.errors import InvalidInputError
 from hindsight_integrations.mcp import MemoryClient
 from hindsight_integrations.mcp.app import build_server
 from hindsight_integrations.mcp.errors import MemoryToolError
+from hindsight_integrations.processes import running
 
 from .conftest import cache_with_the_installed_model
 from .mcp_support import REPO, SERVER_CMD, free_port, http_server_process, server_env
@@ -129,19 +130,46 @@ def test_the_addresses_a_server_may_listen_on(monkeypatch) -> None:
     from typer.testing import CliRunner
 
     from hindsight_integrations.cli import app
-    from hindsight_integrations.mcp.__main__ import host_from, parser
     from hindsight_integrations.mcp.hosts import bind_address_problem
+    from hindsight_integrations.mcp.listening import listening
 
     for fine in ("127.0.0.1", "0.0.0.0", "::", "::1", "localhost", "memory-1.internal.example"):
         assert bind_address_problem(fine) is None, fine
     for refused in ("", "http://0.0.0.0", "0.0.0.0:8765", "[::1]", "256.1.1.1", "memory host", "memory.example/"):
         assert bind_address_problem(refused), refused
     monkeypatch.setenv("HINDSIGHT_MCP_HOST", "")  # as a compose file leaves it: unset, not every interface
-    assert host_from(parser().parse_args([])) == "127.0.0.1"
+    assert listening().host == "127.0.0.1"
     with pytest.raises(InvalidInputError, match="--host: 'a b' is not an address to listen on"):
-        host_from(parser().parse_args(["--host", "a b"]))
+        listening(host="a b")
     served = CliRunner().invoke(app, ["serve", "--transport", "http", "--host", "http://localhost"])
     assert served.exit_code == 2 and "--host: 'http://localhost' is not an address to listen on" in served.output
+
+
+def test_hindsight_serve_listens_where_the_mcp_variables_say_and_its_options_win(tmp_path: Path) -> None:
+    # It used to serve stdio on 8765 whatever HINDSIGHT_MCP_* said: only `python -m ...mcp` read them.
+    port = free_port()
+    env = server_env(
+        tmp_path / "store",
+        HINDSIGHT_MCP_TRANSPORT="http",
+        HINDSIGHT_MCP_PORT=str(port),
+        HINDSIGHT_MCP_HOST="http://0.0.0.0",  # refused if read; the --host given wins over it
+    )
+    command = [sys.executable, "-m", "hindsight_integrations.cli", "serve", "--host", "127.0.0.1"]
+    with running(command, health_url=f"http://127.0.0.1:{port}/health", env=env, cwd=REPO):
+        pass  # it answered over HTTP, on the port of the variable
+
+    from typer.testing import CliRunner
+
+    from hindsight_integrations.cli import app
+
+    for variable, value, expected in (
+        ("HINDSIGHT_MCP_TRANSPORT", "sse", "HINDSIGHT_MCP_TRANSPORT='sse' is not a transport: use stdio or http"),
+        ("HINDSIGHT_MCP_PORT", "http", "HINDSIGHT_MCP_PORT='http' is not a port number: use 1 to 65535"),
+        ("HINDSIGHT_MCP_HOST", "0.0.0.0:8765", "HINDSIGHT_MCP_HOST='0.0.0.0:8765' is not an address to listen on"),
+    ):
+        served = CliRunner().invoke(app, ["--store", str(tmp_path / "refused"), "serve"], env={variable: value})
+        assert served.exit_code == 2 and expected in served.output, served.output
+    assert not (tmp_path / "refused").exists()  # refused before the store was opened
 
 
 def test_the_servers_own_settings_stop_only_the_commands_that_serve(tmp_path: Path, monkeypatch) -> None:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import inspect
 import logging
+import math
 import os
 import sys
 import threading
@@ -437,3 +439,39 @@ def test_an_export_behind_a_stalled_embedder_goes_on_without_the_queued_context_
     assert imported.wait_for_context(timeout=30)
     framed = imported.facts.ids_with_context()
     assert framed and set(imported.context_collection.get(include=[])["ids"]) == set(framed)
+
+
+def test_waiting_for_context_vectors_is_bounded_unless_told_otherwise(engine: MemoryEngine, monkeypatch) -> None:
+    """``wait_for_context()`` waited with no bound: a caller that gave none hung on a stalled embedder.
+
+    Now it waits ``CONTEXT_WAIT_SECONDS`` unless told otherwise; a benchmark, which waits longer, raises
+    when even that runs out rather than measuring a half-built namespace.
+    """
+    from hindsight_integrations.bench.settling import context_written, rebuilt
+    from hindsight_integrations.core.errors import HindsightError
+    from hindsight_integrations.core.storage.context_vectors import CONTEXT_WAIT_SECONDS
+    from hindsight_integrations.core.storage.namespace_store import NamespaceStore
+
+    default = inspect.signature(NamespaceStore.wait_for_context).parameters["timeout"].default
+    assert default == CONTEXT_WAIT_SECONDS and math.isfinite(default)
+    worker, release = _held_engine_worker(engine, monkeypatch)
+    handle = engine.chroma.namespace("u1")
+    try:
+        _talk(engine)
+        assert handle.wait_for_context(0.2) is False and worker.pending() == 3
+        with pytest.raises(HindsightError, match=r"context vectors of namespace 'u1' were still being made after 0.2"):
+            context_written(handle, seconds=0.2)
+    finally:
+        release.set()
+    context_written(handle)
+    assert handle.wait_for_context() is True and worker.pending() == 0
+
+    stalled, settle = threading.Event(), handle.lexical.settle
+    monkeypatch.setattr(handle.lexical, "settle", lambda: (stalled.wait(60), settle()))
+    handle.lexical._rebuild_in_background()
+    try:
+        with pytest.raises(HindsightError, match=r"BM25 index of namespace 'u1' was still being rebuilt after 0.2 s"):
+            rebuilt(handle, seconds=0.2)
+    finally:
+        stalled.set()
+    rebuilt(handle)

@@ -17,8 +17,9 @@ from hindsight_integrations import MemoryEngine
 from hindsight_integrations.core.clock import ManualClock
 from hindsight_integrations.core.errors import ConfigurationError
 from hindsight_integrations.core.model.records import Status, Tier
-from hindsight_integrations.langchain import HindsightStore, store_search
+from hindsight_integrations.langchain import HindsightStore
 from hindsight_integrations.mcp.client import MemoryClient
+from hindsight_integrations.mcp.protocol import announced_max_top_k, capability
 
 
 @pytest.fixture
@@ -392,17 +393,42 @@ def test_query_search_filters_before_ranking(store: HindsightStore) -> None:
     assert min(i.score for i in first) >= max(i.score for i in deep)  # type: ignore[type-var]
 
 
-def test_query_search_scores_items_written_in_one_moment(
-    timed_engine: MemoryEngine, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_query_search_scores_items_written_in_one_moment(store_path: Path, embedder: Any, clock: ManualClock) -> None:
     """Items too many to recall by their time (one moment, as a replayed history has) are scored one by one."""
-    monkeypatch.setattr(store_search, "MAX_TOP_K", 10)  # a recall returns 10: 30 items in one moment are too many
-    monkeypatch.setattr(store_search, "SLICE", 5)
-    store = HindsightStore(namespace="u1", engine=timed_engine)
-    store.batch([PutOp(("docs",), f"d{n}", {"text": f"kubernetes deployment note {n}", "n": n}) for n in range(30)])
-    found = store.search(("docs",), query="kubernetes deployment", filter={"n": {"$gte": 25}})
-    assert sorted(i.key for i in found) == [f"d{n}" for n in range(25, 30)]
-    assert [i.score for i in found] == sorted((i.score for i in found), reverse=True)
+    # A recall returns 10 at most: 30 items in one moment are too many.
+    engine = MemoryEngine(store=store_path, embedder=embedder, llm=False, clock=clock, max_top_k=10)
+    try:
+        store = HindsightStore(namespace="u1", engine=engine)
+        store.batch([PutOp(("docs",), f"d{n}", {"text": f"kubernetes deployment note {n}", "n": n}) for n in range(30)])
+        found = store.search(("docs",), query="kubernetes deployment", filter={"n": {"$gte": 25}})
+        assert sorted(i.key for i in found) == [f"d{n}" for n in range(25, 30)]
+        assert [i.score for i in found] == sorted((i.score for i in found), reverse=True)
+    finally:
+        engine.close()
+
+
+def test_query_search_asks_for_no_more_memories_than_the_server_allows(store_path: Path, embedder: Any) -> None:
+    """A server set to a ``max_top_k`` below 50 refused every query search: the store asked for 50 or more."""
+    engine = MemoryEngine(store=store_path, embedder=embedder, llm=False, max_top_k=12)
+    try:
+        store = HindsightStore(namespace="u1", engine=engine)
+        infra = [
+            PutOp(("docs",), f"d{n}", {"text": f"kubernetes deployment note {n}", "team": "infra"}) for n in range(30)
+        ]
+        kitchen = {"pie": "my grandmother's apple pie recipe", "cake": "a carrot cake for the office party"}
+        store.batch([*infra, *(PutOp(("docs",), k, {"text": text, "team": "kitchen"}) for k, text in kitchen.items())])
+        query = "kubernetes deployment"
+        found = store.search(("docs",), query=query, filter={"team": "kitchen"})  # ranked below the first 12
+        assert {i.key for i in found} == set(kitchen)
+        every = store.search(("docs",), query=query, limit=40)
+        assert len(every) == 32 and [i.score for i in every] == sorted((i.score for i in every), reverse=True)
+        assert {i.key for i in every[:30]} == {f"d{n}" for n in range(30)}
+        assert store.memory_client.max_top_k() == 12  # what the server announced at connect
+    finally:
+        engine.close()
+    assert announced_max_top_k(capability(None, max_top_k=7)) == 7
+    for junk in (None, {}, {"hindsight": {"max_top_k": True}}, {"hindsight": {"max_top_k": -1}}):
+        assert announced_max_top_k(junk) is None  # an older server announces none: the store asks for 200 at most
 
 
 def test_items_put_before_pinning_existed_are_pinned(timed_engine: MemoryEngine, clock: ManualClock) -> None:

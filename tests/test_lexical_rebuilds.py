@@ -6,7 +6,9 @@ first (milliseconds that grow with the index) happens in between. Searches stay 
 
 from __future__ import annotations
 
+import inspect
 import logging
+import math
 import threading
 import time
 
@@ -130,3 +132,29 @@ def test_building_an_index_logs_nothing_below_a_warning(caplog: pytest.LogCaptur
         index.upsert(DOCS)
         index.search("where is the boat", 3)
     assert not [r for r in caplog.records if r.name.startswith("bm25s")]
+
+
+def test_waiting_for_a_stalled_rebuild_ends_and_says_it_had_not_landed(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``wait_for_rebuild`` waited with no bound unless told one, and said nothing: a stalled rebuild hung its caller.
+
+    Now it waits ``REBUILD_WAIT_SECONDS`` unless told otherwise, and returns whether the rebuild landed.
+    """
+    monkeypatch.setattr(lexical, "QUIET_SECONDS", 3600.0)
+    index = LexicalIndex(sync_rebuild_max_docs=2)  # a search leaves the rebuild to a background thread
+    index.upsert(DOCS)
+    stalled, real = threading.Event(), index.settle
+
+    def stalling() -> None:
+        stalled.wait(60)  # the test is over long before, unless the wait ignores its bound
+        real()
+
+    monkeypatch.setattr(index, "settle", stalling)
+    assert index.search("where is the boat moored", 3)[0][0] == "boat"  # pending documents are searched meanwhile
+    try:
+        assert index.wait_for_rebuild(0.2) is False
+    finally:
+        stalled.set()
+    assert index.wait_for_rebuild() is True and not index._pending_ids
+    default = inspect.signature(LexicalIndex.wait_for_rebuild).parameters["timeout"].default
+    assert default == lexical.REBUILD_WAIT_SECONDS and math.isfinite(default)
+    assert LexicalIndex().wait_for_rebuild() is True  # no rebuild ever started: nothing to wait for

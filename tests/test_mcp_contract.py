@@ -128,6 +128,25 @@ def test_batch_store_reports_what_was_filtered_and_why(client: MemoryClient) -> 
     assert len(result.skipped) == 1 and result.skipped[0].index == 0 and result.skipped[0].reason
 
 
+def test_what_store_memory_skips_is_not_said_to_be_kept(client: MemoryClient) -> None:
+    """A bare question skipped by ``store_memory`` was "kept as a conversation turn only": nothing was kept.
+
+    The reason now says what the text is; only ``record_turn`` keeps it, as the turn it records.
+    """
+    question = "Which framework do I like?"
+    stored = client.call_tool("store_memory", {"content": question})
+    reason = "question or request: not a fact to remember"
+    assert stored["ids"] == [] and [s["reason"] for s in stored["skipped"]] == [reason]
+    traceback = 'Traceback (most recent call last):\n  File "app.py", line 3, in <module>\nValueError: invalid literal'
+    errors = client.call_tool("store_memory", {"content": traceback})
+    assert [s["reason"] for s in errors["skipped"]] == ["error output: not a fact to remember"]
+    assert not any(r.content in (question, traceback) for r in client.list())
+    session = unique("s")
+    turn = client.record_turn(question, session_id=session)
+    assert [s.reason for s in turn.stored.skipped] == [reason]
+    assert [t.content for t in client.working_memory(session)] == [question]  # the turn is what is kept
+
+
 def test_apply_filter_false_keeps_text_the_write_filter_drops(client: MemoryClient) -> None:
     assert client.store("ok thanks").skipped  # small talk: the default filter drops it
     kept = client.store("ok thanks", apply_filter=False)

@@ -134,7 +134,7 @@ def test_recall_skips_the_reads_while_the_store_is_quiet_and_notices_another_pro
     engine = MemoryEngine(store=store_path, embedder=embedder, llm=False, lexical_sync_seconds=3600)
     engine.store_memories(FACTS, namespace=NS, apply_filter=False, dedup=False)
     state = engine.chroma.namespace(NS)
-    state.wait_for_context()
+    assert state.wait_for_context()
     time.sleep(QUIET_SECONDS + 0.3)
     assert engine.recall("When does the deploy key rotate?", namespace=NS).hits
     assert state.currency_checks() == []  # the files stood still since the reads passed
@@ -153,7 +153,7 @@ def test_a_write_from_this_process_is_seen_at_once(store_path: Path, embedder) -
     other = MemoryEngine(store=store_path, embedder=embedder, llm=False)  # another engine on the same client
     engine.store_memories(FACTS, namespace=NS, apply_filter=False, dedup=False)
     state = engine.chroma.namespace(NS)
-    state.wait_for_context()
+    assert state.wait_for_context()
     time.sleep(QUIET_SECONDS + 0.3)
     assert engine.recall("Which region is staging in?", namespace=NS).hits
     assert state.currency_checks() == []

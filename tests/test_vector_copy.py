@@ -344,7 +344,7 @@ def _lagging_record(store_path: Path, embedder) -> tuple[MemoryEngine, MemoryEng
         apply_filter=False,
         dedup=False,
     ).ids
-    writer.chroma.namespace(NS).wait_for_context()
+    assert writer.chroma.namespace(NS).wait_for_context()
     state = reader.chroma.namespace(NS)
     written = state.context_collection.get(ids=new, include=["embeddings"])["embeddings"]
     assert len(written) == 1

@@ -176,7 +176,7 @@ def test_record_turn_embeds_the_turn_text_once(engine: MemoryEngine, monkeypatch
     """One model run in the write; the memory's context vector follows in the background."""
     engine.record_turn("We moved the staging database to Postgres 16 last week.", session_id="s1", namespace="u1")
     handle = engine.chroma.namespace("u1")
-    handle.wait_for_context()
+    assert handle.wait_for_context()
     calls: list[tuple[str, str, list[str]]] = []
 
     def counting(method: str):  # type: ignore[no-untyped-def]

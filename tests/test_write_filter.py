@@ -119,7 +119,7 @@ def test_questions_errors_and_chit_chat_are_not_remembered(text: str, why: str) 
     decision = assess(text, Role.USER)
     assert not decision.remember and decision.kind is Kind.TURN and decision.reason
     if why in ("question", "request"):
-        assert "conversation turn only" in decision.reason
+        assert decision.reason == "question or request: not a fact to remember"
 
 
 @pytest.mark.parametrize("text", TOOL_ERRORS)

@@ -37,6 +37,7 @@ from ..core.recall.floors import clears_floors
 from ..mcp.client import MemoryClient
 from .locomo_data import Conversation, load_directory
 from .locomo_default import OFF_TOPIC, write_turns
+from .settling import rebuilt
 
 CENTRED_MARGIN = 0.05
 """How far under the lowest answered question's centred similarity the centred floor is set."""
@@ -128,7 +129,7 @@ def measure(
     with MemoryClient.in_process(engine, namespace=namespace) as client:
         write_turns(client, conversation, steps)
     model = engine.embedding_model(namespace) or "?"
-    engine.chroma.namespace(namespace).lexical.wait_for_rebuild()
+    rebuilt(engine.chroma.namespace(namespace))
     asked = [(q.question, True) for q in conversation.questions if q.evidence]
     asked += [(q, False) for q in (*OFF_TOPIC, *OFF_TOPIC_ZH)]
     seen = [engine.relevance(question, namespace=namespace) for question, _ in asked]

@@ -44,6 +44,7 @@ from .locomo import CONTEXT_BUDGET, LOCOMO_WEIGHTS, ingest, namespace_for
 from .locomo_data import Conversation, load_directory
 from .locomo_default import write_turns
 from .locomo_scoring import dia_ids, reciprocal_rank
+from .settling import context_written, rebuilt
 
 DEFAULT_GRID: dict[str, list[Any]] = {
     "dense": [0.3, 0.5, 0.7],  # lexical = 1 - dense
@@ -129,7 +130,7 @@ def ingest_default_path(
     with MemoryClient.in_process(engine, namespace=namespace) as client:
         write_turns(client, conversation, steps)
         client.recall("ingest done", top_k=1, min_score=1.0)
-    engine.chroma.namespace(namespace).lexical.wait_for_rebuild()
+    rebuilt(engine.chroma.namespace(namespace))
     return len(conversation.turns)
 
 
@@ -199,7 +200,7 @@ def grid_search(
         report(conv_steps, "scoring questions × weight settings", 0, to_score)
         snapshot = None
         if count_access:  # the copies are of the finished store: every context vector written
-            engine.chroma.namespace(namespace).wait_for_context()
+            context_written(engine.chroma.namespace(namespace))
             snapshot = engine.export(namespace=namespace)
         for w, weights in enumerate(settings):
             asked_in = _fresh_copy(engine, snapshot, f"{namespace}-cell") if snapshot is not None else namespace
@@ -279,7 +280,7 @@ def _fresh_copy(engine: MemoryEngine, snapshot: dict[str, Any], namespace: str) 
     engine.chroma.flush()
     engine.drop_namespace(namespace)
     engine.import_data(snapshot, namespace=namespace)
-    engine.chroma.namespace(namespace).lexical.wait_for_rebuild()
+    rebuilt(engine.chroma.namespace(namespace))
     return namespace
 
 

@@ -38,6 +38,7 @@ from ..core.recall.ranking import RecallWeights
 from .locomo_data import Conversation, Turn, load_directory
 from .locomo_default import run_default_path
 from .locomo_scoring import dia_ids, evidence_scores, mean, per_category, reciprocal_rank, summarise
+from .settling import rebuilt
 
 log = logging.getLogger("hindsight.bench.locomo")
 
@@ -84,7 +85,7 @@ def ingest(
     for start in range(0, len(items), 256):
         engine.store_memories(items[start : start + 256], namespace=namespace, apply_filter=False, dedup=False)
         report(steps, "storing turns", min(start + 256, len(items)), len(items))
-    engine.chroma.namespace(namespace).lexical.wait_for_rebuild()
+    rebuilt(engine.chroma.namespace(namespace))
     return len(items)
 
 

@@ -47,6 +47,7 @@ from ..core.progress import ProgressCallback, prefixed, report
 from ..mcp.client import MemoryClient
 from .locomo_data import Conversation, Turn
 from .locomo_scoring import dia_ids, evidence_scores, per_category, reciprocal_rank, summarise
+from .settling import rebuilt
 
 MODES = (
     "record_turn",
@@ -259,7 +260,7 @@ def run_mode(
                 ingest_seconds += time.perf_counter() - started
                 turns += len(conv.turns)
                 if client.engine is not None:
-                    client.engine.chroma.namespace(namespace).lexical.wait_for_rebuild()
+                    rebuilt(client.engine.chroma.namespace(namespace))
                 conv_rows = ask(client, conv, top_k=top_k, steps=conv_steps)
                 empty += off_topic_empty(client)
                 asked += len(OFF_TOPIC)

@@ -49,6 +49,7 @@ from ..core.recall import pipeline as recall_module
 from ..core.storage.indexing import body_text
 from ..processes import chroma_server
 from . import synthetic
+from .settling import context_written, rebuilt
 
 STORE_BATCH = 512
 RAW_SAMPLE = 10_000
@@ -264,10 +265,10 @@ def bench_size(
     warm, timed = queries[:WARM_QUERIES], queries[WARM_QUERIES:]
     for q in warm:  # the first search after a bulk write starts the BM25 rebuild: let it land first
         engine.recall(q, namespace=namespace, top_k=10)
-        state.lexical.wait_for_rebuild()
+        rebuilt(state)
     latencies = _recall_latencies(engine, namespace, timed)
     started = time.perf_counter()
-    state.wait_for_context()
+    context_written(state)
     context_wait = time.perf_counter() - started
     settled = _recall_latencies(engine, namespace, settled_queries)
     engine.chroma.flush()

@@ -13,29 +13,32 @@ from .options import NamespaceOption
 
 
 def serve(
-    transport: Annotated[str, typer.Option(help="stdio or http")] = "stdio",
-    host: Annotated[str, typer.Option()] = "127.0.0.1",
-    port: Annotated[int, typer.Option()] = 8765,
+    transport: Annotated[
+        str | None, typer.Option(help="stdio or http (env HINDSIGHT_MCP_TRANSPORT, default stdio)")
+    ] = None,
+    host: Annotated[
+        str | None, typer.Option(help="HTTP bind address (env HINDSIGHT_MCP_HOST, default 127.0.0.1)")
+    ] = None,
+    port: Annotated[int | None, typer.Option(help="HTTP port (env HINDSIGHT_MCP_PORT, default 8765)")] = None,
     tokens_file: Annotated[str | None, typer.Option(help='JSON {"tokens": {token: namespace}} for HTTP auth.')] = None,
     namespace: NamespaceOption = None,
 ) -> None:
-    """Run the MCP memory server (stdio for local agents, streamable HTTP for shared use)."""
+    """Run the MCP memory server (stdio for local agents, streamable HTTP for shared use).
+
+    Where it listens is decided as ``python -m hindsight_integrations.mcp`` decides it
+    (``mcp/listening.py``): an option wins over its ``HINDSIGHT_MCP_*`` variable.
+    """
     with reported():
         options.settings(namespace, serving=True)
-        if transport not in ("stdio", "http"):
-            raise InvalidInputError("--transport", f"{transport!r} is not 'stdio' or 'http'")
-        if not 0 < port < 65536:
-            raise InvalidInputError("--port", f"must be between 1 and 65535, got {port}")
-        from ..mcp.hosts import bind_address_problem
+        from ..mcp.listening import listening
 
-        if problem := bind_address_problem(host):
-            raise InvalidInputError("--host", f"{host!r} {problem}")
+        where = listening(transport=transport, host=host, port=port)
         from ..mcp.server import run
 
         run(
-            transport=transport,
-            host=host,
-            port=port,
+            transport=where.transport,
+            host=where.host,
+            port=where.port,
             namespace=options.chosen_namespace(namespace),
             tokens_file=tokens_file,
             store=str(options.given.store) if options.given.store else None,

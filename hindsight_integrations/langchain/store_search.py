@@ -1,7 +1,7 @@
 """``HindsightStore.search(query=...)``'s ranking: every item the filter keeps, by similarity to the query.
 
 LangGraph's stores filter first and rank what is left (``InMemoryStore``). Recall returns at most
-``MAX_TOP_K`` memories, the nearest, and a search ``filter`` is on the item's value, which no recall
+the server's ``max_top_k`` memories, the nearest, and a search ``filter`` is on the item's value, which no recall
 filter can express; so a filter applied to that one page lost every item it keeps that ranks below
 it ("the only match ranks 250th" returned nothing).
 
@@ -9,9 +9,12 @@ One recall still answers nearly every search: its page is complete when it came 
 enough when the filter keeps ``wanted`` of it. Otherwise every item under the prefix is listed, the
 filter applied, and the items it keeps that the page did not score are scored by recalls that each
 come back whole: narrowed to a slice of the items' times (``occurred_at``, ``since``/``until``) that
-holds at most ``MAX_TOP_K`` items, or, where more share a moment, to the one item (its namespace and
+holds at most ``max_top_k`` items, or, where more share a moment, to the one item (its namespace and
 key). A search that filters out most of thousands of items costs a listing and a recall per slice
 of ~``SLICE`` items, not a recall per item.
+
+``max_top_k`` is what the server announced at connect (``MemoryClient.max_top_k``): a server set to
+a lower one (``HINDSIGHT_MAX_TOP_K``) refuses a recall asking for more, and every search failed so.
 """
 
 from __future__ import annotations
@@ -25,9 +28,9 @@ from ..core.model.limits import MAX_TOKENS
 from ..core.model.records import MemoryRecord, to_epoch
 
 MAX_TOP_K = 200
-"""The most memories one recall returns (the server's default ``max_top_k``)."""
+"""The most memories one recall returns when the server does not say (an older one): the default ``max_top_k``."""
 SLICE = 150
-"""Items a time slice starts with: the slice's margin may add neighbours, up to ``MAX_TOP_K``."""
+"""Items a time slice starts with (fewer under a low ``max_top_k``): its margin may add neighbours, up to that."""
 _PER_KEY = 10  # memories one key may hold: one, a few after a race between two writers
 _MARGIN = timedelta(milliseconds=1)  # a slice's bounds reach past its items, so no rounding of times loses one
 
@@ -74,10 +77,12 @@ class SimilarItems:
         self._filters = filters
         self._keep = keep
         self._every = every
+        self._max_top_k = MAX_TOP_K
 
     def best(self, wanted: int) -> Scored:
         """The kept items, best first: all of them, or at least ``wanted`` distinct keys when that many are kept."""
-        top_k = min(MAX_TOP_K, max(wanted * 4, 50))
+        self._max_top_k = self._client.max_top_k() or MAX_TOP_K
+        top_k = min(self._max_top_k, max(wanted * 4, 50))
         page = self._recall(self._filters, top_k)
         kept = [(record, score) for record, score in page if self._keep(record)]
         if len(page) < top_k or len({_item_id(r) for r, _ in kept}) >= wanted:
@@ -105,18 +110,20 @@ class SimilarItems:
         """The cosine of each ``wanted`` id among ``items`` (sorted by time); one gone meanwhile has none."""
         times = [to_epoch(r.occurred_at) or 0.0 for r in items]
         scores: dict[str, float] = {}
-        for start in range(0, len(items), SLICE):
-            chunk = items[start : start + SLICE]
+        step = max(1, min(SLICE, self._max_top_k * 3 // 4))  # room for neighbours in the margin
+        for start in range(0, len(items), step):
+            chunk = items[start : start + step]
             if not any(r.id in wanted for r in chunk):
                 continue
             since, until = chunk[0].occurred_at - _MARGIN, chunk[-1].occurred_at + _MARGIN
             inside = bisect_right(times, to_epoch(until) or 0.0) - bisect_left(times, to_epoch(since) or 0.0)
-            if inside <= MAX_TOP_K:  # the slice comes back whole
+            if inside <= self._max_top_k:  # the slice comes back whole
                 window = {**self._filters, "since": since.isoformat(), "until": until.isoformat()}
                 scores.update((r.id, s) for r, s in self._recall(window, inside) if r.id in wanted)
             for record in chunk:  # written in one crowded moment, or missed by the slice's search
                 if record.id in wanted and record.id not in scores:
-                    scores.update((r.id, s) for r, s in self._recall(self._one(record), _PER_KEY) if r.id in wanted)
+                    one = self._recall(self._one(record), min(_PER_KEY, self._max_top_k))
+                    scores.update((r.id, s) for r, s in one if r.id in wanted)
         return scores
 
     def _one(self, record: MemoryRecord) -> dict[str, Any]:

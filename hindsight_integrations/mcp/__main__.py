@@ -7,15 +7,10 @@ can set it through ``env`` without a wrapper script.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 
-from ..core.errors import ConfigurationError, HindsightError, InvalidInputError
-from .hosts import bind_address_problem
-
-TRANSPORTS = ("stdio", "http")
-DEFAULT_HOST = "127.0.0.1"
-DEFAULT_PORT = 8765
+from ..core.errors import HindsightError
+from .listening import DEFAULT_HOST, DEFAULT_PORT, TRANSPORTS, listening
 
 
 def parser() -> argparse.ArgumentParser:
@@ -54,50 +49,17 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
-def transport_from(args: argparse.Namespace) -> str:
-    """``--transport``, else ``HINDSIGHT_MCP_TRANSPORT`` (checked here: argparse checks only what is typed)."""
-    value = args.transport or os.environ.get("HINDSIGHT_MCP_TRANSPORT") or "stdio"
-    if value not in TRANSPORTS:
-        raise ConfigurationError(f"HINDSIGHT_MCP_TRANSPORT={value!r} is not a transport: use stdio or http")
-    return str(value)
-
-
-def port_from(args: argparse.Namespace) -> int:
-    """``--port``, else ``HINDSIGHT_MCP_PORT``: a port number, or an error naming where the bad one came from."""
-    if args.port is not None:
-        if not 0 < args.port < 65536:
-            raise InvalidInputError("--port", f"must be between 1 and 65535, got {args.port}")
-        return int(args.port)
-    value = os.environ.get("HINDSIGHT_MCP_PORT") or str(DEFAULT_PORT)
-    port = int(value) if value.strip().isdigit() else 0
-    if not 0 < port < 65536:
-        raise ConfigurationError(f"HINDSIGHT_MCP_PORT={value!r} is not a port number: use 1 to 65535")
-    return port
-
-
-def host_from(args: argparse.Namespace) -> str:
-    """``--host``, else ``HINDSIGHT_MCP_HOST`` (empty: unset): an address to listen on, or an error naming where
-    the bad one came from. Empty is not "every interface": that is asked for as 0.0.0.0."""
-    if args.host is not None:
-        if problem := bind_address_problem(args.host):
-            raise InvalidInputError("--host", f"{args.host!r} {problem}")
-        return str(args.host)
-    value = os.environ.get("HINDSIGHT_MCP_HOST") or DEFAULT_HOST
-    if problem := bind_address_problem(value):
-        raise ConfigurationError(f"HINDSIGHT_MCP_HOST={value!r} {problem}")
-    return value
-
-
 def main(argv: list[str] | None = None) -> int:
     """Serve until stopped; a configuration error is one line on stderr and exit status 2, not a traceback."""
     args = parser().parse_args(argv)
     from .startup import run
 
     try:
+        where = listening(transport=args.transport, host=args.host, port=args.port)
         run(
-            transport=transport_from(args),
-            host=host_from(args),
-            port=port_from(args),
+            transport=where.transport,
+            host=where.host,
+            port=where.port,
             namespace=args.namespace,
             tokens_file=args.tokens_file,
             store=args.store,

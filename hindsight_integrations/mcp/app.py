@@ -111,7 +111,7 @@ class HindsightMCP(FastMCP):
         self.settings.transport_security = transport_security(self.allowed_hosts)
 
     def _announce_namespace(self) -> None:
-        """Report the session's namespace in every initialize result (``protocol.CAPABILITY``).
+        """Report the session's namespace, and ``max_top_k``, in every initialize result (``protocol.CAPABILITY``).
 
         Every transport (stdio, streamable HTTP, in-memory) builds a session's initialize
         answer from the low-level server's ``create_initialization_options``, called in the
@@ -126,7 +126,8 @@ class HindsightMCP(FastMCP):
             notification_options: Any = None, experimental_capabilities: Any = None
         ) -> Any:
             namespace = self.namespace if self.token_map is None else current_namespace.get()
-            experimental = {**(experimental_capabilities or {}), **capability(namespace)}
+            announced = capability(namespace, max_top_k=self.engine.settings.max_top_k)
+            experimental = {**(experimental_capabilities or {}), **announced}
             return create(notification_options, experimental)
 
         lowlevel.create_initialization_options = create_initialization_options  # type: ignore[method-assign]

@@ -199,6 +199,15 @@ class ToolCaller:
             raise MemoryToolInputError(args.tool, str(exc), error_type="invalid_input", field=exc.field) from None
         return answer.model_validate(await self.acall_tool(args.tool, arguments, idempotent=idempotent))
 
+    async def amax_top_k(self) -> int | None:
+        """The most memories one recall may return from this server (its ``max_top_k``), connecting if need be.
+
+        Servers set it (``HINDSIGHT_MAX_TOP_K``), and a recall asking for more is refused, so a
+        caller that asks for many reads it here. None: an older server, which announces none.
+        """
+        await self._connection.run(self._connection.ensure())
+        return self._connection.announced_max_top_k
+
     # -- lifecycle ------------------------------------------------------------------------------
     async def aconnect(self) -> Self:
         """Open the connection now (otherwise the first call does), so start-up errors surface early."""
@@ -228,6 +237,7 @@ class ToolCaller:
     call_tool = blocking_twin(acall_tool)
     list_tools = blocking_twin(alist_tools)
     connect = blocking_twin(aconnect)
+    max_top_k = blocking_twin(amax_top_k)
 
 
 __all__ = ["ToolCaller", "blocking_twin"]

@@ -21,23 +21,31 @@ from ..core.model.limits import invalid_text_at
 from .errors import MemoryToolError, tool_error
 
 CAPABILITY = "hindsight"
-"""Key of the server's experimental capability that reports the namespace a session serves.
+"""Key of the server's experimental capability that reports the namespace a session serves, and its limits.
 
 The MCP initialize result is the one answer every transport gets before any tool call, and
 over HTTP it is computed for the request's bearer token, so it is where a client learns
-(and checks) whose memories it is about to read and write.
+(and checks) whose memories it is about to read and write, and how many one recall may return
+(``max_top_k``, which the server's settings choose), before it asks for more.
 """
 
 
-def capability(namespace: str | None) -> dict[str, dict[str, Any]]:
+def capability(namespace: str | None, *, max_top_k: int | None = None) -> dict[str, dict[str, Any]]:
     """The experimental capabilities a server announces for a session serving ``namespace``."""
-    return {CAPABILITY: {"namespace": namespace}} if namespace else {}
+    announced = {key: value for key, value in (("namespace", namespace), ("max_top_k", max_top_k)) if value}
+    return {CAPABILITY: announced} if announced else {}
 
 
 def announced_namespace(experimental: dict[str, dict[str, Any]] | None) -> str | None:
     """The namespace a server announced in its initialize result (None: an older server, or none)."""
     value = (experimental or {}).get(CAPABILITY, {}).get("namespace")
     return value if isinstance(value, str) else None
+
+
+def announced_max_top_k(experimental: dict[str, dict[str, Any]] | None) -> int | None:
+    """The most memories one recall may return, as the server announced it (None: an older server)."""
+    value = (experimental or {}).get(CAPABILITY, {}).get("max_top_k")
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
 
 
 def validation_message(exc: ValidationError) -> tuple[str, str]:

@@ -36,7 +36,7 @@ from .errors import (
     MemoryTimeoutError,
     MemoryToolError,
 )
-from .protocol import announced_namespace
+from .protocol import announced_max_top_k, announced_namespace
 from .transports import Transport
 
 T = TypeVar("T")
@@ -151,6 +151,7 @@ class Connection:
         self.transport = transport
         self.expected_namespace = expected_namespace
         self.announced_namespace: str | None = None
+        self.announced_max_top_k: int | None = None
         self.policy = policy
         self.loop = LoopThread()
         self.closed = False
@@ -219,9 +220,10 @@ class Connection:
         return None
 
     def _check_namespace(self, session: ClientSession) -> None:
-        """Record the namespace the server announced; refuse the session if it is not ours."""
+        """Record the namespace and limit the server announced; refuse the session if the namespace is not ours."""
         capabilities = session.get_server_capabilities()
-        announced = announced_namespace(capabilities.experimental if capabilities else None)
+        experimental = capabilities.experimental if capabilities else None
+        announced = announced_namespace(experimental)
         expected = self.expected_namespace
         if announced is not None and expected is not None and announced != expected:
             raise MemoryNamespaceError(
@@ -232,6 +234,7 @@ class Connection:
                 before_send=True,
             )
         self.announced_namespace = announced
+        self.announced_max_top_k = announced_max_top_k(experimental)
 
     async def drop(self) -> None:
         """Close the current session (if any) so the next call opens a fresh one."""

@@ -267,7 +267,8 @@ class BackgroundContextVectors:
 
 _NICENESS = 10
 CONTEXT_WAIT_SECONDS = 30.0
-"""How long a read of stored context vectors (an export, an archive) waits for those queued before it."""
+"""How long a read of stored context vectors (an export, an archive) waits for those queued before it, and
+``NamespaceStore.wait_for_context`` unless told otherwise: a stalled embedder must not hang whoever waits."""
 
 
 def wait_before_reading(worker: BackgroundContextVectors | None, target: ContextTarget) -> bool:
@@ -288,7 +289,7 @@ def wait_before_reading(worker: BackgroundContextVectors | None, target: Context
     return False
 
 
-def wait_for_all(workers: Sequence[BackgroundContextVectors], timeout: float | None = None) -> bool:
+def wait_for_all(workers: Sequence[BackgroundContextVectors], timeout: float | None) -> bool:
     """Wait for every worker's queue within one ``timeout`` in all (not one each); False if it ran out."""
     deadline = None if timeout is None else time.monotonic() + timeout
     written = [w.wait(None if deadline is None else max(0.0, deadline - time.monotonic())) for w in workers]

@@ -99,6 +99,9 @@ class _Segment:
             self.live[i] = 0.0
 
 
+REBUILD_WAIT_SECONDS = 60.0
+"""How long ``wait_for_rebuild`` waits unless told otherwise: a rebuild of 100k documents takes seconds."""
+
 QUIET_SECONDS = 0.2
 """How long a small index's writes must pause before it is rebuilt in the background.
 
@@ -242,11 +245,16 @@ class LexicalIndex:
         self._rebuilding = threading.Thread(target=self.settle, name="hindsight-bm25-rebuild", daemon=True)
         self._rebuilding.start()
 
-    def wait_for_rebuild(self, timeout: float | None = None) -> None:
-        """Block until a background rebuild (if any) has landed; for benchmarks and tests."""
+    def wait_for_rebuild(self, timeout: float = REBUILD_WAIT_SECONDS) -> bool:
+        """Block until a background rebuild (if any) has landed, at most ``timeout`` seconds; False if it had not.
+
+        Bounded, so a stalled rebuild cannot hang whoever waits (a benchmark waits longer, by saying so);
+        searches do not need it, since pending documents are searched beside the main index.
+        """
         thread = self._rebuilding
         if thread is not None:
             thread.join(timeout)
+        return thread is None or not thread.is_alive()
 
     def search(self, query: str, limit: int) -> list[tuple[str, float]]:
         """Best ``limit`` matches as (memory id, BM25 score), higher is better."""

@@ -33,7 +33,7 @@ from ..redaction import describe_error
 from .access import AccessRecorder, added_counts
 from .catch_up import CatchUp
 from .chroma_reads import flats_of, float32_matrix, nearest, nearest_each, pages, record_fields, records_of
-from .context_vectors import BackgroundContextVectors, wait_before_reading
+from .context_vectors import CONTEXT_WAIT_SECONDS, BackgroundContextVectors, wait_before_reading
 from .field_index import FactsIndex
 from .indexing import body_text, context_text, framed_text, has_frame
 from .lexical import LexicalIndex
@@ -261,8 +261,8 @@ class NamespaceStore:
             stale = worker.stale(self, list(vectors)) if worker is not None else set()
             self._write_context({i: v for i, v in vectors.items() if i in live and i not in stale}, queued=True)
 
-    def wait_for_context(self, timeout: float | None = None) -> bool:
-        """Block until this namespace's context vectors queued so far in this process are written (False on timeout)."""
+    def wait_for_context(self, timeout: float = CONTEXT_WAIT_SECONDS) -> bool:
+        """Block until this namespace's context vectors queued so far are written; False if ``timeout`` ran out."""
         return self._context_vectors.wait(timeout, target=self) if self._context_vectors is not None else True
 
     def rewrite(

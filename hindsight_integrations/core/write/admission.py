@@ -8,10 +8,12 @@ preferences and tool tracebacks as context. So, in order:
 
 1. Dropped outright: empty text, punctuation or emoji only, greetings, acknowledgements,
    thanks and chain-of-thought.
-2. Kept as conversation turns only (``remember=False``, kind TURN): questions and requests
-   with no statement in them, and error output (tracebacks, ``KeyError: …``, any failing tool
-   result). Neither says anything true about the user or the project. A question that also
-   states something ("I moved to Berlin last week, any tips?") keeps its statement.
+2. Not remembered (``remember=False``, kind TURN): questions and requests with no statement in
+   them, and error output (tracebacks, ``KeyError: …``, any failing tool result). Neither says
+   anything true about the user or the project. A question that also states something ("I moved
+   to Berlin last week, any tips?") keeps its statement. The reason given says what the text is,
+   not where it went: ``record_turn`` keeps every turn in the session's working window, while
+   ``store_memory`` keeps nothing of what it skips.
 3. User statements get a kind from what they mean: corrections, preferences and standing
    instructions (first-person likes, diet and health, imperatives addressed to the assistant),
    constraints, decisions, personal and project context, habits and tools, events; anything
@@ -130,7 +132,7 @@ def assess(content: str, role: Role = Role.USER) -> WriteDecision:
     if _starts(rules, "acknowledgement", text):
         return WriteDecision(False, Kind.TURN, 0.2, "greeting or acknowledgement")
     if _anywhere(rules, "error", text) or (role is Role.TOOL and _found(rules, "tool_error", text)):
-        return WriteDecision(False, Kind.TURN, 0.2, "error output: kept as a conversation turn only, not a fact")
+        return WriteDecision(False, Kind.TURN, 0.2, "error output: not a fact to remember")
     if role is Role.TOOL:
         if _found(rules, "transient_tool", text) and not _found(rules, "state_tool", text):
             return WriteDecision(False, Kind.TURN, 0.2, "transient tool lookup")
@@ -145,7 +147,7 @@ def assess(content: str, role: Role = Role.USER) -> WriteDecision:
         return WriteDecision(True, Kind.PREFERENCE, 0.9, "standing instruction phrased as a question")
     said = _statement_part(rules, text)
     if not said:
-        return WriteDecision(False, Kind.TURN, 0.3, "question or request: kept as a conversation turn only")
+        return WriteDecision(False, Kind.TURN, 0.3, "question or request: not a fact to remember")
     return _user_statement(rules, said)
 
 
