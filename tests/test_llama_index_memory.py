@@ -360,3 +360,15 @@ def test_a_tool_call_with_arguments_over_the_metadata_limit_is_kept_as_text(
     assert [m.role for m in history] == [MessageRole.ASSISTANT, MessageRole.USER]
     assert "write_file" in str(history[0].content) and "agreed on the budget" in str(history[0].content)
     assert any("over the metadata limit" in r.getMessage() for r in caplog.records)
+
+
+async def test_recall_stays_within_the_max_top_k_the_server_announced(tmp_path: Path, embedder) -> None:
+    """A server with ``max_top_k`` 40 refused every recall of a chat memory asking for 38: its over-fetch asked 43."""
+    from hindsight_integrations import MemoryEngine
+
+    with MemoryEngine(store=tmp_path / "store", embedder=embedder, llm=False, max_top_k=40) as engine:
+        memory = HindsightChatMemory.from_defaults(namespace="u1", session_id="s1", engine=engine, top_k=38)
+        engine.store("My sister Ana lives in Lisbon.", namespace="u1")
+        assert memory.client.max_top_k() == 40
+        for messages in (memory.get("Where does my sister live?"), await memory.aget("Where does Ana live?")):
+            assert any("Lisbon" in str(m.content) for m in messages)

@@ -44,11 +44,14 @@ class RecallOptions(BaseModel):
         """The options an adapter (chat memory or memory block) carries as its own fields."""
         return cls(**{name: getattr(adapter, name) for name in cls.model_fields})
 
-    def call_kwargs(self, extra: int = 0) -> dict[str, Any]:
-        """Arguments for ``client.recall``; ``extra`` over-fetches to leave room for exclusions."""
+    def call_kwargs(self, extra: int = 0, cap: int | None = None) -> dict[str, Any]:
+        """Arguments for ``client.recall``; ``extra`` over-fetches to leave room for exclusions.
+
+        Over-fetching never pushes a valid ``top_k`` past the server's ``cap`` (the ``max_top_k``
+        it announced; the default's 200 for a server that announces none).
+        """
         return {
-            # Over-fetching never pushes a valid top_k past the server's default cap (200).
-            "top_k": min(self.top_k + extra, max(self.top_k, _SERVER_TOP_K_CAP)),
+            "top_k": min(self.top_k + extra, max(self.top_k, cap or _SERVER_TOP_K_CAP)),
             "min_score": self.min_score,
             "filters": self.filters,
             "token_budget": None if extra else self.token_budget,

@@ -347,7 +347,8 @@ class HindsightChatMemory(BaseMemory):
         result = None
         if query:
             try:
-                result = self._client.recall(query, **self.recall_options.call_kwargs(_OVERFETCH))
+                cap = self._client.max_top_k()
+                result = self._client.recall(query, **self.recall_options.call_kwargs(_OVERFETCH, cap))
             except InvalidInputError as exc:
                 if not rejected_text(exc, "query"):
                     raise
@@ -362,7 +363,8 @@ class HindsightChatMemory(BaseMemory):
         result = None
         if query:
             try:
-                result = await self._client.arecall(query, **self.recall_options.call_kwargs(_OVERFETCH))
+                cap = await self._client.amax_top_k()
+                result = await self._client.arecall(query, **self.recall_options.call_kwargs(_OVERFETCH, cap))
             except InvalidInputError as exc:
                 if not rejected_text(exc, "query"):
                     raise
