@@ -46,7 +46,6 @@ _ROUTING_SAMPLE = 20
 # otherwise (a warning names ``hindsight reembed``): the move happens inside one write.
 _MOST_MOVED = 500
 _MOVE_CHUNK = 64
-_CONTEXT_WAIT_SECONDS = 30.0
 
 
 @dataclass(frozen=True)
@@ -261,7 +260,7 @@ class ModelLanes:
                 handle.name,
             )
             return False
-        handle.wait_for_context(_CONTEXT_WAIT_SECONDS)  # the old model's context vectors land first, then are replaced
+        handle.wait_for_context()  # bounded by default; the old model's context vectors land first, then are replaced
         records = [record for record, _ in handle.iterate(include_embeddings=False)]
         parts = self._served(model).parts
         for start in range(0, len(records), _MOVE_CHUNK):
