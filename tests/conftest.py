@@ -85,3 +85,12 @@ def timed(store_path: Path, embedder: LocalEmbedder, clock: ManualClock) -> Iter
     eng = MemoryEngine(store=store_path, embedder=embedder, llm=False, clock=clock)
     yield eng
     eng.close()
+
+
+@pytest.fixture
+def elsewhere(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """An empty working directory: a memory that fell back to ``./.hindsight`` would create it here."""
+    cwd = tmp_path / "elsewhere"
+    cwd.mkdir()
+    monkeypatch.chdir(cwd)
+    return cwd

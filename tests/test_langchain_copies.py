@@ -34,15 +34,6 @@ def window(memory: HindsightMemory) -> list[str]:
     return [m.text for m in memory.load_memory_variables({})["chat_history"]]
 
 
-@pytest.fixture
-def elsewhere(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """An empty working directory: a memory that fell back to ``./.hindsight`` would create it here."""
-    cwd = tmp_path / "elsewhere"
-    cwd.mkdir()
-    monkeypatch.chdir(cwd)
-    return cwd
-
-
 @pytest.mark.parametrize("how", COPIES)
 def test_a_copy_shares_the_engine_and_reads_the_same_memories(engine: MemoryEngine, how: str) -> None:
     memory = HindsightMemory(namespace="u1", session_id="s1", engine=engine)

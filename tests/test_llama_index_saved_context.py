@@ -56,15 +56,6 @@ def restored_memory(data: dict[str, Any], serializer: Any = None) -> HindsightCh
     return asyncio.run(restore())
 
 
-@pytest.fixture
-def elsewhere(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """An empty working directory: a memory that fell back to ``./.hindsight`` would create it here."""
-    cwd = tmp_path / "elsewhere"
-    cwd.mkdir()
-    monkeypatch.chdir(cwd)
-    return cwd
-
-
 @pytest.mark.parametrize("serializer", [JsonSerializer(), JsonPickleSerializer()], ids=["json", "json-pickle"])
 @pytest.mark.parametrize("given", ["engine", "client"])
 def test_a_restored_context_brings_the_memory_back_on_its_engine(
