@@ -1,4 +1,4 @@
-"""Copying and pickling HindsightMemory and HindsightRetriever: real Chroma, real MCP sessions.
+"""Copying and pickling HindsightMemory, HindsightRetriever and HindsightStore: real Chroma, real MCP sessions.
 
 A copy shares the connection; a pickle keeps where the memories live and reconnects there,
 never to the store the environment (or the working directory) would pick.
@@ -17,7 +17,7 @@ import pytest
 
 from hindsight_integrations import MemoryEngine
 from hindsight_integrations.core.errors import ConfigurationError
-from hindsight_integrations.langchain import HindsightMemory, HindsightRetriever
+from hindsight_integrations.langchain import HindsightMemory, HindsightRetriever, HindsightStore
 from hindsight_integrations.mcp.address import StoreAddress
 from hindsight_integrations.mcp.resolve import ClientPool, clear_client_cache
 
@@ -113,3 +113,21 @@ def test_pickling_an_adapter_on_a_chroma_client_of_its_own_says_why_not(embedder
         assert copy.deepcopy(memory).engine is own  # copying is fine: the copy shares the engine
         with pytest.raises(TypeError, match=r"HindsightMemory cannot be pickled: .*chroma_client="):
             pickle.dumps(memory)
+
+
+def test_a_copied_or_pickled_langgraph_store_stays_on_its_engine(engine: MemoryEngine, elsewhere: Path) -> None:
+    store = HindsightStore(namespace="u1", engine=engine)
+    store.put(("prefs",), "pet", {"text": FACT})
+
+    copied = copy.deepcopy(store)
+    loaded: HindsightStore = pickle.loads(pickle.dumps(store))
+
+    assert copied.memory_client is store.memory_client  # one connection, not two
+    assert copy.copy(store).memory_client is store.memory_client
+    copied.put(("prefs",), "city", {"text": "I live in Lyon."})
+    assert {item.key for item in store.search(("prefs",))} == {"pet", "city"}
+    assert loaded.memory_client.engine is engine
+    assert (item := loaded.get(("prefs",), "pet")) is not None and item.value == {"text": FACT}
+    loaded.put(("prefs",), "pet", {"text": "My dog is called Max."})  # the loaded store has a write lock of its own
+    assert [item.key for item in store.search(("prefs",))].count("pet") == 1
+    assert not (elsewhere / ".hindsight").exists()

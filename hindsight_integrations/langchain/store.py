@@ -28,6 +28,7 @@ store's item mark, ``lg_item``, as a pin).
 
 from __future__ import annotations
 
+import copy
 import json
 import threading
 import uuid
@@ -185,7 +186,27 @@ class HindsightStore(BaseStore):
         self.index_fields = list(index_fields) if index_fields else ["$"]
         self.ttl_config = ttl
         self.importance = importance
-        self._pool = ClientPool(client, engine)
+        self._pool = ClientPool(client, engine, owner="HindsightStore")
+        self._write_lock = threading.Lock()
+
+    def __copy__(self) -> HindsightStore:
+        return self.__deepcopy__({id(value): value for value in self.__dict__.values()})
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> HindsightStore:
+        """A copy on the same connection (the pool copies as itself) and, as it writes the same items, the same lock."""
+        copied = type(self).__new__(type(self))
+        memo[id(self)] = copied
+        memo[id(self._write_lock)] = self._write_lock
+        for name, value in self.__dict__.items():
+            setattr(copied, name, copy.deepcopy(value, memo))
+        return copied
+
+    def __getstate__(self) -> dict[str, Any]:
+        """The settings and the pool (which pickles as where the memories live); a lock is not state."""
+        return {name: value for name, value in self.__dict__.items() if name != "_write_lock"}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
         self._write_lock = threading.Lock()
 
     @property
