@@ -1,5 +1,7 @@
 """A FunctionAgent's Context saved and restored with HindsightChatMemory in it: the memory comes back on its store.
 
+The retriever and memory block too, copied, pickled or rebuilt by LlamaIndex's serializers.
+
 Real Chroma, real MCP sessions, LlamaIndex's own serializers; one restore runs in a new process
 whose environment names another store.
 """
@@ -11,21 +13,24 @@ import copy
 import json
 import os
 import pickle
+import shutil
 import subprocess
 import sys
 import textwrap
 from pathlib import Path
 from typing import Any
 
+import chromadb
 import pytest
 from llama_index.core.agent.workflow import FunctionAgent
 from llama_index.core.base.llms.types import ChatMessage, MessageRole
 from llama_index.core.llms.mock import MockFunctionCallingLLMWithChatMemoryOfLastCall
 from llama_index.core.workflow import Context, JsonPickleSerializer, JsonSerializer
+from workflows.context.serializers import PickleSerializer
 
 from hindsight_integrations import MemoryEngine
 from hindsight_integrations.core.errors import ConfigurationError
-from hindsight_integrations.llama_index import HindsightChatMemory
+from hindsight_integrations.llama_index import HindsightChatMemory, HindsightMemoryBlock, HindsightRetriever
 from hindsight_integrations.mcp import MemoryClient
 
 REPO = Path(__file__).resolve().parents[1]
@@ -158,3 +163,46 @@ def test_a_context_restored_in_a_later_process_reads_its_store_not_the_environme
     assert done.returncode == 0, done.stderr[-3000:]
     assert FACT in done.stdout
     assert not other.exists() and not (tmp_path / ".hindsight").exists()
+
+
+def test_a_copied_pickled_or_restored_retriever_and_block_stay_on_their_engine(
+    engine: MemoryEngine, elsewhere: Path
+) -> None:
+    MemoryClient.in_process(engine, namespace="u1").store([{"content": FACT, "kind": "fact"}], apply_filter=False)
+    retriever = HindsightRetriever("u1", engine=engine, top_k=2)
+    block = HindsightMemoryBlock(namespace="u1", engine=engine, top_k=2)
+    chat = [ChatMessage(role=MessageRole.USER, content="What is my dog called?")]
+
+    copies = [copy.deepcopy(retriever), copy.deepcopy(block)]
+    pickled_retriever: HindsightRetriever = PickleSerializer().deserialize(PickleSerializer().serialize(retriever))
+    pickled_block: HindsightMemoryBlock = pickle.loads(pickle.dumps(block))
+    restored_block: HindsightMemoryBlock = JsonSerializer().deserialize(JsonSerializer().serialize(block))
+
+    assert [c.client for c in copies] == [retriever.client, block.client]  # the very clients: one connection
+    assert pickled_retriever.client.engine is engine and pickled_retriever.options.top_k == 2
+    assert any("Biscuit" in n.node.get_content() for n in pickled_retriever.retrieve("what is my dog called?"))
+    for loaded in (pickled_block, restored_block):
+        assert loaded.client.engine is engine and loaded.top_k == 2
+        assert "Biscuit" in asyncio.run(loaded.aget(chat))
+    assert not (elsewhere / ".hindsight").exists()
+
+
+def test_a_retriever_or_block_whose_store_is_gone_is_refused(store_path: Path, embedder: Any, elsewhere: Path) -> None:
+    with MemoryEngine(store=store_path, embedder=embedder, llm=False) as first:
+        pickled = pickle.dumps(HindsightRetriever("u1", engine=first))
+        saved = JsonSerializer().serialize(HindsightMemoryBlock(namespace="u1", engine=first))
+    shutil.rmtree(store_path)
+
+    with pytest.raises(ConfigurationError, match=r"HindsightRetriever was saved connected to .*, which does not exist"):
+        pickle.loads(pickled)
+    with pytest.raises(ConfigurationError, match=r"HindsightMemoryBlock was saved connected to .*, which does not"):
+        JsonSerializer().deserialize(saved)
+    assert not (elsewhere / ".hindsight").exists() and not store_path.exists()
+
+
+def test_pickling_a_retriever_on_a_chroma_client_of_its_own_says_why_not(embedder: Any) -> None:
+    with MemoryEngine(chroma_client=chromadb.EphemeralClient(), embedder=embedder, llm=False) as own:
+        retriever = HindsightRetriever("u1", engine=own)
+        assert copy.deepcopy(retriever).client is retriever.client
+        with pytest.raises(TypeError, match=r"HindsightRetriever cannot be pickled: .*chroma_client="):
+            pickle.dumps(retriever)

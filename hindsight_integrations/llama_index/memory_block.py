@@ -10,6 +10,11 @@ the long-term side of that design:
   dated context block (``core/recall/context.py``), which ``Memory`` renders into its system message.
 * ``atruncate`` gives up the lowest-scoring memories first when ``Memory`` needs the
   tokens back (only for blocks with ``priority`` > 0: priority 0 means never truncate).
+
+Saved with LlamaIndex's serializers (``JsonSerializer`` rebuilds it from its fields) or pickled,
+the block keeps ``store_address``, where its memories live, and the restored block reconnects
+there (the same engine when restored in the same process) or refuses with what to do, as
+``HindsightChatMemory`` does: never to the environment's store instead.
 """
 
 from __future__ import annotations
@@ -20,15 +25,16 @@ from collections import OrderedDict
 from typing import TYPE_CHECKING, Any
 
 from llama_index.core.base.llms.types import ChatMessage
-from llama_index.core.bridge.pydantic import Field, PrivateAttr, field_validator
+from llama_index.core.bridge.pydantic import BaseModel, Field, PrivateAttr, field_validator
 from llama_index.core.memory.memory import BaseMemoryBlock
 
 from ..core.errors import InvalidInputError
 from ..core.language.tokens import estimate_tokens
 from ..core.recall.context import CONTEXT_FOOTER, CONTEXT_HEADER
 from ..core.redaction import describe_error
+from ..mcp.address import StoreAddress, client_address
 from ..mcp.refusals import MAX_QUERY_CHARS, rejected_text
-from ..mcp.resolve import resolve_client, resolve_namespace
+from ..mcp.resolve import reconnect, resolve_client, resolve_namespace
 from ._messages import hindsight_role, is_injected_context, latest_user_text, message_text
 from ._recall import DEFAULT_TOKEN_BUDGET, RecallOptions, Selected, check_filters, context_of, select_hits
 
@@ -62,6 +68,13 @@ class HindsightMemoryBlock(BaseMemoryBlock[str]):
     )
     include_history: bool = Field(False, description="also recall superseded memories, marked as such")
     query_messages: int = Field(1, ge=1, description="how many of the latest messages form the recall query")
+    store_address: StoreAddress | None = Field(
+        None,
+        description=(
+            "where the memories live; set by the block from its client, and saved with it so that a restored "
+            "block (JsonSerializer, pickle) reconnects to the same store"
+        ),
+    )
 
     _client: Any = PrivateAttr(default=None)
     _selected: OrderedDict[str, Selected] = PrivateAttr(default_factory=OrderedDict)
@@ -74,7 +87,25 @@ class HindsightMemoryBlock(BaseMemoryBlock[str]):
     def __init__(self, *, client: MemoryClient | None = None, engine: MemoryEngine | None = None, **data: Any) -> None:
         super().__init__(**data)
         self.namespace = resolve_namespace(self.namespace, "HindsightMemoryBlock", client)
-        self._client = resolve_client(client, namespace=self.namespace, engine=engine)
+        if client is None and engine is None and self.store_address is not None:  # restored
+            self._client = reconnect(self.store_address, self.namespace, "HindsightMemoryBlock")
+        else:
+            self._client = resolve_client(client, namespace=self.namespace, engine=engine)
+            self.store_address = client_address(self._client)
+
+    def __deepcopy__(self, memo: dict[int, Any] | None = None) -> HindsightMemoryBlock:
+        """A copy on the same client: a connection is not state to duplicate."""
+        memo = {} if memo is None else memo
+        memo[id(self._client)] = self._client
+        return super().__deepcopy__(memo)
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickle the fields only: the client is a connection, reopened from ``store_address`` when loaded."""
+        return {**BaseModel.__getstate__(self), "__pydantic_private__": {}}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        # Rebuilt through ``__init__``, which reconnects (or refuses) and sets the private attributes.
+        self.__init__(**state["__dict__"])  # type: ignore[misc]
 
     @property
     def client(self) -> MemoryClient:

@@ -5,10 +5,15 @@ Use it anywhere LlamaIndex takes a retriever (``RetrieverQueryEngine``,
 whose id is the memory id (so a node can be traced, updated or forgotten) and whose
 metadata carries the memory's tier, kind, dates and provenance. Only the date and kind
 are shown to the LLM; the rest stays out of prompts and embeddings.
+
+A copy of the retriever shares its client; a pickled one (LlamaIndex's ``PickleSerializer``
+pickles what JSON cannot hold) keeps where its memories live and reconnects there when
+loaded, or refuses with what to do: never to the environment's store instead.
 """
 
 from __future__ import annotations
 
+import copy
 from typing import TYPE_CHECKING, Any
 
 from llama_index.core.base.base_retriever import BaseRetriever
@@ -17,8 +22,9 @@ from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 
 from ..core.model.limits import MAX_TOKENS
 from ..core.model.results import RecallHit
+from ..mcp.address import client_address, picklable_address
 from ..mcp.refusals import query_tail
-from ..mcp.resolve import resolve_client, resolve_namespace
+from ..mcp.resolve import reconnect, resolve_client, resolve_namespace
 from ._recall import RecallOptions
 
 if TYPE_CHECKING:
@@ -112,6 +118,26 @@ class HindsightRetriever(BaseRetriever):
     def client(self) -> MemoryClient:
         """The MCP client this retriever recalls through."""
         return self._client
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> HindsightRetriever:
+        """A copy on the same client: a connection is not state to duplicate."""
+        copied = type(self).__new__(type(self))
+        memo[id(self)] = copied
+        memo[id(self._client)] = self._client
+        for name, value in self.__dict__.items():
+            setattr(copied, name, copy.deepcopy(value, memo))
+        return copied
+
+    def __getstate__(self) -> dict[str, Any]:
+        """The settings and where the memories live, instead of the client (a connection)."""
+        state = {name: value for name, value in self.__dict__.items() if name != "_client"}
+        state["store_address"] = picklable_address(client_address(self._client), "HindsightRetriever")
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        address = state.pop("store_address")
+        self.__dict__.update(state)
+        self._client = reconnect(address, self.namespace, "HindsightRetriever")
 
     @staticmethod
     def _nodes(result: RecallResult) -> list[NodeWithScore]:

@@ -80,6 +80,17 @@ def client_address(client: Any) -> StoreAddress:
     return StoreAddress(kind="unknown", target=f"the client {client!r}")
 
 
+def picklable_address(address: StoreAddress, owner: str) -> StoreAddress:
+    """``address``, to pickle ``owner`` with; a ``TypeError`` saying what to do when it could not reconnect from it."""
+    if address.kind == "unknown":
+        raise TypeError(
+            f"{owner} cannot be pickled: it is connected to {address.describe()}, so it could not "
+            "reconnect once loaded; pickle one built with engine= on a store path or Chroma URL, a memory "
+            "server client, or the environment's settings (or build a new one after loading)"
+        )
+    return address
+
+
 def environment_address() -> StoreAddress:
     """Where a client built from the environment reaches its memories now, without connecting.
 
@@ -117,6 +128,7 @@ __all__ = [
     "engine_address",
     "environment_address",
     "live_engine",
+    "picklable_address",
     "remember_engine",
     "settings_address",
 ]

@@ -30,7 +30,15 @@ from typing import TYPE_CHECKING, Any
 
 from ..core.config import Settings, load_settings, validate_namespace
 from ..core.errors import ConfigurationError
-from .address import StoreAddress, client_address, engine_address, environment_address, live_engine, remember_engine
+from .address import (
+    StoreAddress,
+    client_address,
+    engine_address,
+    environment_address,
+    live_engine,
+    picklable_address,
+    remember_engine,
+)
 from .client import MemoryClient
 
 if TYPE_CHECKING:
@@ -256,14 +264,7 @@ class ClientPool:
         return self
 
     def __reduce__(self) -> tuple[Callable[[StoreAddress, str], ClientPool], tuple[StoreAddress, str]]:
-        address = self.saved_address()
-        if address.kind == "unknown":
-            raise TypeError(
-                f"{self.owner} cannot be pickled: it is connected to {address.describe()}, so it could not "
-                "reconnect once loaded; pickle one built with engine= on a store path or Chroma URL, a memory "
-                "server client, or the environment's settings (or build a new one after loading)"
-            )
-        return _restored_pool, (address, self.owner)
+        return _restored_pool, (picklable_address(self.saved_address(), self.owner), self.owner)
 
 
 def _restored_pool(address: StoreAddress, owner: str) -> ClientPool:
