@@ -27,15 +27,15 @@ import uuid
 from typing import TYPE_CHECKING, Any, Literal
 
 from llama_index.core.base.llms.types import ChatMessage, MessageRole, TextBlock
-from llama_index.core.bridge.pydantic import BaseModel, Field, PrivateAttr, field_validator
+from llama_index.core.bridge.pydantic import Field, PrivateAttr, field_validator
 from llama_index.core.memory.types import BaseMemory
 
 from ..core.errors import InvalidInputError
 from ..core.model.records import MemoryRecord, Role
 from ..core.redaction import describe_error
-from ..mcp.address import StoreAddress, client_address
+from ..mcp.address import StoreAddress
 from ..mcp.refusals import SHORTENED_BYTES, query_tail, rejected_text, shortened, skip_refused_text
-from ..mcp.resolve import reconnect, resolve_client, resolve_namespace
+from ._connected import ConnectedComponent
 from ._messages import (
     CONTEXT_FLAG,
     SNAPSHOT_KEY,
@@ -63,7 +63,7 @@ log = logging.getLogger("hindsight.llama_index")
 _OVERFETCH = 5
 
 
-class HindsightChatMemory(BaseMemory):
+class HindsightChatMemory(ConnectedComponent, BaseMemory):
     """Chat memory for LlamaIndex chat engines and agents: working window + recalled memories.
 
     ``namespace`` is the user whose memories are read and written; ``session_id`` names the
@@ -109,28 +109,7 @@ class HindsightChatMemory(BaseMemory):
 
     def __init__(self, *, client: MemoryClient | None = None, engine: MemoryEngine | None = None, **data: Any) -> None:
         super().__init__(**data)
-        self.namespace = resolve_namespace(self.namespace, "HindsightChatMemory", client)
-        if client is None and engine is None and self.store_address is not None:  # restored
-            self._client = reconnect(self.store_address, self.namespace, "HindsightChatMemory")
-        else:
-            self._client = resolve_client(client, namespace=self.namespace, engine=engine)
-            self.store_address = client_address(self._client)
-
-    def __deepcopy__(self, memo: dict[int, Any] | None = None) -> HindsightChatMemory:
-        """A copy on the same client: a connection is not state to duplicate."""
-        memo = {} if memo is None else memo
-        memo[id(self._client)] = self._client
-        return super().__deepcopy__(memo)
-
-    def __getstate__(self) -> dict[str, Any]:
-        """Pickle the fields only: the client is a connection, reopened from ``store_address`` when loaded."""
-        # Not ``BaseComponent.__getstate__``: it would try to pickle the client and log a warning.
-        return {**BaseModel.__getstate__(self), "__pydantic_private__": {}}
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        # ``BaseComponent.__setstate__`` falls back to a bare restore when ``__init__`` raises,
-        # which would leave a memory without a client; a refusal to reconnect must be seen.
-        self.__init__(**state["__dict__"])  # type: ignore[misc]
+        self._connect(client, engine, "HindsightChatMemory")
 
     @field_validator("session_id")
     @classmethod

@@ -25,16 +25,16 @@ from collections import OrderedDict
 from typing import TYPE_CHECKING, Any
 
 from llama_index.core.base.llms.types import ChatMessage
-from llama_index.core.bridge.pydantic import BaseModel, Field, PrivateAttr, field_validator
+from llama_index.core.bridge.pydantic import Field, PrivateAttr, field_validator
 from llama_index.core.memory.memory import BaseMemoryBlock
 
 from ..core.errors import InvalidInputError
 from ..core.language.tokens import estimate_tokens
 from ..core.recall.context import CONTEXT_FOOTER, CONTEXT_HEADER
 from ..core.redaction import describe_error
-from ..mcp.address import StoreAddress, client_address
+from ..mcp.address import StoreAddress
 from ..mcp.refusals import MAX_QUERY_CHARS, rejected_text
-from ..mcp.resolve import reconnect, resolve_client, resolve_namespace
+from ._connected import ConnectedComponent
 from ._messages import hindsight_role, is_injected_context, latest_user_text, message_text
 from ._recall import DEFAULT_TOKEN_BUDGET, RecallOptions, Selected, check_filters, context_of, select_hits
 
@@ -47,7 +47,7 @@ log = logging.getLogger("hindsight.llama_index")
 _REMEMBERED_CONTEXTS = 64  # recent block texts whose hits atruncate can rank
 
 
-class HindsightMemoryBlock(BaseMemoryBlock[str]):
+class HindsightMemoryBlock(ConnectedComponent, BaseMemoryBlock[str]):
     """Recall from and store into Hindsight as one block of ``llama_index.core.memory.Memory``."""
 
     name: str = Field("hindsight", description="the block's name in the memory template")
@@ -86,26 +86,7 @@ class HindsightMemoryBlock(BaseMemoryBlock[str]):
 
     def __init__(self, *, client: MemoryClient | None = None, engine: MemoryEngine | None = None, **data: Any) -> None:
         super().__init__(**data)
-        self.namespace = resolve_namespace(self.namespace, "HindsightMemoryBlock", client)
-        if client is None and engine is None and self.store_address is not None:  # restored
-            self._client = reconnect(self.store_address, self.namespace, "HindsightMemoryBlock")
-        else:
-            self._client = resolve_client(client, namespace=self.namespace, engine=engine)
-            self.store_address = client_address(self._client)
-
-    def __deepcopy__(self, memo: dict[int, Any] | None = None) -> HindsightMemoryBlock:
-        """A copy on the same client: a connection is not state to duplicate."""
-        memo = {} if memo is None else memo
-        memo[id(self._client)] = self._client
-        return super().__deepcopy__(memo)
-
-    def __getstate__(self) -> dict[str, Any]:
-        """Pickle the fields only: the client is a connection, reopened from ``store_address`` when loaded."""
-        return {**BaseModel.__getstate__(self), "__pydantic_private__": {}}
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        # Rebuilt through ``__init__``, which reconnects (or refuses) and sets the private attributes.
-        self.__init__(**state["__dict__"])  # type: ignore[misc]
+        self._connect(client, engine, "HindsightMemoryBlock")
 
     @property
     def client(self) -> MemoryClient:
