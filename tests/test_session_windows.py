@@ -186,11 +186,18 @@ def test_a_question_asking_when_gets_no_share_of_the_neighbours(engine: MemoryEn
 
     def scores(query: str, share: float) -> list[tuple[str, float]]:
         hits = engine.recall(query, namespace="u1", top_k=20, touch=False, weights={"neighbour_boost": share}).hits
-        return [(h.record.id, round(h.score, 6)) for h in hits]
+        return [(h.record.id, h.score) for h in hits]
+
+    def same(left: list[tuple[str, float]], right: list[tuple[str, float]]) -> bool:
+        # Two recalls' float sums may differ in the last bits; a neighbour's share moves a score by far more.
+        return [i for i, _ in left] == [i for i, _ in right] and all(
+            a == pytest.approx(b, abs=1e-5) for (_, a), (_, b) in zip(left, right, strict=True)
+        )
 
     assert len(scores(question, 0)) >= 5
-    assert scores(question, 1.0) == scores(question, 0)
-    assert scores("Which puppy did Tom adopt?", 1.0) != scores("Which puppy did Tom adopt?", 0)  # another kind shares
+    assert same(scores(question, 1.0), scores(question, 0))
+    other = "Which puppy did Tom adopt?"
+    assert not same(scores(other, 1.0), scores(other, 0))  # another kind of question shares
 
 
 PUPPY = [

@@ -243,9 +243,9 @@ def test_a_time_no_candidate_falls_in_changes_nothing(engine: MemoryEngine) -> N
     question = "Which film did I watch at the cinema in 2019?"
     named = engine.recall(question, namespace="films", top_k=2, touch=False)
     plain = engine.recall(question, namespace="films", top_k=2, touch=False, weights={"time_boost": 0.0})
-    assert [(h.record.id, round(h.score, 9)) for h in named.hits] == [
-        (h.record.id, round(h.score, 9)) for h in plain.hits
-    ]
+    assert [h.record.id for h in named.hits] == [h.record.id for h in plain.hits]
+    # Two recalls' float sums may differ in the last bits; the time bonus moves a score by far more.
+    assert [h.score for h in named.hits] == pytest.approx([h.score for h in plain.hits], abs=1e-6)
 
 
 def test_a_hostile_query_full_of_dates_returns_promptly_and_the_engine_goes_on(engine: MemoryEngine) -> None:
