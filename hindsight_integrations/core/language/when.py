@@ -59,8 +59,10 @@ def time_frames(query: str, anchor: datetime) -> tuple[TimeFrame, ...]:
     names its time early. A date written out counts without a time word ("2023-08-03?").
     """
     query = query[:PARSED_CHARS]
+    rules = for_text(query.lower())
+    gaps = rules.pattern("recall.date_gap")
+    query = gaps.sub("", query) if gaps is not None else query
     lowered = query.lower()
-    rules = for_text(lowered)
     hint = rules.pattern("recall.time_hint")
     spans = [m.span() for m in hint.finditer(lowered)] if hint is not None else []
     anchor = anchor.replace(tzinfo=None)
