@@ -102,6 +102,14 @@ def test_a_named_time_is_read_as_a_range_against_the_anchor(query: str, expected
         ("What did we do in December of last year?", "2024-05-19", [("month", "2023-12-01", "2024-01-01")]),
         ("Where did I go hiking in May 2023?", "2024-05-19", [("month", "2023-05-01", "2023-06-01")]),
         ("What did we do last year?", "2024-05-19", [("year", "2023-01-01", "2024-01-01")]),
+        # a day without its year, which the parser reads as nothing in Chinese: the last such day, or the year's named
+        ("5月3日我在哪里？", "2024-06-10", [("day", "2024-05-03", "2024-05-04")]),
+        ("5月3号我在哪里？", "2024-01-10", [("day", "2023-05-03", "2023-05-04")]),
+        ("5 月 3 日我在哪里？", "2024-01-10", [("day", "2023-05-03", "2023-05-04")]),
+        ("8月11日之前他做了什么？", "2024-01-10", [("before", "2023-08-04", "2023-08-12")]),
+        ("去年5月3日我在哪里？", "2024-06-10", [("day", "2023-05-03", "2023-05-04")]),
+        ("2月29日我在哪里？", "2024-01-10", [("day", "2020-02-29", "2020-03-01")]),
+        ("2月30日我在哪里？", "2024-01-10", []),
     ],
 )
 def test_a_month_or_season_is_the_one_its_words_and_year_name(

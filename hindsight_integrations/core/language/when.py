@@ -130,6 +130,7 @@ def _dates(lowered: str, rules: Rules, anchor: datetime) -> tuple[list[TimeFrame
                     continue
                 spelled = _spelled(said, rules)
                 reading = next(filter(None, (_read(parser, spelled, anchor) for parser in parsers)), None)
+                reading = reading or _read_with_year(parsers, spelled, rules, anchor)
                 readings[said] = replace(reading, said=said) if reading is not None else None
             frame = readings[said]
             if frame is None:
@@ -139,6 +140,25 @@ def _dates(lowered: str, rules: Rules, anchor: datetime) -> tuple[list[TimeFrame
             if frame not in frames:
                 frames.append(frame)
     return frames, read
+
+
+def _read_with_year(parsers: Sequence[DateDataParser], said: str, rules: Rules, anchor: datetime) -> TimeFrame | None:
+    """A day named without its year (8月11日) as the last such day up to ``anchor``.
+
+    The parser reads "August 11" as the last one, but 8月11日 as nothing: it is read again with the
+    anchor's year added as the pack writes it (``year_added``), or an earlier year's when that day
+    is still to come (or, for 2月29日, not in that year).
+    """
+    form = rules.property("year_added")
+    undated = rules.pattern("recall.undated_day")
+    if form is None or undated is None or not undated.search(said):
+        return None
+    for year in range(anchor.year, anchor.year - 5, -1):
+        for parser in parsers:
+            frame = _read(parser, form.format(year=year, date=said), anchor)
+            if frame is not None and frame.start <= anchor:
+                return frame
+    return None
 
 
 def _read_alone(lowered: str, rules: Rules) -> list[tuple[str, tuple[int, int]]]:
@@ -347,18 +367,23 @@ def _season_end(year: int, first_month: int) -> datetime:
 
 
 def _months(frames: Sequence[TimeFrame], lowered: str, rules: Rules, anchor: datetime) -> list[TimeFrame]:
-    """``frames`` with each month named without its year (``recall.month_name``) put in the year the query means.
+    """``frames`` with each month or day named without its year (``recall.month_name``, ``undated_day``) put in
+    the year the query means.
 
     The parser reads a month as the latest one begun by the anchor, and a year beside it as a frame
     of its own: "in May last year" asked in 2024 framed May 2024 and the whole of 2023, and "last May"
     asked in May framed the May it was asked in. A year the query names is the month's ("in May last
     year", "last year in May", 去年五月: one frame, that month of that year); otherwise "last May"
     asked during May is the May a year before (asked in June it is this year's, as the parser reads it).
+    A day is put in the year named beside it the same way (去年5月3日).
     """
-    month_name = rules.pattern("recall.month_name")
-    if month_name is None:
-        return list(frames)
-    named = [f for f in frames if f.grain == "month" and month_name.fullmatch(f.said.strip().lower())]
+    month_name, undated_day = rules.pattern("recall.month_name"), rules.pattern("recall.undated_day")
+    named = [
+        f
+        for f in frames
+        if (f.grain == "month" and month_name is not None and month_name.fullmatch(f.said.strip().lower()))
+        or (f.grain == "day" and undated_day is not None and undated_day.fullmatch(f.said.strip().lower()))
+    ]
     if not named:
         return list(frames)
     years = [f for f in frames if f.grain == "year"]
@@ -373,7 +398,9 @@ def _months(frames: Sequence[TimeFrame], lowered: str, rules: Rules, anchor: dat
                 year = frame.start.year - 1
             else:
                 year = frame.start.year
-            frame = _frame(frame.said, frame.start.replace(year=year), "month")
+            if frame.start.month == 2 and frame.start.day == 29 and not calendar.isleap(year):
+                year = frame.start.year  # 去年2月29日 in a year without one: the day as read
+            frame = _frame(frame.said, frame.start.replace(year=year), frame.grain)
         out.append(frame)
     return out
 

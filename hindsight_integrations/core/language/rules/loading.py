@@ -17,7 +17,9 @@ from typing import Any
 ALWAYS = "any"  # the script of a pack that applies to every text
 
 _FLAGS = {"IGNORECASE": re.IGNORECASE, "MULTILINE": re.MULTILINE, "DOTALL": re.DOTALL, "ASCII": re.ASCII}
-_PACK_KEYS = {"name": str, "scripts": list, "order": int, "stemmer": str, "dateparser": str, "doc": str}
+_PACK_KEYS = {
+    "name": str, "scripts": list, "order": int, "stemmer": str, "dateparser": str, "year_added": str, "doc": str,
+}  # fmt: skip
 _LEXICON_KEYS = {"words": list, "patterns": bool, "flexible_spaces": bool, "doc": str}
 _RULE_KEYS = {
     "pattern": str,
