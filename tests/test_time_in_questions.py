@@ -102,6 +102,11 @@ def test_a_named_time_is_read_as_a_range_against_the_anchor(query: str, expected
         ("What did we do in December of last year?", "2024-05-19", [("month", "2023-12-01", "2024-01-01")]),
         ("Where did I go hiking in May 2023?", "2024-05-19", [("month", "2023-05-01", "2023-06-01")]),
         ("What did we do last year?", "2024-05-19", [("year", "2023-01-01", "2024-01-01")]),
+        # a day with a year named apart from it is that day of that year (the parser gives "on last year" for
+        # "on May 3 last year" once May 3 is read alone and blanked: the spaces it closed up still match)
+        ("Where was I on May 3 last year?", "2024-06-10", [("day", "2023-05-03", "2023-05-04")]),
+        ("What did I do last year on the 3rd of June?", "2024-06-10", [("day", "2023-06-03", "2023-06-04")]),
+        ("What did I do on May 3?", "2024-06-10", [("day", "2024-05-03", "2024-05-04")]),
         # a day without its year, which the parser reads as nothing in Chinese: the last such day, or the year's named
         ("5月3日我在哪里？", "2024-06-10", [("day", "2024-05-03", "2024-05-04")]),
         ("5月3号我在哪里？", "2024-01-10", [("day", "2023-05-03", "2023-05-04")]),

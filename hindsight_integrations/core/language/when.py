@@ -21,6 +21,7 @@ from __future__ import annotations
 import calendar
 import logging
 import os
+import re
 import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
@@ -75,7 +76,7 @@ def time_frames(query: str, anchor: datetime) -> tuple[TimeFrame, ...]:
             frame
             for language in _languages(rules)
             for frame in _parsed(_blanked(query, read), language, anchor)
-            if _within_hints(said := frame.said.lower(), lowered, unread) and not _within_hints(said, lowered, read)
+            if _within_hints(frame.said.lower(), _blanked(lowered, read), unread)
         ]
     frames += _years(lowered, rules, frames)
     return tuple(_with_seasons(_months(frames, lowered, rules, anchor), lowered, rules, anchor))
@@ -311,14 +312,18 @@ def _years(lowered: str, rules: Rules, frames: Sequence[TimeFrame]) -> list[Time
     return [_frame(str(year), datetime(year, 1, 1), "year") for year in sorted(years)]
 
 
-def _within_hints(said: str, lowered: str, spans: Sequence[tuple[int, int]]) -> bool:
-    """Whether some occurrence of ``said`` in the query overlaps a span the time hint matched."""
-    start = lowered.find(said)
-    while start >= 0:
-        if any(start < end and begin < start + len(said) for begin, end in spans):
-            return True
-        start = lowered.find(said, start + 1)
-    return False
+def _within_hints(said: str, blanked: str, spans: Sequence[tuple[int, int]]) -> bool:
+    """Whether some occurrence of ``said`` in the query overlaps a span the time hint matched.
+
+    ``blanked`` is the query as the parser searched it, the dates read alone blanked out; the
+    parser gives what it found with the spaces closed up ("on last year" from "on may 3 last
+    year", May 3 blanked), so any run of spaces in the query matches a space of ``said``.
+    """
+    words = said.split()
+    if not words:
+        return False
+    found = re.finditer(r"\s+".join(map(re.escape, words)), blanked)
+    return any(any(m.start() < end and begin < m.end() for begin, end in spans) for m in found)
 
 
 def _frame(said: str, moment: datetime, period: str) -> TimeFrame:
