@@ -8,6 +8,7 @@ the Chinese ones run on e5).
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -248,9 +249,15 @@ def test_the_packaged_cases_cover_every_kind_and_language() -> None:
         "issue",
         "own",
         "heldout",
+        "fresh",
     }
     heldout = [c for c in cases if c.set == "heldout"]
     assert {c.kind for c in heldout} == {"paraphrase", "contrast"} and len(heldout) == 32
+    fresh = Counter((c.kind, c.language) for c in cases if c.set == "fresh")
+    assert fresh == {(kind, language): n for kind in ("paraphrase", "contrast") for language, n in LANGUAGES.items()}
+
+
+LANGUAGES = {"en": 12, "zh": 8, "mixed": 4}  # the fresh set's cases of each kind, by language
 
 
 def test_a_malformed_case_file_is_refused_with_its_name(tmp_path: Path) -> None:

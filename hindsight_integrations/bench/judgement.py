@@ -19,7 +19,9 @@ question is asked and scored:
   "I want type hints" is a change of mind).
 
 Set "heldout" (paraphrases and contrasts without questions) was written by someone who had not
-read the rules, after them; only its first run is a held-out figure (README §7 says which).
+read the rules, after them; only its first run is a held-out figure (README §7 says which). Set
+"fresh" (24 of each) was written later by a helper who had read neither the rules nor the other
+cases, and found three wrong judgements in its first run (README §7).
 
 With ``llm="scripted"`` the engine's judge and distiller are the scripted OpenAI-compatible
 server (``scripted_llm``), answering as a good model would for these cases, with faults
@@ -71,7 +73,7 @@ class Case(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    set: Literal["issue", "own", "heldout"]
+    set: Literal["issue", "own", "heldout", "fresh"]
     kind: Literal["update", "cancel", "kept_apart", "paraphrase", "habit", "contrast"]
     language: Literal["en", "zh", "mixed"]
     statements: list[str]
