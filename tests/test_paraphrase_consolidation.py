@@ -274,6 +274,22 @@ def test_a_paraphrase_without_a_question_passes_as_one_memory() -> None:
     assert not score_case(case, [], _stored("u", *COFFEE[:2]))[0]
 
 
+def test_a_source_kept_beside_its_consolidated_memory_is_not_a_second_memory() -> None:
+    """Consolidation keeps each source, linked, and recall returns the consolidated memory in its place.
+
+    Counted as a second memory, a paraphrase whose one merged memory was consolidated failed, and
+    the same case passed when the distillation call failed and nothing was consolidated.
+    """
+    case = Case(set="heldout", kind="paraphrase", language="en", statements=COFFEE)
+    (fact,) = _stored("u", COFFEE[0], origin="consolidation")
+    sources = [s.model_copy(update={"consolidated_into": fact.id}) for s in _stored("u", *COFFEE)]
+    assert score_case(case, [], [*sources, fact])[0]
+    (other,) = _stored("u", "I take sugar in my tea.", origin="consolidation")
+    assert not score_case(case, [], [*sources, fact, other])[0]
+    unlinked = [sources[0].model_copy(update={"consolidated_into": "gone"}), fact]  # its fact is no longer current
+    assert not score_case(case, [], unlinked)[0]
+
+
 @pytest.mark.parametrize(
     "fields",
     [

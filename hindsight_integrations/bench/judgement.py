@@ -11,7 +11,8 @@ question is asked and scored:
 * ``kept_apart``: both statements stay current and the question about the other person gets
   theirs first;
 * ``paraphrase``: one memory naming the fact answers, not one per wording (a case without a
-  question: its statements end as one memory);
+  question: its statements end as one memory, a source consolidated into it not counted: it is
+  kept, linked to it, and recall returns the consolidated memory in its place);
 * ``habit``: a consolidated memory of the repeated activity exists and comes first;
 * ``contrast``: two statements that look alike and say different things stay two memories
   through the write path and ``consolidate``: neither merged into the other as a repeat nor
@@ -186,8 +187,10 @@ def score_case(
         joined = [r.content for r in active if r.source.origin == CONSOLIDATION_ORIGIN]
         kept = all(s in own for s in case.statements) and not joined
         return kept, "" if kept else f"memories: {sorted(own)}" + (f"; consolidated: {joined}" if joined else "")
-    if case.current is None:  # a paraphrase told by what stays: one memory
-        return len(active) == 1, "" if len(active) == 1 else f"{len(active)} memories stay"
+    if case.current is None:  # a paraphrase told by what stays: one memory, as recall sees them
+        ids = {r.id for r in active}
+        standing = [r for r in active if r.consolidated_into not in ids]  # a source recall replaces by its fact
+        return len(standing) == 1, "" if len(standing) == 1 else f"{len(standing)} memories stay"
     first = recalled[0] if recalled else None
     if first is None:
         return False, "recalled nothing"
