@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import json
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import pytest
 
 from hindsight_integrations import ConfigurationError, MemoryEngine, Status, Tier
-from hindsight_integrations.core.errors import MemoryNotFoundError
+from hindsight_integrations.core.errors import MemoryNotFoundError, StoreUnavailableError
 
 
 def test_decay_archive_and_restore(engine: MemoryEngine) -> None:
@@ -61,6 +62,28 @@ def test_a_memory_in_cold_storage_is_read_by_id_and_changed_only_once_restored(t
         timed.update(stale.id, namespace="u1", importance=0.9)
     assert timed.restore(namespace="u1", ids=[stale.id]) == 1
     assert timed.update(stale.id, namespace="u1", importance=0.9).status is Status.ACTIVE
+
+
+def test_a_lookup_by_id_parses_only_the_cold_rows_that_hold_it(
+    timed: MemoryEngine, clock, store_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A ``get`` that misses parsed every archived row and its vectors, and failed on any damaged line."""
+    stale = timed.store("The old staging host was called zeus-1.", namespace="u1", importance=0.2).stored[0]
+    clock.advance(days=100)
+    assert timed.maintain(namespace="u1").archived == [stale.id]
+    (cold,) = store_path.rglob("u1.jsonl")
+    with cold.open("a", encoding="utf-8") as out:
+        out.write('{"id": "half-written\n')  # another row, damaged
+    parsed = []
+    real_loads = json.loads
+    monkeypatch.setattr(json, "loads", lambda text, *a, **k: parsed.append(text) or real_loads(text, *a, **k))
+    with pytest.raises(MemoryNotFoundError):
+        timed.get("00000000-0000-4000-8000-000000000000", namespace="u1")
+    assert parsed == []
+    assert timed.get(stale.id, namespace="u1").status is Status.ARCHIVED
+    assert len(parsed) == 1  # its own row, once
+    with pytest.raises(StoreUnavailableError, match=r"u1\.jsonl is damaged at line 2"):
+        timed.restore(namespace="u1")  # reading every row still names the damaged line
 
 
 def test_a_memory_imported_again_leaves_cold_storage(timed: MemoryEngine, clock) -> None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Collection, Iterable
+from collections.abc import Collection, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -42,28 +42,45 @@ class ColdStorage:
         return self.folder / f"{namespace}.jsonl"
 
     def rows(self, namespace: str) -> list[ColdRow]:
-        """Every archived record of ``namespace``, one per id (the last written), oldest archive first.
+        """Every archived record of ``namespace``, one per id (the last written), oldest archive first."""
+        rows: dict[Any, ColdRow] = {}
+        for number, row in self._parsed(namespace):
+            key = row.get("id") if isinstance(row, dict) else None
+            rows.pop(key, None)  # a later archive of the same id is the one kept, in its own place
+            rows[key if key is not None else ("line", number)] = row
+        return list(rows.values())
+
+    def row(self, namespace: str, memory_id: str) -> ColdRow | None:
+        """The archived row of ``memory_id`` (the last written), if any.
+
+        Only the lines holding the id's text are parsed: a lookup that misses (``get`` of an id
+        that is not there) reads the file but parses none of its rows and their vectors.
+        """
+        quoted = json.dumps(memory_id, ensure_ascii=False)
+        found = None
+        for _, row in self._parsed(namespace, holding=quoted):
+            if isinstance(row, dict) and row.get("id") == memory_id:
+                found = row
+        return found
+
+    def _parsed(self, namespace: str, holding: str | None = None) -> Iterator[tuple[int, Any]]:
+        """Each line of the namespace's cold file (those holding ``holding``), parsed, with its number.
 
         A damaged line (a disk filled up mid-write, a hand edit) is named with its line number,
         so the user can repair or drop that one line instead of losing the file.
         """
         path = self.path(namespace)
         if not path.exists():
-            return []
-        rows: dict[Any, ColdRow] = {}
+            return
         for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-            if not line.strip():
+            if not line.strip() or (holding is not None and holding not in line):
                 continue
             try:
-                row = json.loads(line)
+                yield number, json.loads(line)
             except json.JSONDecodeError as exc:
                 raise StoreUnavailableError(
                     f"the cold storage file {path} is damaged at line {number} ({exc.msg}); repair or delete that line"
                 ) from None
-            key = row.get("id") if isinstance(row, dict) else None
-            rows.pop(key, None)  # a later archive of the same id is the one kept, in its own place
-            rows[key if key is not None else ("line", number)] = row
-        return list(rows.values())
 
     def mentions(self, namespace: str, texts: Iterable[str]) -> bool:
         """Whether any of ``texts`` is written in the namespace's cold file: a look before parsing every row."""

@@ -48,30 +48,32 @@ class Editor:
 
     def find(self, handle: NamespaceStore, memory_id: str) -> MemoryRecord:
         """The memory ``memory_id`` of this namespace, whatever its status, archived into cold storage too."""
-        try:
-            return self.get(handle, memory_id)
-        except MemoryNotFoundError:
-            archived = self._archived(handle.name, memory_id)
-            if archived is None:
-                raise
-            return archived
+        found = self._held(handle, memory_id) or self._archived(handle.name, memory_id)
+        if found is None:
+            raise MemoryNotFoundError(memory_id, handle.name)
+        return found
 
     def get(self, handle: NamespaceStore, memory_id: str) -> MemoryRecord:
         """The memory ``memory_id`` the store holds, to change; one in cold storage is named as such."""
-        checked_id(memory_id)
-        found = handle.get([memory_id])
-        if found:
-            return found[0][0]
+        found = self._held(handle, memory_id)
+        if found is not None:
+            return found
         if self._archived(handle.name, memory_id) is not None:
             raise MemoryNotFoundError(
                 memory_id, handle.name, reason="it is archived in cold storage; restore it first (`hindsight restore`)"
             )
         raise MemoryNotFoundError(memory_id, handle.name)
 
+    @staticmethod
+    def _held(handle: NamespaceStore, memory_id: str) -> MemoryRecord | None:
+        checked_id(memory_id)
+        found = handle.get([memory_id])
+        return found[0][0] if found else None
+
     def _archived(self, namespace: str, memory_id: str) -> MemoryRecord | None:
         if self._cold is None:
             return None
-        row = next((r for r in self._cold.rows(namespace) if r.get("id") == memory_id), None)
+        row = self._cold.row(namespace, memory_id)
         if row is None:
             return None
         return MemoryRecord.model_validate({k: v for k, v in row.items() if k not in COLD_VECTOR_KEYS})
