@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 from typing import get_args
 
+import httpx
 import pytest
 
 from hindsight_integrations import ConfigurationError, MemoryEngine, Settings
@@ -170,6 +171,44 @@ def test_hindsight_serve_listens_where_the_mcp_variables_say_and_its_options_win
         served = CliRunner().invoke(app, ["--store", str(tmp_path / "refused"), "serve"], env={variable: value})
         assert served.exit_code == 2 and expected in served.output, served.output
     assert not (tmp_path / "refused").exists()  # refused before the store was opened
+
+
+def test_hindsight_serve_takes_stateful_and_rate_limit_and_its_options_win(tmp_path: Path) -> None:
+    # `hindsight serve` had neither option (only `python -m hindsight_integrations.mcp` did): "No such option".
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    env = server_env(tmp_path / "store", HINDSIGHT_RATE_LIMIT="0")  # refused if read; --rate-limit wins over it
+    command = [sys.executable, "-m", "hindsight_integrations.cli", "serve", "--transport", "http", "--port", str(port)]
+    with running([*command, "--stateful", "--rate-limit", "1"], health_url=f"{base}/health", env=env, cwd=REPO):
+        assert httpx.get(f"{base}/health").json()["stateless"] is False
+        with MemoryClient.http(f"{base}/mcp", retries=0) as client:
+            client.stats()
+            with pytest.raises(MemoryToolError, match="rate"):
+                client.stats()  # one call a minute
+
+    from typer.testing import CliRunner
+
+    from hindsight_integrations.cli import app
+
+    for value, expected in (("0", "above 0"), ("nan", "finite number")):
+        served = CliRunner().invoke(app, ["--store", str(tmp_path / "refused"), "serve", "--rate-limit", value])
+        assert served.exit_code == 2 and "--rate-limit: " in served.output and expected in served.output, served.output
+    served = CliRunner().invoke(app, ["--store", str(tmp_path / "refused"), "serve", "--rate-limit", "often"])
+    assert served.exit_code == 2 and "--rate-limit" in served.output, served.output
+    assert not (tmp_path / "refused").exists()  # refused before the store was opened
+
+
+def test_hindsight_serve_takes_every_option_the_server_module_takes() -> None:
+    import typer.main
+
+    from hindsight_integrations.cli import app
+    from hindsight_integrations.mcp.__main__ import parser
+
+    module = {option for action in parser()._actions for option in action.option_strings} - {"-h", "--help"}
+    command = typer.main.get_command(app)
+    assert isinstance(command, typer.main.TyperGroup)
+    hindsight = {o for p in [*command.params, *command.commands["serve"].params] for o in p.opts}  # global + own
+    assert module <= hindsight, f"`hindsight serve` lacks {sorted(module - hindsight)}"
 
 
 def test_the_servers_own_settings_stop_only_the_commands_that_serve(tmp_path: Path, monkeypatch) -> None:

@@ -104,6 +104,29 @@ def test_the_write_filter_judges_what_a_speaker_said_not_the_name(engine: Memory
     assert labelled[0].kind.value == "correction"  # a label is not a name: "Update:" still says it changed
 
 
+def test_error_output_is_not_a_speakers_line(engine: MemoryEngine) -> None:
+    # "KeyError: 'user_id'" from a tool was read as "'user_id'" said by a speaker "KeyError": the
+    # filter never saw the error, and it was stored as a context memory with KeyError as its entity.
+    errors = [
+        "KeyError: 'user_id'",
+        "ValueError: invalid literal for int() with base 10: 'abc'",
+        "ConnectionError: [Errno 111] Connection refused",
+        "json.decoder.JSONDecodeError: Expecting value",
+        "Fatal: not a git repository",
+        "Failed: 3 of 10 checks",
+        "E1101: Instance of 'Foo' has no 'bar' member",
+    ]
+    for text in errors:
+        assert speaker_of(text) is None, text
+    result = engine.store_memories([{"content": text, "role": "tool"} for text in errors], namespace="u")
+    assert result.stored == []
+    assert [s.reason for s in result.skipped] == ["error output: not a fact to remember"] * len(errors)
+    # Names still read as names, in both packs, even those an error word starts ("Errol", "Fatima").
+    named = [("Errol: in Leeds", "Errol"), ("Fatima Ali: yes", "Fatima Ali"), ("孙浩然：我搬到杭州了", "孙浩然")]
+    for text, name in named:
+        assert speaker_of(text) == name
+
+
 def test_recall_packs_the_default_budget(engine: MemoryEngine) -> None:
     long = " ".join(f"The cluster node {n} runs the ingest service on port {8000 + n}." for n in range(12))
     engine.store_memories([f"{long} Variant {v}." for v in range(8)], namespace="u", dedup=False)

@@ -14,7 +14,9 @@ from hindsight_integrations import EmbeddingModelMismatchError, Kind, MemoryEngi
 from hindsight_integrations.core.clock import ManualClock
 from hindsight_integrations.core.embedding.chroma_function import ChromaFunctionEmbedder
 from hindsight_integrations.core.embedding.local import LocalEmbedder
+from hindsight_integrations.core.model.records import MemoryRecord
 from hindsight_integrations.core.write.admission import assess
+from hindsight_integrations.core.write.repeats import reinforce
 
 
 @pytest.mark.parametrize("text", ["hi", "Hello!", "ok thanks", "Thanks!", "好的", "谢谢", "sure", "lol"])
@@ -144,6 +146,29 @@ def test_request_id_makes_writes_idempotent(engine: MemoryEngine) -> None:
     assert len(engine.list(namespace="u1")) == 1
     with pytest.raises(ValueError, match="request_id"):
         engine.store("Something else entirely about deploys.", namespace="u1", request_id="req-1")
+
+
+def test_a_repeat_later_in_a_batch_never_updates_a_memory_before_it_was_created(engine: MemoryEngine) -> None:
+    # A batch's items are stamped a microsecond apart, in order; the repeat merged at the batch's first
+    # stamp, so the memory the third item made was updated a microsecond before it was created.
+    said = ["I use vim keybindings", "My cat is called Miso", "I am allergic to peanuts.", "I am allergic to peanuts."]
+    result = engine.store_memories(said, namespace="u1")
+    (merged_id,) = result.merged
+    merged = engine.get(merged_id, namespace="u1")
+    assert merged.updated_at >= merged.created_at
+    assert datetime.fromisoformat(merged.sources[0]["merged_at"]) >= merged.created_at
+    assert all(m.updated_at >= m.created_at for m in engine.list(namespace="u1"))
+
+
+def test_a_repeat_dated_before_its_memory_was_created_is_merged_at_the_creation() -> None:
+    """A clock that stepped back, or a memory imported from a clock ahead, leaves ``updated_at`` at ``created_at``."""
+    created = datetime(2024, 3, 1, 9, 0, tzinfo=UTC)
+    existing = MemoryRecord(namespace="u1", content="I am allergic to peanuts.", created_at=created, updated_at=created)
+    earlier = created - timedelta(seconds=5)
+    repeat = MemoryRecord(namespace="u1", content="I am allergic to peanuts.", created_at=earlier, updated_at=earlier)
+    reinforced = reinforce(existing, repeat, earlier)
+    assert reinforced.updated_at == reinforced.last_accessed_at == created
+    assert reinforced.sources[0]["merged_at"] == created.isoformat()
 
 
 def test_a_retried_write_that_repeated_a_memory_reinforces_it_once(engine: MemoryEngine) -> None:

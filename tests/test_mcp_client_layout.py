@@ -70,6 +70,7 @@ CLIENT_SIDE = [
     "client_calls.py",
     "session.py",
     "transports.py",
+    "server_stderr.py",
     "wire.py",
     "answers.py",
     "protocol.py",

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import logging
 import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -17,6 +18,7 @@ from hindsight_integrations.mcp import MemoryClient, MemoryServerUnavailableErro
 from hindsight_integrations.mcp.auth import load_token_map, parse_token_env
 from hindsight_integrations.mcp.observability import JsonFormatter, RateLimiter
 from hindsight_integrations.mcp.server import build_server
+from hindsight_integrations.mcp.server_stderr import why_it_stopped
 
 from .mcp_support import SERVER_CMD, server_env
 
@@ -155,6 +157,65 @@ def test_a_stdio_server_that_refuses_its_settings_is_quoted_in_the_error(tmp_pat
     assert "the server exited saying: hindsight mcp: invalid configuration" in str(err.value)
     assert "HINDSIGHT_EMBEDDING_BACKEND" in str(err.value)
     assert "HINDSIGHT_EMBEDDING_BACKEND" in log.read_text(encoding="utf-8")  # still passed on to errlog
+
+
+CRASHING_SERVER = """
+import asyncio, atexit, logging
+from hindsight_integrations.mcp.observability import configure_logging
+configure_logging()
+log = logging.getLogger("hindsight.mcp")
+atexit.register(log.info, "server_stopped")  # logged after Python printed the traceback
+log.info("server_start")
+async def open_store():
+    raise RuntimeError("the store's lock is held by process 4242")
+async def main():
+    async with asyncio.TaskGroup() as group:
+        group.create_task(open_store())
+asyncio.run(main())
+"""
+
+
+def test_a_stdio_server_that_crashed_is_quoted_by_its_exception_not_its_last_log_line(tmp_path: Path) -> None:
+    # The error used to quote the last line on stderr: the shutdown's '{"level": "info", ... "server_stopped"}'.
+    log, server = tmp_path / "server.log", tmp_path / "crashing_server.py"
+    server.write_text(CRASHING_SERVER, encoding="utf-8")
+    with (
+        log.open("w") as errlog,
+        MemoryClient.stdio([sys.executable, str(server)], errlog=errlog, retries=0, connect_timeout=60) as c,
+        pytest.raises(MemoryServerUnavailableError) as err,
+    ):
+        c.stats()
+    assert "the server exited saying: RuntimeError: the store's lock is held by process 4242" in str(err.value)
+    assert "server_stopped" not in str(err.value) and "ExceptionGroup" not in str(err.value)
+    assert "server_stopped" in log.read_text(encoding="utf-8")  # every line still passed on to errlog
+
+
+def _logged(level: int, event: str, exc_info: bool = False) -> str:
+    record = logging.LogRecord("hindsight.mcp", level, __file__, 1, event, None, sys.exc_info() if exc_info else None)
+    return JsonFormatter().format(record)
+
+
+def test_why_a_server_stopped_is_read_from_its_errors_not_its_last_line() -> None:
+    try:
+        raise KeyError("namespace")
+    except KeyError:
+        failed = _logged(logging.ERROR, "upkeep_failed", exc_info=True)
+    said = why_it_stopped([_logged(logging.INFO, "server_start"), failed, _logged(logging.INFO, "server_stopped")])
+    assert said.startswith("upkeep_failed: KeyError: <#")  # the event and its exception, as redacted in the log
+    plain = ["INFO:uvicorn:started", "ERROR:root:cannot bind 127.0.0.1:8765", "INFO:uvicorn:shutting down"]
+    assert why_it_stopped(plain) == "ERROR:root:cannot bind 127.0.0.1:8765"
+    assert why_it_stopped(["usage: server [-h]", "server: error: unrecognized arguments: --bogus"]) == (
+        "server: error: unrecognized arguments: --bogus"
+    )
+    chained = ["Traceback (most recent call last):", '  File "a.py", line 1', "OSError: disk full", "",
+               "During handling of the above exception, another exception occurred:", "",
+               "Traceback (most recent call last):", '  File "a.py", line 3', "    save()", "ValueError: not saved",
+               "INFO shutting down"]  # fmt: skip
+    assert why_it_stopped(chained) == "OSError: disk full | ValueError: not saved"
+    assert why_it_stopped([f"ERROR step {n}" for n in range(5)]) == "ERROR step 2 | ERROR step 3 | ERROR step 4"
+    assert why_it_stopped(["starting", "listening on stdin", ""]) == "listening on stdin"  # nothing says why
+    assert why_it_stopped([]) == ""
+    assert len(why_it_stopped(["ERROR " + "x" * 1000])) == 300
 
 
 def test_a_bad_namespace_in_the_environment_is_refused_before_spawning(monkeypatch: pytest.MonkeyPatch) -> None:

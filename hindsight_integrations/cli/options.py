@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from ..core.engine import MemoryEngine
 
 # Where each global option's value came from, for error messages (see ``load_settings``).
-SOURCES = {"store": "--store", "chroma_url": "--chroma-url", "namespace": "--namespace"}
+SOURCES = {"store": "--store", "chroma_url": "--chroma-url", "namespace": "--namespace", "rate_limit": "--rate-limit"}
 
 NamespaceOption = Annotated[
     str | None,
@@ -69,16 +69,18 @@ def chosen_namespace(option: str | None) -> str | None:
     return option if option is not None else given.namespace
 
 
-def settings(namespace: str | None = None, *, serving: bool = False) -> Settings:
+def settings(namespace: str | None = None, *, serving: bool = False, rate_limit: float | None = None) -> Settings:
     """The options and environment as validated settings; an error names the option or variable to fix.
 
     Only a command that serves (``serving``) has the server's own settings checked
     (``config.SERVER_SETTINGS``): a bad ``HINDSIGHT_LOG_LEVEL`` must not stop ``hindsight add``.
+    ``rate_limit`` is ``hindsight serve --rate-limit``: given, it wins over ``HINDSIGHT_RATE_LIMIT``.
     """
     return load_settings(
         store=given.store,
         chroma_url=given.chroma_url,
         namespace=chosen_namespace(namespace),
+        rate_limit=rate_limit,
         sources=SOURCES,
         serving=serving,
     )

@@ -22,14 +22,25 @@ def serve(
     port: Annotated[int | None, typer.Option(help="HTTP port (env HINDSIGHT_MCP_PORT, default 8765)")] = None,
     tokens_file: Annotated[str | None, typer.Option(help='JSON {"tokens": {token: namespace}} for HTTP auth.')] = None,
     namespace: NamespaceOption = None,
+    stateful: Annotated[
+        bool, typer.Option("--stateful", help="HTTP: keep MCP sessions in memory (default: stateless, for replicas).")
+    ] = False,
+    rate_limit: Annotated[
+        float | None,
+        typer.Option(
+            help="Requests (tool calls, resource reads, /debug) a minute per namespace "
+            "(env HINDSIGHT_RATE_LIMIT, default no limit)."
+        ),
+    ] = None,
 ) -> None:
     """Run the MCP memory server (stdio for local agents, streamable HTTP for shared use).
 
-    Where it listens is decided as ``python -m hindsight_integrations.mcp`` decides it
-    (``mcp/listening.py``): an option wins over its ``HINDSIGHT_MCP_*`` variable.
+    It takes the options ``python -m hindsight_integrations.mcp`` takes, decided the same way
+    (``mcp/listening.py``, ``config.load_settings``): an option wins over its ``HINDSIGHT_*``
+    variable, and a bad value is refused naming the option or the variable it came from.
     """
     with reported():
-        options.settings(namespace, serving=True)
+        options.settings(namespace, serving=True, rate_limit=rate_limit)
         from ..mcp.listening import listening
 
         where = listening(transport=transport, host=host, port=port)
@@ -43,6 +54,8 @@ def serve(
             tokens_file=tokens_file,
             store=str(options.given.store) if options.given.store else None,
             chroma_url=options.given.chroma_url,
+            stateless=not stateful,
+            rate_limit_per_minute=rate_limit,
         )
 
 

@@ -110,8 +110,8 @@ def unavailable(transport: Transport, exc: BaseException, *, before_send: bool) 
         reason = leaf.error.message
     else:
         reason = f"{type(leaf).__name__}: {leaf}" if str(leaf) else type(leaf).__name__
-    if transport.last_words is not None and (words := transport.last_words()):
-        reason += f"; the server exited saying: {words}"
+    if transport.last_words is not None and (words := transport.last_words()) is not None:
+        reason += f"; the server exited saying: {words}" if words else "; the server exited without a word on stderr"
     return MemoryServerUnavailableError(transport.kind, transport.target, reason, before_send=before_send)
 
 

@@ -12,7 +12,6 @@ import argparse
 import os
 import shlex
 import sys
-import threading
 from collections.abc import Awaitable, Callable, Sequence
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
@@ -23,6 +22,7 @@ from mcp import ClientSession
 
 from ..core.config import Settings, validate_namespace
 from ..core.errors import InvalidInputError
+from .server_stderr import StderrTail
 
 if TYPE_CHECKING:
     from ..core.engine import MemoryEngine
@@ -42,8 +42,8 @@ class Transport:
     engine it serves, alive as long as the client. ``namespace`` is the namespace the server
     will serve when that is known before connecting (in-process, or a stdio server told
     which one, or our own command with its defaults); None when only the server can say (an
-    HTTP token, another command). ``last_words`` (stdio) returns the last line a spawned
-    server wrote to stderr once it has exited, else None: why it stopped.
+    HTTP token, another command). ``last_words`` (stdio) returns what a spawned server wrote to
+    stderr about why it stopped once it has exited ("" if nothing), else None (``server_stderr``).
     """
 
     kind: TransportKind
@@ -53,40 +53,6 @@ class Transport:
     namespace: str | None = None
     last_words: Callable[[], str | None] | None = None
     release: Callable[[], object] | None = None
-
-
-class StderrTail:
-    """Pass a spawned server's stderr on to ``errlog`` line by line, keeping the last line.
-
-    A server that refuses its configuration (a bad namespace, an unknown setting) prints why
-    on stderr and exits; the client only sees the connection close. Keeping that line lets
-    the client's error say what the server said instead of only "connection closed".
-    """
-
-    def __init__(self, errlog: TextIO) -> None:
-        self._errlog = errlog
-        self._last: str | None = None
-        read_end, write_end = os.pipe()
-        self.child_end = os.fdopen(write_end, "w")
-        """What the child writes to; close it once the child is started (the child keeps its copy)."""
-        self._thread = threading.Thread(target=self._pump, args=(read_end,), name="hindsight-stderr", daemon=True)
-        self._thread.start()
-
-    def _pump(self, read_end: int) -> None:
-        with os.fdopen(read_end, encoding="utf-8", errors="replace") as lines:
-            for line in lines:
-                if line.strip():
-                    self._last = line.strip()
-                try:
-                    self._errlog.write(line)
-                    self._errlog.flush()
-                except (OSError, ValueError):  # errlog closed or gone: keep reading, or the child blocks
-                    pass
-
-    def last_words(self, wait: float = 1.0) -> str | None:
-        """The last line the child wrote, once its stderr is closed (it exited) within ``wait`` s; else None."""
-        self._thread.join(wait)
-        return None if self._thread.is_alive() else self._last
 
 
 def stdio(

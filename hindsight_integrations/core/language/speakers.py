@@ -5,7 +5,9 @@ A memory whose text starts with a name and a colon gets that name as an entity
 the subject rules read a statement without its label (``without_speaker``). The label's
 shape is the packs' ``text.speaker`` (a capitalised name in ``common``, two to four Chinese
 characters in ``zh``: "孙浩然：…"); labels that name no one ("Update:", "Note:", 备注：) are the
-packs' ``not_speakers``.
+packs' ``not_speakers``, and a label the write filter reads as error output ("KeyError: 'x'",
+"Failed: …", the ``admission.error`` and ``tool_error`` rules) names no one either: read as a
+speaker, it would be dropped from what the filter judges and a traceback's last line stored as a fact.
 """
 
 from __future__ import annotations
@@ -27,7 +29,19 @@ def speaker_of(text: str) -> str | None:
     if match is None:
         return None
     name = next(group for group in match.groups() if group)  # one group per pack's label shape
-    return None if name.lower() in every().words("not_speakers") else name
+    if name.lower() in every().words("not_speakers") or _reads_as_error(match.group(0)):
+        return None
+    return name
+
+
+def _reads_as_error(label: str) -> bool:
+    """Whether a line's label ("KeyError: '") is how error output starts, not someone's name."""
+    lowered = label.lower()  # the admission patterns are lower-case
+    rules = every()
+    return any((pattern := rules.pattern(name)) and pattern.search(lowered) for name in _ERROR_RULES)
+
+
+_ERROR_RULES = ("admission.error", "admission.tool_error")
 
 
 def without_speaker(text: str) -> str:

@@ -68,15 +68,20 @@ def source_entry(record: MemoryRecord, now: datetime) -> dict[str, Any]:
 
 
 def reinforce(existing: MemoryRecord, repeat: MemoryRecord, now: datetime) -> MemoryRecord:
-    """``existing`` strengthened by ``repeat``: its own content and metadata untouched, the repeat in ``sources``."""
+    """``existing`` strengthened by ``repeat``: its own content and metadata untouched, the repeat in ``sources``.
+
+    Never dated before ``existing`` was created (a clock that stepped back, a memory imported
+    from a clock ahead): a record's ``updated_at`` never precedes its ``created_at``.
+    """
+    at = max(now, existing.created_at)
     return existing.model_copy(
         update={
             "importance": max(existing.importance, repeat.importance),
             "access_count": existing.access_count + 1,
-            "last_accessed_at": now,
-            "updated_at": now,
+            "last_accessed_at": at,
+            "updated_at": at,
             "entities": sorted(set(existing.entities) | set(repeat.entities)),
-            "sources": [*existing.sources, source_entry(repeat, now)],
+            "sources": [*existing.sources, source_entry(repeat, at)],
         }
     )
 

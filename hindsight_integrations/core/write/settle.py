@@ -178,7 +178,7 @@ class Settler:
                 records.append(record)
                 trusted[record.id] = item.trusted
             self._settle(
-                handle, records, trusted, result, companions, dedup=dedup, supersede=supersede, now=now,
+                handle, records, trusted, result, companions, dedup=dedup, supersede=supersede,
                 with_context=len(items) > 1,  # a statement on its own leaves its context vector to the background
             )  # fmt: skip
         return result
@@ -204,7 +204,6 @@ class Settler:
         *,
         dedup: bool,
         supersede: bool,
-        now: datetime,
         with_context: bool,
     ) -> None:
         """Repeat, supersede or new memory, one by one (later items see earlier ones); then one add, one rewrite."""
@@ -236,7 +235,9 @@ class Settler:
                 result.stored.append(repeat)
                 continue
             if repeat is not None:
-                reinforced = reinforce(repeat, record, now)
+                # At the repeat's own stamp: a batch's later items are stamped later, so the memory an
+                # earlier item of the batch made is never updated before it was created.
+                reinforced = reinforce(repeat, record, record.updated_at)
                 batch.change(reinforced)
                 merged_at.append((len(result.stored), reinforced.id))
                 result.merged.append(reinforced.id)
