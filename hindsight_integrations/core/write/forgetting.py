@@ -28,6 +28,7 @@ A text still held by a long-term memory of the session that stays (the memory a 
 was remembered as, a second copy of a forgotten one) is no secret the contexts keep: they keep it,
 and the turns saying it stay in the window. The forgotten memory's own record keeps its text, as a
 soft delete does; ``unforget`` brings the memory back, not the turns nor the contexts it left.
+The copies upkeep made of the text are ``forgotten_copies.py``'s.
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ from ..storage.cold import COLD_VECTOR_KEYS, ColdStorage, archived_row
 from ..storage.namespace_store import NamespaceStore
 from ..storage.session_windows import context_line
 from .conversation import NEIGHBOUR_CHARS
+from .forgotten_copies import absorbed_originals
 
 
 def spoken_forms(record: MemoryRecord) -> set[str]:
@@ -113,8 +115,15 @@ class ForgottenText:
 
         ``forgotten`` are already written as deleted; the caller holds ``handle.writing``, so no
         write of the session lands between the read and the rewrite. Returns the records rewritten:
-        the turns forgotten, then the records whose context changed.
+        the originals upkeep merged into them, forgotten too (``forgotten_copies.py``), the turns
+        forgotten, then the records whose context changed.
         """
+        absorbed = absorbed_originals(handle, forgotten, self._parts.clock.now())
+        if absorbed:
+            handle.rewrite(absorbed)
+        return [*absorbed, *self._leave_contexts(handle, [*forgotten, *absorbed])]
+
+    def _leave_contexts(self, handle: NamespaceStore, forgotten: Sequence[MemoryRecord]) -> list[MemoryRecord]:
         sessions = said_in(forgotten)
         if not sessions:
             return []
