@@ -8,7 +8,12 @@ consolidated again.
 
 from __future__ import annotations
 
-from hindsight_integrations import MemoryEngine, Status
+import json
+
+import numpy as np
+import pytest
+
+from hindsight_integrations import MemoryEngine, MemoryRecord, Status
 from hindsight_integrations.core.clock import ManualClock
 from hindsight_integrations.core.storage.namespace_store import NamespaceStore
 
@@ -47,3 +52,89 @@ def test_the_original_upkeep_merged_into_a_forgotten_memory_is_forgotten_with_it
     assert timed.get(original.id, namespace=NS).status is Status.DELETED  # unforget brings back the memory alone
     split = timed.unmerge(survivor.id, namespace=NS)  # rebuilt from the survivor's sources, under a new id
     assert split.status is Status.ACTIVE and split.content == "The staging server is called hera-2"
+
+
+WINDOW_SEATS = [  # one preference in four sessions, in other words each time
+    "I prefer window seats on trains.",
+    "When I travel by train, I prefer window seats.",
+    "On long train journeys I prefer a window seat.",
+    "On the train I prefer a window seat.",
+]
+
+
+def _consolidate(engine: MemoryEngine, clock: ManualClock, texts: list[str]) -> tuple[list[str], MemoryRecord]:
+    """Each text said in a session of its own, a day apart, then consolidated: the members' ids and the memory."""
+    ids = []
+    for n, text in enumerate(texts, 1):
+        said = engine.store_memories([{"content": text, "session_id": f"s{n}"}], namespace=NS, dedup=False)
+        ids.append(said.stored[0].id)
+        clock.advance(days=1)
+    (fact,) = engine.consolidate(NS).created
+    return ids, engine.get(str(fact.id), namespace=NS)
+
+
+def test_a_consolidated_memory_is_rebuilt_from_the_members_that_stay(timed: MemoryEngine, clock: ManualClock) -> None:
+    """The forgotten member's words were the memory's own text: it now says what the others said, in their words."""
+    ids, semantic = _consolidate(timed, clock, WINDOW_SEATS)
+    assert sorted(semantic.source.memory_ids) == sorted(ids)
+    said = WINDOW_SEATS.index(semantic.content)  # whose words the memory took
+    stay = [n for n in range(len(ids)) if n != said]
+    handle = timed.chroma.namespace(NS)
+
+    timed.forget(ids[said], namespace=NS)
+
+    metadata, document = _stored(handle, semantic.id)
+    assert metadata["status"] == "active" and WINDOW_SEATS[said] not in json.dumps([metadata, document])
+    rebuilt = timed.get(semantic.id, namespace=NS)
+    assert rebuilt.content in [WINDOW_SEATS[n] for n in stay] and rebuilt.source.memory_ids == [ids[n] for n in stay]
+    assert [m["content"] for m in rebuilt.source.members] == [WINDOW_SEATS[n] for n in stay]
+    assert rebuilt.valid_from == timed.get(ids[stay[0]], namespace=NS).occurred_at
+    vector = handle.vectors([semantic.id])[semantic.id]
+    assert np.allclose(vector, timed._parts.embed_records([rebuilt])[0][0], atol=1e-5)  # embedded again
+    hits = timed.recall("Which seat do I like on the train?", namespace=NS).hits
+    assert hits[0].record.id == semantic.id
+
+
+def test_a_consolidated_memory_too_few_members_make_is_forgotten_and_they_stand_alone(
+    timed: MemoryEngine, clock: ManualClock
+) -> None:
+    ids, semantic = _consolidate(timed, clock, WINDOW_SEATS[:3])
+    before = {i: timed.get(i, namespace=NS).importance for i in ids}
+    handle = timed.chroma.namespace(NS)
+
+    timed.forget(ids[0], namespace=NS)
+
+    assert _stored(handle, semantic.id)[0]["status"] == "deleted"
+    for member in ids[1:]:
+        record = timed.get(member, namespace=NS)
+        assert record.status is Status.ACTIVE and record.consolidated_into is None
+        assert record.importance == pytest.approx(before[member] / 0.5)  # as before consolidation halved it
+    hits = timed.recall("Which seat do I like on the train?", namespace=NS).hits
+    assert {h.record.id for h in hits} <= set(ids[1:]) and hits
+    assert all(WINDOW_SEATS[0] != h.record.content for h in hits)
+
+
+SWIMS = [
+    "Swam 40 lengths at the leisure centre pool tonight.",
+    "Back at the pool after work, 36 lengths.",
+    "Another swim this evening, 42 lengths at the leisure centre.",
+    "Pool again tonight, managed 45 lengths.",
+]
+
+
+def test_a_habit_is_told_again_without_a_forgotten_episode(timed: MemoryEngine, clock: ManualClock) -> None:
+    """The habit quotes its first and latest episode: the first forgotten, it counts and quotes those that stay."""
+    swims = []
+    for n, text in enumerate(SWIMS):
+        clock.advance(days=2)
+        swims += timed.store(text, namespace=NS, session_id=f"d{n}", occurred_at=clock.now()).stored
+    (made,) = timed.consolidate(NS).created
+    assert made.content.startswith("Done on 4 days") and SWIMS[0] in made.content
+
+    timed.forget(swims[0].id, namespace=NS)
+
+    habit = timed.get(str(made.id), namespace=NS)
+    assert habit.status is Status.ACTIVE and habit.content.startswith("Done on 3 days")
+    assert SWIMS[0] not in habit.content and SWIMS[1] in habit.content and SWIMS[-1] in habit.content
+    assert habit.metadata["_habit"] == 3 and habit.source.memory_ids == [s.id for s in swims[1:]]
+    assert SWIMS[0] not in json.dumps(_stored(timed.chroma.namespace(NS), habit.id))

@@ -44,7 +44,7 @@ from ..storage.cold import COLD_VECTOR_KEYS, ColdStorage, archived_row
 from ..storage.namespace_store import NamespaceStore
 from ..storage.session_windows import context_line
 from .conversation import NEIGHBOUR_CHARS
-from .forgotten_copies import absorbed_originals
+from .forgotten_copies import ConsolidatedMembers, absorbed_originals
 
 
 def spoken_forms(record: MemoryRecord) -> set[str]:
@@ -109,19 +109,23 @@ class ForgottenText:
     def __init__(self, parts: EngineParts, cold: ColdStorage | None = None) -> None:
         self._parts = parts
         self._cold = cold
+        self._members = ConsolidatedMembers(parts)
 
     def leave_contexts(self, handle: NamespaceStore, forgotten: Sequence[MemoryRecord]) -> list[MemoryRecord]:
         """Forget the live turns holding ``forgotten``'s text; rewrite the records (and cold rows) whose context does.
 
         ``forgotten`` are already written as deleted; the caller holds ``handle.writing``, so no
         write of the session lands between the read and the rewrite. Returns the records rewritten:
-        the originals upkeep merged into them, forgotten too (``forgotten_copies.py``), the turns
-        forgotten, then the records whose context changed.
+        what upkeep made of them (``forgotten_copies.py``: the originals merged into them, forgotten
+        too, and the consolidated memories they were members of), the turns forgotten, then the
+        records whose context changed.
         """
-        absorbed = absorbed_originals(handle, forgotten, self._parts.clock.now())
+        now = self._parts.clock.now()
+        absorbed = absorbed_originals(handle, forgotten, now)
         if absorbed:
             handle.rewrite(absorbed)
-        return [*absorbed, *self._leave_contexts(handle, [*forgotten, *absorbed])]
+        consolidated = self._members.leave(handle, forgotten, now)
+        return [*absorbed, *consolidated, *self._leave_contexts(handle, [*forgotten, *absorbed])]
 
     def _leave_contexts(self, handle: NamespaceStore, forgotten: Sequence[MemoryRecord]) -> list[MemoryRecord]:
         sessions = said_in(forgotten)

@@ -9,15 +9,34 @@ the namespace:
   listed in history and recalled with ``include_history``. Its ``sources`` entry names it
   (``memory_id``, nested when the original had absorbed another): it is forgotten with the
   survivor. Its words stay in the survivor's ``sources``, as the forgotten record keeps its own.
+* **the consolidated memory it was a member of** (``consolidated_into``): its ``source.members``
+  hold the member's words, and an extractive one says them as its own text. It is rebuilt from
+  the members that stay when they still make it as consolidation would (a fact said
+  ``consolidation_min_members`` times on two occasions; a habit done on that many days): by
+  the rules, in a remaining member's words (``distillation.extractive``, ``habits.habit_text``),
+  since a model's sentence may carry the forgotten words and a forget asks no model. Otherwise it
+  is forgotten too, and the members that stay are memories of their own again: unlinked, at the
+  importance they had before consolidation halved it, so the next run may consolidate them anew.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
+from typing import Any
 
+import numpy as np
+
+from ..language.slots import detect_slot
 from ..model.records import MemoryRecord, Status, merged_inputs
+from ..model.reserved import HABIT_KEY
+from ..parts import EngineParts
 from ..storage.namespace_store import NamespaceStore
+from ..upkeep.clustering import unit_rows
+from ..upkeep.consolidation import SOURCE_IMPORTANCE_FACTOR
+from ..upkeep.distillation import dominant_kind, extractive, statements
+from ..upkeep.habits import days_done, habit_text
+from ..upkeep.provenance import occasions
 
 
 def absorbed_originals(handle: NamespaceStore, forgotten: Sequence[MemoryRecord], now: datetime) -> list[MemoryRecord]:
@@ -47,4 +66,106 @@ def absorbed_originals(handle: NamespaceStore, forgotten: Sequence[MemoryRecord]
         originals.extend(record.model_copy(update={"status": Status.DELETED, "updated_at": now}) for record in fresh)
 
 
-__all__ = ["absorbed_originals"]
+class ConsolidatedMembers:
+    """Rebuilds (or forgets) the consolidated memories forgotten records were members of; see the module docstring."""
+
+    def __init__(self, parts: EngineParts) -> None:
+        self._parts = parts
+
+    def leave(self, handle: NamespaceStore, forgotten: Sequence[MemoryRecord], now: datetime) -> list[MemoryRecord]:
+        """Write each consolidated memory without ``forgotten``; the records rewritten. The caller holds the lock."""
+        gone = {record.id for record in forgotten}
+        into = sorted({record.consolidated_into for record in forgotten if record.consolidated_into})
+        changed: list[MemoryRecord] = []
+        for semantic, _ in handle.get(into):
+            left = [e for e in semantic.source.members if isinstance(e, dict) and e.get("id") not in gone]
+            if semantic.status is Status.DELETED or len(left) == len(semantic.source.members):
+                continue
+            live = {record.id: record for record, _ in handle.get([str(e.get("id")) for e in left])}
+            members = [(live.get(str(e.get("id"))) or _said(semantic, e), e) for e in left]
+            if self._still_made(semantic, members):
+                rebuilt = self._rebuilt(handle, semantic, members, now)
+                handle.rewrite([rebuilt], *self._parts.embed_records([rebuilt]))
+                changed.append(rebuilt)
+                continue
+            freed = [
+                member.model_copy(
+                    update={
+                        "consolidated_into": None,
+                        "importance": min(1.0, round(member.importance / SOURCE_IMPORTANCE_FACTOR, 4)),
+                        "updated_at": now,
+                    }
+                )
+                for member in live.values()
+                if member.consolidated_into == semantic.id
+            ]
+            dropped = semantic.model_copy(update={"status": Status.DELETED, "updated_at": now})
+            handle.rewrite([dropped, *freed])
+            changed.extend([dropped, *freed])
+        return changed
+
+    def _still_made(self, semantic: MemoryRecord, members: Sequence[tuple[MemoryRecord, dict[str, Any]]]) -> bool:
+        """Whether the members that stay make ``semantic`` as consolidation would (``Consolidator._said_enough``)."""
+        wanted = self._parts.settings.consolidation_min_members
+        records = [record for record, _ in members]
+        if HABIT_KEY in semantic.metadata:
+            return days_done(records) >= wanted
+        said = sum(_statements(record, entry) for record, entry in members)
+        return said >= wanted and len(set().union(*(occasions(r) for r in records))) >= 2
+
+    def _rebuilt(
+        self,
+        handle: NamespaceStore,
+        semantic: MemoryRecord,
+        members: Sequence[tuple[MemoryRecord, dict[str, Any]]],
+        now: datetime,
+    ) -> MemoryRecord:
+        """``semantic`` made again of ``members`` alone: its text, kind, importance, dates, people and provenance."""
+        records = sorted((record for record, _ in members), key=lambda m: m.occurred_at)
+        changes: dict[str, Any] = {"importance": max(float(e.get("importance", 0.0)) for _, e in members)}
+        if HABIT_KEY in semantic.metadata:
+            changes["content"] = habit_text(records)
+            changes["metadata"] = {**semantic.metadata, HABIT_KEY: days_done(records)}
+        else:
+            distilled = extractive(records, self._unit(handle, records))
+            changes.update(content=distilled.content, kind=dominant_kind(records))
+        entries = [entry for _, entry in sorted(members, key=lambda m: m[0].occurred_at)]
+        turns = dict.fromkeys(str(t) for e in entries for t in e.get("message_ids") or [])
+        return semantic.model_copy(
+            update={
+                **changes,
+                "occurred_at": records[-1].occurred_at,
+                "valid_from": records[0].occurred_at,
+                "entities": sorted({entity for record in records for entity in record.entities}),
+                "slot": detect_slot(changes["content"]),
+                "updated_at": now,
+                "source": semantic.source.model_copy(
+                    update={
+                        "memory_ids": [str(e.get("id")) for e in entries],
+                        "message_ids": list(turns),
+                        "members": entries,
+                    }
+                ),
+            }
+        )
+
+    def _unit(self, handle: NamespaceStore, records: Sequence[MemoryRecord]) -> np.ndarray:
+        """The members' unit vectors: as stored, or embedded for a member archived since (one per such member)."""
+        stored = handle.vectors([record.id for record in records])
+        missing = [record.content for record in records if record.id not in stored]
+        embedded = iter(self._parts.embed(missing)) if missing else iter(())
+        return unit_rows([stored[r.id] if r.id in stored else next(embedded) for r in records])
+
+
+def _said(semantic: MemoryRecord, entry: dict[str, Any]) -> MemoryRecord:
+    """A member no longer in the store (archived), as ``semantic``'s provenance keeps it."""
+    fields = {key: entry[key] for key in ("id", "content", "kind", "importance", "session_id") if entry.get(key)}
+    return MemoryRecord.model_validate({**fields, "namespace": semantic.namespace, "occurred_at": entry["occurred_at"]})
+
+
+def _statements(record: MemoryRecord, entry: dict[str, Any]) -> int:
+    """How many times a member was said: as stored now, or as its provenance counted it."""
+    return statements(record) if record.sources else max(1, int(entry.get("statements") or 1))
+
+
+__all__ = ["ConsolidatedMembers", "absorbed_originals"]
