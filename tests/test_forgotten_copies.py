@@ -138,3 +138,63 @@ def test_a_habit_is_told_again_without_a_forgotten_episode(timed: MemoryEngine, 
     assert SWIMS[0] not in habit.content and SWIMS[1] in habit.content and SWIMS[-1] in habit.content
     assert habit.metadata["_habit"] == 3 and habit.source.memory_ids == [s.id for s in swims[1:]]
     assert SWIMS[0] not in json.dumps(_stored(timed.chroma.namespace(NS), habit.id))
+
+
+SECRET = "My bank PIN is 4417 and my mother's maiden name is Okonkwo."
+TRACES = ("bank PIN", "Okonkwo")
+LISBON = "I moved to Lisbon last spring with my two cats."
+
+
+def _compressed(engine: MemoryEngine, first: list[str]) -> tuple[list[str], MemoryRecord]:
+    """``first`` said as turns kept in the window only, then small talk; compressed: the turns' ids and the summary."""
+    turns = [engine.record_turn(t, session_id="s1", namespace=NS, extract=False, compress=False).turn for t in first]
+    for text, role in (
+        ("What should I cook tonight?", "user"),
+        ("Maybe pasta.", "assistant"),
+        ("Sounds good.", "user"),
+    ):
+        engine.record_turn(text, session_id="s1", namespace=NS, role=role, compress=False)
+    result = engine.compress(session_id="s1", namespace=NS, threshold_tokens=1)
+    assert result is not None and len(result.summaries) == 1 and SECRET in result.summaries[0].content
+    return [t.id for t in turns], result.summaries[0]
+
+
+def test_a_forgotten_memory_leaves_the_summary_of_the_compressed_turn_that_said_it(engine: MemoryEngine) -> None:
+    """The turn said it with no memory of its own, was compressed; the memory stored later is forgotten."""
+    (said, _), summary = _compressed(engine, [SECRET, LISBON])
+    memory = engine.store(SECRET, namespace=NS, session_id="s1").stored[0]
+    handle = engine.chroma.namespace(NS)
+
+    engine.forget(memory.id, namespace=NS)
+
+    metadata, document = _stored(handle, summary.id)
+    assert metadata["status"] == "active" and not any(t in json.dumps([metadata, document]) for t in TRACES)
+    assert engine.get(summary.id, namespace=NS).content == f"user: {LISBON}"
+    told = engine._parts.embed_records([engine.get(summary.id, namespace=NS)])[0][0]
+    assert np.allclose(handle.vectors([summary.id])[summary.id], told, atol=1e-5)  # embedded again
+    assert _stored(handle, said)[0]["status"] == "deleted"  # the compressed turn goes with the text, as a live one
+    assert engine.recall("bank PIN maiden name Okonkwo", namespace=NS).hits == []
+
+
+def test_a_forgotten_compressed_turn_leaves_its_summary_and_one_left_with_nothing_is_forgotten(
+    engine: MemoryEngine,
+) -> None:
+    (said,), summary = _compressed(engine, [SECRET])
+    handle = engine.chroma.namespace(NS)
+
+    engine.forget(said, namespace=NS)
+
+    assert (
+        engine.get(summary.id, namespace=NS).content == "user: What should I cook tonight?"
+    )  # as compression tells it
+    assert engine.recall("bank PIN maiden name Okonkwo", namespace=NS).hits == []
+    # The other turns of this group were remembered: forgetting the one told leaves the summary nothing to tell.
+    quiet = engine.record_turn(SECRET, session_id="s2", namespace=NS, extract=False, compress=False).turn
+    for text in (LISBON, "I work as a nurse at the city hospital on weekdays.", "Sounds good."):
+        engine.record_turn(text, session_id="s2", namespace=NS, compress=False)
+    (second,) = engine.compress(session_id="s2", namespace=NS, threshold_tokens=1).summaries
+    assert second.content == f"user: {SECRET}"
+
+    engine.forget(quiet.id, namespace=NS)
+
+    assert _stored(handle, second.id)[0]["status"] == "deleted"

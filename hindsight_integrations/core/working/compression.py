@@ -138,18 +138,12 @@ class Compressor:
     def _summary_record(
         self, namespace: str, session_id: str, group: list[MemoryRecord], remembered: set[str], now: datetime
     ) -> MemoryRecord | None:
-        """The episodic summary of ``group``, or None when its long-term memories already hold all of it.
-
-        Turns a long-term memory was made from are left out: that memory is recalled by itself
-        and is superseded when corrected, where a copy in a summary would keep the old value.
-        """
-        rest = [t for t in group if t.id not in remembered]
-        if len(rest) == len(group):
-            content = self.summarize(group)
-        elif any(assess(t.content, t.role).remember for t in rest):
-            content = self.summarize(rest, fallback=False)
-        else:
+        """The episodic summary of ``group``, or None when its long-term memories already hold all of it."""
+        told = told_turns(group, remembered)
+        if told is None:
             return None  # the rest is small talk: the turns stay reachable through their memories
+        turns, fallback = told
+        content = self.summarize(turns, fallback=fallback)
         return self._parts.new_record(
             namespace,
             content,
@@ -158,7 +152,7 @@ class Compressor:
             tier=Tier.EPISODIC,
             kind=Kind.SUMMARY,
             role=Role.SYSTEM,
-            importance=max(0.5, max(t.importance for t in rest or group)),
+            importance=max(0.5, max(t.importance for t in turns)),
             occurred_at=group[-1].occurred_at,
             valid_from=group[0].occurred_at,
             source=Source(session_id=session_id, message_ids=[t.id for t in group], origin="compression"),
@@ -172,18 +166,46 @@ class Compressor:
                 return llm.summarize(transcript(turns))
             except LLMError as exc:
                 log.warning("LLM summary failed, using the extractive one: %s", describe_error(exc))
-        return extractive_summary(turns, fallback=fallback) or transcript(turns)[:400]
+        return extractive_text(turns, fallback=fallback)
+
+
+def told_turns(group: Sequence[MemoryRecord], remembered: set[str]) -> tuple[list[MemoryRecord], bool] | None:
+    """The turns of ``group`` its summary tells, and whether it may fall back to first sentences; None: no summary.
+
+    Turns a long-term memory was made from (``remembered``) are left out: that memory is recalled
+    by itself and is superseded when corrected, where a copy in a summary would keep the old value.
+    """
+    rest = [t for t in group if t.id not in remembered]
+    if len(rest) == len(group):
+        return rest, True
+    if any(assess(t.content, t.role).remember for t in rest):
+        return rest, False
+    return None
+
+
+def extractive_text(turns: Sequence[MemoryRecord], *, fallback: bool = True) -> str:
+    """The summary without an LLM: ``extractive_summary``, else the start of the transcript."""
+    return extractive_summary(turns, fallback=fallback) or transcript(turns)[:400]
 
 
 def _remembered_turns(handle: NamespaceStore, session_id: str) -> set[str]:
     """Ids of the session's turns a long-term memory was made from, or was reinforced by as a repeat."""
     where = {"$and": [{"session_id": session_id}, {"tier": {"$in": [Tier.EPISODIC.value, Tier.SEMANTIC.value]}}]}
+    return remembered_turns(handle.find(where))
+
+
+def remembered_turns(records: Sequence[MemoryRecord]) -> set[str]:
+    """Ids of the turns the long-term memories among ``records`` were made from, or reinforced by as a repeat.
+
+    Not those a summary tells: it is no memory made from a turn, but what is left of its turns.
+    """
     turns: set[str] = set()
-    for memory in handle.find(where):
-        turns.update(memory.source.message_ids)
-        for merged in memory.sources:
-            turns.update((merged.get("source") or {}).get("message_ids") or [])
+    for memory in records:
+        if memory.tier in (Tier.EPISODIC, Tier.SEMANTIC) and memory.kind is not Kind.SUMMARY:
+            turns.update(memory.source.message_ids)
+            for merged in memory.sources:
+                turns.update((merged.get("source") or {}).get("message_ids") or [])
     return turns
 
 
-__all__ = ["Compressor", "extractive_summary", "transcript"]
+__all__ = ["Compressor", "extractive_summary", "extractive_text", "remembered_turns", "told_turns", "transcript"]

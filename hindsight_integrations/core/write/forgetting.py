@@ -38,13 +38,15 @@ from collections.abc import Collection, Sequence
 from datetime import datetime
 from typing import Any
 
-from ..model.records import MemoryRecord, Status, Tier, merged_inputs
+from ..model.records import Kind, MemoryRecord, Status, Tier, merged_inputs
 from ..parts import EngineParts
 from ..storage.cold import COLD_VECTOR_KEYS, ColdStorage, archived_row
 from ..storage.namespace_store import NamespaceStore
 from ..storage.session_windows import context_line
 from .conversation import NEIGHBOUR_CHARS
-from .forgotten_copies import ConsolidatedMembers, absorbed_originals
+from .forgotten_copies import ConsolidatedMembers, absorbed_originals, summaries_without
+
+_TOLD = frozenset({Status.ACTIVE, Status.ARCHIVED})  # a turn live in the window, or compressed into a summary
 
 
 def spoken_forms(record: MemoryRecord) -> set[str]:
@@ -117,8 +119,8 @@ class ForgottenText:
         ``forgotten`` are already written as deleted; the caller holds ``handle.writing``, so no
         write of the session lands between the read and the rewrite. Returns the records rewritten:
         what upkeep made of them (``forgotten_copies.py``: the originals merged into them, forgotten
-        too, and the consolidated memories they were members of), the turns forgotten, then the
-        records whose context changed.
+        too, and the consolidated memories they were members of), the turns forgotten, the records
+        whose context changed, then the summaries told again without those turns or forgotten.
         """
         now = self._parts.clock.now()
         absorbed = absorbed_originals(handle, forgotten, now)
@@ -144,8 +146,14 @@ class ForgottenText:
         changed = [c for r in stored if (c := _without(r, forms, now)) is not None]
         if dropped or changed:
             handle.rewrite([*dropped, *changed], None, self._parts.embed_context(changed))
+        removed = {t.id for t in dropped} | {r.id for r in forgotten if r.tier is Tier.WORKING}
+        retold, untold = summaries_without(stored, removed, now)
+        if retold:
+            handle.rewrite(retold, *self._parts.embed_records(retold))
+        if untold:
+            handle.rewrite(untold)
         self._leave_cold(handle.name, sessions, forms, now)
-        return [*dropped, *changed]
+        return [*dropped, *changed, *retold, *untold]
 
     @staticmethod
     def _said_in(handle: NamespaceStore, sessions: set[str]) -> list[MemoryRecord]:
@@ -177,16 +185,17 @@ class ForgottenText:
 def _turns_saying(
     stored: Sequence[MemoryRecord], forgotten: Sequence[MemoryRecord], said: set[str], kept: set[str]
 ) -> list[MemoryRecord]:
-    """The live turns of ``stored`` a forgotten memory was made from or that say its text; not one a memory keeps.
+    """The turns of ``stored`` a forgotten memory was made from or that say its text; not one a memory keeps.
 
-    A turn says the text as its window line ("Ana: ...") or, for a memory stored without the
-    speaker's name, as its bare words.
+    Live turns and compressed ones (archived, told by a summary: ``forgotten_copies.py``). A turn
+    says the text as its window line ("Ana: ...") or, for a memory stored without the speaker's
+    name, as its bare words.
     """
     made_from = {turn_id for r in forgotten for turn_id in _turn_ids(r)}
     gone = {r.id for r in forgotten}
     found = []
     for turn in stored:
-        if turn.tier is not Tier.WORKING or turn.status is not Status.ACTIVE or turn.id in gone:
+        if turn.tier is not Tier.WORKING or turn.status not in _TOLD or turn.id in gone:
             continue
         line = spoken_forms(turn)
         says_it = turn.id in made_from or not (line | {context_line(turn.content, None)}).isdisjoint(said)
@@ -211,8 +220,11 @@ def _held(form: str, kept: set[str]) -> bool:
 
 
 def _keeps_its_text(record: MemoryRecord) -> bool:
-    """A long-term memory that stays (history included) holds its text anyway; a turn is only the window's."""
-    return record.tier is not Tier.WORKING and record.status is not Status.DELETED
+    """A long-term memory that stays (history included) holds its text anyway; a turn is only the window's.
+
+    A summary is not such a memory: it is the compressed window's, told again without the turns forgotten.
+    """
+    return record.tier is not Tier.WORKING and record.kind is not Kind.SUMMARY and record.status is not Status.DELETED
 
 
 def _without(record: MemoryRecord, forms: set[str], now: datetime) -> MemoryRecord | None:

@@ -17,6 +17,11 @@ the namespace:
   since a model's sentence may carry the forgotten words and a forget asks no model. Otherwise it
   is forgotten too, and the members that stay are memories of their own again: unlinked, at the
   importance they had before consolidation halved it, so the next run may consolidate them anew.
+* **the episodic summary of compressed turns** (``working/compression.py``) that told a turn
+  forgotten with the memory (``forgetting.py`` forgets the turns saying its text, compressed
+  ones too): it is made again of its other turns as compression makes it without a model
+  (``compression.told_turns``, ``extractive_text``: a model's summary may carry the forgotten
+  words), and forgotten when they tell nothing worth a summary.
 """
 
 from __future__ import annotations
@@ -28,7 +33,7 @@ from typing import Any
 import numpy as np
 
 from ..language.slots import detect_slot
-from ..model.records import MemoryRecord, Status, merged_inputs
+from ..model.records import Kind, MemoryRecord, Status, Tier, merged_inputs
 from ..model.reserved import HABIT_KEY
 from ..parts import EngineParts
 from ..storage.namespace_store import NamespaceStore
@@ -37,6 +42,7 @@ from ..upkeep.consolidation import SOURCE_IMPORTANCE_FACTOR
 from ..upkeep.distillation import dominant_kind, extractive, statements
 from ..upkeep.habits import days_done, habit_text
 from ..upkeep.provenance import occasions
+from ..working.compression import extractive_text, remembered_turns, told_turns
 
 
 def absorbed_originals(handle: NamespaceStore, forgotten: Sequence[MemoryRecord], now: datetime) -> list[MemoryRecord]:
@@ -64,6 +70,37 @@ def absorbed_originals(handle: NamespaceStore, forgotten: Sequence[MemoryRecord]
             return originals
         absorbers.update(record.id for record in fresh)
         originals.extend(record.model_copy(update={"status": Status.DELETED, "updated_at": now}) for record in fresh)
+
+
+def summaries_without(
+    stored: Sequence[MemoryRecord], removed: set[str], now: datetime
+) -> tuple[list[MemoryRecord], list[MemoryRecord]]:
+    """The summaries among ``stored`` (a session's records) told again without ``removed`` turns; those forgotten.
+
+    Only a summary that told one of them: a turn a long-term memory was made from is left out of
+    its summary (``compression.told_turns``), so forgetting that memory and its turn leaves the
+    summary as it is.
+    """
+    remembered = remembered_turns(stored)
+    told = removed - remembered
+    turns = {
+        r.id: r for r in stored if r.tier is Tier.WORKING and r.status is not Status.DELETED and r.id not in removed
+    }
+    rebuilt: list[MemoryRecord] = []
+    dropped: list[MemoryRecord] = []
+    for summary in stored:
+        if summary.kind is not Kind.SUMMARY or summary.status is Status.DELETED:
+            continue
+        if told.isdisjoint(summary.source.message_ids):
+            continue
+        group = [turns[turn_id] for turn_id in summary.source.message_ids if turn_id in turns]
+        picked = told_turns(group, remembered) if group else None
+        if picked is None:
+            dropped.append(summary.model_copy(update={"status": Status.DELETED, "updated_at": now}))
+            continue
+        content = extractive_text(picked[0], fallback=picked[1])
+        rebuilt.append(summary.model_copy(update={"content": content, "updated_at": now}))
+    return rebuilt, dropped
 
 
 class ConsolidatedMembers:
@@ -168,4 +205,4 @@ def _statements(record: MemoryRecord, entry: dict[str, Any]) -> int:
     return statements(record) if record.sources else max(1, int(entry.get("statements") or 1))
 
 
-__all__ = ["ConsolidatedMembers", "absorbed_originals"]
+__all__ = ["ConsolidatedMembers", "absorbed_originals", "summaries_without"]
