@@ -198,6 +198,7 @@ def test_import_refuses_a_file_that_is_not_an_export(
 NAMESPACE_COMMANDS = [
     ["add", "a fact"],
     ["recall", "x"],
+    ["forget", "some-id"],
     ["dump"],
     ["export"],
     ["import", "FILE"],
@@ -270,6 +271,34 @@ def test_restore_of_unknown_or_live_ids_restores_nothing_and_fails(tmp_path: Pat
     assert live.exit_code == 2 and f"{memory_id} is active, not in cold storage" in live.stderr
     nothing_archived = _run(store, "restore")
     assert nothing_archived.exit_code == 0 and "nothing to restore" in nothing_archived.stdout
+
+
+def test_forget_forgets_a_memory_by_id_in_the_namespace_given_and_refuses_an_unknown_one(
+    tmp_path: Path, embedder
+) -> None:
+    from hindsight_integrations import MemoryEngine
+
+    store = tmp_path / "store"
+    added = _run(store, "add", "The VPN gateway is vpn2.example.org.", "--json", namespace="alice")
+    memory_id = json.loads(added.stdout)["stored"][0]["id"]
+    elsewhere = _run(store, "forget", memory_id)  # namespace "cli": not there
+    assert elsewhere.exit_code == 2 and elsewhere.stdout == "" and len(elsewhere.stderr.strip().splitlines()) == 1
+    assert f"nothing forgotten: no memory '{memory_id}' in namespace 'cli'" in elsewhere.stderr
+    assert "--namespace" in elsewhere.stderr
+    unknown = runner.invoke(app, ["--store", str(store), "forget", "deadbeef", "-n", "alice"])
+    assert unknown.exit_code == 2 and "no memory 'deadbeef' in namespace 'alice'" in unknown.stderr
+
+    forgotten = runner.invoke(app, ["--store", str(store), "forget", memory_id, "-n", "alice"])
+
+    assert forgotten.exit_code == 0, forgotten.output
+    assert " ".join(forgotten.stdout.split()) == f"forgotten {memory_id}: The VPN gateway is vpn2.example.org."
+    engine = MemoryEngine(store=store, embedder=embedder, llm=False)
+    try:
+        got = engine.chroma.namespace("alice").collection.get(ids=[memory_id], include=["metadatas"])
+        assert got["metadatas"][0]["status"] == "deleted"  # soft, as engine.forget: unforget brings it back
+    finally:
+        engine.close()
+    assert "nothing recalled" in _run(store, "recall", "VPN gateway", namespace="alice").stdout
 
 
 def test_restore_brings_back_an_archived_memory(tmp_path: Path, embedder) -> None:

@@ -1,5 +1,5 @@
-"""The `hindsight` command: demo, add, recall, dump, export, import, stats, compress, maintain, consolidate, review,
-restore, serve, token, ui, bench.
+"""The `hindsight` command: demo, add, recall, forget, dump, export, import, stats, compress, maintain, consolidate,
+review, restore, serve, token, ui, bench.
 
 Global options pick the store (``--store PATH`` or ``--chroma-url URL``) and namespace;
 they default to ``HINDSIGHT_*`` environment variables, then ``./.hindsight`` and
@@ -16,7 +16,7 @@ typer, rich and the settings; the engine (Chroma), the MCP server and the benchm
 imported inside the commands that use them, and every command checks its settings and
 arguments before it builds the engine, so a typo costs milliseconds, not a model load.
 
-One module per group of commands: ``memories`` (add, recall, dump, stats, review, restore),
+One module per group of commands: ``memories`` (add, recall, forget, dump, stats, review, restore),
 ``backup`` (export, import), ``upkeep`` (compress, maintain, consolidate), ``serving`` (serve,
 token, ui), ``demo``; ``COMMANDS`` lists them in the order ``--help`` shows them.
 """
@@ -45,6 +45,7 @@ COMMANDS: list[tuple[str, Callable[..., Any]]] = [
     ("demo", demo.demo),
     ("add", memories.add),
     ("recall", memories.recall),
+    ("forget", memories.forget),
     ("dump", memories.dump),
     ("export", backup.export),
     ("import", backup.import_),

@@ -1,4 +1,4 @@
-"""The commands on memories: add, recall, dump, stats, review, restore."""
+"""The commands on memories: add, recall, forget, dump, stats, review, restore."""
 
 from __future__ import annotations
 
@@ -94,6 +94,23 @@ def recall(
     console.print(f"[dim]{result.tokens} tokens of context[/dim]")
 
 
+def forget(
+    memory_id: Annotated[str, typer.Argument(help="The memory's id, as `add`, `recall` and `dump` show it.")],
+    namespace: NamespaceOption = None,
+) -> None:
+    """Forget one memory (soft): recalled no more, its text gone from the contexts, windows and summaries."""
+    with reported():
+        engine = options.engine(options.settings(namespace))
+        try:
+            record = engine.forget(memory_id)
+        except MemoryNotFoundError as exc:
+            raise HindsightError(
+                f"nothing forgotten: {exc} (`hindsight recall` and `hindsight dump` show the ids; "
+                "a memory of another namespace needs its --namespace)"
+            ) from None
+    console.print(f"forgotten {record.id}: {record.content}", markup=False)
+
+
 def dump(
     history: Annotated[bool, typer.Option(help="Include superseded/archived/deleted memories.")] = True,
     namespace: NamespaceOption = None,
@@ -183,4 +200,4 @@ def _check_archived(engine: MemoryEngine, ids: list[str], archived: set[str]) ->
         )
 
 
-__all__ = ["add", "dump", "recall", "restore", "review", "stats"]
+__all__ = ["add", "dump", "forget", "recall", "restore", "review", "stats"]
