@@ -28,7 +28,6 @@ store's item mark, ``lg_item``, as a pin).
 
 from __future__ import annotations
 
-import copy
 import json
 import threading
 import uuid
@@ -53,6 +52,7 @@ from langgraph.store.base import (
 )
 from langgraph.store.base.embed import get_text_at_path, tokenize_path
 
+from .._copying import deepcopy_sharing
 from ..core.errors import InvalidInputError
 from ..core.model.limits import check_metadata, json_size
 from ..core.model.records import PINNED_KEY, STORE_ITEM_KEY, MemoryRecord
@@ -194,12 +194,7 @@ class HindsightStore(BaseStore):
 
     def __deepcopy__(self, memo: dict[int, Any]) -> HindsightStore:
         """A copy on the same connection (the pool copies as itself) and, as it writes the same items, the same lock."""
-        copied = type(self).__new__(type(self))
-        memo[id(self)] = copied
-        memo[id(self._write_lock)] = self._write_lock
-        for name, value in self.__dict__.items():
-            setattr(copied, name, copy.deepcopy(value, memo))
-        return copied
+        return deepcopy_sharing(self, memo, self._write_lock)
 
     def __getstate__(self) -> dict[str, Any]:
         """The settings and the pool (which pickles as where the memories live); a lock is not state."""
