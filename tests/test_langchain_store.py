@@ -481,3 +481,21 @@ def test_values_that_fit_the_metadata_limit_are_stored(store: HindsightStore) ->
     with pytest.raises(ValueError, match=rf"{limit} where the memory server runs, or split the value"):
         store.put(("d",), "big", {"text": "lorem ipsum " * 1700})  # 20 KB
     assert store.get(("d",), "big") is None
+
+
+def test_searches_leave_the_access_counts_alone(store: HindsightStore, engine: MemoryEngine) -> None:
+    """A query search counted an access on every item its recalls scored, returned or not; reads count none now."""
+    topics = ["apple pie recipe", "kubernetes deployment", "holiday in Lisbon", "guitar lessons", "tax return"]
+    store.batch([PutOp(("docs",), f"d{n}", {"text": text, "n": n}) for n, text in enumerate(topics)])
+
+    def counts() -> dict[str, int]:
+        items = {"metadata": {"lg_item": True}}  # a narrowing filter: no relevance floor
+        hits = engine.recall("notes", namespace="u1", top_k=50, filters=items, touch=False).hits
+        return {h.record.metadata["lg_key"]: h.record.access_count for h in hits}
+
+    assert [i.key for i in store.search(("docs",), query="kubernetes deployment", limit=1)] == ["d1"]
+    assert [i.key for i in store.search(("docs",), query="kubernetes", filter={"n": {"$gte": 4}})] == ["d4"]
+    assert store.get(("docs",), "d1") is not None
+    assert counts() == dict.fromkeys((f"d{n}" for n in range(5)), 0)
+    store.memory_client.recall("kubernetes deployment", top_k=1)  # recall's own use still counts
+    assert counts()["d1"] == 1

@@ -24,6 +24,11 @@ current memory, in one call. Items are pinned (metadata ``"pinned": true``), so 
 upkeep never decays, archives, evicts, merges or consolidates them: only ``delete`` and the
 TTL remove an item (one put before pinning existed is pinned too: the engine counts the
 store's item mark, ``lg_item``, as a pin).
+
+Reads count no access: a query search's recalls pass ``touch=False``, as ``get`` and a search
+without a query (listings) never counted one. Access counts are recall's sign that a conversation
+used a memory, and a search scores many items it does not return; a store's read is LangGraph's
+(``refresh_ttl`` moves the item's expiry), not a use that should rank the item higher elsewhere.
 """
 
 from __future__ import annotations

@@ -102,6 +102,7 @@ class SimilarItems:
             filters=dict(filters),
             token_budget=MAX_TOKENS,  # the context block is unused: no budget may cut the page short
             weights=BY_SIMILARITY,
+            touch=False,  # a store's read is not recall's use of a memory (``HindsightStore``'s module doc)
         )
         # Packing may move a memory announcing a change above others: the order is the similarity's.
         return sorted(((h.record, h.similarity) for h in result.hits), key=lambda pair: pair[1], reverse=True)

@@ -170,6 +170,11 @@ class RetrieveMemoryArgs(ToolArgs):
         description="Ranking weights by name (similarity, recency, importance, access, dense, lexical, ...); "
         "leave out for the tuned defaults.",
     )
+    touch: Flag = Field(
+        True,
+        description="Count the returned memories as used, which ranks them a little higher later (default true). "
+        "Set touch=false only to look without using them.",
+    )
 
 
 class RecordTurnArgs(ToolArgs):
