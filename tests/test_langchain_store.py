@@ -499,3 +499,25 @@ def test_searches_leave_the_access_counts_alone(store: HindsightStore, engine: M
     assert counts() == dict.fromkeys((f"d{n}" for n in range(5)), 0)
     store.memory_client.recall("kubernetes deployment", top_k=1)  # recall's own use still counts
     assert counts()["d1"] == 1
+
+
+def test_a_search_parses_each_value_once(store: HindsightStore, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A value kept as JSON text was parsed twice per item a filtered search returned: for the filter, for the item."""
+    deep: dict[str, Any] = {"text": "kubernetes deployment", "team": "infra"}
+    for level in range(8):  # deeper than metadata holds: kept as JSON text
+        deep = {"text": "kubernetes deployment", "team": "infra", f"l{level}": deep}
+    store.put(("docs",), "deep", deep)
+    text = json.dumps(deep, ensure_ascii=False, separators=(",", ":"))
+    parsed: list[str] = []
+    loads = json.loads
+
+    def counting(source: Any, *args: Any, **kwargs: Any) -> Any:
+        if source == text:
+            parsed.append(source)
+        return loads(source, *args, **kwargs)
+
+    monkeypatch.setattr(json, "loads", counting)
+    for query in ("kubernetes", None):
+        parsed.clear()
+        found = store.search(("docs",), query=query, filter={"team": "infra"})
+        assert [i.value for i in found] == [deep] and len(parsed) == 1, query
