@@ -521,3 +521,17 @@ def test_a_search_parses_each_value_once(store: HindsightStore, monkeypatch: pyt
         parsed.clear()
         found = store.search(("docs",), query=query, filter={"team": "infra"})
         assert [i.value for i in found] == [deep] and len(parsed) == 1, query
+
+
+def test_a_filtered_search_finds_matches_in_one_recall_without_a_listing(
+    store: HindsightStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Matches ranked below recall's first 50 made a filtered search list every item under the prefix."""
+    infra = [PutOp(("docs",), f"d{n}", {"text": f"kubernetes deployment note {n}", "team": "infra"}) for n in range(60)]
+    kitchen = {"pie": "my grandmother's apple pie recipe", "cake": "a carrot cake for the office party"}
+    store.batch([*infra, *(PutOp(("docs",), key, {"text": text, "team": "kitchen"}) for key, text in kitchen.items())])
+    client = store.memory_client
+    listed: list[Any] = []
+    monkeypatch.setattr(client, "list", lambda *args, **kwargs: listed.append(kwargs) or [])
+    found = store.search(("docs",), query="kubernetes deployment", filter={"team": "kitchen"})
+    assert {i.key for i in found} == set(kitchen) and listed == []

@@ -267,7 +267,8 @@ class HindsightStore(BaseStore):
         scored: list[tuple[MemoryRecord, float | None]]
         if query:
             filters = self._filters(op.namespace_prefix, indexed_only=True)
-            scored = list(SimilarItems(self.memory_client, query, filters, values.kept, self._all).best(wanted))
+            similar = SimilarItems(self.memory_client, query, filters, values.kept, self._all)
+            scored = list(similar.best(wanted, filtered=bool(op.filter)))
         else:
             records = sorted(self._all(self._filters(op.namespace_prefix)), key=_updated_at, reverse=True)
             scored = [(r, None) for r in records if values.kept(r)]

@@ -5,13 +5,13 @@ the server's ``max_top_k`` memories, the nearest, and a search ``filter`` is on 
 filter can express; so a filter applied to that one page lost every item it keeps that ranks below
 it ("the only match ranks 250th" returned nothing).
 
-One recall still answers nearly every search: its page is complete when it came back short, and
-enough when the filter keeps ``wanted`` of it. Otherwise every item under the prefix is listed, the
-filter applied, and the items it keeps that the page did not score are scored by recalls that each
-come back whole: narrowed to a slice of the items' times (``occurred_at``, ``since``/``until``) that
-holds at most ``max_top_k`` items, or, where more share a moment, to the one item (its namespace and
-key). A search that filters out most of thousands of items costs a listing and a recall per slice
-of ~``SLICE`` items, not a recall per item.
+One recall still answers nearly every search: its page (as large as the server allows, under a
+filter) is complete when it came back short, and enough when the filter keeps ``wanted`` of it.
+Otherwise every item under the prefix is listed, the filter applied, and the items it keeps that
+the page did not score are scored by recalls that each come back whole: narrowed to a slice of the
+items' times (``occurred_at``, ``since``/``until``) that holds at most ``max_top_k`` items, or, where
+more share a moment, to the one item (its namespace and key). A search that filters out most of
+thousands of items costs a listing and a recall per slice of ~``SLICE`` items, not a recall per item.
 
 ``max_top_k`` is what the server announced at connect (``MemoryClient.max_top_k``): a server set to
 a lower one (``HINDSIGHT_MAX_TOP_K``) refuses a recall asking for more, and every search failed so.
@@ -79,10 +79,14 @@ class SimilarItems:
         self._every = every
         self._max_top_k = MAX_TOP_K
 
-    def best(self, wanted: int) -> Scored:
-        """The kept items, best first: all of them, or at least ``wanted`` distinct keys when that many are kept."""
+    def best(self, wanted: int, *, filtered: bool = True) -> Scored:
+        """The kept items, best first: all of them, or at least ``wanted`` distinct keys when that many are kept.
+
+        A ``filtered`` search asks the first recall for all it may return (a page of 200 costs about
+        what one of 50 does): what the filter keeps anywhere in it is found without a listing.
+        """
         self._max_top_k = self._client.max_top_k() or MAX_TOP_K
-        top_k = min(self._max_top_k, max(wanted * 4, 50))
+        top_k = self._max_top_k if filtered else min(self._max_top_k, max(wanted * 4, 50))
         page = self._recall(self._filters, top_k)
         kept = [(record, score) for record, score in page if self._keep(record)]
         if len(page) < top_k or len({_item_id(r) for r, _ in kept}) >= wanted:
