@@ -19,6 +19,7 @@ from hindsight_integrations.core.errors import ConfigurationError
 from hindsight_integrations.core.model.records import Status, Tier
 from hindsight_integrations.langchain import HindsightStore
 from hindsight_integrations.mcp.client import MemoryClient
+from hindsight_integrations.mcp.errors import MemoryToolInputError
 from hindsight_integrations.mcp.protocol import announced_max_top_k, capability
 
 
@@ -535,3 +536,44 @@ def test_a_filtered_search_finds_matches_in_one_recall_without_a_listing(
     monkeypatch.setattr(client, "list", lambda *args, **kwargs: listed.append(kwargs) or [])
     found = store.search(("docs",), query="kubernetes deployment", filter={"team": "kitchen"})
     assert {i.key for i in found} == set(kitchen) and listed == []
+
+
+def test_items_written_in_one_moment_are_scored_a_group_at_a_time(
+    store_path: Path, embedder: Any, clock: ManualClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Kept items ranked past the first recall were scored a recall each where they shared one moment (401 for 400).
+
+    Now one recall scores a group of keys (``{"$in": [...]}``); a server that refuses that scores a key at a time.
+    """
+    engine = MemoryEngine(store=store_path, embedder=embedder, llm=False, clock=clock, max_top_k=10)
+    try:
+        store = HindsightStore(namespace="u1", engine=engine)
+        store.batch([PutOp(("docs",), f"d{n}", {"text": f"kubernetes deployment note {n}", "n": n}) for n in range(30)])
+        client = store.memory_client
+        recall = client.recall
+        recalls: list[Any] = []
+
+        def counted(*args: Any, **kwargs: Any) -> Any:
+            recalls.append(kwargs["filters"]["metadata"].get("lg_key"))
+            return recall(*args, **kwargs)
+
+        monkeypatch.setattr(client, "recall", counted)
+        query, keep = "kubernetes deployment", {"n": {"$gte": 22}}
+        found = store.search(("docs",), query=query, filter=keep)
+        assert sorted(i.key for i in found) == [f"d{n}" for n in range(22, 30)]
+        assert [i.score for i in found] == sorted((i.score for i in found), reverse=True)
+        assert len(recalls) == 2  # the first page, then the eight kept keys at once
+
+        def older_server(*args: Any, **kwargs: Any) -> Any:
+            if isinstance(kwargs["filters"]["metadata"].get("lg_key"), dict):
+                raise MemoryToolInputError(
+                    "retrieve_memory", "Input should be a valid string", field="filters.metadata"
+                )
+            return counted(*args, **kwargs)
+
+        monkeypatch.setattr(client, "recall", older_server)
+        recalls.clear()
+        again = store.search(("docs",), query=query, filter=keep)
+        assert [(i.key, i.score) for i in again] == [(i.key, i.score) for i in found] and len(recalls) == 9
+    finally:
+        engine.close()
