@@ -577,3 +577,23 @@ def test_items_written_in_one_moment_are_scored_a_group_at_a_time(
         assert [(i.key, i.score) for i in again] == [(i.key, i.score) for i in found] and len(recalls) == 9
     finally:
         engine.close()
+
+
+def test_a_server_that_predates_touch_still_answers_searches(
+    store: HindsightStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Searches ask for ``touch=False``; a server without that argument refuses it, and is then asked without it."""
+    store.batch([PutOp(("docs",), f"d{n}", {"text": f"kubernetes deployment note {n}", "n": n}) for n in range(5)])
+    client = store.memory_client
+    recall = client.recall
+    refused: list[str] = []
+
+    def older_server(*args: Any, **kwargs: Any) -> Any:
+        if "touch" in kwargs:
+            refused.append(kwargs["filters"]["metadata"].get("lg_key", "page"))
+            raise MemoryToolInputError("retrieve_memory", "touch: unknown argument", field="touch")
+        return recall(*args, **kwargs)
+
+    monkeypatch.setattr(client, "recall", older_server)
+    found = store.search(("docs",), query="kubernetes deployment", filter={"n": {"$lte": 1}})
+    assert sorted(i.key for i in found) == ["d0", "d1"] and refused == ["page"]

@@ -78,6 +78,7 @@ class SimilarItems:
         self._keep = keep
         self._every = every
         self._max_top_k = MAX_TOP_K
+        self._touch_known = True  # False once the server refused ``touch``, which it predates
 
     def best(self, wanted: int, *, filtered: bool = True) -> Scored:
         """The kept items, best first: all of them, or at least ``wanted`` distinct keys when that many are kept.
@@ -99,15 +100,24 @@ class SimilarItems:
         return sorted([*kept, *rest], key=lambda pair: pair[1], reverse=True)
 
     def _recall(self, filters: Mapping[str, Any], top_k: int) -> Scored:
-        """Recall's hits for ``filters`` with their cosine, most similar first."""
-        result = self._client.recall(
-            self._query,
-            top_k=top_k,
-            filters=dict(filters),
-            token_budget=MAX_TOKENS,  # the context block is unused: no budget may cut the page short
-            weights=BY_SIMILARITY,
-            touch=False,  # a store's read is not recall's use of a memory (``HindsightStore``'s module doc)
-        )
+        """Recall's hits for ``filters`` with their cosine, most similar first.
+
+        A store's read is not recall's use of a memory (``HindsightStore``'s module doc): it asks
+        for ``touch=False``, except of a server that predates ``touch`` and refuses it.
+        """
+        arguments: dict[str, Any] = {
+            "top_k": top_k,
+            "filters": dict(filters),
+            "token_budget": MAX_TOKENS,  # the context block is unused: no budget may cut the page short
+            "weights": BY_SIMILARITY,
+        }
+        try:
+            result = self._client.recall(self._query, **arguments, **({"touch": False} if self._touch_known else {}))
+        except MemoryToolInputError as exc:
+            if exc.field != "touch" or not self._touch_known:
+                raise
+            self._touch_known = False
+            result = self._client.recall(self._query, **arguments)
         # Packing may move a memory announcing a change above others: the order is the similarity's.
         return sorted(((h.record, h.similarity) for h in result.hits), key=lambda pair: pair[1], reverse=True)
 
