@@ -10,6 +10,7 @@ import pytest
 
 from hindsight_integrations import Kind, MemoryEngine, RecallFilters, Status, Tier
 from hindsight_integrations.core.clock import ManualClock
+from hindsight_integrations.core.errors import InvalidInputError
 from hindsight_integrations.core.recall.context import CONTEXT_FOOTER, CONTEXT_HEADER
 
 
@@ -105,6 +106,24 @@ def test_filters_narrow_before_ranking(engine: MemoryEngine) -> None:
     assert len(engine.recall(q, namespace="u1", filters={"min_importance": 0.5}).hits) == 1
     assert len(engine.recall(q, namespace="u1", filters=RecallFilters(metadata={"team": "core"})).hits) == 1
     assert engine.recall(q, namespace="u1", filters={"tiers": ["semantic"]}).hits[0].record.tier is Tier.SEMANTIC
+
+
+def test_a_metadata_filter_names_any_of_several_values(engine: MemoryEngine) -> None:
+    """``{"$in": [texts]}`` matches a memory whose value is any one of them, in recall (both searches) and list."""
+    ids = {}
+    for team in ("core", "web", "data"):
+        stored = engine.store(
+            f"The {team} team deploys on Fridays.", namespace="u1", metadata={"team": team}, dedup=False
+        )
+        ids[stored.stored[0].id] = team
+    filters = {"metadata": {"team": {"$in": ["core", "data"]}}}
+    hits = engine.recall("team deploys on Fridays", namespace="u1", filters=filters, top_k=10).hits
+    assert sorted(ids[h.record.id] for h in hits) == ["core", "data"]
+    assert sorted(ids[m.id] for m in engine.list(namespace="u1", filters=filters)) == ["core", "data"]
+    what = r"'team': a value is a text, a number, a boolean or \{\"\$in\": \[texts\]\} \(one or more texts\)"
+    for wrong in ({"$in": []}, {"$in": [1]}, {"$nin": ["core"]}, {}):
+        with pytest.raises(InvalidInputError, match=what):
+            engine.recall("deploys", namespace="u1", filters={"metadata": {"team": wrong}})
 
 
 FLAG_VALUES = {"int": 1, "bool": True, "float": 1.0, "text": "1"}

@@ -19,6 +19,7 @@ from hindsight_integrations.core.errors import ConfigurationError
 from hindsight_integrations.core.model.records import Status, Tier
 from hindsight_integrations.langchain import HindsightStore
 from hindsight_integrations.mcp.client import MemoryClient
+from hindsight_integrations.mcp.errors import MemoryToolInputError
 from hindsight_integrations.mcp.protocol import announced_max_top_k, capability
 
 
@@ -481,3 +482,118 @@ def test_values_that_fit_the_metadata_limit_are_stored(store: HindsightStore) ->
     with pytest.raises(ValueError, match=rf"{limit} where the memory server runs, or split the value"):
         store.put(("d",), "big", {"text": "lorem ipsum " * 1700})  # 20 KB
     assert store.get(("d",), "big") is None
+
+
+def test_searches_leave_the_access_counts_alone(store: HindsightStore, engine: MemoryEngine) -> None:
+    """A query search counted an access on every item its recalls scored, returned or not; reads count none now."""
+    topics = ["apple pie recipe", "kubernetes deployment", "holiday in Lisbon", "guitar lessons", "tax return"]
+    store.batch([PutOp(("docs",), f"d{n}", {"text": text, "n": n}) for n, text in enumerate(topics)])
+
+    def counts() -> dict[str, int]:
+        items = {"metadata": {"lg_item": True}}  # a narrowing filter: no relevance floor
+        hits = engine.recall("notes", namespace="u1", top_k=50, filters=items, touch=False).hits
+        return {h.record.metadata["lg_key"]: h.record.access_count for h in hits}
+
+    assert [i.key for i in store.search(("docs",), query="kubernetes deployment", limit=1)] == ["d1"]
+    assert [i.key for i in store.search(("docs",), query="kubernetes", filter={"n": {"$gte": 4}})] == ["d4"]
+    assert store.get(("docs",), "d1") is not None
+    assert counts() == dict.fromkeys((f"d{n}" for n in range(5)), 0)
+    store.memory_client.recall("kubernetes deployment", top_k=1)  # recall's own use still counts
+    assert counts()["d1"] == 1
+
+
+def test_a_search_parses_each_value_once(store: HindsightStore, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A value kept as JSON text was parsed twice per item a filtered search returned: for the filter, for the item."""
+    deep: dict[str, Any] = {"text": "kubernetes deployment", "team": "infra"}
+    for level in range(8):  # deeper than metadata holds: kept as JSON text
+        deep = {"text": "kubernetes deployment", "team": "infra", f"l{level}": deep}
+    store.put(("docs",), "deep", deep)
+    text = json.dumps(deep, ensure_ascii=False, separators=(",", ":"))
+    parsed: list[str] = []
+    loads = json.loads
+
+    def counting(source: Any, *args: Any, **kwargs: Any) -> Any:
+        if source == text:
+            parsed.append(source)
+        return loads(source, *args, **kwargs)
+
+    monkeypatch.setattr(json, "loads", counting)
+    for query in ("kubernetes", None):
+        parsed.clear()
+        found = store.search(("docs",), query=query, filter={"team": "infra"})
+        assert [i.value for i in found] == [deep] and len(parsed) == 1, query
+
+
+def test_a_filtered_search_finds_matches_in_one_recall_without_a_listing(
+    store: HindsightStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Matches ranked below recall's first 50 made a filtered search list every item under the prefix."""
+    infra = [PutOp(("docs",), f"d{n}", {"text": f"kubernetes deployment note {n}", "team": "infra"}) for n in range(60)]
+    kitchen = {"pie": "my grandmother's apple pie recipe", "cake": "a carrot cake for the office party"}
+    store.batch([*infra, *(PutOp(("docs",), key, {"text": text, "team": "kitchen"}) for key, text in kitchen.items())])
+    client = store.memory_client
+    listed: list[Any] = []
+    monkeypatch.setattr(client, "list", lambda *args, **kwargs: listed.append(kwargs) or [])
+    found = store.search(("docs",), query="kubernetes deployment", filter={"team": "kitchen"})
+    assert {i.key for i in found} == set(kitchen) and listed == []
+
+
+def test_items_written_in_one_moment_are_scored_a_group_at_a_time(
+    store_path: Path, embedder: Any, clock: ManualClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Kept items ranked past the first recall were scored a recall each where they shared one moment (401 for 400).
+
+    Now one recall scores a group of keys (``{"$in": [...]}``); a server that refuses that scores a key at a time.
+    """
+    engine = MemoryEngine(store=store_path, embedder=embedder, llm=False, clock=clock, max_top_k=10)
+    try:
+        store = HindsightStore(namespace="u1", engine=engine)
+        store.batch([PutOp(("docs",), f"d{n}", {"text": f"kubernetes deployment note {n}", "n": n}) for n in range(30)])
+        client = store.memory_client
+        recall = client.recall
+        recalls: list[Any] = []
+
+        def counted(*args: Any, **kwargs: Any) -> Any:
+            recalls.append(kwargs["filters"]["metadata"].get("lg_key"))
+            return recall(*args, **kwargs)
+
+        monkeypatch.setattr(client, "recall", counted)
+        query, keep = "kubernetes deployment", {"n": {"$gte": 22}}
+        found = store.search(("docs",), query=query, filter=keep)
+        assert sorted(i.key for i in found) == [f"d{n}" for n in range(22, 30)]
+        assert [i.score for i in found] == sorted((i.score for i in found), reverse=True)
+        assert len(recalls) == 2  # the first page, then the eight kept keys at once
+
+        def older_server(*args: Any, **kwargs: Any) -> Any:
+            if isinstance(kwargs["filters"]["metadata"].get("lg_key"), dict):
+                raise MemoryToolInputError(
+                    "retrieve_memory", "Input should be a valid string", field="filters.metadata"
+                )
+            return counted(*args, **kwargs)
+
+        monkeypatch.setattr(client, "recall", older_server)
+        recalls.clear()
+        again = store.search(("docs",), query=query, filter=keep)
+        assert [(i.key, i.score) for i in again] == [(i.key, i.score) for i in found] and len(recalls) == 9
+    finally:
+        engine.close()
+
+
+def test_a_server_that_predates_touch_still_answers_searches(
+    store: HindsightStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Searches ask for ``touch=False``; a server without that argument refuses it, and is then asked without it."""
+    store.batch([PutOp(("docs",), f"d{n}", {"text": f"kubernetes deployment note {n}", "n": n}) for n in range(5)])
+    client = store.memory_client
+    recall = client.recall
+    refused: list[str] = []
+
+    def older_server(*args: Any, **kwargs: Any) -> Any:
+        if "touch" in kwargs:
+            refused.append(kwargs["filters"]["metadata"].get("lg_key", "page"))
+            raise MemoryToolInputError("retrieve_memory", "touch: unknown argument", field="touch")
+        return recall(*args, **kwargs)
+
+    monkeypatch.setattr(client, "recall", older_server)
+    found = store.search(("docs",), query="kubernetes deployment", filter={"n": {"$lte": 1}})
+    assert sorted(i.key for i in found) == ["d0", "d1"] and refused == ["page"]

@@ -24,11 +24,15 @@ current memory, in one call. Items are pinned (metadata ``"pinned": true``), so 
 upkeep never decays, archives, evicts, merges or consolidates them: only ``delete`` and the
 TTL remove an item (one put before pinning existed is pinned too: the engine counts the
 store's item mark, ``lg_item``, as a pin).
+
+Reads count no access: a query search's recalls pass ``touch=False``, as ``get`` and a search
+without a query (listings) never counted one. Access counts are recall's sign that a conversation
+used a memory, and a search scores many items it does not return; a store's read is LangGraph's
+(``refresh_ttl`` moves the item's expiry), not a use that should rank the item higher elsewhere.
 """
 
 from __future__ import annotations
 
-import copy
 import json
 import threading
 import uuid
@@ -53,93 +57,18 @@ from langgraph.store.base import (
 )
 from langgraph.store.base.embed import get_text_at_path, tokenize_path
 
+from .._copying import deepcopy_sharing
 from ..core.errors import InvalidInputError
-from ..core.model.limits import check_metadata, json_size
 from ..core.model.records import PINNED_KEY, STORE_ITEM_KEY, MemoryRecord
 from ..mcp.errors import MemoryToolInputError
 from ..mcp.resolve import ClientPool, resolve_namespace
 from .store_search import SimilarItems
+from .store_values import ParsedValues, flatten, item_value, stored_value
 
 MARK = STORE_ITEM_KEY  # every item carries it: what the store lists and recalls, and a pin for upkeep
 _ACTIVE = ["active", "superseded"]  # a superseded store item is still the current value of its key
 _PAGE = 1000  # list_memories' largest page
 _SIZE_LIMIT = "HINDSIGHT_MAX_METADATA_BYTES"  # the server setting its refusal of too much metadata names
-
-
-def _flatten(value: Any, prefix: str = "") -> list[str]:
-    """``key: value`` lines of a JSON value: embeds far better than the raw JSON text."""
-    if isinstance(value, Mapping):
-        lines: list[str] = []
-        for k, v in value.items():
-            lines.extend(_flatten(v, f"{prefix}.{k}" if prefix else str(k)))
-        return lines
-    if isinstance(value, (list, tuple)):
-        return [line for v in value for line in _flatten(v, prefix)]
-    if value is None:
-        return []
-    return [f"{prefix}: {value}" if prefix else str(value)]
-
-
-def _compare(actual: Any, expected: Any) -> bool:
-    """LangGraph's filter semantics: equality, nested objects, sequences element by element, and $eq/$ne/$in/..."""
-    if isinstance(expected, Mapping):
-        if any(str(k).startswith("$") for k in expected):
-            return all(_operator(actual, op, operand) for op, operand in expected.items())
-        return isinstance(actual, Mapping) and all(_compare(actual.get(k), v) for k, v in expected.items())
-    if isinstance(expected, (list, tuple)):  # a stored tuple comes back from JSON as a list
-        return (
-            isinstance(actual, (list, tuple))
-            and len(actual) == len(expected)
-            and all(_compare(a, e) for a, e in zip(actual, expected))
-        )
-    return actual == expected
-
-
-def _operator(actual: Any, op: str, operand: Any) -> bool:
-    """One ``$op`` comparison; ordering operators compare as numbers and never match non-numbers."""
-    if op == "$eq":
-        return actual == operand
-    if op == "$ne":
-        return actual != operand
-    if op == "$in":
-        return actual in operand
-    if op == "$nin":
-        return actual not in operand
-    if op in ("$gt", "$gte", "$lt", "$lte"):
-        try:
-            a, b = float(actual), float(operand)
-        except (TypeError, ValueError):
-            return False
-        return {"$gt": a > b, "$gte": a >= b, "$lt": a < b, "$lte": a <= b}[op]
-    raise ValueError(f"unsupported filter operator {op!r}; use $eq, $ne, $in, $nin, $gt, $gte, $lt or $lte")
-
-
-def _matches(value: Mapping[str, Any], filter: Mapping[str, Any] | None) -> bool:
-    """Whether an item's value passes a search ``filter`` (which no recall or listing filter can express)."""
-    return not filter or all(_compare(value.get(k), v) for k, v in filter.items())
-
-
-def _value(record: MemoryRecord) -> dict[str, Any]:
-    """The item's value: under ``lg_value`` as an object or as JSON text (``_stored``)."""
-    stored = record.metadata.get("lg_value")
-    return json.loads(stored) if isinstance(stored, str) else dict(stored or {})
-
-
-def _stored(value_json: str) -> Any:
-    """What ``lg_value`` holds: the value as an object where metadata can hold it so, else its JSON text.
-
-    Both count toward the server's metadata size limit as JSON, but text counts each quote and
-    backslash in the value twice (escaped again): a 6.8 KB value of 500 short fields took 9 KB of
-    metadata as text, over the 8 KB default. Text keeps a value metadata cannot (nested deeper than
-    ``MAX_METADATA_DEPTH``, or not finite) and one that is smaller as text (long lists of numbers).
-    """
-    value = json.loads(value_json)  # as text reads back: tuples as lists, keys as strings
-    try:
-        json.dumps(value, allow_nan=False)
-        check_metadata({"lg_value": value}, "value", None)
-    except ValueError:  # InvalidInputError is one
-        return value_json
-    return value if json_size(value, "value") <= json_size(value_json, "value") else value_json
 
 
 def _updated_at(record: MemoryRecord) -> datetime:
@@ -194,12 +123,7 @@ class HindsightStore(BaseStore):
 
     def __deepcopy__(self, memo: dict[int, Any]) -> HindsightStore:
         """A copy on the same connection (the pool copies as itself) and, as it writes the same items, the same lock."""
-        copied = type(self).__new__(type(self))
-        memo[id(self)] = copied
-        memo[id(self._write_lock)] = self._write_lock
-        for name, value in self.__dict__.items():
-            setattr(copied, name, copy.deepcopy(value, memo))
-        return copied
+        return deepcopy_sharing(self, memo, self._write_lock)
 
     def __getstate__(self) -> dict[str, Any]:
         """The settings and the pool (which pickles as where the memories live); a lock is not state."""
@@ -276,20 +200,25 @@ class HindsightStore(BaseStore):
         parts: list[str] = []
         for field in fields:
             if field == "$":
-                parts.extend(_flatten(value))
+                parts.extend(flatten(value))
             else:
                 parts.extend(get_text_at_path(value, tokenize_path(field)))
         return "\n".join(p for p in parts if p.strip()) or json.dumps(value, ensure_ascii=False, sort_keys=True)
 
     @staticmethod
-    def _item(record: MemoryRecord, score: float | None = None, *, scored: bool = False) -> Item:
-        """The LangGraph item a memory holds (a ``SearchItem`` when ``scored``), with the times of its puts."""
+    def _item(
+        record: MemoryRecord, score: float | None = None, *, scored: bool = False, value: dict[str, Any] | None = None
+    ) -> Item:
+        """The LangGraph item a memory holds (a ``SearchItem`` when ``scored``), with the times of its puts.
+
+        ``value`` is the item's value when already parsed from the record (``ParsedValues``).
+        """
         meta = record.metadata
         created = datetime.fromisoformat(meta["lg_created_at"]) if meta.get("lg_created_at") else record.created_at
         fields = {
             "namespace": tuple(json.loads(meta["lg_ns"])),
             "key": meta["lg_key"],
-            "value": _value(record),
+            "value": item_value(record) if value is None else value,
             "created_at": created,
             "updated_at": _updated_at(record),
         }
@@ -332,19 +261,17 @@ class HindsightStore(BaseStore):
         down the similarity ranking is still found (``store_search.py``). A query's results are
         ranked and scored by cosine similarity.
         """
-
-        def kept(record: MemoryRecord) -> bool:
-            return _matches(_value(record), op.filter)
-
+        values = ParsedValues(op.filter)
         query = (op.query or "").strip()
         wanted = op.offset + op.limit
         scored: list[tuple[MemoryRecord, float | None]]
         if query:
             filters = self._filters(op.namespace_prefix, indexed_only=True)
-            scored = list(SimilarItems(self.memory_client, query, filters, kept, self._all).best(wanted))
+            similar = SimilarItems(self.memory_client, query, filters, values.kept, self._all)
+            scored = list(similar.best(wanted, filtered=bool(op.filter)))
         else:
             records = sorted(self._all(self._filters(op.namespace_prefix)), key=_updated_at, reverse=True)
-            scored = [(r, None) for r in records if kept(r)]
+            scored = [(r, None) for r in records if values.kept(r)]
         seen: set[tuple[str, str]] = set()
         picked: list[tuple[MemoryRecord, float | None]] = []
         for record, score in scored:
@@ -356,7 +283,7 @@ class HindsightStore(BaseStore):
         picked = picked[op.offset : wanted]
         if op.refresh_ttl:
             self._refresh(r for r, _ in picked)
-        return [cast(SearchItem, self._item(r, s, scored=True)) for r, s in picked]
+        return [cast(SearchItem, self._item(r, s, scored=True, value=values.of(r))) for r, s in picked]
 
     def _list_namespaces(self, op: ListNamespacesOp) -> list[tuple[str, ...]]:
         namespaces = {tuple(json.loads(r.metadata["lg_ns"])) for r in self._all(self._filters())}
@@ -389,7 +316,7 @@ class HindsightStore(BaseStore):
                 PINNED_KEY: True,  # upkeep never decays, archives, evicts or merges what a program put
                 "lg_ns": self._ns_key(op.namespace),
                 "lg_key": op.key,
-                "lg_value": _stored(value_json),
+                "lg_value": stored_value(value_json),
                 "lg_indexed": indexed,
                 "lg_ttl": op.ttl or 0,
                 "lg_updated_at": datetime.now().astimezone().isoformat(),

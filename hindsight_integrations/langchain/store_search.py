@@ -5,13 +5,15 @@ the server's ``max_top_k`` memories, the nearest, and a search ``filter`` is on 
 filter can express; so a filter applied to that one page lost every item it keeps that ranks below
 it ("the only match ranks 250th" returned nothing).
 
-One recall still answers nearly every search: its page is complete when it came back short, and
-enough when the filter keeps ``wanted`` of it. Otherwise every item under the prefix is listed, the
-filter applied, and the items it keeps that the page did not score are scored by recalls that each
-come back whole: narrowed to a slice of the items' times (``occurred_at``, ``since``/``until``) that
-holds at most ``max_top_k`` items, or, where more share a moment, to the one item (its namespace and
-key). A search that filters out most of thousands of items costs a listing and a recall per slice
-of ~``SLICE`` items, not a recall per item.
+One recall still answers nearly every search: its page (as large as the server allows, under a
+filter) is complete when it came back short, and enough when the filter keeps ``wanted`` of it.
+Otherwise every item under the prefix is listed, the filter applied, and the items it keeps that
+the page did not score are scored by recalls narrowed to them by their keys (metadata ``lg_key``
+``{"$in": [...]}`` within one namespace, ``lg_ns``), each asking for every memory those keys hold,
+so each comes back whole: a recall per ~``max_top_k`` kept items, whenever they were written. (It
+was a recall per slice of the items' times, and a recall per item where many shared one moment:
+400 kept items put in one moment took 401 recalls, 10.8 s.) A server that refuses ``$in`` (older,
+or set to smaller filters) scores them a key at a time, as before.
 
 ``max_top_k`` is what the server announced at connect (``MemoryClient.max_top_k``): a server set to
 a lower one (``HINDSIGHT_MAX_TOP_K``) refuses a recall asking for more, and every search failed so.
@@ -19,20 +21,18 @@ a lower one (``HINDSIGHT_MAX_TOP_K``) refuses a recall asking for more, and ever
 
 from __future__ import annotations
 
-from bisect import bisect_left, bisect_right
-from collections.abc import Callable, Mapping
-from datetime import timedelta
+import json
+from collections import Counter
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from ..core.model.limits import MAX_TOKENS
-from ..core.model.records import MemoryRecord, to_epoch
+from ..core.model.records import MemoryRecord
+from ..mcp.errors import MemoryToolInputError
 
 MAX_TOP_K = 200
 """The most memories one recall returns when the server does not say (an older one): the default ``max_top_k``."""
-SLICE = 150
-"""Items a time slice starts with (fewer under a low ``max_top_k``): its margin may add neighbours, up to that."""
-_PER_KEY = 10  # memories one key may hold: one, a few after a race between two writers
-_MARGIN = timedelta(milliseconds=1)  # a slice's bounds reach past its items, so no rounding of times loses one
+_KEY_BYTES = 4096  # the keys one recall names, as JSON: half the server's default filter limit (8 KB)
 
 # What a LangGraph store's semantic search ranks by (InMemoryStore: the cosine of the item's
 # embedding to the query's), not recall's fusion, whose min-max normalised BM25 gives full
@@ -78,58 +78,95 @@ class SimilarItems:
         self._keep = keep
         self._every = every
         self._max_top_k = MAX_TOP_K
+        self._touch_known = True  # False once the server refused ``touch``, which it predates
 
-    def best(self, wanted: int) -> Scored:
-        """The kept items, best first: all of them, or at least ``wanted`` distinct keys when that many are kept."""
+    def best(self, wanted: int, *, filtered: bool = True) -> Scored:
+        """The kept items, best first: all of them, or at least ``wanted`` distinct keys when that many are kept.
+
+        A ``filtered`` search asks the first recall for all it may return (a page of 200 costs about
+        what one of 50 does): what the filter keeps anywhere in it is found without a listing.
+        """
         self._max_top_k = self._client.max_top_k() or MAX_TOP_K
-        top_k = min(self._max_top_k, max(wanted * 4, 50))
+        top_k = self._max_top_k if filtered else min(self._max_top_k, max(wanted * 4, 50))
         page = self._recall(self._filters, top_k)
         kept = [(record, score) for record, score in page if self._keep(record)]
         if len(page) < top_k or len({_item_id(r) for r, _ in kept}) >= wanted:
             return kept
-        scored = {record.id: score for record, score in page}
-        items = sorted(self._every(self._filters), key=lambda r: to_epoch(r.occurred_at) or 0.0)
-        unscored = {r.id for r in items if r.id not in scored and self._keep(r)}
-        more = self._score(items, unscored)
-        rest = [(r, more[r.id]) for r in items if r.id in more]
+        scored = {record.id for record, _ in page}
+        items = self._every(self._filters)
+        unscored = [r for r in items if r.id not in scored and self._keep(r)]
+        more = self._score(unscored, Counter(_item_id(r) for r in items))
+        rest = [(r, more[r.id]) for r in unscored if r.id in more]
         return sorted([*kept, *rest], key=lambda pair: pair[1], reverse=True)
 
     def _recall(self, filters: Mapping[str, Any], top_k: int) -> Scored:
-        """Recall's hits for ``filters`` with their cosine, most similar first."""
-        result = self._client.recall(
-            self._query,
-            top_k=top_k,
-            filters=dict(filters),
-            token_budget=MAX_TOKENS,  # the context block is unused: no budget may cut the page short
-            weights=BY_SIMILARITY,
-        )
+        """Recall's hits for ``filters`` with their cosine, most similar first.
+
+        A store's read is not recall's use of a memory (``HindsightStore``'s module doc): it asks
+        for ``touch=False``, except of a server that predates ``touch`` and refuses it.
+        """
+        arguments: dict[str, Any] = {
+            "top_k": top_k,
+            "filters": dict(filters),
+            "token_budget": MAX_TOKENS,  # the context block is unused: no budget may cut the page short
+            "weights": BY_SIMILARITY,
+        }
+        try:
+            result = self._client.recall(self._query, **arguments, **({"touch": False} if self._touch_known else {}))
+        except MemoryToolInputError as exc:
+            if exc.field != "touch" or not self._touch_known:
+                raise
+            self._touch_known = False
+            result = self._client.recall(self._query, **arguments)
         # Packing may move a memory announcing a change above others: the order is the similarity's.
         return sorted(((h.record, h.similarity) for h in result.hits), key=lambda pair: pair[1], reverse=True)
 
-    def _score(self, items: list[MemoryRecord], wanted: set[str]) -> dict[str, float]:
-        """The cosine of each ``wanted`` id among ``items`` (sorted by time); one gone meanwhile has none."""
-        times = [to_epoch(r.occurred_at) or 0.0 for r in items]
+    def _score(self, wanted: list[MemoryRecord], held: Counter[tuple[str, str]]) -> dict[str, float]:
+        """The cosine of each ``wanted`` record, by recalls of its keys; ``held``: memories per (namespace, key).
+
+        A key a grouped recall missed, or a server refused to group, is recalled on its own; a
+        record gone meanwhile has no score.
+        """
+        ids = {r.id for r in wanted}
         scores: dict[str, float] = {}
-        step = max(1, min(SLICE, self._max_top_k * 3 // 4))  # room for neighbours in the margin
-        for start in range(0, len(items), step):
-            chunk = items[start : start + step]
-            if not any(r.id in wanted for r in chunk):
-                continue
-            since, until = chunk[0].occurred_at - _MARGIN, chunk[-1].occurred_at + _MARGIN
-            inside = bisect_right(times, to_epoch(until) or 0.0) - bisect_left(times, to_epoch(since) or 0.0)
-            if inside <= self._max_top_k:  # the slice comes back whole
-                window = {**self._filters, "since": since.isoformat(), "until": until.isoformat()}
-                scores.update((r.id, s) for r, s in self._recall(window, inside) if r.id in wanted)
-            for record in chunk:  # written in one crowded moment, or missed by the slice's search
-                if record.id in wanted and record.id not in scores:
-                    one = self._recall(self._one(record), min(_PER_KEY, self._max_top_k))
-                    scores.update((r.id, s) for r, s in one if r.id in wanted)
+        for namespace, keys in self._chunks(wanted, held):
+            try:
+                scores.update((r.id, s) for r, s in self._keys(namespace, keys, held) if r.id in ids)
+            except MemoryToolInputError as exc:
+                if len(keys) == 1 or not exc.field.startswith("filters"):
+                    raise
+        for namespace, key in dict.fromkeys(_item_id(r) for r in wanted if r.id not in scores):
+            scores.update((r.id, s) for r, s in self._keys(namespace, [key], held) if r.id in ids)
         return scores
 
-    def _one(self, record: MemoryRecord) -> dict[str, Any]:
-        """Recall filters narrowed to ``record``'s item (its namespace and key)."""
-        namespace, key = _item_id(record)
-        return {**self._filters, "metadata": {**self._filters["metadata"], "lg_ns": namespace, "lg_key": key}}
+    def _keys(self, namespace: str, keys: list[str], held: Counter[tuple[str, str]]) -> Scored:
+        """Every memory of ``keys`` in ``namespace``, scored: recall filters narrowed to them, asking for all."""
+        narrowed = {
+            **self._filters["metadata"],
+            "lg_ns": namespace,
+            "lg_key": keys[0] if len(keys) == 1 else {"$in": keys},
+        }
+        top_k = min(self._max_top_k, max(1, sum(held[namespace, key] for key in keys)))
+        return self._recall({**self._filters, "metadata": narrowed}, top_k)
+
+    def _chunks(self, wanted: list[MemoryRecord], held: Counter[tuple[str, str]]) -> Iterator[tuple[str, list[str]]]:
+        """The keys of ``wanted`` by namespace, in groups one recall returns whole (at most ``max_top_k`` memories)."""
+        by_namespace: dict[str, dict[str, None]] = {}
+        for record in wanted:
+            namespace, key = _item_id(record)
+            by_namespace.setdefault(namespace, {})[key] = None
+        for namespace, keys in by_namespace.items():
+            chunk: list[str] = []
+            memories = size = 0
+            for key in keys:
+                count, length = held[namespace, key], len(json.dumps(key)) + 2
+                if chunk and (memories + count > self._max_top_k or size + length > _KEY_BYTES):
+                    yield namespace, chunk
+                    chunk, memories, size = [], 0, 0
+                chunk.append(key)
+                memories, size = memories + count, size + length
+            if chunk:
+                yield namespace, chunk
 
 
 __all__ = ["BY_SIMILARITY", "MAX_TOP_K", "SimilarItems"]

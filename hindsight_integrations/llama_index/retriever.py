@@ -13,13 +13,13 @@ loaded, or refuses with what to do: never to the environment's store instead.
 
 from __future__ import annotations
 
-import copy
 from typing import TYPE_CHECKING, Any
 
 from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.callbacks import CallbackManager
 from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 
+from .._copying import deepcopy_sharing
 from ..core.model.limits import MAX_TOKENS
 from ..core.model.results import RecallHit
 from ..mcp.address import client_address, picklable_address
@@ -121,12 +121,7 @@ class HindsightRetriever(BaseRetriever):
 
     def __deepcopy__(self, memo: dict[int, Any]) -> HindsightRetriever:
         """A copy on the same client: a connection is not state to duplicate."""
-        copied = type(self).__new__(type(self))
-        memo[id(self)] = copied
-        memo[id(self._client)] = self._client
-        for name, value in self.__dict__.items():
-            setattr(copied, name, copy.deepcopy(value, memo))
-        return copied
+        return deepcopy_sharing(self, memo, self._client)
 
     def __getstate__(self) -> dict[str, Any]:
         """The settings and where the memories live, instead of the client (a connection)."""

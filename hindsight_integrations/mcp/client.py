@@ -218,10 +218,12 @@ class MemoryClient(ToolCaller):
         token_budget: int | None = None,
         include_history: bool = False,
         weights: dict[str, float | None] | None = None,
+        touch: bool = True,
     ) -> RecallResult:
         """The memories most relevant to ``query``, best first, and a dated context block packed from them.
 
-        ``weights`` (``RecallWeights`` fields by name) change the ranking for this call only.
+        ``weights`` (``RecallWeights`` fields by name) change the ranking for this call only;
+        ``touch=False`` leaves the memories' access counts alone (a look that is not a use).
         """
         args = RetrieveMemoryArgs.model_construct(
             query=query,
@@ -231,6 +233,7 @@ class MemoryClient(ToolCaller):
             token_budget=token_budget,
             include_history=include_history,
             weights=weights,
+            touch=touch,
         )
         return (await self._ask(args, RecallOut)).engine_result()
 

@@ -132,6 +132,7 @@ async def retrieve_memory(call: ToolCall, args: RetrieveMemoryArgs) -> CallToolR
         token_budget=args.token_budget,
         weights=args.weights,
         include_history=args.include_history,
+        touch=args.touch,
     )
     metrics = call.host.metrics
     metrics.recall_latency.observe(time.perf_counter() - started)

@@ -155,7 +155,9 @@ class RetrieveMemoryArgs(ToolArgs):
     top_k: int | None = Field(None, ge=1, le=10_000, description="How many memories at most (default 5).")
     min_score: float | None = Field(None, description="Drop memories less relevant than this (0-1).")
     filters: RecallFilters | None = Field(
-        None, description="Narrow by session_id, kinds, tiers, since/until, min_importance, metadata."
+        None,
+        description="Narrow by session_id, kinds, tiers, since/until, min_importance, metadata "
+        '(a key\'s value, or {"$in": [texts]} for any of several).',
     )
     token_budget: int | None = Field(
         None,
@@ -169,6 +171,11 @@ class RetrieveMemoryArgs(ToolArgs):
         max_length=32,
         description="Ranking weights by name (similarity, recency, importance, access, dense, lexical, ...); "
         "leave out for the tuned defaults.",
+    )
+    touch: Flag = Field(
+        True,
+        description="Count the returned memories as used, which ranks them a little higher later (default true). "
+        "Set touch=false only to look without using them.",
     )
 
 

@@ -26,9 +26,9 @@ import json
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ValidationInfo
+from pydantic import AfterValidator, BaseModel, BeforeValidator, Field, ValidationInfo
 from pydantic_core import PydanticCustomError
 
 from ..errors import InvalidInputError
@@ -279,7 +279,27 @@ Identifier = Annotated[str, _bounded(check_id)]
 Metadata = Annotated[dict[str, Any], _bounded(check_metadata)]
 """A memory's metadata: ``MAX_METADATA_KEYS`` keys, ``MAX_METADATA_DEPTH`` levels, ``max_metadata_bytes``."""
 
-FilterMetadata = Annotated[dict[str, str | int | float | bool], _bounded(check_filter_metadata)]
+AnyOf = Annotated[dict[Literal["$in"], Annotated[list[str], Field(min_length=1)]], Field(min_length=1)]
+"""``{"$in": [texts]}``: a metadata value equal to any one of these (one recall over many items by their key)."""
+
+
+def _any_of_shape(metadata: Any) -> Any:
+    """Refuse an object value other than ``{"$in": [texts]}`` saying what a value may be (not "a valid string")."""
+    for key, value in metadata.items() if isinstance(metadata, dict) else ():
+        operand = value.get("$in") if isinstance(value, dict) and len(value) == 1 else None
+        if isinstance(value, dict) and not (
+            isinstance(operand, list) and operand and all(isinstance(o, str) for o in operand)
+        ):
+            raise refusal(
+                f'{shown(str(key))!r}: a value is a text, a number, a boolean or {{"$in": [texts]}} '
+                f"(one or more texts), got {shown(json.dumps(value, default=str))}"
+            )
+    return metadata
+
+
+FilterMetadata = Annotated[
+    dict[str, str | int | float | bool | AnyOf], BeforeValidator(_any_of_shape), _bounded(check_filter_metadata)
+]
 """A filter's metadata: at most ``MAX_METADATA_KEYS`` keys, each compiled to one Chroma ``where`` clause."""
 
 Entities = Annotated[list[str], _bounded(check_entities)]
@@ -298,6 +318,7 @@ __all__ = [
     "MAX_PAGE",
     "MAX_TOKENS",
     "RESERVED_METADATA_PREFIX",
+    "AnyOf",
     "Entities",
     "FilterMetadata",
     "Identifier",
