@@ -18,7 +18,7 @@ from hindsight_integrations import MemoryEngine, MemoryRecord, Tier
 from hindsight_integrations.bench.judgement import Case, JudgementScript, score_case
 from hindsight_integrations.core.clock import ManualClock
 from hindsight_integrations.core.language.paraphrase import fact_terms, rephrases
-from hindsight_integrations.core.language.sameness import substituted, swaps_roles
+from hindsight_integrations.core.language.sameness import opposite_changes, substituted, swaps_roles
 from hindsight_integrations.core.llm import LLMClient
 from hindsight_integrations.core.model.records import Source
 
@@ -253,6 +253,35 @@ def test_a_repeat_with_other_fillers_still_merges(
     engine, clock = default_engine
     ids = _say(engine, clock, "u", said)
     assert len(set(ids)) == 1 and len(engine.list(namespace="u")) == 1
+
+
+@pytest.mark.parametrize(
+    ("first", "second"),
+    [
+        # the same values and characters, another thing gone
+        ("我之前用 MySQL，现在换成了 MongoDB。", "我之前用 MongoDB，现在换成了 MySQL。"),
+        ("I switched from Vim to Emacs.", "I switched from Emacs to Vim."),
+    ],
+)
+def test_a_change_back_the_other_way_is_kept_as_the_later_fact(
+    default_engine: tuple[MemoryEngine, ManualClock], first: str, second: str
+) -> None:
+    engine, clock = default_engine
+    ids = _say(engine, clock, "u", [first, second])
+    assert len(set(ids)) == 2  # never merged into the earlier
+    assert second in [r.content for r in engine.list(namespace="u")]  # current, the earlier history or kept beside it
+    assert sorted(r.content for r in engine.list(namespace="u", include_history=True)) == sorted([first, second])
+    assert engine.consolidate("u").created == []
+
+
+def test_opposite_changes_need_another_thing_gone_on_each_side() -> None:
+    assert opposite_changes("我之前用 MySQL，现在换成了 MongoDB。", "我之前用 MongoDB，现在换成了 MySQL。")
+    assert opposite_changes("We moved CI from Jenkins to Travis.", "We moved CI from Travis to Jenkins.")
+    assert opposite_changes("我们把 Jenkins 换成了 GitHub Actions。", "我们把 GitHub Actions 换成了 Jenkins。")
+    assert not opposite_changes("I live in Paris and Lyon.", "I live in Lyon and Paris.")  # a list: nothing gone
+    assert not opposite_changes(  # the same thing gone, said with more words around it
+        "I drink tea instead of coffee every morning.", "Every morning I drink tea instead of coffee."
+    )
 
 
 def test_who_does_what_to_whom_turned_round_is_another_fact() -> None:

@@ -18,6 +18,10 @@ therefore only nominates. Two memories state one fact when, as well:
   or people's relatives (``subjects.different_subjects``);
 * their slots (``slots.detect_slot``) agree when both have one, and their entities overlap
   when both have some;
+* they do not say opposite changes: "我之前用 MySQL，现在换成了 MongoDB" and "我之前用
+  MongoDB，现在换成了 MySQL" carry the same values and characters, but what each says is gone
+  (``retired.retired_spans``: "from A to", "instead of A", 把 A 换成, 之前用 A，现在) is
+  another thing (``opposite_changes``); a list ("Paris and Lyon") says nothing gone, in any order;
 * they speak of the same people: the same pronouns among I / we / he-she-they, and the same
   people do what is said to the same people: "We visit my mom every Christmas" has the
   mother visited, "My mom visits us every Christmas" has her visit (``swaps_roles``: the same
@@ -44,6 +48,7 @@ from functools import cached_property, lru_cache
 
 from ..model.records import Kind, MemoryRecord, Tier
 from .keys import negations, normalised, polarity, topic_words
+from .retired import retired_spans
 from .rules import clear_with_packs, every, for_text
 from .speakers import without_speaker
 from .subjects import different_subjects
@@ -140,9 +145,15 @@ class Comparison:
         """Who does what to whom is turned round: "My mom visits us" / "We visit my mom" (``swaps_roles``)."""
         return swaps_roles(self.a.content, self.b.content)
 
+    @cached_property
+    def opposite_changes(self) -> bool:
+        """Each says another thing is gone: "from MySQL to MongoDB" / "from MongoDB to MySQL" (``opposite_changes``)."""
+        return opposite_changes(self.a.content, self.b.content)
+
     @property
     def same_setting(self) -> bool:
-        """Everything but the wording and the negations agrees: comparable, slots, entities, values, subjects, roles."""
+        """Everything but the wording and the negations agrees: comparable, slots, entities, values, subjects,
+        roles and what is said to be gone."""
         return (
             self.comparable
             and not self.different_slots
@@ -150,6 +161,7 @@ class Comparison:
             and self.same_values
             and not self.different_subjects
             and not self.swapped_roles
+            and not self.opposite_changes
         )
 
     @property
@@ -253,6 +265,21 @@ def swaps_roles(a: str, b: str) -> bool:
     if listed_a or listed_b or cases_a == cases_b or len(named_a) < 2:
         return False
     return set(named_a) == set(named_b) and named_a != named_b
+
+
+def opposite_changes(a: str, b: str) -> bool:
+    """Whether both say something is gone, and not the same thing: a change one way and the other.
+
+    "I switched from Vim to Emacs." / "I switched from Emacs to Vim."; 我之前用 MySQL，现在换成了
+    MongoDB / 我之前用 MongoDB，现在换成了 MySQL. The words of what each says is gone
+    (``retired.retired_spans``) share none; a restatement says the same thing gone, or none.
+    """
+    gone_a, gone_b = _gone(a), _gone(b)
+    return bool(gone_a and gone_b and gone_a.isdisjoint(gone_b))
+
+
+def _gone(text: str) -> frozenset[str]:
+    return frozenset(word for span in retired_spans(text) for word in content_words(span))
 
 
 def content_words(text: str) -> frozenset[str]:
@@ -389,6 +416,7 @@ __all__ = [
     "meaning_terms",
     "names_a_relative_new",
     "names_someone_new",
+    "opposite_changes",
     "people_of",
     "reversals",
     "reverses",
