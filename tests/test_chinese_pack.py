@@ -34,7 +34,11 @@ def test_chinese_greetings_and_acknowledgements_are_not_remembered(text: str) ->
     assert not decision.remember and decision.kind is Kind.TURN and "greeting" in decision.reason
 
 
-@pytest.mark.parametrize("text", ["你喜欢什么框架？", "今天天气怎么样", "帮我写一首诗", "给我讲讲北京", "请问几点了"])
+@pytest.mark.parametrize(
+    "text",
+    ["你喜欢什么框架？", "今天天气怎么样", "帮我写一首诗", "给我讲讲北京", "请问几点了", "帮我写一个排序函数。",
+     "帮我写一封邮件，发给老板的时候抄送我。", "帮我回忆一下我们第一次见面的时候"],
+)  # fmt: skip
 def test_chinese_questions_and_one_off_requests_are_conversation_turns_only(text: str) -> None:
     decision = assess(text)
     assert not decision.remember and decision.kind is Kind.TURN
@@ -49,6 +53,11 @@ def test_chinese_questions_and_one_off_requests_are_conversation_turns_only(text
         ("只用中文回答", Kind.PREFERENCE, 0.9),
         ("不要加总结", Kind.PREFERENCE, 0.9),
         ("帮我把回答以后都写成中文", Kind.PREFERENCE, 0.9),  # a standing qualifier: an instruction
+        # said for whenever it is done (…的时候), a request is a standing instruction too
+        ("帮我做 code review 的时候请重点指出性能问题。", Kind.PREFERENCE, 0.9),
+        ("帮我写 unit test 的时候记得覆盖 edge case。", Kind.PREFERENCE, 0.9),
+        ("帮我写代码的时候请加上类型注解。", Kind.PREFERENCE, 0.9),
+        ("帮我写代码时请加上类型注解。", Kind.PREFERENCE, 0.9),
         ("我决定用React", Kind.CONTEXT, 0.8),
         ("最后敲定了方案B", Kind.CONTEXT, 0.8),
         ("下周三开会", Kind.EVENT, 0.7),

@@ -18,7 +18,7 @@ from hindsight_integrations import MemoryEngine, MemoryRecord, Tier
 from hindsight_integrations.bench.judgement import Case, JudgementScript, score_case
 from hindsight_integrations.core.clock import ManualClock
 from hindsight_integrations.core.language.paraphrase import fact_terms, rephrases
-from hindsight_integrations.core.language.sameness import substituted
+from hindsight_integrations.core.language.sameness import opposite_changes, substituted, swaps_roles
 from hindsight_integrations.core.llm import LLMClient
 from hindsight_integrations.core.model.records import Source
 
@@ -59,6 +59,7 @@ CONTRASTS = [
     ("I swim in the morning.", "I swim in the evening."),  # nor a time word
     ("Our project uses PostgreSQL for storage.", "Our project uses MySQL for storage."),  # other values
     ("The team meeting is on Tuesday at 3pm.", "The team meeting is on Thursday at 3pm."),
+    ("My mom visits us every Christmas.", "We visit my mom every Christmas."),  # who visits whom
 ]
 
 
@@ -226,6 +227,7 @@ def test_when_the_model_fails_only_what_the_rules_join_is_consolidated(tmp_path:
         ("我不吃猪肉。", "我老婆不吃猪肉。"),  # 0.985 with e5: a relative's fact, not the speaker's
         ("我喜欢吃甜豆腐脑。", "我喜欢吃咸豆腐脑。"),  # 0.99: one character replaced
         ("I drink green tea in the evening.", "I drink black tea in the evening."),
+        ("My mom visits us every Christmas.", "We visit my mom every Christmas."),  # the same words, roles swapped
     ],
 )
 def test_a_relatives_fact_or_a_replaced_word_is_no_repeat(
@@ -238,10 +240,55 @@ def test_a_relatives_fact_or_a_replaced_word_is_no_repeat(
     assert engine.consolidate("u").created == []
 
 
-def test_a_repeat_with_other_fillers_still_merges(default_engine: tuple[MemoryEngine, ManualClock]) -> None:
+@pytest.mark.parametrize(
+    "said",
+    [
+        ["I take my coffee black.", "As I said, I take my coffee black!"],
+        ["My brother and I go fishing every Sunday.", "Me and my brother go fishing every Sunday."],  # a list
+    ],
+)
+def test_a_repeat_with_other_fillers_still_merges(
+    default_engine: tuple[MemoryEngine, ManualClock], said: list[str]
+) -> None:
     engine, clock = default_engine
-    ids = _say(engine, clock, "u", ["I take my coffee black.", "As I said, I take my coffee black!"])
+    ids = _say(engine, clock, "u", said)
     assert len(set(ids)) == 1 and len(engine.list(namespace="u")) == 1
+
+
+@pytest.mark.parametrize(
+    ("first", "second"),
+    [
+        # the same values and characters, another thing gone
+        ("我之前用 MySQL，现在换成了 MongoDB。", "我之前用 MongoDB，现在换成了 MySQL。"),
+        ("I switched from Vim to Emacs.", "I switched from Emacs to Vim."),
+    ],
+)
+def test_a_change_back_the_other_way_is_kept_as_the_later_fact(
+    default_engine: tuple[MemoryEngine, ManualClock], first: str, second: str
+) -> None:
+    engine, clock = default_engine
+    ids = _say(engine, clock, "u", [first, second])
+    assert len(set(ids)) == 2  # never merged into the earlier
+    assert second in [r.content for r in engine.list(namespace="u")]  # current, the earlier history or kept beside it
+    assert sorted(r.content for r in engine.list(namespace="u", include_history=True)) == sorted([first, second])
+    assert engine.consolidate("u").created == []
+
+
+def test_opposite_changes_need_another_thing_gone_on_each_side() -> None:
+    assert opposite_changes("我之前用 MySQL，现在换成了 MongoDB。", "我之前用 MongoDB，现在换成了 MySQL。")
+    assert opposite_changes("We moved CI from Jenkins to Travis.", "We moved CI from Travis to Jenkins.")
+    assert opposite_changes("我们把 Jenkins 换成了 GitHub Actions。", "我们把 GitHub Actions 换成了 Jenkins。")
+    assert not opposite_changes("I live in Paris and Lyon.", "I live in Lyon and Paris.")  # a list: nothing gone
+    assert not opposite_changes(  # the same thing gone, said with more words around it
+        "I drink tea instead of coffee every morning.", "Every morning I drink tea instead of coffee."
+    )
+
+
+def test_who_does_what_to_whom_turned_round_is_another_fact() -> None:
+    assert swaps_roles("My mom visits us every Christmas.", "We visit my mom every Christmas.")
+    assert swaps_roles("He called me.", "I called him.")
+    assert not swaps_roles("My brother and I go fishing.", "Me and my brother go fishing.")  # a list, any order
+    assert not swaps_roles("Remind me to call mom on Sundays.", "I call mom on Sundays.")  # mom is called in both
 
 
 def test_substituted_reads_a_replaced_word_not_an_added_one() -> None:

@@ -18,7 +18,14 @@ therefore only nominates. Two memories state one fact when, as well:
   or people's relatives (``subjects.different_subjects``);
 * their slots (``slots.detect_slot``) agree when both have one, and their entities overlap
   when both have some;
-* they speak of the same people: the same pronouns among I / we / he-she-they;
+* they do not say opposite changes: "我之前用 MySQL，现在换成了 MongoDB" and "我之前用
+  MongoDB，现在换成了 MySQL" carry the same values and characters, but what each says is gone
+  (``retired.retired_spans``: "from A to", "instead of A", 把 A 换成, 之前用 A，现在) is
+  another thing (``opposite_changes``); a list ("Paris and Lyon") says nothing gone, in any order;
+* they speak of the same people: the same pronouns among I / we / he-she-they, and the same
+  people do what is said to the same people: "We visit my mom every Christmas" has the
+  mother visited, "My mom visits us every Christmas" has her visit (``swaps_roles``: the same
+  people named in another order, a pronoun turned from doer to receiver);
 * one says everything the other says, and at most as much again: the content words of one are
   all among the other's (after dropping fillers such as "please", "as I said", and reading
   like / love / prefer as one word). A word of one *replaced* by another ("window" → "aisle",
@@ -41,6 +48,7 @@ from functools import cached_property, lru_cache
 
 from ..model.records import Kind, MemoryRecord, Tier
 from .keys import negations, normalised, polarity, topic_words
+from .retired import retired_spans
 from .rules import clear_with_packs, every, for_text
 from .speakers import without_speaker
 from .subjects import different_subjects
@@ -132,15 +140,28 @@ class Comparison:
         """``b`` says ``a`` turned around (``reverses``)."""
         return _turned_round(self.flipped, self.a.content, self.b.content)
 
+    @cached_property
+    def swapped_roles(self) -> bool:
+        """Who does what to whom is turned round: "My mom visits us" / "We visit my mom" (``swaps_roles``)."""
+        return swaps_roles(self.a.content, self.b.content)
+
+    @cached_property
+    def opposite_changes(self) -> bool:
+        """Each says another thing is gone: "from MySQL to MongoDB" / "from MongoDB to MySQL" (``opposite_changes``)."""
+        return opposite_changes(self.a.content, self.b.content)
+
     @property
     def same_setting(self) -> bool:
-        """Everything but the wording and the negations agrees: comparable, slots, entities, values, subjects."""
+        """Everything but the wording and the negations agrees: comparable, slots, entities, values, subjects,
+        roles and what is said to be gone."""
         return (
             self.comparable
             and not self.different_slots
             and not self.disjoint_entities
             and self.same_values
             and not self.different_subjects
+            and not self.swapped_roles
+            and not self.opposite_changes
         )
 
     @property
@@ -193,6 +214,72 @@ def _reading(text: str) -> tuple[frozenset[str], frozenset[str], frozenset[str]]
         if raw[:1].isupper() and word not in verbs:
             named.add(stemmed)
     return frozenset(words), frozenset(named), frozenset(people)
+
+
+@lru_cache(maxsize=8192)
+def _roles(text: str) -> tuple[tuple[str, ...], frozenset[tuple[str, bool]], bool]:
+    """(the people named, in order; (group, does it) for each pronoun of a case; whether two are joined as a list).
+
+    People are the pronoun groups (``_PEOPLE``) and relatives ("mom"); a pronoun of the packs'
+    ``pronouns_doer`` does what is said, one of ``pronouns_receiver`` has it done to them
+    (possessives, "my mom", are neither).
+    """
+    rules = for_text(text)
+    doers, receivers = rules.words("pronouns_doer"), rules.words("pronouns_receiver")
+    relatives, joins_list, fillers = rules.words("relatives"), rules.words("list_joins"), rules.words("fillers")
+    groups = [(group, rules.words(f"pronouns_{group}")) for group in _PEOPLE]
+    token = every().pattern("text.token")
+    assert token is not None  # common's
+    named: list[str] = []
+    cases: set[tuple[str, bool]] = set()
+    listed = False
+    between: list[str] = []  # the words since the last person named
+    for match in token.finditer(text):
+        word = match.group(0).lower().replace("’", "'").split("'")[0]
+        if word in doers or word in receivers:
+            person = next(group for group, pronouns in groups if word in pronouns)
+            cases.add((person, word in doers))
+        elif word in relatives:
+            person = stem(word)
+        else:
+            between.append(word)
+            continue
+        if named and between and all(w in joins_list or w in fillers for w in between):
+            listed = listed or any(w in joins_list for w in between)
+        named.append(person)
+        between = []
+    return tuple(dict.fromkeys(named)), frozenset(cases), listed
+
+
+def swaps_roles(a: str, b: str) -> bool:
+    """Whether who does what to whom is turned round: the same people, one doing what the other had done to them.
+
+    "My mom visits us every Christmas." / "We visit my mom every Christmas.": the same people
+    in another order, and a pronoun that received (us) now does (we). Content words and people
+    cannot tell: both are {mom, visit, christmas} with my and we. A list is said in any order
+    ("My brother and I" / "Me and my brother"), and a pronoun's case alone is no swap ("Remind
+    me to call mom" / "I call mom": mom is called in both).
+    """
+    named_a, cases_a, listed_a = _roles(a)
+    named_b, cases_b, listed_b = _roles(b)
+    if listed_a or listed_b or cases_a == cases_b or len(named_a) < 2:
+        return False
+    return set(named_a) == set(named_b) and named_a != named_b
+
+
+def opposite_changes(a: str, b: str) -> bool:
+    """Whether both say something is gone, and not the same thing: a change one way and the other.
+
+    "I switched from Vim to Emacs." / "I switched from Emacs to Vim."; 我之前用 MySQL，现在换成了
+    MongoDB / 我之前用 MongoDB，现在换成了 MySQL. The words of what each says is gone
+    (``retired.retired_spans``) share none; a restatement says the same thing gone, or none.
+    """
+    gone_a, gone_b = _gone(a), _gone(b)
+    return bool(gone_a and gone_b and gone_a.isdisjoint(gone_b))
+
+
+def _gone(text: str) -> frozenset[str]:
+    return frozenset(word for span in retired_spans(text) for word in content_words(span))
 
 
 def content_words(text: str) -> frozenset[str]:
@@ -316,7 +403,7 @@ def joins(members: Sequence[MemoryRecord], record: MemoryRecord) -> bool:
     return all(same_frame(m, record) for m in members) and says_the_same(core(members).content, record.content)
 
 
-clear_with_packs(_reading)
+clear_with_packs(_reading, _roles)
 
 
 __all__ = [
@@ -329,6 +416,7 @@ __all__ = [
     "meaning_terms",
     "names_a_relative_new",
     "names_someone_new",
+    "opposite_changes",
     "people_of",
     "reversals",
     "reverses",
@@ -338,4 +426,5 @@ __all__ = [
     "share_a_topic",
     "stem",
     "substituted",
+    "swaps_roles",
 ]

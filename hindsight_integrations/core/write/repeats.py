@@ -26,7 +26,9 @@ def is_repeat(existing: MemoryRecord, new: MemoryRecord, similarity: float, thre
 
     The same meaning also needs the same negations and qualifiers ("I am allergic" and "I am no
     longer allergic" are 0.94 apart), the same people (我老婆不吃猪肉 is not 我不吃猪肉, 0.985 with
-    e5) and no word replaced ("before work" / "after work", 0.985 with MiniLM; 甜 / 咸豆腐脑, 0.99
+    e5), each doing what it did to the same people ("My mom visits us" is not "We visit my mom"),
+    no change the other way (之前用 MySQL，现在换成了 MongoDB / 之前用 MongoDB，现在换成了 MySQL)
+    and no word replaced ("before work" / "after work", 0.985 with MiniLM; 甜 / 咸豆腐脑, 0.99
     with e5); memories of different slots are never repeats.
     """
     same = compare(existing, new)
@@ -39,6 +41,8 @@ def is_repeat(existing: MemoryRecord, new: MemoryRecord, similarity: float, thre
         and same.same_polarity
         and same.same_values
         and not same.different_subjects
+        and not same.swapped_roles
+        and not same.opposite_changes
         and not names_someone_new(existing.content, new.content)
         and not substituted(existing.content, new.content)
     )
