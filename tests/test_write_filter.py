@@ -104,6 +104,10 @@ TOOL_ERRORS = [
     "requests.exceptions.ConnectionError: HTTPSConnectionPool(host='api', port=443)",
     "Failed to fetch https://example.com: timed out",
     "bash: kamal: command not found",
+    "HTTP/1.1 500 Internal Server Error",
+    "Not Found: /favicon.ico",
+    "503 Service Unavailable",
+    "Bad Gateway",
 ]
 
 
@@ -130,6 +134,8 @@ def test_tool_errors_are_turns_only(text: str) -> None:
 
 def test_tool_results_describing_state_are_kept_and_lookups_dropped() -> None:
     assert assess("Config saved: max_connections=200, port 5432", Role.TOOL).remember
+    assert assess("Forbidden City tour booked for Monday, 2 tickets", Role.TOOL).remember  # a word, not a status
+    assert assess("HTTP/1.1 200 OK: order 88-1207 created", Role.TOOL).remember
     assert not assess("The weather in Paris is 18°C and sunny", Role.TOOL).remember
 
 
