@@ -229,6 +229,8 @@ FILTER_BOUNDS = [
     ({"metadata": many_keys(10_000)}, "filters.metadata", f"the limit is {MAX_METADATA_KEYS}"),
     ({"metadata": many_keys(1_000)}, "filters.metadata", f"the limit is {MAX_METADATA_KEYS}"),
     ({"metadata": {"blob": "x" * 20_000}}, "filters", "HINDSIGHT_MAX_FILTER_BYTES"),
+    ({"metadata": {"key": {"$in": [str(n) for n in range(3000)]}}}, "filters", "HINDSIGHT_MAX_FILTER_BYTES"),
+    ({"metadata": {"key": {"$in": ["x"] * 1025}}}, "filters", "the limit is 1024"),
     ({"session_id": "s" * 1000}, "filters.session_id", "HINDSIGHT_MAX_ID_CHARS"),
     ({"agent_id": "a" * 1000}, "filters.agent_id", "HINDSIGHT_MAX_ID_CHARS"),
     ({"metadata": {"score": math.nan}}, "filters.metadata", "finite"),
