@@ -12,6 +12,10 @@ KEPT = [
     ("I am allergic to peanuts.", Kind.PREFERENCE),
     ("I use vim keybindings", Kind.PREFERENCE),
     ("Use tabs not spaces", Kind.PREFERENCE),
+    # An instruction for whenever the assistant does something of the user's (as zh's 帮我…的时候…).
+    ("When you review my code, point out performance problems first.", Kind.PREFERENCE),
+    ("Whenever you write SQL, use uppercase keywords.", Kind.PREFERENCE),
+    ("When you go to the store, grab some milk.", Kind.FACT),  # an errand, said once
     ("We chose option B", Kind.CONTEXT),
     ("I drink oat milk", Kind.PREFERENCE),
     ("I deploy with Kamal", Kind.PREFERENCE),
