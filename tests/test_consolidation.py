@@ -160,6 +160,30 @@ def test_an_episode_said_in_several_sessions_becomes_semantic(timed: MemoryEngin
     assert len(semantic.source.message_ids) == 3
 
 
+def test_an_import_whose_merged_repeats_carry_no_usable_source_is_consolidated_and_forgotten(
+    timed: MemoryEngine, clock: ManualClock
+) -> None:
+    """``sources`` come back from an import as the file has them: a repeat's ``source`` that is not the
+    write path's object failed every ``consolidate`` of the namespace (``'str' object has no attribute 'get'``)."""
+    _sessions(
+        timed,
+        clock,
+        ["Our project uses PostgreSQL 15 for storage."],
+        ["For storage our project uses PostgreSQL 15 in production."],
+        ["In production, our project uses PostgreSQL 15 for storage and backups."],
+    )
+    exported = timed.export(namespace=NS)
+    (episode,) = [r for r in exported["records"] if r["tier"] == Tier.EPISODIC.value]
+    episode["sources"][0]["source"] = "hand-edited"
+    episode["sources"][1]["source"] = {"message_ids": "not a list"}
+    timed.import_data(exported, namespace="imported")
+    (fact,) = timed.consolidate("imported").created
+    semantic = timed.get(str(fact.id), namespace="imported")
+    assert semantic.source.message_ids == episode["source"]["message_ids"]  # the turns the file names
+    timed.forget(episode["id"], namespace="imported")
+    assert timed.get(episode["id"], namespace="imported").status is Status.DELETED
+
+
 def test_the_window_counts_from_the_latest_repeat(timed: MemoryEngine, clock: ManualClock) -> None:
     # Said in week 0, word for word again in week 4 (merged at write), restated in week 8: the
     # cluster's latest statement is week 4's, 28 days before the restatement, within the window.

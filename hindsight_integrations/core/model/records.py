@@ -194,6 +194,17 @@ def merged_inputs(sources: list[Any]) -> Iterator[dict[str, Any]]:
             yield from merged_inputs(entry.get("sources") or [])
 
 
+def merged_turn_ids(entry: dict[str, Any]) -> list[str]:
+    """The turns one merged input was made from (its ``source.message_ids``).
+
+    None from an entry whose ``source`` is not as the write path makes it: ``sources`` come
+    back from an import as they were written in the file, and upkeep reads them on every round.
+    """
+    source = entry.get("source")
+    turns = source.get("message_ids") if isinstance(source, dict) else None
+    return [str(turn) for turn in turns] if isinstance(turns, list) else []
+
+
 class Source(BaseModel):
     """Provenance: where a memory came from, so a summary can be traced to its turns."""
 

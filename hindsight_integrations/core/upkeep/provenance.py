@@ -11,7 +11,7 @@ from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import Any
 
-from ..model.records import MemoryRecord
+from ..model.records import MemoryRecord, merged_turn_ids
 from .distillation import statements
 from .merging import CONSOLIDATION_ORIGIN
 
@@ -41,7 +41,7 @@ def turn_ids(records: Iterable[MemoryRecord]) -> list[str]:
         while stack:
             entry = stack.pop(0)
             if isinstance(entry, dict):
-                out.update(dict.fromkeys((entry.get("source") or {}).get("message_ids") or []))
+                out.update(dict.fromkeys(merged_turn_ids(entry)))
                 stack.extend(entry.get("sources") or [])
     return list(out)
 

@@ -22,7 +22,7 @@ from datetime import datetime
 
 from ..errors import LLMError
 from ..language.text import sentences
-from ..model.records import Kind, MemoryRecord, Role, Source, Status, Tier
+from ..model.records import Kind, MemoryRecord, Role, Source, Status, Tier, merged_turn_ids
 from ..model.results import CompressionResult
 from ..parts import EngineParts
 from ..redaction import describe_error
@@ -204,7 +204,7 @@ def remembered_turns(records: Sequence[MemoryRecord]) -> set[str]:
         if memory.tier in (Tier.EPISODIC, Tier.SEMANTIC) and memory.kind is not Kind.SUMMARY:
             turns.update(memory.source.message_ids)
             for merged in memory.sources:
-                turns.update((merged.get("source") or {}).get("message_ids") or [])
+                turns.update(merged_turn_ids(merged))
     return turns
 
 
