@@ -43,6 +43,7 @@ from ..parts import EngineParts
 from ..storage.cold import COLD_VECTOR_KEYS, ColdStorage, archived_row
 from ..storage.namespace_store import NamespaceStore
 from ..storage.session_windows import context_line
+from ..upkeep.provenance import turn_ids
 from .conversation import NEIGHBOUR_CHARS
 from .forgotten_copies import ConsolidatedMembers, absorbed_originals, summaries_without
 
@@ -191,7 +192,7 @@ def _turns_saying(
     says the text as its window line ("Ana: ...") or, for a memory stored without the speaker's
     name, as its bare words.
     """
-    made_from = {turn_id for r in forgotten for turn_id in _turn_ids(r)}
+    made_from = set(turn_ids(forgotten))
     gone = {r.id for r in forgotten}
     found = []
     for turn in stored:
@@ -202,16 +203,6 @@ def _turns_saying(
         if says_it and not any(_held(form, kept) for form in line):
             found.append(turn)
     return found
-
-
-def _turn_ids(record: MemoryRecord) -> set[str]:
-    """The turns ``record`` was made from, and those its merged repeats were (their ``source.message_ids``)."""
-    ids = set(record.source.message_ids)
-    for entry in merged_inputs(record.sources):
-        source = entry.get("source")
-        if isinstance(source, dict) and isinstance(turns := source.get("message_ids"), list):
-            ids.update(str(turn_id) for turn_id in turns)
-    return ids
 
 
 def _held(form: str, kept: set[str]) -> bool:
