@@ -154,7 +154,8 @@ def _read_with_year(parsers: Sequence[DateDataParser], said: str, rules: Rules, 
     undated = rules.pattern("recall.undated_day")
     if form is None or undated is None or not undated.search(said):
         return None
-    for year in range(anchor.year, anchor.year - 5, -1):
+    leap = next(y for y in range(anchor.year - 2, anchor.year - 6, -1) if calendar.isleap(y))
+    for year in (anchor.year, anchor.year - 1, leap):  # a day of every year is in one of the first two
         for parser in parsers:
             frame = _read(parser, form.format(year=year, date=said), anchor)
             if frame is not None and frame.start <= anchor:
