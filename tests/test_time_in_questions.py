@@ -202,6 +202,14 @@ def test_a_query_of_many_dates_has_each_read_once_and_at_most_so_many(monkeypatc
     assert len(said) == MOST_DATES == len(frames)
     assert frames[0] == ("day", "2023-05-01", "2023-05-02")
     assert searched == []
+    said.clear()
+    impossible = [f"{month}月{day}日" for month, day in ((2, 30), (2, 31), (4, 31), (6, 31), (9, 31), (11, 31))]
+    assert _frames(" ".join([*impossible, *impossible, "2月29日", "5月1号", "5月2号"])) == [
+        ("day", "2020-02-29", "2020-03-01"),  # the last leap day before the anchor, 2023-08-28
+        ("day", "2023-05-01", "2023-05-02"),  # 5月2号 is a ninth date: not read
+    ]
+    # each read alone, then at most three times with a year added (the anchor's, the one before, a leap year)
+    assert len({text.split("年")[-1] for text in said}) == MOST_DATES and len(said) <= 4 * MOST_DATES
 
 
 def test_the_whole_question_is_searched_without_the_dates_already_read(monkeypatch: pytest.MonkeyPatch) -> None:
