@@ -198,3 +198,35 @@ def test_a_forgotten_compressed_turn_leaves_its_summary_and_one_left_with_nothin
     engine.forget(quiet.id, namespace=NS)
 
     assert _stored(handle, second.id)[0]["status"] == "deleted"
+
+
+def _quiet_secret_then_remembered(engine: MemoryEngine, session: str) -> tuple[str, list[str], MemoryRecord]:
+    """A turn saying ``SECRET`` kept in the window only, then remembered ones, compressed: its id, group, summary."""
+    quiet = engine.record_turn(SECRET, session_id=session, namespace=NS, extract=False, compress=False).turn
+    for text in (LISBON, "I work as a nurse at the city hospital on weekdays.", "Sounds good."):
+        engine.record_turn(text, session_id=session, namespace=NS, compress=False)
+    result = engine.compress(session_id=session, namespace=NS, threshold_tokens=1)
+    assert result is not None and len(result.summaries) == 1 and len(result.archived_ids) > 1
+    return quiet.id, result.archived_ids, result.summaries[0]
+
+
+def test_the_compressed_turns_that_stay_are_not_linked_to_a_summary_that_was_forgotten(engine: MemoryEngine) -> None:
+    """Forgotten with nothing left to tell, or by the user: the turns that stay are archived without a summary."""
+    quiet, group, summary = _quiet_secret_then_remembered(engine, "s1")
+    handle = engine.chroma.namespace(NS)
+
+    engine.forget(quiet, namespace=NS)
+
+    assert _stored(handle, summary.id)[0]["status"] == "deleted"
+    stayed = [turn for turn in group if turn != quiet]
+    for turn in stayed:
+        record = engine.get(turn, namespace=NS)
+        assert record.status is Status.ARCHIVED and "summary_id" not in record.metadata
+
+    _, group, summary = _quiet_secret_then_remembered(engine, "s2")
+
+    engine.forget(summary.id, namespace=NS)
+
+    kept = [engine.get(turn, namespace=NS) for turn in group]
+    assert [t.status for t in kept].count(Status.ARCHIVED) >= 1  # a remembered turn: its memory says it still
+    assert all("summary_id" not in t.metadata for t in kept if t.status is not Status.DELETED)

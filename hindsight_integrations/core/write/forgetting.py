@@ -44,6 +44,7 @@ from ..storage.cold import COLD_VECTOR_KEYS, ColdStorage, archived_row
 from ..storage.namespace_store import NamespaceStore
 from ..storage.session_windows import context_line
 from ..upkeep.provenance import turn_ids
+from ..working.compression import SUMMARY_ID_KEY
 from .conversation import NEIGHBOUR_CHARS
 from .forgotten_copies import ConsolidatedMembers, absorbed_originals, summaries_without
 
@@ -153,8 +154,12 @@ class ForgottenText:
             handle.rewrite(retold, *self._parts.embed_records(retold))
         if untold:
             handle.rewrite(untold)
+        gone_summaries = {r.id for r in [*forgotten, *untold] if r.kind is Kind.SUMMARY}
+        unlinked = _unlinked(stored, gone_summaries, removed, now)
+        if unlinked:
+            handle.rewrite(unlinked)
         self._leave_cold(handle.name, sessions, forms, now)
-        return [*dropped, *changed, *retold, *untold]
+        return [*dropped, *changed, *retold, *untold, *unlinked]
 
     @staticmethod
     def _said_in(handle: NamespaceStore, sessions: set[str]) -> list[MemoryRecord]:
@@ -203,6 +208,27 @@ def _turns_saying(
         if says_it and not any(_held(form, kept) for form in line):
             found.append(turn)
     return found
+
+
+def _unlinked(
+    stored: Sequence[MemoryRecord], summaries: set[str], removed: set[str], now: datetime
+) -> list[MemoryRecord]:
+    """The compressed turns that stay, no longer linked (``metadata.summary_id``) to a summary now forgotten.
+
+    A summary is forgotten by the user, or when the turns left tell nothing worth one: its turns
+    are then archived without a summary, as compression archives a group it makes none of, and the
+    viewer no longer points from them to a summary that was forgotten.
+    """
+    return [
+        turn.model_copy(
+            update={"metadata": {k: v for k, v in turn.metadata.items() if k != SUMMARY_ID_KEY}, "updated_at": now}
+        )
+        for turn in stored
+        if turn.tier is Tier.WORKING
+        and turn.status is not Status.DELETED
+        and turn.id not in removed
+        and turn.metadata.get(SUMMARY_ID_KEY) in summaries
+    ]
 
 
 def _held(form: str, kept: set[str]) -> bool:
