@@ -40,12 +40,13 @@ from typing import Any
 
 from ..model.records import Kind, MemoryRecord, Status, Tier, merged_inputs
 from ..parts import EngineParts
-from ..storage.cold import COLD_VECTOR_KEYS, ColdStorage, archived_row
+from ..storage.cold import ColdStorage
 from ..storage.namespace_store import NamespaceStore
 from ..storage.session_windows import context_line
 from ..upkeep.provenance import turn_ids
 from ..working.compression import SUMMARY_ID_KEY
 from .conversation import NEIGHBOUR_CHARS
+from .forgotten_archive import ArchivedCopies
 from .forgotten_copies import ConsolidatedMembers, absorbed_originals, summaries_without
 
 _TOLD = frozenset({Status.ACTIVE, Status.ARCHIVED})  # a turn live in the window, or compressed into a summary
@@ -112,8 +113,8 @@ class ForgottenText:
 
     def __init__(self, parts: EngineParts, cold: ColdStorage | None = None) -> None:
         self._parts = parts
-        self._cold = cold
-        self._members = ConsolidatedMembers(parts)
+        self._archive = ArchivedCopies(parts, cold)
+        self._members = ConsolidatedMembers(parts, self._archive)
 
     def leave_contexts(self, handle: NamespaceStore, forgotten: Sequence[MemoryRecord]) -> list[MemoryRecord]:
         """Forget the live turns holding ``forgotten``'s text; rewrite the records (and cold rows) whose context does.
@@ -149,11 +150,14 @@ class ForgottenText:
         if dropped or changed:
             handle.rewrite([*dropped, *changed], None, self._parts.embed_context(changed))
         removed = {t.id for t in dropped} | {r.id for r in forgotten if r.tier is Tier.WORKING}
-        retold, untold = summaries_without(stored, removed, now)
-        if retold:
-            handle.rewrite(retold, *self._parts.embed_records(retold))
-        if untold:
-            handle.rewrite(untold)
+        archived = self._archive.summaries_telling(handle.name, removed)
+        retold, untold = summaries_without([*stored, *archived], removed, now)
+        in_cold = {summary.id for summary in archived}
+        self._archive.rewrite(handle.name, [s for s in retold if s.id in in_cold], retold=True)
+        self._archive.forget(handle, [s for s in untold if s.id in in_cold])
+        if live_retold := [s for s in retold if s.id not in in_cold]:
+            handle.rewrite(live_retold, *self._parts.embed_records(live_retold))
+        handle.rewrite([s for s in untold if s.id not in in_cold])
         gone_summaries = {r.id for r in [*forgotten, *untold] if r.kind is Kind.SUMMARY}
         unlinked = _unlinked(stored, gone_summaries, removed, now)
         if unlinked:
@@ -176,16 +180,14 @@ class ForgottenText:
         return [*stored, *(record for record, _ in handle.get(elsewhere))]
 
     def _leave_cold(self, namespace: str, sessions: set[str], forms: set[str], now: datetime) -> None:
-        if self._cold is None or not self._cold.mentions(namespace, forms):
-            return
-        rows = []
-        for row in self._cold.rows(namespace):
-            merged = (entry.get("session_id") for entry in merged_inputs(row.get("sources") or []))
-            if row.get("session_id") in sessions or not sessions.isdisjoint(merged):
-                record = MemoryRecord.model_validate({k: v for k, v in row.items() if k not in COLD_VECTOR_KEYS})
-                if (changed := _without(record, forms, now)) is not None:
-                    rows.append(archived_row(changed, row.get("embedding"), None))
-        self._cold.put(namespace, rows)
+        """The archived records of ``sessions`` (or holding a repeat said in one) whose contexts hold ``forms``."""
+        changed = []
+        for record in self._archive.saying(namespace, forms):
+            merged = (entry.get("session_id") for entry in merged_inputs(record.sources))
+            said_here = record.session_id in sessions or not sessions.isdisjoint(merged)
+            if said_here and (cleaned := _without(record, forms, now)) is not None:
+                changed.append(cleaned)
+        self._archive.rewrite(namespace, changed)
 
 
 def _turns_saying(

@@ -22,11 +22,14 @@ the namespace:
   ones too): it is made again of its other turns as compression makes it without a model
   (``compression.told_turns``, ``extractive_text``: a model's summary may carry the forgotten
   words), and forgotten when they tell nothing worth a summary.
+
+A member or a summary upkeep has archived since is changed in cold storage as in Chroma
+(``forgotten_archive.py``): ``restore`` brings back what the archive holds.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -43,6 +46,7 @@ from ..upkeep.distillation import dominant_kind, extractive, statements
 from ..upkeep.habits import days_done, habit_text
 from ..upkeep.provenance import occasions
 from ..working.compression import extractive_text, remembered_turns, told_turns
+from .forgotten_archive import ArchivedCopies
 
 
 def absorbed_originals(handle: NamespaceStore, forgotten: Sequence[MemoryRecord], now: datetime) -> list[MemoryRecord]:
@@ -106,8 +110,10 @@ def summaries_without(
 class ConsolidatedMembers:
     """Rebuilds (or forgets) the consolidated memories forgotten records were members of; see the module docstring."""
 
-    def __init__(self, parts: EngineParts) -> None:
+    def __init__(self, parts: EngineParts, archive: ArchivedCopies) -> None:
+        """``archive``: the members upkeep archived since consolidation are freed in cold storage too."""
         self._parts = parts
+        self._archive = archive
 
     def leave(self, handle: NamespaceStore, forgotten: Sequence[MemoryRecord], now: datetime) -> list[MemoryRecord]:
         """Write each consolidated memory without ``forgotten``; the records rewritten. The caller holds the lock."""
@@ -125,20 +131,16 @@ class ConsolidatedMembers:
                 handle.rewrite([rebuilt], *self._parts.embed_records([rebuilt]))
                 changed.append(rebuilt)
                 continue
-            freed = [
-                member.model_copy(
-                    update={
-                        "consolidated_into": None,
-                        "importance": min(1.0, round(member.importance / SOURCE_IMPORTANCE_FACTOR, 4)),
-                        "updated_at": now,
-                    }
-                )
-                for member in live.values()
-                if member.consolidated_into == semantic.id
-            ]
+            freed = _freed(live.values(), semantic.id, now)
+            archived = _freed(
+                self._archive.named(handle.name, [str(e.get("id")) for e in left if e.get("id") not in live]),
+                semantic.id,
+                now,
+            )
             dropped = semantic.model_copy(update={"status": Status.DELETED, "updated_at": now})
             handle.rewrite([dropped, *freed])
-            changed.extend([dropped, *freed])
+            self._archive.rewrite(handle.name, archived)
+            changed.extend([dropped, *freed, *archived])
         return changed
 
     def _still_made(self, semantic: MemoryRecord, members: Sequence[tuple[MemoryRecord, dict[str, Any]]]) -> bool:
@@ -192,6 +194,21 @@ class ConsolidatedMembers:
         missing = [record.content for record in records if record.id not in stored]
         embedded = iter(self._parts.embed(missing)) if missing else iter(())
         return unit_rows([stored[r.id] if r.id in stored else next(embedded) for r in records])
+
+
+def _freed(members: Iterable[MemoryRecord], semantic_id: str, now: datetime) -> list[MemoryRecord]:
+    """The members of ``semantic_id`` unlinked, at the importance they had before consolidation halved it."""
+    return [
+        member.model_copy(
+            update={
+                "consolidated_into": None,
+                "importance": min(1.0, round(member.importance / SOURCE_IMPORTANCE_FACTOR, 4)),
+                "updated_at": now,
+            }
+        )
+        for member in members
+        if member.consolidated_into == semantic_id
+    ]
 
 
 def _said(semantic: MemoryRecord, entry: dict[str, Any]) -> MemoryRecord:
