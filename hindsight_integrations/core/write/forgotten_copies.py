@@ -77,19 +77,23 @@ def absorbed_originals(handle: NamespaceStore, forgotten: Sequence[MemoryRecord]
 
 
 def summaries_without(
-    stored: Sequence[MemoryRecord], removed: set[str], now: datetime
+    stored: Sequence[MemoryRecord], removed: set[str], now: datetime, shortened: Sequence[MemoryRecord] = ()
 ) -> tuple[list[MemoryRecord], list[MemoryRecord]]:
     """The summaries among ``stored`` (a session's records) told again without ``removed`` turns; those forgotten.
+
+    ``shortened``: turns that lost a forgotten text said inside them; a summary that told one tells
+    what is left of it.
 
     Only a summary that told one of them: a turn a long-term memory was made from is left out of
     its summary (``compression.told_turns``), so forgetting that memory and its turn leaves the
     summary as it is.
     """
     remembered = remembered_turns(stored)
-    told = removed - remembered
+    told = (removed | {turn.id for turn in shortened}) - remembered
     turns = {
         r.id: r for r in stored if r.tier is Tier.WORKING and r.status is not Status.DELETED and r.id not in removed
     }
+    turns.update((turn.id, turn) for turn in shortened)
     rebuilt: list[MemoryRecord] = []
     dropped: list[MemoryRecord] = []
     for summary in stored:
