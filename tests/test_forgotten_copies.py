@@ -305,3 +305,33 @@ def test_an_archived_summary_left_nothing_to_tell_is_forgotten_out_of_cold_stora
     assert summary.id not in _cold_rows(timed)  # ``restore`` cannot bring it back
     assert _stored(timed.chroma.namespace(NS), summary.id)[0]["status"] == "deleted"  # a soft delete, as in Chroma
     assert all("summary_id" not in timed.get(t, namespace=NS).metadata for t in group if t != quiet)
+
+
+def test_forgetting_a_consolidated_memory_forgets_the_members_that_say_its_fact(
+    timed: MemoryEngine, clock: ManualClock
+) -> None:
+    """Left, they were recalled as the fact forgotten (in its very words); unlinked, upkeep would distil it again."""
+    ids = []
+    for n, text in enumerate(WIFI):
+        said = [{"content": text, "session_id": f"s{n}", "importance": 0.9 if n == 0 else 0.4}]
+        ids.append(timed.store_memories(said, namespace=NS, dedup=False).stored[0].id)
+        clock.advance(days=1)
+    (fact,) = timed.consolidate(NS).created
+    members = timed.get(str(fact.id), namespace=NS).source.memory_ids
+    clock.advance(days=100)
+    archived = timed.maintain(namespace=NS).archived
+    assert archived and set(archived) < set(members)
+    merged = [i for i in ids if timed.get(i, namespace=NS).status is Status.SUPERSEDED]  # into a member, by upkeep
+    handle = timed.chroma.namespace(NS)
+
+    timed.forget(str(fact.id), namespace=NS)
+
+    assert all(_stored(handle, member)[0]["status"] == "deleted" for member in members)  # the archived ones too
+    assert not set(archived) & set(_cold_rows(timed))  # ``restore`` cannot bring one back
+    assert not {h.record.id for h in timed.recall("office wifi password", namespace=NS).hits} & set(members)
+    assert timed.consolidate(NS).created == []
+    assert all(timed.get(i, namespace=NS).status is Status.DELETED for i in merged)  # as a member's own history
+    others = [i for i in ids if i not in members and i not in merged]
+    assert others and all(timed.get(i, namespace=NS).status is Status.ACTIVE for i in others)  # not of the fact
+    timed.unforget(str(fact.id), namespace=NS)  # brings back the memory alone, as with merged originals
+    assert all(timed.get(member, namespace=NS).status is Status.DELETED for member in members)

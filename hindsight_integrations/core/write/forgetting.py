@@ -162,16 +162,19 @@ class ForgottenText:
 
         ``forgotten`` are already written as deleted; the caller holds ``handle.writing``, so no
         write of the session lands between the read and the rewrite. Returns the records rewritten:
-        what upkeep made of them (``forgotten_copies.py``: the originals merged into them, forgotten
-        too, and the consolidated memories they were members of), the turns forgotten, the records
+        what upkeep made of them (``forgotten_copies.py``: the members of a consolidated memory and
+        the originals merged into them, forgotten too, and the consolidated memories they were
+        members of), the turns forgotten, the records
         whose context changed, then the summaries told again without those turns or forgotten.
         """
         now = self._parts.clock.now()
-        absorbed = absorbed_originals(handle, forgotten, now)
+        members = self._members.forgotten_with(handle, forgotten, now)
+        absorbed = absorbed_originals(handle, [*forgotten, *members], now)
         if absorbed:
             handle.rewrite(absorbed)
         consolidated = self._members.leave(handle, forgotten, now)
-        return [*absorbed, *consolidated, *self._leave_contexts(handle, [*forgotten, *absorbed])]
+        gone = [*forgotten, *members, *absorbed]
+        return [*members, *absorbed, *consolidated, *self._leave_contexts(handle, gone)]
 
     def _leave_contexts(self, handle: NamespaceStore, forgotten: Sequence[MemoryRecord]) -> list[MemoryRecord]:
         sessions = said_in(forgotten)

@@ -17,6 +17,10 @@ the namespace:
   since a model's sentence may carry the forgotten words and a forget asks no model. Otherwise it
   is forgotten too, and the members that stay are memories of their own again: unlinked, at the
   importance they had before consolidation halved it, so the next run may consolidate them anew.
+* **the members of a consolidated memory forgotten** itself: they say its fact in their own
+  words, and it spoke for them in recall. Left active they were recalled as the fact forgotten;
+  left linked at half importance they were never consolidated again; unlinked, the next run would
+  distil the fact anew. So they are forgotten with it: the user forgot the fact, not one wording.
 * **the episodic summary of compressed turns** (``working/compression.py``) that told a turn
   forgotten with the memory (``forgetting.py`` forgets the turns saying its text, compressed
   ones too): it is made again of its other turns as compression makes it without a model
@@ -118,6 +122,39 @@ class ConsolidatedMembers:
         """``archive``: the members upkeep archived since consolidation are freed in cold storage too."""
         self._parts = parts
         self._archive = archive
+
+    def forgotten_with(
+        self, handle: NamespaceStore, forgotten: Sequence[MemoryRecord], now: datetime
+    ) -> list[MemoryRecord]:
+        """The members of the consolidated memories among ``forgotten``, forgotten with them; written, and returned.
+
+        A consolidated memory speaks for its members (recall returns it in their place), and they
+        say its fact in their own words: left, they were recalled as the fact forgotten, and left
+        linked at half importance they were never consolidated again. Unlinked, the next run would
+        distil the fact anew. So the user's forget reaches them, those archived since included.
+        """
+        semantic = {record.id for record in forgotten if record.source.members}
+        ids = sorted(
+            {
+                str(entry["id"])
+                for record in forgotten
+                if record.id in semantic
+                for entry in record.source.members
+                if isinstance(entry, dict) and entry.get("id")
+            }
+        )
+        if not ids:
+            return []
+        live = {record.id: record for record, _ in handle.get(ids)}
+        archived = [r for r in self._archive.named(handle.name, [i for i in ids if i not in live]) if r.id in ids]
+        members = [
+            record.model_copy(update={"status": Status.DELETED, "updated_at": now})
+            for record in [*live.values(), *archived]
+            if record.consolidated_into in semantic and record.status is not Status.DELETED
+        ]
+        handle.rewrite([m for m in members if m.id in live])
+        self._archive.forget(handle, [m for m in members if m.id not in live])
+        return members
 
     def leave(self, handle: NamespaceStore, forgotten: Sequence[MemoryRecord], now: datetime) -> list[MemoryRecord]:
         """Write each consolidated memory without ``forgotten``; the records rewritten. The caller holds the lock."""
