@@ -18,7 +18,7 @@ from hindsight_integrations.core.llm import LLMClient
 from hindsight_integrations.core.storage.cold import COLD_VECTOR_KEYS
 from hindsight_integrations.core.storage.indexing import framed_text
 from hindsight_integrations.core.storage.namespace_store import NamespaceStore
-from hindsight_integrations.core.write.forgetting import without_forms
+from hindsight_integrations.core.write.forgetting import without_forms, without_sentences
 
 from .openai_stub import OpenAIStub
 
@@ -261,3 +261,53 @@ def test_a_repeat_upkeep_merged_into_another_session_loses_the_forgotten_context
     assert not any(trace in _stored_text(handle, [kept.id, said_after.id]) for trace in TRACES)
     nested = timed.get(kept.id, namespace="u1").sources[0]["sources"][0]
     assert nested["context"] == host and nested["session_id"] == "s1"
+
+
+def test_a_forgotten_text_said_as_sentences_of_a_longer_line_leaves_it_and_the_rest_stays() -> None:
+    assert without_sentences(f"Quick note. {SECRET} Keep it safe.", {SECRET}) == "Quick note. Keep it safe."
+    assert without_sentences(f"Ana: Again: {SECRET} Bob: Ok.", {SECRET}) == "Ana: Again: Bob: Ok."
+    assert without_sentences("Note: my PIN is 4417. Bye.", {"my PIN is 4417"}) == "Note: Bye."  # its own full stop
+    assert without_sentences("好的。我的银行密码是4417。别告诉别人。", {"我的银行密码是4417。"}) == "好的。别告诉别人。"
+    said_inside = "I told him my PIN is 4417 twice."
+    assert without_sentences(said_inside, {"my PIN is 4417"}) == said_inside  # words of another sentence
+    assert without_sentences(f" {SECRET} ", {SECRET}) is None
+
+
+def test_a_turn_saying_a_forgotten_text_inside_a_longer_line_keeps_only_the_rest(engine: MemoryEngine) -> None:
+    """Live in the window or compressed, the turn said more than the text: the rest stays, the text goes everywhere."""
+    engine.record_turn("I moved to Lisbon last spring.", session_id="s1", namespace="u1", speaker="Ana")
+    live = engine.record_turn(
+        f"Quick note. {SECRET} Please keep it safe.", session_id="s1", namespace="u1", speaker="Ana", extract=False
+    ).turn
+    memory = engine.store(SECRET, namespace="u1", session_id="s1").stored[0]
+    said = engine.record_turn(SECRET, session_id="s2", namespace="u1", speaker="Bo")  # remembered as "Bo: ..."
+    compressed = engine.record_turn(
+        f"Again: {SECRET} Do not share it.", session_id="s2", namespace="u1", speaker="Bo", extract=False
+    ).turn
+    for text in ("What should I cook tonight?", "Sounds good."):
+        engine.record_turn(text, session_id="s2", namespace="u1", compress=False)
+    (summary,) = engine.compress(session_id="s2", namespace="u1", threshold_tokens=1).summaries
+    assert SECRET in summary.content
+    handle = engine.chroma.namespace("u1")
+
+    engine.forget(memory.id, namespace="u1")
+    engine.forget(said.stored.stored[0].id, namespace="u1")
+
+    assert engine.get(live.id, namespace="u1").content == "Quick note. Please keep it safe."
+    assert _stored_status(handle, live.id) == "active"
+    assert engine.get(compressed.id, namespace="u1").content == "Again: Do not share it."
+    window = [t.content for t in engine.working_window(session_id="s1", namespace="u1")]
+    assert window == ["I moved to Lisbon last spring.", "Quick note. Please keep it safe."]
+    assert not any(trace in _stored_text(handle, [live.id, compressed.id, summary.id]) for trace in TRACES)
+    after = engine.record_turn("I work as a nurse at the city hospital on weekdays.", session_id="s1", namespace="u1")
+    context = engine.get(after.stored.stored[0].id, namespace="u1").context
+    assert context == "Ana: I moved to Lisbon last spring. Ana: Quick note. Please keep it safe."
+    assert engine.recall("bank PIN maiden name Okonkwo", namespace="u1").hits == []
+
+
+def test_small_talk_forgotten_leaves_another_line_that_says_it_among_more(engine: MemoryEngine) -> None:
+    """A cleared "Yes." takes the turns saying just that; a longer line with a "Yes." of its own keeps it."""
+    engine.record_turn("Yes.", session_id="s1", namespace="u1", speaker="Ana", extract=False)
+    other = engine.record_turn("Yes. I moved to Lisbon last spring.", session_id="s2", namespace="u1", speaker="Ana")
+    engine.clear_working(session_id="s1", namespace="u1")
+    assert engine.get(other.turn.id, namespace="u1").content == "Yes. I moved to Lisbon last spring."

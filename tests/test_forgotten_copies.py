@@ -13,7 +13,7 @@ import json
 import numpy as np
 import pytest
 
-from hindsight_integrations import MemoryEngine, MemoryRecord, Status
+from hindsight_integrations import MemoryEngine, MemoryRecord, Status, Tier
 from hindsight_integrations.core.clock import ManualClock
 from hindsight_integrations.core.storage.namespace_store import NamespaceStore
 
@@ -198,3 +198,140 @@ def test_a_forgotten_compressed_turn_leaves_its_summary_and_one_left_with_nothin
     engine.forget(quiet.id, namespace=NS)
 
     assert _stored(handle, second.id)[0]["status"] == "deleted"
+
+
+def _quiet_secret_then_remembered(engine: MemoryEngine, session: str) -> tuple[str, list[str], MemoryRecord]:
+    """A turn saying ``SECRET`` kept in the window only, then remembered ones, compressed: its id, group, summary."""
+    quiet = engine.record_turn(SECRET, session_id=session, namespace=NS, extract=False, compress=False).turn
+    for text in (LISBON, "I work as a nurse at the city hospital on weekdays.", "Sounds good."):
+        engine.record_turn(text, session_id=session, namespace=NS, compress=False)
+    result = engine.compress(session_id=session, namespace=NS, threshold_tokens=1)
+    assert result is not None and len(result.summaries) == 1 and len(result.archived_ids) > 1
+    return quiet.id, result.archived_ids, result.summaries[0]
+
+
+def test_the_compressed_turns_that_stay_are_not_linked_to_a_summary_that_was_forgotten(engine: MemoryEngine) -> None:
+    """Forgotten with nothing left to tell, or by the user: the turns that stay are archived without a summary."""
+    quiet, group, summary = _quiet_secret_then_remembered(engine, "s1")
+    handle = engine.chroma.namespace(NS)
+
+    engine.forget(quiet, namespace=NS)
+
+    assert _stored(handle, summary.id)[0]["status"] == "deleted"
+    stayed = [turn for turn in group if turn != quiet]
+    for turn in stayed:
+        record = engine.get(turn, namespace=NS)
+        assert record.status is Status.ARCHIVED and "summary_id" not in record.metadata
+
+    _, group, summary = _quiet_secret_then_remembered(engine, "s2")
+
+    engine.forget(summary.id, namespace=NS)
+
+    kept = [engine.get(turn, namespace=NS) for turn in group]
+    assert [t.status for t in kept].count(Status.ARCHIVED) >= 1  # a remembered turn: its memory says it still
+    assert all("summary_id" not in t.metadata for t in kept if t.status is not Status.DELETED)
+
+
+def _cold_rows(engine: MemoryEngine) -> dict[str, dict]:
+    """The namespace's cold storage as its file holds it: id → row (vectors included)."""
+    return {row["id"]: row for row in engine._lanes.primary.backup.cold.rows(NS)}
+
+
+WIFI = [
+    "The office wifi password rotates every Monday.",
+    "Every Monday the office wifi password rotates.",
+    "The office wifi password is rotated each Monday.",
+    "On Mondays the office wifi password rotates.",
+]
+
+
+def test_an_archived_member_of_a_consolidated_memory_forgotten_too_stands_alone_in_cold_storage(
+    timed: MemoryEngine, clock: ManualClock
+) -> None:
+    """Archived since consolidation, it is unlinked there too: restored, it is a memory of its own again."""
+    ids = []
+    for n, text in enumerate(WIFI):
+        said = [{"content": text, "session_id": f"s{n}", "importance": 0.9 if n == 0 else 0.4}]
+        ids.append(timed.store_memories(said, namespace=NS, dedup=False).stored[0].id)
+        clock.advance(days=1)
+    (fact,) = timed.consolidate(NS).created
+    members = timed.get(str(fact.id), namespace=NS).source.memory_ids
+    clock.advance(days=100)
+    archived = timed.maintain(namespace=NS).archived  # the members at half of 0.4; the first at 0.45 stays
+    assert ids[0] in members and archived and set(archived) < set(members)
+
+    timed.forget(ids[0], namespace=NS)
+
+    assert timed.get(str(fact.id), namespace=NS).status is Status.DELETED
+    rows = _cold_rows(timed)
+    for member in archived:
+        assert rows[member]["consolidated_into"] is None and rows[member]["importance"] == pytest.approx(0.4)
+        assert rows[member]["embedding"] is not None  # its own text unchanged: restored without embedding again
+    assert timed.restore(namespace=NS, ids=archived) == len(archived)
+    assert all(timed.get(m, namespace=NS).consolidated_into is None for m in archived)
+
+
+def test_an_archived_summary_is_told_again_without_the_forgotten_turn_in_cold_storage(
+    timed: MemoryEngine, clock: ManualClock
+) -> None:
+    """Upkeep moved the summary to cold storage; ``restore`` would have brought back the forgotten text."""
+    (said, _), summary = _compressed(timed, [SECRET, LISBON])
+    clock.advance(days=30)
+    assert timed.maintain(namespace=NS, caps={Tier.EPISODIC: 0}).evicted == [summary.id]
+    memory = timed.store(SECRET, namespace=NS, session_id="s1").stored[0]
+
+    timed.forget(memory.id, namespace=NS)
+
+    assert _stored(timed.chroma.namespace(NS), said)[0]["status"] == "deleted"
+    row = _cold_rows(timed)[summary.id]
+    held = json.dumps({k: v for k, v in row.items() if k not in ("embedding", "window_embedding")})
+    assert row["content"] == f"user: {LISBON}" and not any(t in held for t in TRACES)
+    told = timed._parts.embed_records([timed.get(summary.id, namespace=NS)])[0][0]
+    assert np.allclose(row["embedding"], told, atol=1e-5)  # embedded again, as a summary told again in Chroma is
+    assert timed.restore(namespace=NS, ids=[summary.id]) == 1
+    assert timed.get(summary.id, namespace=NS).content == f"user: {LISBON}"
+    assert timed.recall("bank PIN maiden name Okonkwo", namespace=NS).hits == []
+
+
+def test_an_archived_summary_left_nothing_to_tell_is_forgotten_out_of_cold_storage(
+    timed: MemoryEngine, clock: ManualClock
+) -> None:
+    quiet, group, summary = _quiet_secret_then_remembered(timed, "s1")
+    clock.advance(days=30)
+    assert timed.maintain(namespace=NS, caps={Tier.EPISODIC: 2}).evicted == [summary.id]  # the memories stay
+
+    timed.forget(quiet, namespace=NS)
+
+    assert summary.id not in _cold_rows(timed)  # ``restore`` cannot bring it back
+    assert _stored(timed.chroma.namespace(NS), summary.id)[0]["status"] == "deleted"  # a soft delete, as in Chroma
+    assert all("summary_id" not in timed.get(t, namespace=NS).metadata for t in group if t != quiet)
+
+
+def test_forgetting_a_consolidated_memory_forgets_the_members_that_say_its_fact(
+    timed: MemoryEngine, clock: ManualClock
+) -> None:
+    """Left, they were recalled as the fact forgotten (in its very words); unlinked, upkeep would distil it again."""
+    ids = []
+    for n, text in enumerate(WIFI):
+        said = [{"content": text, "session_id": f"s{n}", "importance": 0.9 if n == 0 else 0.4}]
+        ids.append(timed.store_memories(said, namespace=NS, dedup=False).stored[0].id)
+        clock.advance(days=1)
+    (fact,) = timed.consolidate(NS).created
+    members = timed.get(str(fact.id), namespace=NS).source.memory_ids
+    clock.advance(days=100)
+    archived = timed.maintain(namespace=NS).archived
+    assert archived and set(archived) < set(members)
+    merged = [i for i in ids if timed.get(i, namespace=NS).status is Status.SUPERSEDED]  # into a member, by upkeep
+    handle = timed.chroma.namespace(NS)
+
+    timed.forget(str(fact.id), namespace=NS)
+
+    assert all(_stored(handle, member)[0]["status"] == "deleted" for member in members)  # the archived ones too
+    assert not set(archived) & set(_cold_rows(timed))  # ``restore`` cannot bring one back
+    assert not {h.record.id for h in timed.recall("office wifi password", namespace=NS).hits} & set(members)
+    assert timed.consolidate(NS).created == []
+    assert all(timed.get(i, namespace=NS).status is Status.DELETED for i in merged)  # as a member's own history
+    others = [i for i in ids if i not in members and i not in merged]
+    assert others and all(timed.get(i, namespace=NS).status is Status.ACTIVE for i in others)  # not of the fact
+    timed.unforget(str(fact.id), namespace=NS)  # brings back the memory alone, as with merged originals
+    assert all(timed.get(member, namespace=NS).status is Status.DELETED for member in members)

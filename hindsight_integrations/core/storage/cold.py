@@ -56,15 +56,30 @@ class ColdStorage:
         Only the lines holding the id's text are parsed: a lookup that misses (``get`` of an id
         that is not there) reads the file but parses none of its rows and their vectors.
         """
-        quoted = json.dumps(memory_id, ensure_ascii=False)
-        found = None
-        for _, row in self._parsed(namespace, holding=quoted):
-            if isinstance(row, dict) and row.get("id") == memory_id:
-                found = row
+        return self.rows_naming(namespace, [memory_id]).get(memory_id)
+
+    def rows_naming(self, namespace: str, ids: Collection[str]) -> dict[str, ColdRow]:
+        """The archived rows whose line names one of ``ids`` (as its own id or in a field), by id (the last written).
+
+        Only those lines are parsed: a row that links to an id (a consolidated member's
+        ``consolidated_into``, a summary's turns) is found by it, without reading every row and its vectors.
+        """
+        return self._rows_holding(namespace, {json.dumps(i, ensure_ascii=False) for i in ids})
+
+    def rows_saying(self, namespace: str, texts: Collection[str]) -> dict[str, ColdRow]:
+        """The archived rows whose line holds one of ``texts`` (in a content, a context), by id; as ``rows_naming``."""
+        return self._rows_holding(namespace, {json.dumps(t, ensure_ascii=False)[1:-1] for t in texts if t})
+
+    def _rows_holding(self, namespace: str, needles: set[str]) -> dict[str, ColdRow]:
+        found: dict[str, ColdRow] = {}
+        if needles:
+            for _, row in self._parsed(namespace, holding=needles):
+                if isinstance(row, dict) and isinstance(row.get("id"), str):
+                    found[row["id"]] = row
         return found
 
-    def _parsed(self, namespace: str, holding: str | None = None) -> Iterator[tuple[int, Any]]:
-        """Each line of the namespace's cold file (those holding ``holding``), parsed, with its number.
+    def _parsed(self, namespace: str, holding: Collection[str] | None = None) -> Iterator[tuple[int, Any]]:
+        """Each line of the namespace's cold file (those holding one of ``holding``), parsed, with its number.
 
         A damaged line (a disk filled up mid-write, a hand edit) is named with its line number,
         so the user can repair or drop that one line instead of losing the file.
@@ -73,7 +88,7 @@ class ColdStorage:
         if not path.exists():
             return
         for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-            if not line.strip() or (holding is not None and holding not in line):
+            if not line.strip() or (holding is not None and not any(needle in line for needle in holding)):
                 continue
             try:
                 yield number, json.loads(line)
@@ -81,14 +96,6 @@ class ColdStorage:
                 raise StoreUnavailableError(
                     f"the cold storage file {path} is damaged at line {number} ({exc.msg}); repair or delete that line"
                 ) from None
-
-    def mentions(self, namespace: str, texts: Iterable[str]) -> bool:
-        """Whether any of ``texts`` is written in the namespace's cold file: a look before parsing every row."""
-        path = self.path(namespace)
-        if not path.exists():
-            return False
-        held = path.read_text(encoding="utf-8")
-        return any(json.dumps(text, ensure_ascii=False)[1:-1] in held for text in texts)
 
     def put(self, namespace: str, rows: Iterable[ColdRow], *, leaving: Collection[str] = ()) -> None:
         """Add ``rows`` to the namespace's cold file, each replacing its id's row, and drop the rows of ``leaving``.

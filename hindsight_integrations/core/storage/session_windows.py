@@ -24,6 +24,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from ..model.records import MemoryRecord
 from ..write.conversation import NEIGHBOUR_CHARS
 
 
@@ -38,6 +39,17 @@ def context_line(content: str, speaker: str | None) -> str:
     """A preceding turn as part of a memory's context: "Speaker: text" when the speaker is known."""
     text = content.strip()[:NEIGHBOUR_CHARS]
     return f"{speaker}: {text}" if speaker else text
+
+
+def remembered_text(turn: MemoryRecord) -> str:
+    """The long-term memory's text for a turn: "Speaker: text" when the speaker is known.
+
+    Questions name people ("What did Caroline research?"), and the name in the memory's own
+    text is what lets BM25 and the embedding match them: +0.03 evidence recall@10 on LoCoMo
+    over the name as an entity alone (docs/architecture.md, "Working memory"). The turn in the
+    window keeps the user's text as it was written.
+    """
+    return f"{turn.entities[0]}: {turn.content}" if turn.entities else turn.content
 
 
 class SessionWindows:
@@ -125,4 +137,4 @@ def _link(said: list[tuple[tuple[float, float], str]], beside: dict[str, tuple[s
             beside[said[at][1]] = tuple(said[i][1] for i in (at - 1, at + 1) if 0 <= i < len(said))
 
 
-__all__ = ["SessionWindows", "context_line"]
+__all__ = ["SessionWindows", "context_line", "remembered_text"]

@@ -31,6 +31,8 @@ from ..write.admission import assess
 
 log = logging.getLogger("hindsight.compression")
 
+SUMMARY_ID_KEY = "summary_id"  # a compressed turn's metadata: the summary that tells it
+
 
 def transcript(turns: Sequence[MemoryRecord]) -> str:
     """Turns as ``role: text`` lines: what an LLM is shown to summarise or extract from."""
@@ -101,7 +103,7 @@ class Compressor:
             if summary is not None:
                 handle.add([summary], self._parts.embed_records([summary])[0])
                 summaries.append(summary)
-            link = {"summary_id": summary.id} if summary is not None else {}
+            link = {SUMMARY_ID_KEY: summary.id} if summary is not None else {}
             handle.rewrite(
                 [
                     t.model_copy(
@@ -208,4 +210,12 @@ def remembered_turns(records: Sequence[MemoryRecord]) -> set[str]:
     return turns
 
 
-__all__ = ["Compressor", "extractive_summary", "extractive_text", "remembered_turns", "told_turns", "transcript"]
+__all__ = [
+    "SUMMARY_ID_KEY",
+    "Compressor",
+    "extractive_summary",
+    "extractive_text",
+    "remembered_turns",
+    "told_turns",
+    "transcript",
+]

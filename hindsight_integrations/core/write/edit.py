@@ -16,7 +16,7 @@ from ..language.keys import read
 from ..model.arguments import coerce_enum, fraction, whole_number
 from ..model.inputs import MAX_TTL_SECONDS, validate_content
 from ..model.limits import check_memory_id, check_metadata
-from ..model.records import Kind, MemoryRecord, Source, Status
+from ..model.records import Kind, MemoryRecord, Source, Status, Tier
 from ..parts import EngineParts
 from ..storage.cold import COLD_VECTOR_KEYS, ColdStorage
 from ..storage.namespace_store import NamespaceStore
@@ -130,12 +130,13 @@ class Editor:
         return forgotten
 
     def _dropped_from_context(self, handle: NamespaceStore, record: MemoryRecord) -> None:
-        """A forgotten memory's text is no later memory's context: the noted texts of the sessions it was said in
-        (its merged repeats' too) go, and the stored contexts that hold it lose it (``forgetting.py``); the
-        caller holds the write lock."""
-        for session in said_in([record]):
+        """A forgotten memory's text is no later memory's context: the stored contexts that hold it lose it
+        (``forgetting.py``), and the noted texts of the sessions it was said in (its merged repeats' and the
+        memories forgotten with it too) go; the caller holds the write lock."""
+        changed = self._forgotten_text.leave_contexts(handle, [record])
+        forgotten_too = [r for r in changed if r.status is Status.DELETED and r.tier is not Tier.WORKING]
+        for session in said_in([record, *forgotten_too]):
             self._neighbours.drop(handle.name, session)
-        self._forgotten_text.leave_contexts(handle, [record])
 
     def _live(self, handle: NamespaceStore, memory_id: str) -> MemoryRecord:
         """The record, unless it was forgotten: an edit must not bring a memory back."""

@@ -17,16 +17,23 @@ the namespace:
   since a model's sentence may carry the forgotten words and a forget asks no model. Otherwise it
   is forgotten too, and the members that stay are memories of their own again: unlinked, at the
   importance they had before consolidation halved it, so the next run may consolidate them anew.
+* **the members of a consolidated memory forgotten** itself: they say its fact in their own
+  words, and it spoke for them in recall. Left active they were recalled as the fact forgotten;
+  left linked at half importance they were never consolidated again; unlinked, the next run would
+  distil the fact anew. So they are forgotten with it: the user forgot the fact, not one wording.
 * **the episodic summary of compressed turns** (``working/compression.py``) that told a turn
   forgotten with the memory (``forgetting.py`` forgets the turns saying its text, compressed
   ones too): it is made again of its other turns as compression makes it without a model
   (``compression.told_turns``, ``extractive_text``: a model's summary may carry the forgotten
   words), and forgotten when they tell nothing worth a summary.
+
+A member or a summary upkeep has archived since is changed in cold storage as in Chroma
+(``forgotten_archive.py``): ``restore`` brings back what the archive holds.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -43,6 +50,7 @@ from ..upkeep.distillation import dominant_kind, extractive, statements
 from ..upkeep.habits import days_done, habit_text
 from ..upkeep.provenance import occasions
 from ..working.compression import extractive_text, remembered_turns, told_turns
+from .forgotten_archive import ArchivedCopies
 
 
 def absorbed_originals(handle: NamespaceStore, forgotten: Sequence[MemoryRecord], now: datetime) -> list[MemoryRecord]:
@@ -73,19 +81,23 @@ def absorbed_originals(handle: NamespaceStore, forgotten: Sequence[MemoryRecord]
 
 
 def summaries_without(
-    stored: Sequence[MemoryRecord], removed: set[str], now: datetime
+    stored: Sequence[MemoryRecord], removed: set[str], now: datetime, shortened: Sequence[MemoryRecord] = ()
 ) -> tuple[list[MemoryRecord], list[MemoryRecord]]:
     """The summaries among ``stored`` (a session's records) told again without ``removed`` turns; those forgotten.
+
+    ``shortened``: turns that lost a forgotten text said inside them; a summary that told one tells
+    what is left of it.
 
     Only a summary that told one of them: a turn a long-term memory was made from is left out of
     its summary (``compression.told_turns``), so forgetting that memory and its turn leaves the
     summary as it is.
     """
     remembered = remembered_turns(stored)
-    told = removed - remembered
+    told = (removed | {turn.id for turn in shortened}) - remembered
     turns = {
         r.id: r for r in stored if r.tier is Tier.WORKING and r.status is not Status.DELETED and r.id not in removed
     }
+    turns.update((turn.id, turn) for turn in shortened)
     rebuilt: list[MemoryRecord] = []
     dropped: list[MemoryRecord] = []
     for summary in stored:
@@ -106,8 +118,43 @@ def summaries_without(
 class ConsolidatedMembers:
     """Rebuilds (or forgets) the consolidated memories forgotten records were members of; see the module docstring."""
 
-    def __init__(self, parts: EngineParts) -> None:
+    def __init__(self, parts: EngineParts, archive: ArchivedCopies) -> None:
+        """``archive``: the members upkeep archived since consolidation are freed in cold storage too."""
         self._parts = parts
+        self._archive = archive
+
+    def forgotten_with(
+        self, handle: NamespaceStore, forgotten: Sequence[MemoryRecord], now: datetime
+    ) -> list[MemoryRecord]:
+        """The members of the consolidated memories among ``forgotten``, forgotten with them; written, and returned.
+
+        A consolidated memory speaks for its members (recall returns it in their place), and they
+        say its fact in their own words: left, they were recalled as the fact forgotten, and left
+        linked at half importance they were never consolidated again. Unlinked, the next run would
+        distil the fact anew. So the user's forget reaches them, those archived since included.
+        """
+        semantic = {record.id for record in forgotten if record.source.members}
+        ids = sorted(
+            {
+                str(entry["id"])
+                for record in forgotten
+                if record.id in semantic
+                for entry in record.source.members
+                if isinstance(entry, dict) and entry.get("id")
+            }
+        )
+        if not ids:
+            return []
+        live = {record.id: record for record, _ in handle.get(ids)}
+        archived = [r for r in self._archive.named(handle.name, [i for i in ids if i not in live]) if r.id in ids]
+        members = [
+            record.model_copy(update={"status": Status.DELETED, "updated_at": now})
+            for record in [*live.values(), *archived]
+            if record.consolidated_into in semantic and record.status is not Status.DELETED
+        ]
+        handle.rewrite([m for m in members if m.id in live])
+        self._archive.forget(handle, [m for m in members if m.id not in live])
+        return members
 
     def leave(self, handle: NamespaceStore, forgotten: Sequence[MemoryRecord], now: datetime) -> list[MemoryRecord]:
         """Write each consolidated memory without ``forgotten``; the records rewritten. The caller holds the lock."""
@@ -125,20 +172,16 @@ class ConsolidatedMembers:
                 handle.rewrite([rebuilt], *self._parts.embed_records([rebuilt]))
                 changed.append(rebuilt)
                 continue
-            freed = [
-                member.model_copy(
-                    update={
-                        "consolidated_into": None,
-                        "importance": min(1.0, round(member.importance / SOURCE_IMPORTANCE_FACTOR, 4)),
-                        "updated_at": now,
-                    }
-                )
-                for member in live.values()
-                if member.consolidated_into == semantic.id
-            ]
+            freed = _freed(live.values(), semantic.id, now)
+            archived = _freed(
+                self._archive.named(handle.name, [str(e.get("id")) for e in left if e.get("id") not in live]),
+                semantic.id,
+                now,
+            )
             dropped = semantic.model_copy(update={"status": Status.DELETED, "updated_at": now})
             handle.rewrite([dropped, *freed])
-            changed.extend([dropped, *freed])
+            self._archive.rewrite(handle.name, archived)
+            changed.extend([dropped, *freed, *archived])
         return changed
 
     def _still_made(self, semantic: MemoryRecord, members: Sequence[tuple[MemoryRecord, dict[str, Any]]]) -> bool:
@@ -192,6 +235,21 @@ class ConsolidatedMembers:
         missing = [record.content for record in records if record.id not in stored]
         embedded = iter(self._parts.embed(missing)) if missing else iter(())
         return unit_rows([stored[r.id] if r.id in stored else next(embedded) for r in records])
+
+
+def _freed(members: Iterable[MemoryRecord], semantic_id: str, now: datetime) -> list[MemoryRecord]:
+    """The members of ``semantic_id`` unlinked, at the importance they had before consolidation halved it."""
+    return [
+        member.model_copy(
+            update={
+                "consolidated_into": None,
+                "importance": min(1.0, round(member.importance / SOURCE_IMPORTANCE_FACTOR, 4)),
+                "updated_at": now,
+            }
+        )
+        for member in members
+        if member.consolidated_into == semantic_id
+    ]
 
 
 def _said(semantic: MemoryRecord, entry: dict[str, Any]) -> MemoryRecord:
