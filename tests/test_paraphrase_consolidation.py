@@ -282,6 +282,7 @@ def test_opposite_changes_need_another_thing_gone_on_each_side() -> None:
     # one change, said in either order
     assert not opposite_changes("We moved CI from Jenkins to Travis.", "We moved CI to Travis from Jenkins.")
     assert opposite_changes("我们把 Jenkins 换成了 GitHub Actions。", "我们把 GitHub Actions 换成了 Jenkins。")
+    assert opposite_changes("把 backend 的 MongoDB 换成了 PostgreSQL。", "把 backend 的 PostgreSQL 换成了 MongoDB。")
     assert not opposite_changes("I live in Paris and Lyon.", "I live in Lyon and Paris.")  # a list: nothing gone
     assert not opposite_changes(  # the same thing gone, said with more words around it
         "I drink tea instead of coffee every morning.", "Every morning I drink tea instead of coffee."

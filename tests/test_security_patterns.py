@@ -282,6 +282,7 @@ ADVERSARIAL = {
     "to-then-from": _long("to Paris from Lyon "),
     "sold-sold": _long("sold "),
     "chinese-from": _long("从把将"),
+    "chinese-owners": _long("把 backend 的项目的 "),
 }
 PAIR = (ADVERSARIAL["email-like"], ADVERSARIAL["capital-hyphens"])
 
