@@ -77,7 +77,16 @@ UPDATES = [
         "What does our CI run on?",
         "GitHub Actions",
     ),
+    # ... or moved to another from it, said in that order
+    (
+        "Our CI runs on Jenkins.",
+        "We migrated CI to GitHub Actions from Jenkins last sprint.",
+        "What does our CI run on?",
+        "GitHub Actions",
+    ),
     ("我每天坐地铁上班。", "现在把地铁换成了自行车。", "我怎么上班？", "自行车"),
+    # 把 X 的 A 换成: A is gone, not X
+    ("我的电脑装的是 Windows。", "把电脑的 Windows 换成了 Linux。", "我的电脑装的是什么系统？", "Linux"),
     # a service's price: the provider changing its prices names the service, not the plan
     (
         "Our broadband plan is 35 euros a month.",
@@ -137,12 +146,18 @@ def test_what_a_statement_says_is_gone_updates_only_the_one_that_holds_it(
     assert retires("我住在上海。", "我们从上海搬到了杭州。") == {"上海"}
     assert not retires("Our CI runs on Jenkins.", "We migrated the wiki from Confluence to Notion.")
     assert not retires("I drive a Corolla.", "I got a letter from Anna.")  # no "to": nothing left
+    assert retires("I live in Lyon.", "I moved to Paris from Lyon.") == {"lyon"}  # "to B from A" is "from A to B"
+    assert retires("I live in Lyon.", "I moved to Paris from Lyon in 2019.") == {"lyon"}
+    assert not retires("I start work at 9 on Monday.", "I switched to decaf from next Monday on.")  # a start, no loss
+    assert retires("我们的 backend 用 MongoDB。", "把 backend 的 MongoDB 换成 PostgreSQL 了。") == {"mongodb"}
+    assert not retires("我们的 backend 用 Go 写的。", "把 backend 的 MongoDB 换成 PostgreSQL 了。")  # the owner stays
     engine, clock = default_engine
     # a relative's value, a route that is no change, another thing sold: all stay current
     _write(engine, clock, "a", "My brother lives in Lyon.", "I moved from Lyon to Paris.")
     _write(engine, clock, "b", "I live in Leeds.", "I commute from Leeds to York every day.")
     _write(engine, clock, "c", "I drive a silver Corolla to the office.", "Sold the old bike, I drive everywhere now.")
-    for namespace, count in (("a", 2), ("b", 2), ("c", 2)):
+    _write(engine, clock, "d", "My brother lives in Lyon.", "I moved to Paris from Lyon.")
+    for namespace, count in (("a", 2), ("b", 2), ("c", 2), ("d", 2)):
         assert len(engine.list(namespace=namespace)) == count, engine.list(namespace=namespace)
 
 

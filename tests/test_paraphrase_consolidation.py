@@ -261,6 +261,7 @@ def test_a_repeat_with_other_fillers_still_merges(
         # the same values and characters, another thing gone
         ("我之前用 MySQL，现在换成了 MongoDB。", "我之前用 MongoDB，现在换成了 MySQL。"),
         ("I switched from Vim to Emacs.", "I switched from Emacs to Vim."),
+        ("I switched to Emacs from Vim.", "I switched to Vim from Emacs."),
     ],
 )
 def test_a_change_back_the_other_way_is_kept_as_the_later_fact(
@@ -277,7 +278,11 @@ def test_a_change_back_the_other_way_is_kept_as_the_later_fact(
 def test_opposite_changes_need_another_thing_gone_on_each_side() -> None:
     assert opposite_changes("我之前用 MySQL，现在换成了 MongoDB。", "我之前用 MongoDB，现在换成了 MySQL。")
     assert opposite_changes("We moved CI from Jenkins to Travis.", "We moved CI from Travis to Jenkins.")
+    assert opposite_changes("We moved CI to Travis from Jenkins.", "We moved CI to Jenkins from Travis.")
+    # one change, said in either order
+    assert not opposite_changes("We moved CI from Jenkins to Travis.", "We moved CI to Travis from Jenkins.")
     assert opposite_changes("我们把 Jenkins 换成了 GitHub Actions。", "我们把 GitHub Actions 换成了 Jenkins。")
+    assert opposite_changes("把 backend 的 MongoDB 换成了 PostgreSQL。", "把 backend 的 PostgreSQL 换成了 MongoDB。")
     assert not opposite_changes("I live in Paris and Lyon.", "I live in Lyon and Paris.")  # a list: nothing gone
     assert not opposite_changes(  # the same thing gone, said with more words around it
         "I drink tea instead of coffee every morning.", "Every morning I drink tea instead of coffee."

@@ -279,8 +279,10 @@ ADVERSARIAL = {
     "no-sentence-breaks": _long("lorem ipsum dolor sit amet "),
     "one-sentence-per-line": _long("I moved to Lisbon and my email is x@y.com.\n"),
     "from-without-to": _long("from Jenkins "),
+    "to-then-from": _long("to Paris from Lyon "),
     "sold-sold": _long("sold "),
     "chinese-from": _long("从把将"),
+    "chinese-owners": _long("把 backend 的项目的 "),
 }
 PAIR = (ADVERSARIAL["email-like"], ADVERSARIAL["capital-hyphens"])
 

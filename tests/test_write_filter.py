@@ -16,6 +16,13 @@ KEPT = [
     ("When you review my code, point out performance problems first.", Kind.PREFERENCE),
     ("Whenever you write SQL, use uppercase keywords.", Kind.PREFERENCE),
     ("When you go to the store, grab some milk.", Kind.FACT),  # an errand, said once
+    # ... also with a short object between the verb and "for me": a task done for the user, not an errand.
+    ("When you write Python for me, always add type hints.", Kind.PREFERENCE),
+    ("When you draft emails for me, keep them short.", Kind.PREFERENCE),
+    ("When you plan trips for us, avoid red-eye flights.", Kind.PREFERENCE),
+    ("When you go to the store for me, grab some milk.", Kind.FACT),
+    ("When you pick up the kids for us, text me.", Kind.FACT),
+    ("When you have time for me, let's talk.", Kind.FACT),
     ("We chose option B", Kind.CONTEXT),
     ("I drink oat milk", Kind.PREFERENCE),
     ("I deploy with Kamal", Kind.PREFERENCE),

@@ -15,7 +15,7 @@ import pytest
 
 from hindsight_integrations import MemoryEngine
 from hindsight_integrations.core.errors import InvalidInputError
-from hindsight_integrations.core.model.records import Role, Status
+from hindsight_integrations.core.model.records import Kind, Role, Status
 
 # Recent enough that time-bound events (with their TTLs) have not expired.
 T0 = datetime.now(UTC).replace(microsecond=0) - timedelta(days=40)
@@ -173,6 +173,25 @@ def test_a_lasting_attribute_said_with_its_date_does_not_expire(engine: MemoryEn
     assert engine.recall(text, namespace="u").hits[0].record.id == memory.id  # a month later: still current
     (event,) = _store(engine, "The report deadline is tomorrow.").stored  # a deadline is time-bound
     assert event.expires_at is not None
+
+
+# -- what a statement is kept as ------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("text", "kind", "importance"),
+    [
+        ("When you review my code, point out performance problems first.", Kind.PREFERENCE, 0.9),
+        ("When you write Python for me, always add type hints.", Kind.PREFERENCE, 0.9),
+        ("When you plan trips for us, avoid red-eye flights.", Kind.PREFERENCE, 0.9),
+        ("When you go to the store, grab some milk.", Kind.FACT, 0.5),
+        ("When you go to the store for me, grab some milk.", Kind.FACT, 0.5),
+    ],
+)
+def test_an_instruction_for_whenever_the_assistant_works_for_the_user_is_a_preference(
+    engine: MemoryEngine, text: str, kind: Kind, importance: float
+) -> None:
+    """A short object before "for me" ("write Python for me") makes the same instruction; an errand does not."""
+    (memory,) = _store(engine, text).stored
+    assert (memory.kind, memory.importance) == (kind, importance)
 
 
 # -- quarantine ------------------------------------------------------------------------------

@@ -4,7 +4,8 @@
 Corolla to the office." (a commute, not a car), and "We migrated CI from Jenkins to GitHub
 Actions." sets none; yet each names the very thing the earlier statement holds as the thing
 that is gone. The packs' ``cues.retired`` finds where a statement says so: the words after
-"sold", "traded", "swapped", "instead of"…, or between "from" and "to" (从…搬到, 把…换成). A
+"sold", "traded", "swapped", "instead of"…, or between "from" and "to" (after "from" when "to"
+came first: "moved to Paris from Lyon"; 从…搬到, 把…换成, 把 X 的 A 换成: A). A
 value of the new statement in those words (``values.py``: a name, an amount, a city) that the
 stored memory carries too is what the new one retires. A Chinese object that is no value
 (把地铁换成…) counts when the stored memory contains it as written.

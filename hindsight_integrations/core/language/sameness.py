@@ -20,7 +20,7 @@ therefore only nominates. Two memories state one fact when, as well:
   when both have some;
 * they do not say opposite changes: "我之前用 MySQL，现在换成了 MongoDB" and "我之前用
   MongoDB，现在换成了 MySQL" carry the same values and characters, but what each says is gone
-  (``retired.retired_spans``: "from A to", "instead of A", 把 A 换成, 之前用 A，现在) is
+  (``retired.retired_spans``: "from A to", "to B from A", "instead of A", 把 A 换成, 之前用 A，现在) is
   another thing (``opposite_changes``); a list ("Paris and Lyon") says nothing gone, in any order;
 * they speak of the same people: the same pronouns among I / we / he-she-they, and the same
   people do what is said to the same people: "We visit my mom every Christmas" has the
