@@ -120,10 +120,26 @@ def test_a_metadata_filter_names_any_of_several_values(engine: MemoryEngine) -> 
     hits = engine.recall("team deploys on Fridays", namespace="u1", filters=filters, top_k=10).hits
     assert sorted(ids[h.record.id] for h in hits) == ["core", "data"]
     assert sorted(ids[m.id] for m in engine.list(namespace="u1", filters=filters)) == ["core", "data"]
-    what = r"'team': a value is a text, a number, a boolean or \{\"\$in\": \[texts\]\} \(one or more texts\)"
-    for wrong in ({"$in": []}, {"$in": [1]}, {"$nin": ["core"]}, {}):
+    what = r"'team': a value is a text, a number, a boolean, \{\"\$in\": \[texts\]\} \(one or more texts\) or"
+    for wrong in ({"$in": []}, {"$in": [1]}, {"$nin": ["core"]}, {"$ne": ["core"]}, {"$ne": None}, {}):
         with pytest.raises(InvalidInputError, match=what):
             engine.recall("deploys", namespace="u1", filters={"metadata": {"team": wrong}})
+
+
+def test_a_metadata_filter_leaves_out_one_value_and_keeps_memories_without_the_key(engine: MemoryEngine) -> None:
+    """``{"$ne": value}`` keeps every memory whose value differs or that has no such key, in recall and list alike."""
+    ids = {}
+    for team in ("core", "web", None, True):
+        metadata = {} if team is None else {"team": team}
+        stored = engine.store(f"The {team} team deploys on Fridays.", namespace="u1", metadata=metadata, dedup=False)
+        ids[stored.stored[0].id] = str(team)
+    for operand, kept in (("core", ["None", "True", "web"]), (1, ["None", "True", "core", "web"])):
+        filters = {"metadata": {"team": {"$ne": operand}}}
+        hits = engine.recall("team deploys on Fridays", namespace="u1", filters=filters, top_k=10).hits
+        assert sorted(ids[h.record.id] for h in hits) == kept
+        assert sorted(ids[m.id] for m in engine.list(namespace="u1", filters=filters)) == kept
+    with pytest.raises(InvalidInputError, match="must be a finite number"):
+        engine.list(namespace="u1", filters={"metadata": {"team": {"$ne": float("nan")}}})
 
 
 FLAG_VALUES = {"int": 1, "bool": True, "float": 1.0, "text": "1"}

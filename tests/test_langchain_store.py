@@ -597,3 +597,58 @@ def test_a_server_that_predates_touch_still_answers_searches(
     monkeypatch.setattr(client, "recall", older_server)
     found = store.search(("docs",), query="kubernetes deployment", filter={"n": {"$lte": 1}})
     assert sorted(i.key for i in found) == ["d0", "d1"] and refused == ["page"]
+
+
+def test_a_filtered_search_lists_only_the_items_its_filter_can_keep(
+    store_path: Path, embedder: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A filtered search the first recall did not answer listed every item under the prefix (~0.2 s per 500).
+
+    Now it lists the items whose text fields match and those that did not keep their fields (put by an
+    older version, or too long to keep): the same results, fewer items read.
+    """
+    from hindsight_integrations.langchain import store as store_module
+
+    engine = MemoryEngine(store=store_path, embedder=embedder, llm=False, max_top_k=10)
+    try:
+        store = HindsightStore(namespace="u1", engine=engine)
+        store.batch(
+            [PutOp(("docs",), f"d{n}", {"text": f"kubernetes deployment note {n}", "team": "infra"}) for n in range(30)]
+        )
+        store.put(("docs",), "pie", {"text": "my grandmother's apple pie recipe", "team": "kitchen"})
+        store.put(("docs",), "moved", {"text": "a kubernetes cluster in the kitchen", "team": "kitchen"})
+        store.put(
+            ("docs",), "moved", {"text": "a kubernetes cluster in the kitchen", "team": "infra"}
+        )  # no longer kept
+        store.put(("docs",), "long", {"text": "cake " * 100, "team": "kitchen"})  # too long to keep as a field
+        with monkeypatch.context() as older:
+            older.setattr(store_module, "field_keys", lambda value, room: {}, raising=False)  # as versions before
+            store.put(("docs",), "old", {"text": "a carrot cake for the office party", "team": "kitchen"})
+            store.put(("docs",), "old-infra", {"text": "kubernetes deployment note old", "team": "infra"})
+        client = store.memory_client
+        listing = client.list
+        read: list[int] = []
+
+        def counted(*args: Any, **kwargs: Any) -> Any:
+            found = listing(*args, **kwargs)
+            read.append(len(found))
+            return found
+
+        monkeypatch.setattr(client, "list", counted)
+        kitchen = {"pie", "long", "old"}
+        for query in ("kubernetes deployment", None):
+            for keep in ({"team": "kitchen"}, {"team": {"$in": ["kitchen", "garden"]}}, {"team": {"$eq": "kitchen"}}):
+                read.clear()
+                found = store.search(("docs",), query=query, filter=keep)
+                assert {i.key for i in found} == kitchen, (query, keep)
+                assert sum(read) == 4, (query, keep)  # pie, then long, old and old-infra: not the 31 others
+        read.clear()
+        assert {i.key for i in store.search(("docs",), query="kubernetes", filter={"team": "infra"}, limit=40)} == {
+            *(f"d{n}" for n in range(30)),
+            "moved",
+            "old-infra",
+        }
+        numbers = store.search(("docs",), query="kubernetes deployment", filter={"n": {"$gte": 0}})
+        assert numbers == []  # no text condition: every item listed, as before
+    finally:
+        engine.close()

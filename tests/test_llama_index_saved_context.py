@@ -206,3 +206,51 @@ def test_pickling_a_retriever_on_a_chroma_client_of_its_own_says_why_not(embedde
         assert copy.deepcopy(retriever).client is retriever.client
         with pytest.raises(TypeError, match=r"HindsightRetriever cannot be pickled: .*chroma_client="):
             pickle.dumps(retriever)
+
+
+def without_store_address(saved: Any) -> Any:
+    """``saved`` as a version before ``store_address`` existed wrote it: the key left out wherever it is."""
+    if isinstance(saved, dict):
+        return {k: without_store_address(v) for k, v in saved.items() if k != "store_address"}
+    if isinstance(saved, list):
+        return [without_store_address(v) for v in saved]
+    if isinstance(saved, str) and "store_address" in saved:  # a Context keeps each value as JSON text
+        return json.dumps(without_store_address(json.loads(saved)))
+    return saved
+
+
+def test_a_context_saved_before_store_address_is_refused_rather_than_restored_on_a_new_empty_store(
+    engine: MemoryEngine, elsewhere: Path
+) -> None:
+    memory = HindsightChatMemory.from_defaults(namespace="u1", session_id="s1", engine=engine)
+    older = without_store_address(saved_context(memory))
+    block = json.loads(JsonSerializer().serialize(HindsightMemoryBlock(namespace="u1", engine=engine)))
+
+    # It came back on ./.hindsight, created empty there: no history, and new turns written where nobody reads them.
+    with pytest.raises(ValueError, match=r"HindsightChatMemory was saved by a version that did not record its store"):
+        restored_memory(older)
+    with pytest.raises(ConfigurationError, match=r"set HINDSIGHT_STORE \(or HINDSIGHT_CHROMA_URL, HINDSIGHT_MCP_URL\)"):
+        JsonSerializer().deserialize(json.dumps(without_store_address(block)))
+    pickled = memory.__getstate__()
+    del pickled["__dict__"]["store_address"]
+    with pytest.raises(ConfigurationError, match="which does not exist here"):
+        HindsightChatMemory.__new__(HindsightChatMemory).__setstate__(pickled)
+    assert not (elsewhere / ".hindsight").exists()
+
+
+def test_a_context_saved_before_store_address_comes_back_on_the_environments_store_when_it_exists(
+    engine: MemoryEngine, elsewhere: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    memory = HindsightChatMemory.from_defaults(namespace="u1", session_id="s1", engine=engine)
+    older = without_store_address(saved_context(memory))
+    retriever_state = HindsightRetriever("u1", engine=engine).__getstate__()
+    del retriever_state["store_address"]  # a retriever pickled before it kept its store
+    monkeypatch.setenv("HINDSIGHT_STORE", str(engine.settings.store))
+
+    restored = restored_memory(older)
+    retriever = HindsightRetriever.__new__(HindsightRetriever)
+    retriever.__setstate__(retriever_state)  # raised KeyError: 'store_address'
+
+    assert restored.client.engine is engine and FACT in [m.content for m in restored.get_all()]
+    assert retriever.client.engine is engine
+    assert "saved without its store_address" in caplog.text and str(engine.settings.store) in caplog.text

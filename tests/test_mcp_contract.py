@@ -266,6 +266,14 @@ def test_bad_input_is_a_readable_tool_error_and_the_server_keeps_serving(
     assert isinstance(client.stats().total, int)  # still serving
 
 
+def test_content_that_is_not_text_is_named_once(client: MemoryClient) -> None:
+    # It read "must be a string, got int (got 5)": the server added the value to a message that said it.
+    with pytest.raises(MemoryToolError) as err:
+        client.call_tool("store_memory", {"memories": [{"content": 5}]})
+    assert err.value.field == "memories[0].content"
+    assert err.value.message.endswith("memories[0].content: must be a string, got int")
+
+
 def test_invalid_utf8_is_refused_before_it_reaches_the_transport(client: MemoryClient) -> None:
     with pytest.raises(InvalidInputError) as err:
         client.store("broken \ud800 surrogate")

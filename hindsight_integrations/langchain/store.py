@@ -25,6 +25,9 @@ upkeep never decays, archives, evicts, merges or consolidates them: only ``delet
 TTL remove an item (one put before pinning existed is pinned too: the engine counts the
 store's item mark, ``lg_item``, as a pin).
 
+An item also keeps its value's top-level text fields as metadata keys of their own (``lg_f.<field>``,
+``store_fields.py``), so a filtered search lists only the items its filter can keep.
+
 Reads count no access: a query search's recalls pass ``touch=False``, as ``get`` and a search
 without a query (listings) never counted one. Access counts are recall's sign that a conversation
 used a memory, and a search scores many items it does not return; a store's read is LangGraph's
@@ -59,9 +62,11 @@ from langgraph.store.base.embed import get_text_at_path, tokenize_path
 
 from .._copying import deepcopy_sharing
 from ..core.errors import InvalidInputError
+from ..core.model.limits import MAX_METADATA_KEYS
 from ..core.model.records import PINNED_KEY, STORE_ITEM_KEY, MemoryRecord
 from ..mcp.errors import MemoryToolInputError
 from ..mcp.resolve import ClientPool, resolve_namespace
+from .store_fields import FIELDS_KEY, field_keys, narrowed_listings
 from .store_search import SimilarItems
 from .store_values import ParsedValues, flatten, item_value, stored_value
 
@@ -238,6 +243,22 @@ class HindsightStore(BaseStore):
             if len(page) < _PAGE:
                 return out
 
+    def _candidates(self, filters: dict[str, Any], search_filter: dict[str, Any] | None) -> list[MemoryRecord]:
+        """The memories matching ``filters`` that ``search_filter`` can keep: every one, or fewer (``store_fields.py``).
+
+        A server that refuses the narrowed listings (one that predates ``$ne``) lists every memory.
+        """
+        listings = narrowed_listings(filters["metadata"], search_filter)
+        if not listings:
+            return self._all(filters)
+        try:
+            found = [record for metadata in listings for record in self._all({**filters, "metadata": metadata})]
+        except MemoryToolInputError as exc:
+            if not exc.field.startswith("filters"):
+                raise
+            return self._all(filters)
+        return list({record.id: record for record in found}.values())
+
     def _refresh(self, records: Iterable[MemoryRecord]) -> None:
         """Restart the TTL of items that have one (LangGraph's ``refresh_ttl`` on reads)."""
         for record in records:
@@ -267,10 +288,13 @@ class HindsightStore(BaseStore):
         scored: list[tuple[MemoryRecord, float | None]]
         if query:
             filters = self._filters(op.namespace_prefix, indexed_only=True)
-            similar = SimilarItems(self.memory_client, query, filters, values.kept, self._all)
+            similar = SimilarItems(
+                self.memory_client, query, filters, values.kept, lambda every: self._candidates(every, op.filter)
+            )
             scored = list(similar.best(wanted, filtered=bool(op.filter)))
         else:
-            records = sorted(self._all(self._filters(op.namespace_prefix)), key=_updated_at, reverse=True)
+            listed = self._candidates(self._filters(op.namespace_prefix), op.filter)
+            records = sorted(listed, key=_updated_at, reverse=True)
             scored = [(r, None) for r in records if values.kept(r)]
         seen: set[tuple[str, str]] = set()
         picked: list[tuple[MemoryRecord, float | None]] = []
@@ -322,8 +346,16 @@ class HindsightStore(BaseStore):
                 "lg_updated_at": datetime.now().astimezone().isoformat(),
                 **{f"lg_ns_{i}": label for i, label in enumerate(op.namespace)},
             }
+            fields = field_keys(value, room=MAX_METADATA_KEYS - len(metadata))
+            tier = "semantic" if indexed else "working"
             try:
-                self._write(existing, text, "semantic" if indexed else "working", metadata, ttl_seconds)
+                try:
+                    self._write(existing, text, tier, {**metadata, **fields}, ttl_seconds)
+                except MemoryToolInputError as exc:
+                    if len(fields) == 1 or not exc.field.endswith("metadata") or _SIZE_LIMIT not in exc.message:
+                        raise
+                    # The fields are for faster searches; an item that fits without them is stored without them.
+                    self._write(existing, text, tier, {**metadata, FIELDS_KEY: False}, ttl_seconds)
             except MemoryToolInputError as exc:
                 if not exc.field.endswith("metadata") or _SIZE_LIMIT not in exc.message:
                     raise

@@ -7,7 +7,8 @@ it ("the only match ranks 250th" returned nothing).
 
 One recall still answers nearly every search: its page (as large as the server allows, under a
 filter) is complete when it came back short, and enough when the filter keeps ``wanted`` of it.
-Otherwise every item under the prefix is listed, the filter applied, and the items it keeps that
+Otherwise the items under the prefix the filter can keep are listed (every item, unless the filter
+names text fields: ``store_fields.py``), the filter applied, and the items it keeps that
 the page did not score are scored by recalls narrowed to them by their keys (metadata ``lg_key``
 ``{"$in": [...]}`` within one namespace, ``lg_ns``), each asking for every memory those keys hold,
 so each comes back whole: a recall per ~``max_top_k`` kept items, whenever they were written. (It
@@ -136,17 +137,22 @@ class SimilarItems:
                 if len(keys) == 1 or not exc.field.startswith("filters"):
                     raise
         for namespace, key in dict.fromkeys(_item_id(r) for r in wanted if r.id not in scores):
-            scores.update((r.id, s) for r, s in self._keys(namespace, [key], held) if r.id in ids)
+            scores.update((r.id, s) for r, s in self._keys(namespace, [key], held, every=True) if r.id in ids)
         return scores
 
-    def _keys(self, namespace: str, keys: list[str], held: Counter[tuple[str, str]]) -> Scored:
-        """Every memory of ``keys`` in ``namespace``, scored: recall filters narrowed to them, asking for all."""
+    def _keys(self, namespace: str, keys: list[str], held: Counter[tuple[str, str]], *, every: bool = False) -> Scored:
+        """Every memory of ``keys`` in ``namespace``, scored: recall filters narrowed to them, asking for all.
+
+        ``held`` counts the memories listed, which a narrowed listing (``store_fields.py``) may not
+        all be: a key a grouped recall missed is asked for ``every`` memory a recall returns.
+        """
         narrowed = {
             **self._filters["metadata"],
             "lg_ns": namespace,
             "lg_key": keys[0] if len(keys) == 1 else {"$in": keys},
         }
-        top_k = min(self._max_top_k, max(1, sum(held[namespace, key] for key in keys)))
+        wanted = self._max_top_k if every else sum(held[namespace, key] for key in keys)
+        top_k = min(self._max_top_k, max(1, wanted))
         return self._recall({**self._filters, "metadata": narrowed}, top_k)
 
     def _chunks(self, wanted: list[MemoryRecord], held: Counter[tuple[str, str]]) -> Iterator[tuple[str, list[str]]]:

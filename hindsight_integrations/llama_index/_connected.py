@@ -4,7 +4,9 @@ The chat memory and the memory block are pydantic components that LlamaIndex cop
 and rebuilds from their saved fields (a workflow ``Context``'s serialisers). A client is a
 connection, not state: a copy shares it, a pickle leaves it out, and a component rebuilt from its
 fields reconnects to the store it was saved from (``store_address``), or refuses; it never falls
-back to whatever store the environment names.
+back to whatever store the environment names. One saved before ``store_address`` existed cannot
+say where its store is: it comes back on the environment's store, where the version that saved it
+restored it, only when that store exists (``address_of_older_save``).
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from llama_index.core.bridge.pydantic import BaseModel
 
 from ..mcp.address import StoreAddress, client_address
-from ..mcp.resolve import reconnect, resolve_client, resolve_namespace
+from ..mcp.resolve import address_of_older_save, reconnect, resolve_client, resolve_namespace
 
 if TYPE_CHECKING:
     from ..core.engine import MemoryEngine
@@ -38,6 +40,20 @@ class ConnectedComponent:
             self._client = resolve_client(client, namespace=self.namespace, engine=engine)
             self.store_address = client_address(self._client)
 
+    @classmethod
+    def from_dict(cls, data: dict[str, Any], **kwargs: Any) -> Any:
+        """``BaseComponent.from_dict`` (how ``JsonSerializer`` restores a component), for a save with no address too."""
+        if data.get("store_address") is None and not {"client", "engine", "store_address"} & kwargs.keys():
+            data = {**data, "store_address": address_of_older_save(cls.__name__)}
+        return super().from_dict(data, **kwargs)  # type: ignore[misc]
+
+    @classmethod
+    def model_validate(cls, obj: Any, *args: Any, **kwargs: Any) -> Any:
+        """pydantic's ``model_validate`` (how ``JsonSerializer`` restores a model), for a save with no address too."""
+        if isinstance(obj, dict) and obj.get("store_address") is None:
+            obj = {**obj, "store_address": address_of_older_save(cls.__name__)}
+        return super().model_validate(obj, *args, **kwargs)  # type: ignore[misc]
+
     def __deepcopy__(self, memo: dict[int, Any] | None = None) -> Any:
         """A copy on the same client: a connection is not state to duplicate."""
         memo = {} if memo is None else memo
@@ -52,7 +68,10 @@ class ConnectedComponent:
     def __setstate__(self, state: dict[str, Any]) -> None:
         # ``BaseComponent.__setstate__`` falls back to a bare restore when ``__init__`` raises,
         # which would leave a component without a client; a refusal to reconnect must be seen.
-        self.__init__(**state["__dict__"])  # type: ignore[misc]
+        fields = state["__dict__"]
+        if fields.get("store_address") is None:
+            fields = {**fields, "store_address": address_of_older_save(type(self).__name__)}
+        self.__init__(**fields)  # type: ignore[misc]
 
 
 __all__ = ["ConnectedComponent"]

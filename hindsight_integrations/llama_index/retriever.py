@@ -24,7 +24,7 @@ from ..core.model.limits import MAX_TOKENS
 from ..core.model.results import RecallHit
 from ..mcp.address import client_address, picklable_address
 from ..mcp.refusals import query_tail
-from ..mcp.resolve import reconnect, resolve_client, resolve_namespace
+from ..mcp.resolve import address_of_older_save, reconnect, resolve_client, resolve_namespace
 from ._recall import RecallOptions
 
 if TYPE_CHECKING:
@@ -130,7 +130,7 @@ class HindsightRetriever(BaseRetriever):
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        address = state.pop("store_address")
+        address = state.pop("store_address", None) or address_of_older_save("HindsightRetriever")
         self.__dict__.update(state)
         self._client = reconnect(address, self.namespace, "HindsightRetriever")
 

@@ -22,6 +22,7 @@ An adapter is copied with the connection it has (a copy shares it) and saved wit
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import threading
 from collections.abc import Callable
@@ -54,6 +55,7 @@ _SERVER_KEY_VARS = (*CONFIG_VARS, "HINDSIGHT_MCP_TOKEN", "HINDSIGHT_EMBEDDING_MO
 _env_clients: dict[tuple[Any, ...], MemoryClient] = {}
 _env_engines: dict[tuple[Any, ...], MemoryEngine] = {}
 _lock = threading.Lock()
+log = logging.getLogger(__name__)
 
 
 def resolve_namespace(namespace: str | None, owner: str, client: Any = None) -> str:
@@ -159,6 +161,31 @@ def reconnect(address: StoreAddress, namespace: str, owner: str) -> MemoryClient
         f"{owner} was saved connected to {address.describe()}{problem}, or build it anew with client= or "
         f"engine= (a restored {owner} never uses another store than the one it was saved with)"
     )
+
+
+def address_of_older_save(owner: str) -> StoreAddress:
+    """Where to restore an adapter saved before it recorded its store (no ``store_address``), or a refusal.
+
+    The version that saved it restored it on the environment's store, so that is where its memories
+    went: it comes back there, with a warning naming that store, as long as the store exists. An
+    embedded directory that does not exist would be created empty (a store nobody has used, the
+    conversation gone without a word), so that is refused, saying what to do.
+    """
+    address = environment_address()
+    if address.kind == "store" and not Path(address.target).is_dir():
+        raise ConfigurationError(
+            f"{owner} was saved by a version that did not record its store (its saved data has no store_address), "
+            f"and the environment names {address.describe()}, which does not exist here: set HINDSIGHT_STORE "
+            "(or HINDSIGHT_CHROMA_URL, HINDSIGHT_MCP_URL) to the store it was used with before restoring it, "
+            "or build it anew with client= or engine="
+        )
+    log.warning(
+        "%s was saved without its store_address (by an older version); restoring it on the environment's store, "
+        "%s, as that version did",
+        owner,
+        address.describe(),
+    )
+    return address
 
 
 def _settings_client(settings: Settings, namespace: str) -> MemoryClient:
@@ -286,6 +313,7 @@ def clear_client_cache() -> None:
 __all__ = [
     "CONFIG_VARS",
     "ClientPool",
+    "address_of_older_save",
     "clear_client_cache",
     "reconnect",
     "require_session",

@@ -157,7 +157,7 @@ class RetrieveMemoryArgs(ToolArgs):
     filters: RecallFilters | None = Field(
         None,
         description="Narrow by session_id, kinds, tiers, since/until, min_importance, metadata "
-        '(a key\'s value, or {"$in": [texts]} for any of several).',
+        '(a key\'s value, {"$in": [texts]} for any of several, or {"$ne": value} for any other or none).',
     )
     token_budget: int | None = Field(
         None,

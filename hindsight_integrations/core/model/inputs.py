@@ -143,8 +143,13 @@ class MemoryItem(BaseModel):
     @field_validator("content", mode="before")
     @classmethod
     def _content_is_text(cls, value: Any) -> Any:
+        """Refuse content that is not text, naming its type.
+
+        A refusal, not a ``ValueError``: a server's message for a ``ValueError`` adds the value sent
+        (``(got 5)``), which repeated what this one says ("must be a string, got int (got 5)").
+        """
         if not isinstance(value, str):
-            raise ValueError(f"must be a string, got {type(value).__name__}")
+            raise refusal(f"must be a string, got {type(value).__name__}")
         return value
 
     @field_validator("content", "context")

@@ -135,9 +135,10 @@ def check_filter_metadata(metadata: dict[str, Any], field: str, limits: InputLim
     """A filter's metadata: at most ``MAX_METADATA_KEYS`` keys (each one a Chroma clause), finite numbers, UTF-8."""
     if len(metadata) > MAX_METADATA_KEYS:
         raise InvalidInputError(field, f"has {len(metadata)} keys; the limit is {MAX_METADATA_KEYS}")
+    compared = {key: value.get("$ne") if isinstance(value, dict) else value for key, value in metadata.items()}
     check_text(metadata, field)
-    check_int64(metadata, field)
-    for key, value in metadata.items():
+    check_int64(compared, field)
+    for key, value in compared.items():
         if isinstance(value, float) and not math.isfinite(value):
             raise InvalidInputError(field, f"{shown(key)!r} must be a finite number, got {value}")
 
@@ -282,23 +283,35 @@ Metadata = Annotated[dict[str, Any], _bounded(check_metadata)]
 AnyOf = Annotated[dict[Literal["$in"], Annotated[list[str], Field(min_length=1)]], Field(min_length=1)]
 """``{"$in": [texts]}``: a metadata value equal to any one of these (one recall over many items by their key)."""
 
+NotEqual = Annotated[dict[Literal["$ne"], str | int | float | bool], Field(min_length=1)]
+"""``{"$ne": value}``: a metadata value other than this one, or no such key at all (Chroma's ``$ne``).
+
+What finds the memories a writer did not mark: the LangGraph store lists those of its items it
+wrote before it kept their fields as keys (``langchain/store_fields.py``).
+"""
+
+_VALUE_SHAPES = 'a text, a number, a boolean, {"$in": [texts]} (one or more texts) or {"$ne": a value}'
+
 
 def _any_of_shape(metadata: Any) -> Any:
-    """Refuse an object value other than ``{"$in": [texts]}`` saying what a value may be (not "a valid string")."""
+    """Refuse an object value other than ``{"$in": [texts]}`` or ``{"$ne": value}`` saying what a value may be."""
     for key, value in metadata.items() if isinstance(metadata, dict) else ():
-        operand = value.get("$in") if isinstance(value, dict) and len(value) == 1 else None
-        if isinstance(value, dict) and not (
-            isinstance(operand, list) and operand and all(isinstance(o, str) for o in operand)
-        ):
+        if not isinstance(value, dict):
+            continue
+        ((op, operand),) = value.items() if len(value) == 1 else ((None, None),)
+        any_of = op == "$in" and isinstance(operand, list) and operand and all(isinstance(o, str) for o in operand)
+        not_equal = op == "$ne" and isinstance(operand, (str, int, float))  # a boolean is an int
+        if not (any_of or not_equal):
             raise refusal(
-                f'{shown(str(key))!r}: a value is a text, a number, a boolean or {{"$in": [texts]}} '
-                f"(one or more texts), got {shown(json.dumps(value, default=str))}"
+                f"{shown(str(key))!r}: a value is {_VALUE_SHAPES}, got {shown(json.dumps(value, default=str))}"
             )
     return metadata
 
 
 FilterMetadata = Annotated[
-    dict[str, str | int | float | bool | AnyOf], BeforeValidator(_any_of_shape), _bounded(check_filter_metadata)
+    dict[str, str | int | float | bool | AnyOf | NotEqual],
+    BeforeValidator(_any_of_shape),
+    _bounded(check_filter_metadata),
 ]
 """A filter's metadata: at most ``MAX_METADATA_KEYS`` keys, each compiled to one Chroma ``where`` clause."""
 
@@ -324,6 +337,7 @@ __all__ = [
     "Identifier",
     "InputLimits",
     "Metadata",
+    "NotEqual",
     "check_entities",
     "check_filter_metadata",
     "check_id",

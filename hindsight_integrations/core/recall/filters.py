@@ -160,12 +160,17 @@ class RecallFilters(BaseModel):
 
         Compiled once per recall: the clauses are the same for every candidate.
         """
-        tests = [_compile(clause) for clause in self.clauses(include_history=include_history, now=now)]
+        clauses = self.clauses(include_history=include_history, now=now)
+        tests = [_compile(clause) for clause in clauses]
+        absent_passes = {key for clause in clauses for key, condition in clause.items() if _not_equal(condition)}
 
         def matches(meta: _Readable) -> bool:
             for key, test in tests:
                 value = meta.get(key)
-                if value is None or not test(value):
+                if value is None:
+                    if key not in absent_passes:
+                        return False
+                elif not test(value):
                     return False
             return True
 
@@ -204,14 +209,25 @@ def _in(key: str, values: list[str]) -> dict[str, Any]:
 # text or a boolean and ``$in`` on text stay C-level callables: a recall runs the tests ~600 times.
 _OPERATORS: dict[str, Callable[[Any], Callable[[Any], bool]]] = {
     "$in": lambda operand: _member_of(tuple(operand)),
+    "$ne": lambda operand: _other_than(_equal_to(operand)),
     "$gt": lambda operand: _numeric(partial(operator.lt, operand)),  # value > operand
     "$gte": lambda operand: _numeric(partial(operator.le, operand)),
     "$lte": lambda operand: _numeric(partial(operator.ge, operand)),
 }
 
 
+def _not_equal(condition: Any) -> bool:
+    """Whether a clause's condition is ``$ne``, the one an absent key passes (as in Chroma)."""
+    return isinstance(condition, dict) and "$ne" in condition
+
+
+def _other_than(equal: Callable[[Any], bool]) -> Callable[[Any], bool]:
+    """Chroma's ``$ne`` of a present value: not equal as ``_equal_to`` counts it (a boolean is not 1)."""
+    return lambda value: not equal(value)
+
+
 def _compile(clause: dict[str, Any]) -> tuple[str, Callable[[Any], bool]]:
-    """One ``where`` clause as (key, test of a present value); an absent key never matches."""
+    """One ``where`` clause as (key, test of a present value); an absent key matches ``$ne`` only."""
     ((key, condition),) = clause.items()
     if not isinstance(condition, dict):
         return key, _equal_to(condition)
