@@ -190,6 +190,8 @@ class Settings(BaseSettings):
     # How long a replica trusts that a viewer session it checked is not signed out: a sign-out on one replica
     # is refused by the others within this time (0: every request asks the store).
     session_revocation_cache_seconds: float = Field(2.0, ge=0, le=300)
+    # MCP sessions one namespace may hold open on a --stateful server with tokens (mcp/quota.py).
+    max_sessions_per_namespace: int = Field(100, ge=1, le=10_000)
 
     # The server process (mcp/startup.py). Tool calls a minute each namespace may make (mcp/observability.py
     # RateLimiter); unset or empty: no limit. 0 is refused rather than read as "no limit" or as "no calls".
@@ -324,6 +326,7 @@ SERVER_SETTINGS = frozenset(
         "auth_failure_limit",
         "auth_failure_window_seconds",
         "session_revocation_cache_seconds",
+        "max_sessions_per_namespace",
         "upkeep_interval_seconds",
         "upkeep_lease_seconds",
     }
