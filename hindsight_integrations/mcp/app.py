@@ -282,12 +282,14 @@ class HindsightMCP(FastMCP):
     def streamable_http_app(self) -> Starlette:
         """The streamable-HTTP app, behind the Host check and the bearer-token middleware when they apply."""
         app = super().streamable_http_app()
-        app.add_middleware(BodyGuard)  # added first, so it runs after authentication
+        settings = self.engine.settings
+        app.add_middleware(BodyGuard, timeout=settings.body_timeout_seconds)  # added first: runs after authentication
         if self.token_map is not None:
             stateful = not self.settings.stateless_http
             app.add_middleware(
                 NamespaceQuota,
-                max_sessions=self.engine.settings.max_sessions_per_namespace if stateful else None,
+                max_in_flight=settings.max_requests_in_flight_per_namespace,
+                max_sessions=settings.max_sessions_per_namespace if stateful else None,
                 live_sessions=self._live_session_ids if stateful else None,
                 mcp_path=self.settings.streamable_http_path,
             )

@@ -3,26 +3,39 @@
 The SDK answered a body nested thousands of levels deep (Python's JSON parser recursing until
 it fails) or not valid UTF-8 with HTTP 500, and logged a traceback. Those are the caller's
 mistakes, so they get a 400 with a JSON-RPC error saying what is wrong; a body over the size
-limit gets 413 as soon as its length is known, without reading the rest.
+limit gets 413 as soon as its length is known, without reading the rest. A body that has not
+arrived in full within ``timeout`` seconds gets 408 and the connection is closed: a stalled upload
+would otherwise hold its connection (and a file descriptor) for as long as the sender liked, and
+enough of them left the process unable to accept anyone.
 """
 
 from __future__ import annotations
 
 import json
 
+import anyio
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 MAX_BODY_BYTES = 4 * 1024 * 1024  # the MCP SDK's own limit for one message
 MAX_JSON_DEPTH = 64  # tool arguments are a few levels deep; anything near this is not a real call
+BODY_TIMEOUT_SECONDS = 60.0
 
 
 class BodyGuard:
     """Check a POST body's size, encoding and nesting, then hand the request on unchanged."""
 
-    def __init__(self, app: ASGIApp, *, max_bytes: int = MAX_BODY_BYTES, max_depth: int = MAX_JSON_DEPTH) -> None:
+    def __init__(
+        self,
+        app: ASGIApp,
+        *,
+        max_bytes: int = MAX_BODY_BYTES,
+        max_depth: int = MAX_JSON_DEPTH,
+        timeout: float = BODY_TIMEOUT_SECONDS,
+    ) -> None:
         self.app = app
         self.max_bytes = max_bytes
         self.max_depth = max_depth
+        self.timeout = timeout
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         """Pass non-POST requests through; read, check and replay a POST body."""
@@ -33,26 +46,43 @@ class BodyGuard:
         if declared is not None and declared.isdigit() and int(declared) > self.max_bytes:
             await _refuse(send, 413, f"the request body is {int(declared)} bytes; the limit is {self.max_bytes}")
             return
+        body: bytes | None = None
+        with anyio.move_on_after(self.timeout) as deadline:
+            body = await self._read(receive, send)
+        if deadline.cancelled_caught:
+            await _refuse(
+                send,
+                408,
+                f"the request body did not arrive in full within {self.timeout:g} s "
+                "(HINDSIGHT_BODY_TIMEOUT_SECONDS); send it in one go",
+                close=True,
+            )
+            return
+        if body is None:
+            return
+        problem = self._problem(body)
+        if problem is not None:
+            await _refuse(send, 400, problem)
+            return
+        await self.app(scope, _replay(body), send)
+
+    async def _read(self, receive: Receive, send: Send) -> bytes | None:
+        """The whole body; None when it was refused as too large or the client went away."""
         chunks: list[bytes] = []
         size = 0
         more = True
         while more:
             message = await receive()
             if message["type"] == "http.disconnect":
-                return
+                return None
             chunk = message.get("body", b"")
             size += len(chunk)
             if size > self.max_bytes:
                 await _refuse(send, 413, f"the request body is over {self.max_bytes} bytes")
-                return
+                return None
             chunks.append(chunk)
             more = message.get("more_body", False)
-        body = b"".join(chunks)
-        problem = self._problem(body)
-        if problem is not None:
-            await _refuse(send, 400, problem)
-            return
-        await self.app(scope, _replay(body), send)
+        return b"".join(chunks)
 
     def _problem(self, body: bytes) -> str | None:
         try:
@@ -101,14 +131,16 @@ def _replay(body: bytes) -> Receive:
     return receive
 
 
-async def _refuse(send: Send, status: int, message: str) -> None:
-    code = -32600 if status == 413 else -32700  # JSON-RPC: invalid request / parse error
+async def _refuse(send: Send, status: int, message: str, *, close: bool = False) -> None:
+    """Answer with a JSON-RPC error; ``close`` the connection too when the rest of the body may never come."""
+    code = -32700 if status == 400 else -32600  # JSON-RPC: parse error / invalid request
     body = json.dumps({"jsonrpc": "2.0", "id": None, "error": {"code": code, "message": message}}).encode()
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
     await send(
         {
             "type": "http.response.start",
             "status": status,
-            "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())],
+            "headers": [*headers, (b"connection", b"close")] if close else headers,
         }
     )
     await send({"type": "http.response.body", "body": body})

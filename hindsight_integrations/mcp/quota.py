@@ -1,9 +1,13 @@
-"""What one namespace may hold of a shared HTTP server at once: its MCP sessions.
+"""What one namespace may hold of a shared HTTP server at once: requests in flight, and MCP sessions.
 
-The rate limit counts requests as they arrive, not what they hold. On a ``--stateful`` server
-one tenant could open sessions until the MCP SDK's table for every tenant was full (10,000
-sessions, ~1 GB, then "Too many open sessions" for everyone for the 30 minutes an idle session
-lives). ``NamespaceQuota`` bounds them per namespace, answering 429 with ``Retry-After``.
+The rate limit counts requests as they arrive, not what they hold. A tenant could start
+requests and never finish sending their bodies, each holding a connection and a file
+descriptor, until the process could accept nobody (1,100 stalled uploads on a server allowed
+1,024 files; ``BodyGuard`` now also ends each after a while, but a tenant could start new ones
+as fast). On a ``--stateful`` server one tenant could open sessions until the MCP SDK's table
+for every tenant was full (10,000 sessions, ~1 GB, then "Too many open sessions" for everyone
+for the 30 minutes an idle session lives). ``NamespaceQuota`` bounds both per namespace,
+answering 429 with ``Retry-After`` past either.
 
 It also binds a stateful session to the namespace that opened it: the SDK ties a session to
 its creator only through its own OAuth user, which bearer tokens here do not set, so another
@@ -47,20 +51,25 @@ class Sessions:
 
 
 class NamespaceQuota:
-    """ASGI middleware (after authentication): bound a namespace's stateful sessions and keep them its own.
+    """ASGI middleware (after authentication): bound a namespace's requests in flight and its stateful sessions.
 
-    ``max_sessions`` None: a stateless server, which keeps no sessions.
+    ``GET`` requests are not counted in flight: on a stateful server each session may hold one
+    open event stream, and those are bounded by the sessions. ``max_sessions`` None: a stateless
+    server, which keeps no sessions.
     """
 
     def __init__(
         self,
         app: ASGIApp,
         *,
+        max_in_flight: int,
         max_sessions: int | None,
         live_sessions: Callable[[], Container[str] | None] | None = None,
         mcp_path: str = "/mcp",
     ) -> None:
         self.app = app
+        self.max_in_flight = max_in_flight
+        self.in_flight: dict[str, int] = {}
         self.max_sessions = max_sessions
         self.mcp_path = mcp_path
         self.sessions = Sessions(live_sessions)
@@ -68,12 +77,33 @@ class NamespaceQuota:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         """Serve the request within its namespace's bounds, or refuse it before it holds anything."""
         namespace = scope.get("state", {}).get(SCOPE_KEY) if scope["type"] == "http" else None
-        if namespace is None or self.max_sessions is None or scope.get("path") != self.mcp_path:
+        if namespace is None:
             await self.app(scope, receive, send)
             return
-        await self._serve_session(namespace, scope, receive, send)
+        if scope.get("method") == "GET":
+            await self._serve_session(namespace, scope, receive, send)
+            return
+        held = self.in_flight.get(namespace, 0)
+        if held >= self.max_in_flight:
+            await _too_many(
+                send,
+                "too_many_requests_in_flight",
+                f"namespace {namespace!r} already has {held} requests in progress, the limit per namespace "
+                "(HINDSIGHT_MAX_REQUESTS_IN_FLIGHT_PER_NAMESPACE); wait for them to finish, then send again",
+            )
+            return
+        self.in_flight[namespace] = held + 1
+        try:
+            await self._serve_session(namespace, scope, receive, send)
+        finally:
+            self.in_flight[namespace] -= 1
+            if not self.in_flight[namespace]:
+                del self.in_flight[namespace]
 
     async def _serve_session(self, namespace: str, scope: Scope, receive: Receive, send: Send) -> None:
+        if self.max_sessions is None or scope.get("path") != self.mcp_path:
+            await self.app(scope, receive, send)
+            return
         session_id = dict(scope.get("headers") or []).get(SESSION_HEADER, b"").decode("latin-1")
         if session_id:
             await self._serve_in_session(session_id, namespace, scope, receive, send)
