@@ -223,6 +223,19 @@ def test_unreadable_bodies_get_400_and_oversized_ones_413_at_once(base: str, ali
     assert alice.stats().namespace == "alice"  # still serving
 
 
+def test_a_number_longer_than_python_reads_is_a_400_not_a_500(base: str, alice: MemoryClient) -> None:
+    # A bare JSON number of 5,000 digits made the SDK's json.loads raise: HTTP 500, a traceback logged.
+    auth = {**HEADERS, "Authorization": f"Bearer {ALICE}"}
+    call = '{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "retrieve_memory", "arguments": '
+    body = call + '{"query": "tea", "top_k": ' + "9" * 5000 + "}}}"
+    response = httpx.post(f"{base}/mcp", content=body, headers=auth)
+    assert response.status_code == 400, response.text
+    assert "digits" in response.json()["error"]["message"] and "as a string" in response.json()["error"]["message"]
+    as_text = call + '{"query": "' + "9" * 5000 + '"}}}'  # the same digits inside a string are a question
+    assert httpx.post(f"{base}/mcp", content=as_text, headers=auth).status_code == 200
+    assert alice.stats().namespace == "alice"
+
+
 def test_an_adapter_handed_another_users_client_is_refused_before_anything_is_sent(base: str) -> None:
     """A client whose token decides its namespace cannot tell it before its first call; the adapter claims it."""
     from hindsight_integrations.langchain import HindsightMemory

@@ -1,7 +1,8 @@
 """ASGI middleware that refuses unreadable HTTP bodies with 400/413 before the MCP SDK parses them.
 
 The SDK answered a body nested thousands of levels deep (Python's JSON parser recursing until
-it fails) or not valid UTF-8 with HTTP 500, and logged a traceback. Those are the caller's
+it fails), holding a number longer than Python converts to an int (4,300 digits), or not valid
+UTF-8 with HTTP 500, and logged a traceback. Those are the caller's
 mistakes, so they get a 400 with a JSON-RPC error saying what is wrong; a body over the size
 limit gets 413 as soon as its length is known, without reading the rest. A body that has not
 arrived in full within ``timeout`` seconds gets 408 and the connection is closed: a stalled upload
@@ -12,6 +13,8 @@ enough of them left the process unable to accept anyone.
 from __future__ import annotations
 
 import json
+import re
+import sys
 
 import anyio
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -19,6 +22,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 MAX_BODY_BYTES = 4 * 1024 * 1024  # the MCP SDK's own limit for one message
 MAX_JSON_DEPTH = 64  # tool arguments are a few levels deep; anything near this is not a real call
 BODY_TIMEOUT_SECONDS = 60.0
+_LONG_DIGITS = re.compile(rb"[0-9]{%d}" % (sys.get_int_max_str_digits() + 1))
 
 
 class BodyGuard:
@@ -89,14 +93,20 @@ class BodyGuard:
             text = body.decode("utf-8")
         except UnicodeDecodeError as exc:
             return f"the request body is not valid UTF-8 (byte {exc.start})"
-        if text.count("[") + text.count("{") <= self.max_depth:
-            return None  # cannot be nested deeper than the limit
+        long_number = sys.get_int_max_str_digits() > 0 and _LONG_DIGITS.search(body) is not None
+        if not long_number and text.count("[") + text.count("{") <= self.max_depth:
+            return None  # cannot be nested deeper than the limit, nor hold a number Python will not read
         try:
             parsed = json.loads(text)
         except RecursionError:
             return f"the request body is nested more than {self.max_depth} levels deep"
-        except ValueError:
+        except json.JSONDecodeError:
             return None  # not JSON: the SDK answers that with its own parse error
+        except ValueError:
+            return (
+                f"a number in the request body has more than {sys.get_int_max_str_digits()} digits, "
+                "more than the server reads; send it as a string"
+            )
         if _depth(parsed) > self.max_depth:
             return f"the request body is nested more than {self.max_depth} levels deep"
         return None
