@@ -2,7 +2,9 @@
 
 The SDK answered a body nested thousands of levels deep (Python's JSON parser recursing until
 it fails), holding a number longer than Python converts to an int (4,300 digits), or not valid
-UTF-8 with HTTP 500, and logged a traceback. Those are the caller's
+UTF-8 with HTTP 500, and logged a traceback. And a NaN or an infinity (``NaN``, ``Infinity``, or
+``1e999``, which reads as one) became null on its way to the tool, "not given": ``update_memory``
+with ``importance: NaN`` reported success and changed nothing. Those are refused with 400. Those are the caller's
 mistakes, so they get a 400 with a JSON-RPC error saying what is wrong; a body over the size
 limit gets 413 as soon as its length is known, without reading the rest. A body that has not
 arrived in full within ``timeout`` seconds gets 408 and the connection is closed: a stalled upload
@@ -13,6 +15,7 @@ enough of them left the process unable to accept anyone.
 from __future__ import annotations
 
 import json
+import math
 import re
 import sys
 
@@ -22,6 +25,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 MAX_BODY_BYTES = 4 * 1024 * 1024  # the MCP SDK's own limit for one message
 MAX_JSON_DEPTH = 64  # tool arguments are a few levels deep; anything near this is not a real call
 BODY_TIMEOUT_SECONDS = 60.0
+_NOT_FINITE = re.compile(rb"NaN|Infinity|[0-9][eE]\+?[0-9]{3}")  # might hold one; parsing decides
 _LONG_DIGITS = re.compile(rb"[0-9]{%d}" % (sys.get_int_max_str_digits() + 1))
 
 
@@ -94,10 +98,15 @@ class BodyGuard:
         except UnicodeDecodeError as exc:
             return f"the request body is not valid UTF-8 (byte {exc.start})"
         long_number = sys.get_int_max_str_digits() > 0 and _LONG_DIGITS.search(body) is not None
-        if not long_number and text.count("[") + text.count("{") <= self.max_depth:
+        if not long_number and not _NOT_FINITE.search(body) and text.count("[") + text.count("{") <= self.max_depth:
             return None  # cannot be nested deeper than the limit, nor hold a number Python will not read
         try:
-            parsed = json.loads(text)
+            parsed = json.loads(text, parse_constant=_not_finite, parse_float=_finite)
+        except _NotFinite as exc:
+            return (
+                f"the request body holds {exc}, a number JSON does not have (it would arrive as null, "
+                "not given); send a finite number, or leave the argument out"
+            )
         except RecursionError:
             return f"the request body is nested more than {self.max_depth} levels deep"
         except json.JSONDecodeError:
@@ -110,6 +119,21 @@ class BodyGuard:
         if _depth(parsed) > self.max_depth:
             return f"the request body is nested more than {self.max_depth} levels deep"
         return None
+
+
+class _NotFinite(ValueError):
+    pass
+
+
+def _not_finite(constant: str) -> float:
+    raise _NotFinite(constant)
+
+
+def _finite(number: str) -> float:
+    value = float(number)
+    if not math.isfinite(value):
+        raise _NotFinite(f"{number[:40]} (an infinity)")
+    return value
 
 
 def _depth(value: object) -> int:
