@@ -6,7 +6,7 @@ and every other tenant's new session was refused ("Too many open sessions", 503)
 minutes an idle session lives. And a session answered whoever held its id: another tenant
 could use it, or end it with ``DELETE``. And a tenant could start uploads and never finish
 them: each held its connection for good, and 1,100 of them left a server allowed 1,024 open
-files unable to accept anyone's request.
+files unable to accept anyone's request; half a request head did the same without any token.
 """
 
 from __future__ import annotations
@@ -154,3 +154,17 @@ def test_uploads_that_never_finish_are_bounded_per_namespace_and_ended(stateless
     with MemoryClient.http(f"{stateless.url}/mcp", token=MALLORY, retries=0) as mallory:
         assert mallory.stats() is not None  # their places are free again
     assert stateless.process.poll() is None
+
+
+def test_a_request_head_that_never_finishes_is_closed_without_any_token(stateless: LocalServer) -> None:
+    port = int(stateless.url.rsplit(":", 1)[1])
+    fresh = socket.create_connection(("127.0.0.1", port), timeout=60)
+    fresh.sendall(f"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nX-Slow: ".encode())
+    kept_alive = socket.create_connection(("127.0.0.1", port), timeout=60)
+    kept_alive.sendall(f"GET /health HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\r\n".encode())
+    assert kept_alive.recv(65536).startswith(b"HTTP/1.1 200")
+    kept_alive.sendall(f"GET /health HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n".encode())  # the next head stalls
+
+    assert answer_then_close(fresh) == b""  # closed, where before the server waited for as long as we liked
+    assert answer_then_close(kept_alive) == b""
+    assert httpx.get(f"{stateless.url}/health").status_code == 200
