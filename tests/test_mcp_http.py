@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import sys
@@ -221,6 +222,34 @@ def test_unreadable_bodies_get_400_and_oversized_ones_413_at_once(base: str, ali
     with pytest.raises(MemoryToolInputError, match="send fewer memories per call"):
         alice.store(batch)
     assert alice.stats().namespace == "alice"  # still serving
+
+
+def test_a_number_longer_than_python_reads_is_a_400_not_a_500(base: str, alice: MemoryClient) -> None:
+    # A bare JSON number of 5,000 digits made the SDK's json.loads raise: HTTP 500, a traceback logged.
+    auth = {**HEADERS, "Authorization": f"Bearer {ALICE}"}
+    call = '{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "retrieve_memory", "arguments": '
+    body = call + '{"query": "tea", "top_k": ' + "9" * 5000 + "}}}"
+    response = httpx.post(f"{base}/mcp", content=body, headers=auth)
+    assert response.status_code == 400, response.text
+    assert "digits" in response.json()["error"]["message"] and "as a string" in response.json()["error"]["message"]
+    as_text = call + '{"query": "' + "9" * 5000 + '"}}}'  # the same digits inside a string are a question
+    assert httpx.post(f"{base}/mcp", content=as_text, headers=auth).status_code == 200
+    assert alice.stats().namespace == "alice"
+
+
+def test_nan_or_an_infinity_in_a_request_is_refused_not_read_as_not_given(base: str, alice: MemoryClient) -> None:
+    # They arrived at the tool as null: update_memory(importance=NaN) said "updated" and changed nothing.
+    auth = {**HEADERS, "Authorization": f"Bearer {ALICE}"}
+    memory_id = alice.store("The boiler is serviced every October.", apply_filter=False).stored[0].id
+    assert alice.update(memory_id, importance=0.3).importance == 0.3
+    for number in ("NaN", "Infinity", "-Infinity", "1e999"):
+        call = {"name": "update_memory", "arguments": {"id": memory_id, "importance": "NUMBER"}}
+        body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": call})
+        response = httpx.post(f"{base}/mcp", content=body.replace('"NUMBER"', number), headers=auth)
+        assert response.status_code == 400, response.text
+        assert "finite number" in response.json()["error"]["message"]
+    assert [r.importance for r in alice.list(limit=1000) if r.id == memory_id] == [0.3]
+    assert alice.store("NaN bread and Infinity pool, 1e999 times over.", apply_filter=False).stored  # text stays text
 
 
 def test_an_adapter_handed_another_users_client_is_refused_before_anything_is_sent(base: str) -> None:

@@ -190,6 +190,11 @@ class Settings(BaseSettings):
     # How long a replica trusts that a viewer session it checked is not signed out: a sign-out on one replica
     # is refused by the others within this time (0: every request asks the store).
     session_revocation_cache_seconds: float = Field(2.0, ge=0, le=300)
+    # Per namespace on a server with tokens (mcp/quota.py): requests in progress at once, and MCP sessions
+    # open on a --stateful server. And how long any request's body may take to arrive (mcp/body_guard.py).
+    max_requests_in_flight_per_namespace: int = Field(64, ge=1, le=100_000)
+    max_sessions_per_namespace: int = Field(100, ge=1, le=10_000)
+    body_timeout_seconds: float = Field(60.0, gt=0, le=3600)
 
     # The server process (mcp/startup.py). Tool calls a minute each namespace may make (mcp/observability.py
     # RateLimiter); unset or empty: no limit. 0 is refused rather than read as "no limit" or as "no calls".
@@ -324,6 +329,9 @@ SERVER_SETTINGS = frozenset(
         "auth_failure_limit",
         "auth_failure_window_seconds",
         "session_revocation_cache_seconds",
+        "max_sessions_per_namespace",
+        "max_requests_in_flight_per_namespace",
+        "body_timeout_seconds",
         "upkeep_interval_seconds",
         "upkeep_lease_seconds",
     }

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterable
+from collections.abc import Container, Iterable
 from typing import TYPE_CHECKING, Any
 
 from mcp.server.fastmcp import FastMCP
@@ -41,6 +41,7 @@ from .observability import (
     summarize_arguments,
 )
 from .protocol import capability
+from .quota import NamespaceQuota
 from .resources import register_resources
 from .throttle import AuthFailures, RateLimitLog
 from .tool_table import register_tools
@@ -281,12 +282,26 @@ class HindsightMCP(FastMCP):
     def streamable_http_app(self) -> Starlette:
         """The streamable-HTTP app, behind the Host check and the bearer-token middleware when they apply."""
         app = super().streamable_http_app()
-        app.add_middleware(BodyGuard)  # added first, so it runs after authentication
+        settings = self.engine.settings
+        app.add_middleware(BodyGuard, timeout=settings.body_timeout_seconds)  # added first: runs after authentication
         if self.token_map is not None:
+            stateful = not self.settings.stateless_http
+            app.add_middleware(
+                NamespaceQuota,
+                max_in_flight=settings.max_requests_in_flight_per_namespace,
+                max_sessions=settings.max_sessions_per_namespace if stateful else None,
+                live_sessions=self._live_session_ids if stateful else None,
+                mcp_path=self.settings.streamable_http_path,
+            )
             app.add_middleware(BearerNamespaceMiddleware, token_map=self.token_map, failures=self.auth_failures)
         if self.allowed_hosts is not None:
             app.add_middleware(HostGuard, allowed=self.allowed_hosts)  # outermost: a foreign Host learns nothing
         return app
+
+    def _live_session_ids(self) -> Container[str] | None:
+        """The ids of the stateful sessions the MCP SDK still holds, when this SDK version lets us ask."""
+        live = getattr(self.session_manager, "_server_instances", None)
+        return live if isinstance(live, dict) else None
 
 
 def _parameter_names(tool: RegisteredTool | None) -> set[str] | None:

@@ -22,6 +22,7 @@ from .app import HindsightMCP, build_server
 from .auth import load_token_map
 from .hosts import bind_address_problem, is_loopback
 from .observability import configure_logging, log
+from .slow_heads import HEAD_TIMEOUT_SECONDS, guarded
 
 if TYPE_CHECKING:
     from ..core.engine import MemoryEngine
@@ -203,7 +204,10 @@ def _serve_http(server: HindsightMCP, host: str, port: int) -> None:
     # Which Host names every route answers (DNS rebinding): see hosts.allowed_hosts.
     server.serve_on(host)
     app = server.streamable_http_app()
-    uvicorn.run(app, host=host, port=port, log_level=server.engine.settings.uvicorn_log_level, access_log=False)
+    settings = server.engine.settings
+    # A request head gets at most as long as a body to arrive (slow_heads: uvicorn would wait for ever).
+    protocol = guarded(head_timeout=min(HEAD_TIMEOUT_SECONDS, settings.body_timeout_seconds))
+    uvicorn.run(app, host=host, port=port, log_level=settings.uvicorn_log_level, access_log=False, http=protocol)
 
 
 __all__ = ["is_loopback", "run", "start_scheduled_upkeep"]

@@ -1,0 +1,185 @@
+"""What one namespace may hold of a shared HTTP server at once: requests in flight, and MCP sessions.
+
+The rate limit counts requests as they arrive, not what they hold. A tenant could start
+requests and never finish sending their bodies, each holding a connection and a file
+descriptor, until the process could accept nobody (1,100 stalled uploads on a server allowed
+1,024 files; ``BodyGuard`` now also ends each after a while, but a tenant could start new ones
+as fast). On a ``--stateful`` server one tenant could open sessions until the MCP SDK's table
+for every tenant was full (10,000 sessions, ~1 GB, then "Too many open sessions" for everyone
+for the 30 minutes an idle session lives). ``NamespaceQuota`` bounds both per namespace,
+answering 429 with ``Retry-After`` past either.
+
+It also binds a stateful session to the namespace that opened it: the SDK ties a session to
+its creator only through its own OAuth user, which bearer tokens here do not set, so another
+tenant holding a session id could use it or end it (``DELETE``). Such a request is answered as
+the SDK answers an unknown session: 404.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Container
+from dataclasses import dataclass, field
+
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from .auth import SCOPE_KEY
+
+SESSION_HEADER = b"mcp-session-id"
+RETRY_SECONDS = 1
+
+
+@dataclass
+class Sessions:
+    """The stateful sessions each namespace opened: by id, plus those whose opening request is still running.
+
+    ``live`` says which session ids the MCP SDK still holds (it ends idle ones by itself); None, or None returned,
+    when that cannot be asked, and then a session counts until it is deleted or found gone (404).
+    """
+
+    live: Callable[[], Container[str] | None] | None = None
+    owner: dict[str, str] = field(default_factory=dict)
+    opening: dict[str, int] = field(default_factory=dict)
+
+    def open_count(self, namespace: str) -> int:
+        """Sessions ``namespace`` holds now, forgetting those the SDK has ended."""
+        live = self.live() if self.live is not None else None
+        if live is not None:
+            for ended in [sid for sid in self.owner if sid not in live]:
+                del self.owner[ended]
+        return sum(1 for owner in self.owner.values() if owner == namespace) + self.opening.get(namespace, 0)
+
+
+class NamespaceQuota:
+    """ASGI middleware (after authentication): bound a namespace's requests in flight and its stateful sessions.
+
+    ``GET`` requests are not counted in flight: on a stateful server each session may hold one
+    open event stream, and those are bounded by the sessions. ``max_sessions`` None: a stateless
+    server, which keeps no sessions.
+    """
+
+    def __init__(
+        self,
+        app: ASGIApp,
+        *,
+        max_in_flight: int,
+        max_sessions: int | None,
+        live_sessions: Callable[[], Container[str] | None] | None = None,
+        mcp_path: str = "/mcp",
+    ) -> None:
+        self.app = app
+        self.max_in_flight = max_in_flight
+        self.in_flight: dict[str, int] = {}
+        self.max_sessions = max_sessions
+        self.mcp_path = mcp_path
+        self.sessions = Sessions(live_sessions)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Serve the request within its namespace's bounds, or refuse it before it holds anything."""
+        namespace = scope.get("state", {}).get(SCOPE_KEY) if scope["type"] == "http" else None
+        if namespace is None:
+            await self.app(scope, receive, send)
+            return
+        if scope.get("method") == "GET":
+            await self._serve_session(namespace, scope, receive, send)
+            return
+        held = self.in_flight.get(namespace, 0)
+        if held >= self.max_in_flight:
+            await _too_many(
+                send,
+                "too_many_requests_in_flight",
+                f"namespace {namespace!r} already has {held} requests in progress, the limit per namespace "
+                "(HINDSIGHT_MAX_REQUESTS_IN_FLIGHT_PER_NAMESPACE); wait for them to finish, then send again",
+            )
+            return
+        self.in_flight[namespace] = held + 1
+        try:
+            await self._serve_session(namespace, scope, receive, send)
+        finally:
+            self.in_flight[namespace] -= 1
+            if not self.in_flight[namespace]:
+                del self.in_flight[namespace]
+
+    async def _serve_session(self, namespace: str, scope: Scope, receive: Receive, send: Send) -> None:
+        if self.max_sessions is None or scope.get("path") != self.mcp_path:
+            await self.app(scope, receive, send)
+            return
+        session_id = dict(scope.get("headers") or []).get(SESSION_HEADER, b"").decode("latin-1")
+        if session_id:
+            await self._serve_in_session(session_id, namespace, scope, receive, send)
+        elif scope.get("method") == "POST":
+            await self._open_session(namespace, scope, receive, send)
+        else:
+            await self.app(scope, receive, send)
+
+    async def _serve_in_session(
+        self, session_id: str, namespace: str, scope: Scope, receive: Receive, send: Send
+    ) -> None:
+        owner = self.sessions.owner.get(session_id)
+        if owner is not None and owner != namespace:
+            await _session_not_found(send)
+            return
+        status = 0
+
+        async def watch(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+            await send(message)
+
+        await self.app(scope, receive, watch)
+        if status == 404 or (scope.get("method") == "DELETE" and 200 <= status < 300):
+            self.sessions.owner.pop(session_id, None)
+
+    async def _open_session(self, namespace: str, scope: Scope, receive: Receive, send: Send) -> None:
+        assert self.max_sessions is not None
+        held = self.sessions.open_count(namespace)
+        if held >= self.max_sessions:
+            await _too_many(
+                send,
+                "too_many_sessions",
+                f"namespace {namespace!r} already has {held} open MCP sessions, the limit per namespace "
+                "(HINDSIGHT_MAX_SESSIONS_PER_NAMESPACE); close the sessions you no longer use (MemoryClient.close(), "
+                "or DELETE /mcp with their mcp-session-id) or wait for idle ones to expire",
+            )
+            return
+        opening = self.sessions.opening
+        opening[namespace] = opening.get(namespace, 0) + 1
+
+        async def record(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                session_id = dict(message.get("headers") or []).get(SESSION_HEADER)
+                if session_id:
+                    self.sessions.owner[session_id.decode("latin-1")] = namespace
+            await send(message)
+
+        try:
+            await self.app(scope, receive, record)
+        finally:
+            opening[namespace] -= 1
+            if not opening[namespace]:
+                del opening[namespace]
+
+
+async def _too_many(send: Send, error: str, message: str) -> None:
+    body = json.dumps({"error": error, "message": message, "retry_after": RETRY_SECONDS}).encode()
+    await _answer(send, 429, body, [(b"retry-after", str(RETRY_SECONDS).encode())])
+
+
+async def _session_not_found(send: Send) -> None:
+    error = {"jsonrpc": "2.0", "id": "server-error", "error": {"code": -32600, "message": "Session not found"}}
+    await _answer(send, 404, json.dumps(error).encode(), [])
+
+
+async def _answer(send: Send, status: int, body: bytes, headers: list[tuple[bytes, bytes]]) -> None:
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()), *headers],
+        }
+    )
+    await send({"type": "http.response.body", "body": body})
+
+
+__all__ = ["NamespaceQuota", "Sessions"]

@@ -1,0 +1,170 @@
+"""What one tenant may hold of a shared HTTP server at once, attacked over real HTTP on 127.0.0.1.
+
+A ``--stateful`` server kept every tenant's MCP sessions in one table of the SDK's (10,000
+sessions): one tenant opening sessions in a loop filled it in ~95 s, grew the server to ~1 GB,
+and every other tenant's new session was refused ("Too many open sessions", 503) for the 30
+minutes an idle session lives. And a session answered whoever held its id: another tenant
+could use it, or end it with ``DELETE``. And a tenant could start uploads and never finish
+them: each held its connection for good, and 1,100 of them left a server allowed 1,024 open
+files unable to accept anyone's request; half a request head did the same without any token.
+"""
+
+from __future__ import annotations
+
+import socket
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from hindsight_integrations.mcp import MemoryClient
+from hindsight_integrations.processes import LocalServer, free_port, running
+
+from .mcp_support import REPO, SERVER_CMD, http_server_process, server_env
+
+MALLORY = "mallory-token-3f9c2a7e5b1d4c8a9e0f6b2d"  # the attacking tenant
+VICTIM = "victim-token-8d1e4b7a2c9f5e3d6a0b4c7e"  # everyone else on the server
+SESSIONS_PER_NAMESPACE = 3
+HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "attack", "version": "1"}},
+}
+
+
+def stateful_server(store: Path, **env: str) -> Iterator[LocalServer]:
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    tokens = f"{MALLORY}=mallory,{VICTIM}=victim"
+    command = [*SERVER_CMD, "--transport", "http", "--port", str(port), "--stateful"]
+    with running(
+        command, health_url=f"{base}/health", env=server_env(store, HINDSIGHT_TOKENS=tokens, **env), cwd=REPO
+    ) as process:
+        yield LocalServer(base, process)
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalServer]:
+    store = tmp_path_factory.mktemp("sessions")
+    yield from stateful_server(store, HINDSIGHT_MAX_SESSIONS_PER_NAMESPACE=str(SESSIONS_PER_NAMESPACE))
+
+
+def open_session(base: str, token: str) -> httpx.Response:
+    return httpx.post(f"{base}/mcp", json=INITIALIZE, headers={**HEADERS, "Authorization": f"Bearer {token}"})
+
+
+def in_session(base: str, token: str, session_id: str, method: str = "POST") -> httpx.Response:
+    headers = {**HEADERS, "Authorization": f"Bearer {token}", "mcp-session-id": session_id}
+    if method == "DELETE":
+        return httpx.delete(f"{base}/mcp", headers=headers)
+    listing = {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}
+    return httpx.post(f"{base}/mcp", json=listing, headers={**headers, "mcp-protocol-version": "2025-06-18"})
+
+
+def test_one_tenant_cannot_take_every_session_and_the_others_still_open_theirs(server: LocalServer) -> None:
+    opened = [open_session(server.url, MALLORY) for _ in range(SESSIONS_PER_NAMESPACE)]
+    assert [answer.status_code for answer in opened] == [200] * SESSIONS_PER_NAMESPACE
+    refused = open_session(server.url, MALLORY)
+    assert refused.status_code == 429, refused.text
+    assert refused.headers["retry-after"] == "1"
+    assert refused.json()["error"] == "too_many_sessions"
+    assert "HINDSIGHT_MAX_SESSIONS_PER_NAMESPACE" in refused.json()["message"]
+
+    with MemoryClient.http(f"{server.url}/mcp", token=VICTIM, retries=0) as victim:  # the others are served
+        victim.store("The spare key is under the blue flowerpot.", apply_filter=False)
+        assert "flowerpot" in victim.recall("where is the spare key").context
+
+    closed = in_session(server.url, MALLORY, opened[0].headers["mcp-session-id"], method="DELETE")
+    assert closed.status_code == 200
+    assert open_session(server.url, MALLORY).status_code == 200  # a closed session frees its place
+    assert server.process.poll() is None
+
+
+def test_a_session_answers_only_the_namespace_that_opened_it(server: LocalServer) -> None:
+    opened = open_session(server.url, VICTIM)
+    session_id = opened.headers["mcp-session-id"]
+    assert in_session(server.url, VICTIM, session_id).status_code == 200
+
+    used = in_session(server.url, MALLORY, session_id)
+    assert used.status_code == 404 and "Session not found" in used.text  # as if it did not exist
+    assert in_session(server.url, MALLORY, session_id, method="DELETE").status_code == 404
+    assert in_session(server.url, VICTIM, session_id).status_code == 200  # still the victim's, still open
+
+
+# -- uploads that never finish ---------------------------------------------------------------------
+
+IN_FLIGHT = 4
+
+
+@pytest.fixture(scope="module")
+def stateless(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalServer]:
+    store = tmp_path_factory.mktemp("stalled")
+    limits = {"HINDSIGHT_MAX_REQUESTS_IN_FLIGHT_PER_NAMESPACE": str(IN_FLIGHT), "HINDSIGHT_BODY_TIMEOUT_SECONDS": "10"}
+    with http_server_process(store, tokens={MALLORY: "mallory", VICTIM: "victim"}, env=limits) as running_server:
+        yield running_server
+
+
+def stalled_upload(base: str, token: str) -> socket.socket:
+    """A POST that declares a body and sends one byte of it; the rest never comes."""
+    port = int(base.rsplit(":", 1)[1])
+    connection = socket.create_connection(("127.0.0.1", port), timeout=60)
+    head = (
+        f"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nAuthorization: Bearer {token}\r\n"
+        "Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\n"
+        "Content-Length: 100000\r\n\r\n{"
+    )
+    connection.sendall(head.encode())
+    return connection
+
+
+def answer_then_close(connection: socket.socket) -> bytes:
+    """Everything the server sends until it closes the connection."""
+    received = b""
+    while chunk := connection.recv(65536):
+        received += chunk
+    connection.close()
+    return received
+
+
+def test_uploads_that_never_finish_are_bounded_per_namespace_and_ended(stateless: LocalServer) -> None:
+    stalled = [stalled_upload(stateless.url, MALLORY) for _ in range(IN_FLIGHT)]
+    listing = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
+    for _ in range(200):  # until the server has read the stalled requests' headers (they were only sent)
+        more = httpx.post(
+            f"{stateless.url}/mcp", json=listing, headers={**HEADERS, "Authorization": f"Bearer {MALLORY}"}
+        )
+        if more.status_code != 200:
+            break
+        time.sleep(0.02)
+    assert more.status_code == 429, more.text[:300]
+    assert more.json()["error"] == "too_many_requests_in_flight" and more.headers["retry-after"] == "1"
+    assert "HINDSIGHT_MAX_REQUESTS_IN_FLIGHT_PER_NAMESPACE" in more.json()["message"]
+
+    with MemoryClient.http(f"{stateless.url}/mcp", token=VICTIM, retries=0) as victim:  # the others are served
+        assert victim.stats() is not None
+
+    for connection in stalled:  # each is answered and closed, not held for as long as the sender likes
+        answer = answer_then_close(connection)
+        assert answer.startswith(b"HTTP/1.1 408"), answer[:200]
+        assert b"HINDSIGHT_BODY_TIMEOUT_SECONDS" in answer
+    with MemoryClient.http(f"{stateless.url}/mcp", token=MALLORY, retries=0) as mallory:
+        assert mallory.stats() is not None  # their places are free again
+    assert stateless.process.poll() is None
+
+
+def test_a_request_head_that_never_finishes_is_closed_without_any_token(stateless: LocalServer) -> None:
+    port = int(stateless.url.rsplit(":", 1)[1])
+    fresh = socket.create_connection(("127.0.0.1", port), timeout=60)
+    fresh.sendall(f"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nX-Slow: ".encode())
+    kept_alive = socket.create_connection(("127.0.0.1", port), timeout=60)
+    kept_alive.sendall(f"GET /health HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\r\n".encode())
+    assert kept_alive.recv(65536).startswith(b"HTTP/1.1 200")
+    kept_alive.sendall(f"GET /health HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n".encode())  # the next head stalls
+
+    assert answer_then_close(fresh) == b""  # closed, where before the server waited for as long as we liked
+    assert answer_then_close(kept_alive) == b""
+    assert httpx.get(f"{stateless.url}/health").status_code == 200
