@@ -245,19 +245,28 @@ WIFI = [
 ]
 
 
-def test_an_archived_member_of_a_consolidated_memory_forgotten_too_stands_alone_in_cold_storage(
-    timed: MemoryEngine, clock: ManualClock
-) -> None:
-    """Archived since consolidation, it is unlinked there too: restored, it is a memory of its own again."""
+def _consolidated_then_archived(timed: MemoryEngine, clock: ManualClock) -> tuple[list[str], MemoryRecord, list[str]]:
+    """``WIFI`` said in four sessions a day apart and consolidated; 100 days later, upkeep archives the idle members.
+
+    The first is said at 0.9, so it stays in Chroma; the others, at half of 0.4 once consolidated, are archived.
+    Returns the ids said, the consolidated memory and the ids upkeep archived.
+    """
     ids = []
     for n, text in enumerate(WIFI):
         said = [{"content": text, "session_id": f"s{n}", "importance": 0.9 if n == 0 else 0.4}]
         ids.append(timed.store_memories(said, namespace=NS, dedup=False).stored[0].id)
         clock.advance(days=1)
     (fact,) = timed.consolidate(NS).created
-    members = timed.get(str(fact.id), namespace=NS).source.memory_ids
     clock.advance(days=100)
-    archived = timed.maintain(namespace=NS).archived  # the members at half of 0.4; the first at 0.45 stays
+    return ids, fact, timed.maintain(namespace=NS).archived
+
+
+def test_an_archived_member_of_a_consolidated_memory_forgotten_too_stands_alone_in_cold_storage(
+    timed: MemoryEngine, clock: ManualClock
+) -> None:
+    """Archived since consolidation, it is unlinked there too: restored, it is a memory of its own again."""
+    ids, fact, archived = _consolidated_then_archived(timed, clock)
+    members = timed.get(str(fact.id), namespace=NS).source.memory_ids
     assert ids[0] in members and archived and set(archived) < set(members)
 
     timed.forget(ids[0], namespace=NS)
@@ -311,15 +320,8 @@ def test_forgetting_a_consolidated_memory_forgets_the_members_that_say_its_fact(
     timed: MemoryEngine, clock: ManualClock
 ) -> None:
     """Left, they were recalled as the fact forgotten (in its very words); unlinked, upkeep would distil it again."""
-    ids = []
-    for n, text in enumerate(WIFI):
-        said = [{"content": text, "session_id": f"s{n}", "importance": 0.9 if n == 0 else 0.4}]
-        ids.append(timed.store_memories(said, namespace=NS, dedup=False).stored[0].id)
-        clock.advance(days=1)
-    (fact,) = timed.consolidate(NS).created
+    ids, fact, archived = _consolidated_then_archived(timed, clock)
     members = timed.get(str(fact.id), namespace=NS).source.memory_ids
-    clock.advance(days=100)
-    archived = timed.maintain(namespace=NS).archived
     assert archived and set(archived) < set(members)
     merged = [i for i in ids if timed.get(i, namespace=NS).status is Status.SUPERSEDED]  # into a member, by upkeep
     handle = timed.chroma.namespace(NS)
