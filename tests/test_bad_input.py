@@ -258,6 +258,26 @@ def test_a_refused_import_says_records_once_and_names_each_bad_one_by_index(engi
     )
 
 
+def test_an_import_refuses_a_blank_context_as_store_does_and_writes_nothing(engine: MemoryEngine) -> None:
+    """A context ``store`` refuses (whitespace or control characters only) came in through an export's round trip."""
+    with pytest.raises(InvalidInputError, match="context: is empty or only whitespace/control characters"):
+        engine.store("The standup moved to 10am.", namespace="u1", context="  \t ")
+    engine.store("The standup moved to 10am.", namespace="u1", context="Who runs the standup?")
+    engine.store("Payroll runs on the 25th.", namespace="u1", context="When is payroll?")
+    exported = engine.export(namespace="u1")
+    exported["records"][0]["context"] = "  \t "
+    exported["records"][1]["context"] = "\x00\x07 "
+    with pytest.raises(InvalidRecordsError) as err:
+        engine.import_data(exported, namespace="copy")
+    assert err.value.problems == [
+        "records[0].context: is empty or only whitespace/control characters",
+        "records[1].context: is empty or only whitespace/control characters",
+    ]
+    assert "copy" not in engine.namespaces()  # nothing imported, no namespace made
+    del exported["records"][0]["context"], exported["records"][1]["context"]  # a memory may have none
+    assert engine.import_data(exported, namespace="copy") == 2
+
+
 def test_a_refused_import_into_a_new_namespace_leaves_no_namespace(engine: MemoryEngine) -> None:
     """The namespace an import would make is made only once the export passed its checks."""
     refused = [
