@@ -240,6 +240,44 @@ def test_every_bad_record_of_an_import_is_named_and_nothing_is_written(engine: M
     assert engine.recall("wrong size vectors", namespace="u1", top_k=1).hits[0].record.content == records[3]["content"]
 
 
+def test_a_refused_import_says_records_once_and_names_each_bad_one_by_index(engine: MemoryEngine) -> None:
+    """It read "records: 1 of 1 records cannot be imported: records[0]...": the field, the count and each problem."""
+    records = [{"content": "ok"}, {"content": ""}, {"content": "ok", "kind": "bogus"}]
+    with pytest.raises(InvalidRecordsError) as err:
+        engine.import_data({"format": "hindsight-export", "records": records}, namespace="u1")
+    message = str(err.value)
+    assert message.startswith("records: 2 of 3 cannot be imported, so nothing was imported: [1].content: is empty")
+    assert "; [2].kind: input should be 'preference'," in message and message.count("records") == 1
+    assert err.value.problems[0] == "records[1].content: is empty; every memory needs its text"  # whole paths
+    cold = {"format": "hindsight-export", "records": records[:1], "cold_records": [{"id": "", "content": "x"}]}
+    with pytest.raises(InvalidRecordsError) as err:
+        engine.import_data(cold, namespace="u1")
+    assert str(err.value) == (
+        "records: 1 of 2 cannot be imported, so nothing was imported: cold_records[0].id: is empty; "
+        "leave it out and the import gives the memory a new id"
+    )
+
+
+def test_an_import_refuses_a_blank_context_as_store_does_and_writes_nothing(engine: MemoryEngine) -> None:
+    """A context ``store`` refuses (whitespace or control characters only) came in through an export's round trip."""
+    with pytest.raises(InvalidInputError, match="context: is empty or only whitespace/control characters"):
+        engine.store("The standup moved to 10am.", namespace="u1", context="  \t ")
+    engine.store("The standup moved to 10am.", namespace="u1", context="Who runs the standup?")
+    engine.store("Payroll runs on the 25th.", namespace="u1", context="When is payroll?")
+    exported = engine.export(namespace="u1")
+    exported["records"][0]["context"] = "  \t "
+    exported["records"][1]["context"] = "\x00\x07 "
+    with pytest.raises(InvalidRecordsError) as err:
+        engine.import_data(exported, namespace="copy")
+    assert err.value.problems == [
+        "records[0].context: is empty or only whitespace/control characters",
+        "records[1].context: is empty or only whitespace/control characters",
+    ]
+    assert "copy" not in engine.namespaces()  # nothing imported, no namespace made
+    del exported["records"][0]["context"], exported["records"][1]["context"]  # a memory may have none
+    assert engine.import_data(exported, namespace="copy") == 2
+
+
 def test_a_refused_import_into_a_new_namespace_leaves_no_namespace(engine: MemoryEngine) -> None:
     """The namespace an import would make is made only once the export passed its checks."""
     refused = [

@@ -464,6 +464,22 @@ def test_import_names_every_bad_record_in_one_line_each(tmp_path: Path, embedder
     assert stats.exit_code == 2 and "nothing was ever stored in namespace 'cli'" in stats.stderr
 
 
+def test_import_refuses_a_blank_context_naming_the_record(tmp_path: Path, embedder) -> None:
+    records = [
+        {"id": "a", "content": "The backup bucket is s3://acme-backups.", "context": "Where do backups go?"},
+        {"id": "b", "content": "Deploys need two approvals.", "context": " \n\t "},
+    ]
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"format": "hindsight-export", "records": records}), encoding="utf-8")
+    result = _run(tmp_path / "store", "import", str(bad))
+    assert result.exit_code == 2 and result.stdout == ""
+    lines = result.stderr.strip().splitlines()
+    assert lines[0].startswith(f"error: {bad}: 1 of 2 records cannot be imported, so nothing was imported.")
+    assert lines[1:] == ["  records[1].context: is empty or only whitespace/control characters"]
+    stats = _run(tmp_path / "store", "stats", "--json")  # the refused import made no namespace
+    assert stats.exit_code == 2 and "nothing was ever stored in namespace 'cli'" in stats.stderr
+
+
 def test_stats_dump_and_export_of_a_namespace_never_written_name_the_ones_that_exist(tmp_path: Path, embedder) -> None:
     store = tmp_path / "store"
     assert _run(store, "add", "The release branch is cut every Monday at 9am.").exit_code == 0

@@ -27,14 +27,18 @@ class InvalidRecordsError(InvalidInputError):
 
     A hand-edited or damaged export usually has more than one bad record; naming them all at
     once (``records[3].kind: ...``) lets the file be fixed in one go instead of one error per run.
+    The message names the first five after the field, ``records[3]`` as ``[3]`` so that the word
+    is said once (``records: 1 of 4 cannot be imported, so nothing was imported: [3].kind: ...``);
+    ``cold_records[0]`` keeps its name.
     """
 
     def __init__(self, problems: list[str], *, bad: int, total: int) -> None:
         self.problems = problems
         self.bad = bad
         self.total = total
-        shown = "; ".join(problems[:5]) + (f"; and {len(problems) - 5} more" if len(problems) > 5 else "")
-        super().__init__("records", f"{bad} of {total} records cannot be imported: {shown}")
+        shown = "; ".join(problem.removeprefix("records") for problem in problems[:5])
+        more = f"; and {len(problems) - 5} more" if len(problems) > 5 else ""
+        super().__init__("records", f"{bad} of {total} cannot be imported, so nothing was imported: {shown}{more}")
 
 
 def never_written(namespace: str, known: Sequence[str]) -> InvalidInputError:

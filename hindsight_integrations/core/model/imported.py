@@ -52,8 +52,8 @@ def record_problems(record: MemoryRecord, where: str, limits: InputLimits) -> li
         problems.append(f"{where}.id: is empty; leave it out and the import gives the memory a new id")
     check(check_memory_id, record.id)
     check(validate_content, record.content, max_bytes=limits.max_content_bytes)
-    if record.context is not None:
-        check(_bounded_text, record.context, "context", limits)
+    if record.context is not None:  # as ``store`` checks it (``MemoryItem``): a blank context frames nothing
+        check(validate_content, record.context, max_bytes=limits.max_content_bytes, field="context")
     if record.summary is not None:
         check(check_text, record.summary, "summary")
     for field in ("session_id", "agent_id", "request_id"):
@@ -77,15 +77,6 @@ def record_problems(record: MemoryRecord, where: str, limits: InputLimits) -> li
         if getattr(record, field) < 0:
             problems.append(f"{where}.{field}: must be 0 or more, got {getattr(record, field)}")
     return problems
-
-
-def _bounded_text(text: str, field: str, limits: InputLimits) -> None:
-    check_text(text, field)
-    size = len(text.encode("utf-8"))
-    if size > limits.max_content_bytes:
-        raise InvalidInputError(
-            field, f"is {size} bytes; the limit is {limits.max_content_bytes} (HINDSIGHT_MAX_CONTENT_BYTES)"
-        )
 
 
 __all__ = ["aware", "record_problems"]

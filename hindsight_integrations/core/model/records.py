@@ -22,7 +22,7 @@ from __future__ import annotations
 import json
 import math
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime
 from enum import Enum
 from typing import Any
@@ -67,8 +67,8 @@ _SEPARATE_KEYS = frozenset(
     }
 )
 _ACCESS_KEYS = frozenset({"access_count", "last_accessed_at"})
-# Every key either layout writes (besides m.<key>): an update sets the ones a record no longer
-# has to None, which deletes them, because Chroma merges metadata on update.
+# Every key either layout writes (besides m.<key>, which an update reads from Chroma): an update sets
+# the ones a record no longer has to None, which deletes them, because Chroma merges metadata on update.
 _ALL_KEYS = _SEPARATE_KEYS | {
     PACKED_KEY,
     "namespace",
@@ -115,10 +115,15 @@ def unpack(document: str | None, meta: dict[str, Any]) -> dict[str, Any]:
     return flat
 
 
-def pack_for_update(flat: dict[str, Any]) -> dict[str, Any]:
-    """``pack`` plus None for every other known key, so an update leaves no stale key behind."""
+def pack_for_update(flat: dict[str, Any], stored: Iterable[str] = ()) -> dict[str, Any]:
+    """``pack`` plus None for every other known key and every ``m.<key>`` of ``stored`` (the keys Chroma holds now).
+
+    An update leaves no stale key behind: a user-metadata key the record no longer has (removed,
+    set to null, or now a list or object) would otherwise keep matching a metadata filter.
+    """
     meta = pack(flat)
-    return {**dict.fromkeys(_ALL_KEYS - meta.keys()), **meta}
+    gone = _ALL_KEYS.union(key for key in stored if key.startswith("m.")) - meta.keys()
+    return {**dict.fromkeys(gone), **meta}
 
 
 class Tier(str, Enum):

@@ -27,12 +27,13 @@ from typing import Any
 
 import numpy as np
 
-from ..model.records import MemoryRecord, pack, pack_for_update, unpack
+from ..model.records import MemoryRecord, pack, unpack
 from ..recall.filters import bounded_where
 from ..redaction import describe_error
 from .access import AccessRecorder, added_counts
 from .catch_up import CatchUp
 from .chroma_reads import flats_of, float32_matrix, nearest, nearest_each, pages, record_fields, records_of
+from .chroma_writes import rewrite_records
 from .context_vectors import CONTEXT_WAIT_SECONDS, BackgroundContextVectors, wait_before_reading
 from .field_index import FactsIndex
 from .indexing import body_text, context_text, framed_text, has_frame
@@ -278,10 +279,7 @@ class NamespaceStore:
         with self._lock:
             self._write_context(context_embeddings)
             ids, flats = [r.id for r in records], [r.flat_fields() for r in records]
-            kwargs: dict[str, Any] = {"ids": ids, "metadatas": [pack_for_update(f) for f in flats]}
-            if embeddings is not None:
-                kwargs["embeddings"] = float32_matrix(embeddings)
-            self.collection.update(**kwargs)
+            rewrite_records(self.collection, ids, flats, embeddings)
             self._index(ids, flats)
             if self._catch_up.wrote(ids, flats):  # a burst: synced now, not by the next recall
                 self.refresh_indexes(due=True)
