@@ -95,6 +95,27 @@ def test_a_session_answers_only_the_namespace_that_opened_it(server: LocalServer
     assert in_session(server.url, VICTIM, session_id).status_code == 200  # still the victim's, still open
 
 
+RATE_LIMIT = 3  # requests a minute: a bucket of 3 that refills one every 20 s
+
+
+def test_opening_sessions_counts_against_the_namespaces_rate_limit(tmp_path: Path) -> None:
+    """Opening, deleting and opening again was free: a tenant could churn sessions without any limit."""
+    for session in stateful_server(tmp_path, HINDSIGHT_RATE_LIMIT=str(RATE_LIMIT)):
+        answers = []
+        for _ in range(RATE_LIMIT + 1):
+            opened = open_session(session.url, MALLORY)
+            answers.append(opened)
+            if opened.status_code == 200:  # closed at once: the per-namespace session bound never binds
+                assert in_session(session.url, MALLORY, opened.headers["mcp-session-id"], "DELETE").status_code == 200
+        assert [answer.status_code for answer in answers] == [200] * RATE_LIMIT + [429], answers[-1].text
+        refused = answers[-1]
+        assert refused.json()["error"] == "rate_limited" and int(refused.headers["retry-after"]) >= 1
+        assert "mcp-session-id" not in refused.headers
+
+        assert open_session(session.url, VICTIM).status_code == 200  # another namespace's allowance is its own
+        assert session.process.poll() is None
+
+
 # -- uploads that never finish ---------------------------------------------------------------------
 
 IN_FLIGHT = 4

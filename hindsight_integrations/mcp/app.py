@@ -284,15 +284,19 @@ class HindsightMCP(FastMCP):
         app = super().streamable_http_app()
         settings = self.engine.settings
         app.add_middleware(BodyGuard, timeout=settings.body_timeout_seconds)  # added first: runs after authentication
-        if self.token_map is not None:
-            stateful = not self.settings.stateless_http
+        stateful, tenants = not self.settings.stateless_http, self.token_map is not None
+        if stateful or tenants:  # without tokens: one namespace, whose session openings count against its rate limit
             app.add_middleware(
                 NamespaceQuota,
-                max_in_flight=settings.max_requests_in_flight_per_namespace,
-                max_sessions=settings.max_sessions_per_namespace if stateful else None,
+                max_in_flight=settings.max_requests_in_flight_per_namespace if tenants else None,
+                max_sessions=settings.max_sessions_per_namespace if tenants else None,
+                stateful=stateful,
                 live_sessions=self._live_session_ids if stateful else None,
+                default_namespace=None if tenants else self.namespace,
+                over_rate_limit=lambda namespace: routes.over_rate_limit(self, namespace),
                 mcp_path=self.settings.streamable_http_path,
             )
+        if self.token_map is not None:
             app.add_middleware(BearerNamespaceMiddleware, token_map=self.token_map, failures=self.auth_failures)
         if self.allowed_hosts is not None:
             app.add_middleware(HostGuard, allowed=self.allowed_hosts)  # outermost: a foreign Host learns nothing

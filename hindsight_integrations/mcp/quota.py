@@ -13,6 +13,10 @@ It also binds a stateful session to the namespace that opened it: the SDK ties a
 its creator only through its own OAuth user, which bearer tokens here do not set, so another
 tenant holding a session id could use it or end it (``DELETE``). Such a request is answered as
 the SDK answers an unknown session: 404.
+
+Opening a session is work done for a namespace (the SDK starts a task and streams for it), so
+it is counted against the namespace's rate limit like a tool call: a tenant could otherwise
+open, delete and open sessions without end.
 """
 
 from __future__ import annotations
@@ -21,12 +25,17 @@ import json
 from collections.abc import Callable, Container
 from dataclasses import dataclass, field
 
+from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from .auth import SCOPE_KEY
 
 SESSION_HEADER = b"mcp-session-id"
 RETRY_SECONDS = 1
+CLOSE_SESSIONS = (
+    "close the sessions you no longer use (MemoryClient.close(), or DELETE /mcp with their mcp-session-id) "
+    "or wait for idle ones to expire"
+)
 
 
 @dataclass
@@ -41,46 +50,65 @@ class Sessions:
     owner: dict[str, str] = field(default_factory=dict)
     opening: dict[str, int] = field(default_factory=dict)
 
-    def open_count(self, namespace: str) -> int:
-        """Sessions ``namespace`` holds now, forgetting those the SDK has ended."""
+    def held(self) -> dict[str, int]:
+        """Sessions each namespace holds now (opening ones included), forgetting those the SDK has ended."""
         live = self.live() if self.live is not None else None
         if live is not None:
             for ended in [sid for sid in self.owner if sid not in live]:
                 del self.owner[ended]
-        return sum(1 for owner in self.owner.values() if owner == namespace) + self.opening.get(namespace, 0)
+        counts = dict(self.opening)
+        for owner in self.owner.values():
+            counts[owner] = counts.get(owner, 0) + 1
+        return counts
+
+    def open_count(self, namespace: str) -> int:
+        """Sessions ``namespace`` holds now."""
+        return self.held().get(namespace, 0)
 
 
 class NamespaceQuota:
     """ASGI middleware (after authentication): bound a namespace's requests in flight and its stateful sessions.
 
     ``GET`` requests are not counted in flight: on a stateful server each session may hold one
-    open event stream, and those are bounded by the sessions. ``max_sessions`` None: a stateless
-    server, which keeps no sessions.
+    open event stream, and those are bounded by the sessions. None for ``max_in_flight`` or
+    ``max_sessions`` (per namespace): no such bound. ``stateful`` False: the server keeps no
+    sessions. ``default_namespace``: the namespace of a request no token named (a server without
+    tokens: its own). ``over_rate_limit`` counts one request of a namespace against its rate
+    limit, returning the 429 to answer past it (``routes.over_rate_limit``).
     """
 
     def __init__(
         self,
         app: ASGIApp,
         *,
-        max_in_flight: int,
+        max_in_flight: int | None,
         max_sessions: int | None,
+        stateful: bool = True,
         live_sessions: Callable[[], Container[str] | None] | None = None,
+        default_namespace: str | None = None,
+        over_rate_limit: Callable[[str], Response | None] | None = None,
         mcp_path: str = "/mcp",
     ) -> None:
         self.app = app
         self.max_in_flight = max_in_flight
         self.in_flight: dict[str, int] = {}
         self.max_sessions = max_sessions
+        self.stateful = stateful
+        self.default_namespace = default_namespace
+        self.over_rate_limit = over_rate_limit
         self.mcp_path = mcp_path
         self.sessions = Sessions(live_sessions)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         """Serve the request within its namespace's bounds, or refuse it before it holds anything."""
-        namespace = scope.get("state", {}).get(SCOPE_KEY) if scope["type"] == "http" else None
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        namespace = scope.get("state", {}).get(SCOPE_KEY) or self.default_namespace
         if namespace is None:
             await self.app(scope, receive, send)
             return
-        if scope.get("method") == "GET":
+        if scope.get("method") == "GET" or self.max_in_flight is None:
             await self._serve_session(namespace, scope, receive, send)
             return
         held = self.in_flight.get(namespace, 0)
@@ -101,7 +129,7 @@ class NamespaceQuota:
                 del self.in_flight[namespace]
 
     async def _serve_session(self, namespace: str, scope: Scope, receive: Receive, send: Send) -> None:
-        if self.max_sessions is None or scope.get("path") != self.mcp_path:
+        if not self.stateful or scope.get("path") != self.mcp_path:
             await self.app(scope, receive, send)
             return
         session_id = dict(scope.get("headers") or []).get(SESSION_HEADER, b"").decode("latin-1")
@@ -132,16 +160,17 @@ class NamespaceQuota:
             self.sessions.owner.pop(session_id, None)
 
     async def _open_session(self, namespace: str, scope: Scope, receive: Receive, send: Send) -> None:
-        assert self.max_sessions is not None
         held = self.sessions.open_count(namespace)
-        if held >= self.max_sessions:
+        if self.max_sessions is not None and held >= self.max_sessions:
             await _too_many(
                 send,
                 "too_many_sessions",
                 f"namespace {namespace!r} already has {held} open MCP sessions, the limit per namespace "
-                "(HINDSIGHT_MAX_SESSIONS_PER_NAMESPACE); close the sessions you no longer use (MemoryClient.close(), "
-                "or DELETE /mcp with their mcp-session-id) or wait for idle ones to expire",
+                f"(HINDSIGHT_MAX_SESSIONS_PER_NAMESPACE); {CLOSE_SESSIONS}",
             )
+            return
+        if self.over_rate_limit is not None and (refused := self.over_rate_limit(namespace)) is not None:
+            await refused(scope, receive, send)
             return
         opening = self.sessions.opening
         opening[namespace] = opening.get(namespace, 0) + 1
@@ -161,9 +190,11 @@ class NamespaceQuota:
                 del opening[namespace]
 
 
-async def _too_many(send: Send, error: str, message: str) -> None:
-    body = json.dumps({"error": error, "message": message, "retry_after": RETRY_SECONDS}).encode()
-    await _answer(send, 429, body, [(b"retry-after", str(RETRY_SECONDS).encode())])
+async def _too_many(
+    send: Send, error: str, message: str, *, status: int = 429, retry_seconds: int = RETRY_SECONDS
+) -> None:
+    body = json.dumps({"error": error, "message": message, "retry_after": retry_seconds}).encode()
+    await _answer(send, status, body, [(b"retry-after", str(retry_seconds).encode())])
 
 
 async def _session_not_found(send: Send) -> None:
