@@ -45,6 +45,10 @@ class ServerSettings(BaseSettings):
     # open on a --stateful server. And how long any request's body may take to arrive (mcp/body_guard.py).
     max_requests_in_flight_per_namespace: int = Field(64, ge=1, le=100_000)
     max_sessions_per_namespace: int = Field(100, ge=1, le=10_000)
+    # A --stateful server's MCP sessions in all, each namespace of the token map guaranteed an even share
+    # (at most max_sessions_per_namespace); and how long a session may sit idle before the server ends it.
+    max_sessions: int = Field(10_000, ge=1, le=1_000_000)
+    session_idle_seconds: float = Field(1800.0, ge=10, le=86_400)
     body_timeout_seconds: float = Field(60.0, gt=0, le=3600)
 
     # The server process (mcp/startup.py). Tool calls a minute each namespace may make (mcp/observability.py

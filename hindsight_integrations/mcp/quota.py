@@ -16,13 +16,17 @@ the SDK answers an unknown session: 404.
 
 Opening a session is work done for a namespace (the SDK starts a task and streams for it), so
 it is counted against the namespace's rate limit like a tool call: a tenant could otherwise
-open, delete and open sessions without end.
+open, delete and open sessions without end. And the SDK's table is shared: 101 tenants at 100
+sessions each would fill its 10,000 places. The server keeps ``HINDSIGHT_MAX_SESSIONS`` places
+in all and reserves each namespace of the token map its share of them (``Sessions.guaranteed``):
+a namespace past its share opens another only while the places others may still claim stay
+free, else a 503 says the server's sessions are taken and what to do.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Container
+from collections.abc import Callable, Collection, Container
 from dataclasses import dataclass, field
 
 from starlette.responses import Response
@@ -32,6 +36,7 @@ from .auth import SCOPE_KEY
 
 SESSION_HEADER = b"mcp-session-id"
 RETRY_SECONDS = 1
+SERVER_FULL_RETRY_SECONDS = 30
 CLOSE_SESSIONS = (
     "close the sessions you no longer use (MemoryClient.close(), or DELETE /mcp with their mcp-session-id) "
     "or wait for idle ones to expire"
@@ -44,9 +49,12 @@ class Sessions:
 
     ``live`` says which session ids the MCP SDK still holds (it ends idle ones by itself); None, or None returned,
     when that cannot be asked, and then a session counts until it is deleted or found gone (404).
+    ``server_wide`` places in all are shared by ``namespaces`` (the token map's), each guaranteed its share.
     """
 
     live: Callable[[], Container[str] | None] | None = None
+    server_wide: int | None = None
+    namespaces: Collection[str] = ()
     owner: dict[str, str] = field(default_factory=dict)
     opening: dict[str, int] = field(default_factory=dict)
 
@@ -64,6 +72,26 @@ class Sessions:
     def open_count(self, namespace: str) -> int:
         """Sessions ``namespace`` holds now."""
         return self.held().get(namespace, 0)
+
+    def guaranteed(self, per_namespace: int) -> int:
+        """Sessions every namespace may open whatever the others hold: an even share of the server's places."""
+        if self.server_wide is None or not self.namespaces:
+            return per_namespace
+        return min(per_namespace, self.server_wide // len(self.namespaces))
+
+    def server_full_for(self, namespace: str, per_namespace: int) -> bool:
+        """Whether a new session of ``namespace`` would take a place kept for another namespace's share.
+
+        A namespace below its guaranteed share always has a place: the places not yet claimed of
+        every share are counted as taken, so the total stays within ``server_wide``.
+        """
+        if self.server_wide is None:
+            return False
+        held, share = self.held(), self.guaranteed(per_namespace)
+        if held.get(namespace, 0) < share:
+            return False
+        kept_for_others = sum(max(0, share - held.get(other, 0)) for other in self.namespaces if other != namespace)
+        return sum(held.values()) + kept_for_others >= self.server_wide
 
 
 class NamespaceQuota:
@@ -85,6 +113,8 @@ class NamespaceQuota:
         max_sessions: int | None,
         stateful: bool = True,
         live_sessions: Callable[[], Container[str] | None] | None = None,
+        server_sessions: int | None = None,
+        namespaces: Collection[str] = (),
         default_namespace: str | None = None,
         over_rate_limit: Callable[[str], Response | None] | None = None,
         mcp_path: str = "/mcp",
@@ -97,7 +127,7 @@ class NamespaceQuota:
         self.default_namespace = default_namespace
         self.over_rate_limit = over_rate_limit
         self.mcp_path = mcp_path
-        self.sessions = Sessions(live_sessions)
+        self.sessions = Sessions(live_sessions, server_sessions, frozenset(namespaces))
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         """Serve the request within its namespace's bounds, or refuse it before it holds anything."""
@@ -167,6 +197,18 @@ class NamespaceQuota:
                 "too_many_sessions",
                 f"namespace {namespace!r} already has {held} open MCP sessions, the limit per namespace "
                 f"(HINDSIGHT_MAX_SESSIONS_PER_NAMESPACE); {CLOSE_SESSIONS}",
+            )
+            return
+        if self.max_sessions is not None and self.sessions.server_full_for(namespace, self.max_sessions):
+            share, total = self.sessions.guaranteed(self.max_sessions), self.sessions.server_wide
+            await _too_many(
+                send,
+                "server_sessions_full",
+                f"the server's {total} MCP sessions (HINDSIGHT_MAX_SESSIONS) are taken, but for the {share} it keeps "
+                f"for each other namespace; namespace {namespace!r} already holds {held}, its share or more. "
+                f"{CLOSE_SESSIONS[0].upper()}{CLOSE_SESSIONS[1:]}; or ask the operator to raise HINDSIGHT_MAX_SESSIONS",
+                status=503,
+                retry_seconds=SERVER_FULL_RETRY_SECONDS,
             )
             return
         if self.over_rate_limit is not None and (refused := self.over_rate_limit(namespace)) is not None:
