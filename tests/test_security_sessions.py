@@ -36,10 +36,10 @@ INITIALIZE = {
 }
 
 
-def stateful_server(store: Path, **env: str) -> Iterator[LocalServer]:
+def stateful_server(store: Path, *, more_tokens: str = "", **env: str) -> Iterator[LocalServer]:
     port = free_port()
     base = f"http://127.0.0.1:{port}"
-    tokens = f"{MALLORY}=mallory,{VICTIM}=victim"
+    tokens = f"{MALLORY}=mallory,{VICTIM}=victim{more_tokens}"
     command = [*SERVER_CMD, "--transport", "http", "--port", str(port), "--stateful"]
     with running(
         command, health_url=f"{base}/health", env=server_env(store, HINDSIGHT_TOKENS=tokens, **env), cwd=REPO
@@ -93,6 +93,53 @@ def test_a_session_answers_only_the_namespace_that_opened_it(server: LocalServer
     assert used.status_code == 404 and "Session not found" in used.text  # as if it did not exist
     assert in_session(server.url, MALLORY, session_id, method="DELETE").status_code == 404
     assert in_session(server.url, VICTIM, session_id).status_code == 200  # still the victim's, still open
+
+
+RATE_LIMIT = 3  # requests a minute: a bucket of 3 that refills one every 20 s
+
+
+def test_opening_sessions_counts_against_the_namespaces_rate_limit(tmp_path: Path) -> None:
+    """Opening, deleting and opening again was free: a tenant could churn sessions without any limit."""
+    for session in stateful_server(tmp_path, HINDSIGHT_RATE_LIMIT=str(RATE_LIMIT)):
+        answers = []
+        for _ in range(RATE_LIMIT + 1):
+            opened = open_session(session.url, MALLORY)
+            answers.append(opened)
+            if opened.status_code == 200:  # closed at once: the per-namespace session bound never binds
+                assert in_session(session.url, MALLORY, opened.headers["mcp-session-id"], "DELETE").status_code == 200
+        assert [answer.status_code for answer in answers] == [200] * RATE_LIMIT + [429], answers[-1].text
+        refused = answers[-1]
+        assert refused.json()["error"] == "rate_limited" and int(refused.headers["retry-after"]) >= 1
+        assert "mcp-session-id" not in refused.headers
+
+        assert open_session(session.url, VICTIM).status_code == 200  # another namespace's allowance is its own
+        assert session.process.poll() is None
+
+
+ACCOMPLICE = "accomplice-token-1a2b3c4d5e6f7a8b9c0d1e2f"  # a second attacking tenant
+
+
+def test_tenants_together_cannot_fill_the_servers_sessions_and_each_keeps_its_share(tmp_path: Path) -> None:
+    """The SDK's one table (10,000) was full once 101 tenants held 100 sessions each: everyone else got 503.
+
+    Scaled down: 7 places in all, 3 namespaces at most 3 each, so each is guaranteed 2 (7 // 3).
+    """
+    limits = {"HINDSIGHT_MAX_SESSIONS": "7", "HINDSIGHT_MAX_SESSIONS_PER_NAMESPACE": "3"}
+    for session in stateful_server(tmp_path, more_tokens=f",{ACCOMPLICE}=accomplice", **limits):
+        mallory = [open_session(session.url, MALLORY) for _ in range(4)]
+        assert [answer.status_code for answer in mallory] == [200, 200, 200, 429]  # the one spare place, then its bound
+        accomplice = [open_session(session.url, ACCOMPLICE) for _ in range(3)]
+        assert [answer.status_code for answer in accomplice] == [200, 200, 503]  # the rest is the victim's share
+        full = accomplice[-1]
+        assert full.json()["error"] == "server_sessions_full" and full.headers["retry-after"] == "30"
+        assert "HINDSIGHT_MAX_SESSIONS" in full.json()["message"] and "DELETE /mcp" in full.json()["message"]
+
+        victim = [open_session(session.url, VICTIM) for _ in range(3)]
+        assert [answer.status_code for answer in victim] == [200, 200, 503]  # its share, whatever the others did
+        spare = mallory[0].headers["mcp-session-id"]
+        assert in_session(session.url, MALLORY, spare, "DELETE").status_code == 200
+        assert open_session(session.url, VICTIM).status_code == 200  # a place freed is anyone's again
+        assert session.process.poll() is None
 
 
 # -- uploads that never finish ---------------------------------------------------------------------

@@ -88,6 +88,8 @@ class HindsightMCP(FastMCP):
         )
         root.handlers[:] = handlers
         root.setLevel(level)
+        self.settings.max_sessions = engine.settings.max_sessions  # the SDK's own bound: 503 past it
+        self.settings.session_idle_timeout = engine.settings.session_idle_seconds
         self.engine = engine
         self.namespace = namespace
         self.token_map = token_map
@@ -284,15 +286,28 @@ class HindsightMCP(FastMCP):
         app = super().streamable_http_app()
         settings = self.engine.settings
         app.add_middleware(BodyGuard, timeout=settings.body_timeout_seconds)  # added first: runs after authentication
-        if self.token_map is not None:
-            stateful = not self.settings.stateless_http
+        stateful, tenants = not self.settings.stateless_http, self.token_map is not None
+        if stateful or tenants:  # without tokens: one namespace, whose session openings count against its rate limit
             app.add_middleware(
                 NamespaceQuota,
-                max_in_flight=settings.max_requests_in_flight_per_namespace,
-                max_sessions=settings.max_sessions_per_namespace if stateful else None,
+                max_in_flight=settings.max_requests_in_flight_per_namespace if tenants else None,
+                max_sessions=settings.max_sessions_per_namespace if tenants else None,
+                stateful=stateful,
                 live_sessions=self._live_session_ids if stateful else None,
+                server_sessions=settings.max_sessions if tenants else None,
+                namespaces=set(self.token_map.values()) if self.token_map is not None else (),
+                default_namespace=None if tenants else self.namespace,
+                over_rate_limit=lambda namespace: routes.over_rate_limit(self, namespace),
                 mcp_path=self.settings.streamable_http_path,
             )
+        namespaces = len(set(self.token_map.values())) if self.token_map is not None else 0
+        if stateful and namespaces > settings.max_sessions:
+            log.warning(
+                "HINDSIGHT_MAX_SESSIONS is below one session per namespace: a tenant may find every place taken; "
+                "raise it, or serve statelessly",
+                extra={"fields": {"max_sessions": settings.max_sessions, "namespaces": namespaces}},
+            )
+        if self.token_map is not None:
             app.add_middleware(BearerNamespaceMiddleware, token_map=self.token_map, failures=self.auth_failures)
         if self.allowed_hosts is not None:
             app.add_middleware(HostGuard, allowed=self.allowed_hosts)  # outermost: a foreign Host learns nothing

@@ -13,20 +13,34 @@ It also binds a stateful session to the namespace that opened it: the SDK ties a
 its creator only through its own OAuth user, which bearer tokens here do not set, so another
 tenant holding a session id could use it or end it (``DELETE``). Such a request is answered as
 the SDK answers an unknown session: 404.
+
+Opening a session is work done for a namespace (the SDK starts a task and streams for it), so
+it is counted against the namespace's rate limit like a tool call: a tenant could otherwise
+open, delete and open sessions without end. And the SDK's table is shared: 101 tenants at 100
+sessions each would fill its 10,000 places. The server keeps ``HINDSIGHT_MAX_SESSIONS`` places
+in all and reserves each namespace of the token map its share of them (``Sessions.guaranteed``):
+a namespace past its share opens another only while the places others may still claim stay
+free, else a 503 says the server's sessions are taken and what to do.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Container
+from collections.abc import Callable, Collection, Container
 from dataclasses import dataclass, field
 
+from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from .auth import SCOPE_KEY
 
 SESSION_HEADER = b"mcp-session-id"
 RETRY_SECONDS = 1
+SERVER_FULL_RETRY_SECONDS = 30
+CLOSE_SESSIONS = (
+    "close the sessions you no longer use (MemoryClient.close(), or DELETE /mcp with their mcp-session-id) "
+    "or wait for idle ones to expire"
+)
 
 
 @dataclass
@@ -35,52 +49,96 @@ class Sessions:
 
     ``live`` says which session ids the MCP SDK still holds (it ends idle ones by itself); None, or None returned,
     when that cannot be asked, and then a session counts until it is deleted or found gone (404).
+    ``server_wide`` places in all are shared by ``namespaces`` (the token map's), each guaranteed its share.
     """
 
     live: Callable[[], Container[str] | None] | None = None
+    server_wide: int | None = None
+    namespaces: Collection[str] = ()
     owner: dict[str, str] = field(default_factory=dict)
     opening: dict[str, int] = field(default_factory=dict)
 
-    def open_count(self, namespace: str) -> int:
-        """Sessions ``namespace`` holds now, forgetting those the SDK has ended."""
+    def held(self) -> dict[str, int]:
+        """Sessions each namespace holds now (opening ones included), forgetting those the SDK has ended."""
         live = self.live() if self.live is not None else None
         if live is not None:
             for ended in [sid for sid in self.owner if sid not in live]:
                 del self.owner[ended]
-        return sum(1 for owner in self.owner.values() if owner == namespace) + self.opening.get(namespace, 0)
+        counts = dict(self.opening)
+        for owner in self.owner.values():
+            counts[owner] = counts.get(owner, 0) + 1
+        return counts
+
+    def open_count(self, namespace: str) -> int:
+        """Sessions ``namespace`` holds now."""
+        return self.held().get(namespace, 0)
+
+    def guaranteed(self, per_namespace: int) -> int:
+        """Sessions every namespace may open whatever the others hold: an even share of the server's places."""
+        if self.server_wide is None or not self.namespaces:
+            return per_namespace
+        return min(per_namespace, self.server_wide // len(self.namespaces))
+
+    def server_full_for(self, namespace: str, per_namespace: int) -> bool:
+        """Whether a new session of ``namespace`` would take a place kept for another namespace's share.
+
+        A namespace below its guaranteed share always has a place: the places not yet claimed of
+        every share are counted as taken, so the total stays within ``server_wide``.
+        """
+        if self.server_wide is None:
+            return False
+        held, share = self.held(), self.guaranteed(per_namespace)
+        if held.get(namespace, 0) < share:
+            return False
+        kept_for_others = sum(max(0, share - held.get(other, 0)) for other in self.namespaces if other != namespace)
+        return sum(held.values()) + kept_for_others >= self.server_wide
 
 
 class NamespaceQuota:
     """ASGI middleware (after authentication): bound a namespace's requests in flight and its stateful sessions.
 
     ``GET`` requests are not counted in flight: on a stateful server each session may hold one
-    open event stream, and those are bounded by the sessions. ``max_sessions`` None: a stateless
-    server, which keeps no sessions.
+    open event stream, and those are bounded by the sessions. None for ``max_in_flight`` or
+    ``max_sessions`` (per namespace): no such bound. ``stateful`` False: the server keeps no
+    sessions. ``default_namespace``: the namespace of a request no token named (a server without
+    tokens: its own). ``over_rate_limit`` counts one request of a namespace against its rate
+    limit, returning the 429 to answer past it (``routes.over_rate_limit``).
     """
 
     def __init__(
         self,
         app: ASGIApp,
         *,
-        max_in_flight: int,
+        max_in_flight: int | None,
         max_sessions: int | None,
+        stateful: bool = True,
         live_sessions: Callable[[], Container[str] | None] | None = None,
+        server_sessions: int | None = None,
+        namespaces: Collection[str] = (),
+        default_namespace: str | None = None,
+        over_rate_limit: Callable[[str], Response | None] | None = None,
         mcp_path: str = "/mcp",
     ) -> None:
         self.app = app
         self.max_in_flight = max_in_flight
         self.in_flight: dict[str, int] = {}
         self.max_sessions = max_sessions
+        self.stateful = stateful
+        self.default_namespace = default_namespace
+        self.over_rate_limit = over_rate_limit
         self.mcp_path = mcp_path
-        self.sessions = Sessions(live_sessions)
+        self.sessions = Sessions(live_sessions, server_sessions, frozenset(namespaces))
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         """Serve the request within its namespace's bounds, or refuse it before it holds anything."""
-        namespace = scope.get("state", {}).get(SCOPE_KEY) if scope["type"] == "http" else None
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        namespace = scope.get("state", {}).get(SCOPE_KEY) or self.default_namespace
         if namespace is None:
             await self.app(scope, receive, send)
             return
-        if scope.get("method") == "GET":
+        if scope.get("method") == "GET" or self.max_in_flight is None:
             await self._serve_session(namespace, scope, receive, send)
             return
         held = self.in_flight.get(namespace, 0)
@@ -101,7 +159,7 @@ class NamespaceQuota:
                 del self.in_flight[namespace]
 
     async def _serve_session(self, namespace: str, scope: Scope, receive: Receive, send: Send) -> None:
-        if self.max_sessions is None or scope.get("path") != self.mcp_path:
+        if not self.stateful or scope.get("path") != self.mcp_path:
             await self.app(scope, receive, send)
             return
         session_id = dict(scope.get("headers") or []).get(SESSION_HEADER, b"").decode("latin-1")
@@ -132,16 +190,29 @@ class NamespaceQuota:
             self.sessions.owner.pop(session_id, None)
 
     async def _open_session(self, namespace: str, scope: Scope, receive: Receive, send: Send) -> None:
-        assert self.max_sessions is not None
         held = self.sessions.open_count(namespace)
-        if held >= self.max_sessions:
+        if self.max_sessions is not None and held >= self.max_sessions:
             await _too_many(
                 send,
                 "too_many_sessions",
                 f"namespace {namespace!r} already has {held} open MCP sessions, the limit per namespace "
-                "(HINDSIGHT_MAX_SESSIONS_PER_NAMESPACE); close the sessions you no longer use (MemoryClient.close(), "
-                "or DELETE /mcp with their mcp-session-id) or wait for idle ones to expire",
+                f"(HINDSIGHT_MAX_SESSIONS_PER_NAMESPACE); {CLOSE_SESSIONS}",
             )
+            return
+        if self.max_sessions is not None and self.sessions.server_full_for(namespace, self.max_sessions):
+            share, total = self.sessions.guaranteed(self.max_sessions), self.sessions.server_wide
+            await _too_many(
+                send,
+                "server_sessions_full",
+                f"the server's {total} MCP sessions (HINDSIGHT_MAX_SESSIONS) are taken, but for the {share} it keeps "
+                f"for each other namespace; namespace {namespace!r} already holds {held}, its share or more. "
+                f"{CLOSE_SESSIONS[0].upper()}{CLOSE_SESSIONS[1:]}; or ask the operator to raise HINDSIGHT_MAX_SESSIONS",
+                status=503,
+                retry_seconds=SERVER_FULL_RETRY_SECONDS,
+            )
+            return
+        if self.over_rate_limit is not None and (refused := self.over_rate_limit(namespace)) is not None:
+            await refused(scope, receive, send)
             return
         opening = self.sessions.opening
         opening[namespace] = opening.get(namespace, 0) + 1
@@ -161,9 +232,11 @@ class NamespaceQuota:
                 del opening[namespace]
 
 
-async def _too_many(send: Send, error: str, message: str) -> None:
-    body = json.dumps({"error": error, "message": message, "retry_after": RETRY_SECONDS}).encode()
-    await _answer(send, 429, body, [(b"retry-after", str(RETRY_SECONDS).encode())])
+async def _too_many(
+    send: Send, error: str, message: str, *, status: int = 429, retry_seconds: int = RETRY_SECONDS
+) -> None:
+    body = json.dumps({"error": error, "message": message, "retry_after": retry_seconds}).encode()
+    await _answer(send, status, body, [(b"retry-after", str(retry_seconds).encode())])
 
 
 async def _session_not_found(send: Send) -> None:

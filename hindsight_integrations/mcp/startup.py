@@ -22,6 +22,7 @@ from .app import HindsightMCP, build_server
 from .auth import load_token_map
 from .hosts import bind_address_problem, is_loopback
 from .observability import configure_logging, log
+from .open_files import raise_open_file_limit
 from .slow_heads import HEAD_TIMEOUT_SECONDS, guarded
 
 if TYPE_CHECKING:
@@ -74,6 +75,7 @@ def run(
         rate_limit_per_minute=settings.rate_limit,
         stateless=stateless,
     )
+    open_files = raise_open_file_limit() if transport == "http" else None
     started = time.perf_counter()
     engine.warm()
     _freeze_startup_heap()
@@ -95,9 +97,16 @@ def run(
                     if transport == "http"
                     else {}
                 ),
+                **(open_files.log_fields() if open_files is not None else {}),
             }
         },
     )
+    if open_files is not None and open_files.low:
+        log.warning(
+            f"this server may hold at most {open_files.limit} open files, each connection one, and may not raise "
+            "that: raise the hard limit (ulimit -Hn, systemd LimitNOFILE=, docker --ulimit nofile=N:N)",
+            extra={"fields": open_files.log_fields()},
+        )
     schedule = start_scheduled_upkeep(server) if transport == "http" and upkeep else None
     try:
         if protocol_out is not None:
