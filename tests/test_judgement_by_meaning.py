@@ -161,6 +161,25 @@ def test_what_a_statement_says_is_gone_updates_only_the_one_that_holds_it(
         assert len(engine.list(namespace=namespace)) == count, engine.list(namespace=namespace)
 
 
+def test_what_the_backend_is_written_in_and_its_database_are_two_facts(
+    default_engine: tuple[MemoryEngine, ManualClock],
+) -> None:
+    """Go is no word of the technology lexicon, so "written in Go" set no language slot (or "my backend"'s)."""
+    engine, clock = default_engine
+    go_zh, go_en = "我们的 backend 用 Go 写的。", "Our backend is written in Go."
+    database_zh = "把 backend 的 MongoDB 换成 PostgreSQL 了。"
+    database_en = "We swapped the backend's MongoDB for Postgres."
+    rust_zh, rust_en = "我们的 backend 现在改用 Rust 写了。", "Our backend is now written in Rust."
+    for namespace, texts, current in (
+        ("a", (go_zh, database_zh), [database_zh, go_zh]),
+        ("b", (go_en, database_en), [database_en, go_en]),
+        ("c", (go_zh, rust_zh), [rust_zh]),  # a new language is still an update
+        ("d", (go_en, rust_en), [rust_en]),
+    ):
+        _write(engine, clock, namespace, *texts)
+        assert sorted(m.content for m in engine.list(namespace=namespace)) == sorted(current), namespace
+
+
 def test_two_services_prices_are_two_facts(default_engine: tuple[MemoryEngine, ManualClock]) -> None:
     engine, clock = default_engine
     gym, streaming = "My gym membership costs 30 pounds a month.", "My Netflix subscription costs 12 a month."
