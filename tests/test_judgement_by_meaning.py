@@ -180,6 +180,18 @@ def test_what_the_backend_is_written_in_and_its_database_are_two_facts(
         assert sorted(m.content for m in engine.list(namespace=namespace)) == sorted(current), namespace
 
 
+def test_a_thing_kept_with_its_owner_retires_it_where_the_owner_is_named_too(
+    default_engine: tuple[MemoryEngine, ManualClock],
+) -> None:
+    """上班的地铁 keeps 上班 as its owner: it is 地铁 of a memory that says 上班 too, of no other."""
+    assert retires("我每天坐地铁上班。", "现在把上班的地铁换成了自行车。") == {"地铁"}
+    assert not retires("周末我坐地铁去公园。", "现在把上班的地铁换成了自行车。")  # another trip's subway
+    assert not retires("我妹妹的汽车是丰田。", "把我的汽车换成了电动车。")  # 我 names no owner
+    engine, clock = default_engine
+    _write(engine, clock, "u", "我每天坐地铁上班。", "现在把上班的地铁换成了自行车。")
+    assert [m.content for m in engine.list(namespace="u")] == ["现在把上班的地铁换成了自行车。"]
+
+
 def test_two_services_prices_are_two_facts(default_engine: tuple[MemoryEngine, ManualClock]) -> None:
     engine, clock = default_engine
     gym, streaming = "My gym membership costs 30 pounds a month.", "My Netflix subscription costs 12 a month."
