@@ -180,6 +180,17 @@ def test_what_the_backend_is_written_in_and_its_database_are_two_facts(
         assert sorted(m.content for m in engine.list(namespace=namespace)) == sorted(current), namespace
 
 
+def test_a_backends_language_and_a_frontends_are_two_facts(default_engine: tuple[MemoryEngine, ManualClock]) -> None:
+    engine, clock = default_engine
+    backend, frontend = "Our backend is written in Python.", "Our frontend is written in TypeScript."
+    _write(engine, clock, "a", backend, frontend)
+    assert sorted(m.content for m in engine.list(namespace="a")) == sorted([backend, frontend])
+    _write(engine, clock, "b", "我们的后端用 Go 写的。", "我们的前端用 Go 重写了。")
+    assert len(engine.list(namespace="b")) == 2
+    _write(engine, clock, "c", backend, "Our backend is now written in Rust.")  # the same part: an update
+    assert [m.content for m in engine.list(namespace="c")] == ["Our backend is now written in Rust."]
+
+
 def test_a_thing_kept_with_its_owner_retires_it_where_the_owner_is_named_too(
     default_engine: tuple[MemoryEngine, ManualClock],
 ) -> None:

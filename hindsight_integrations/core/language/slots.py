@@ -75,7 +75,8 @@ def is_named(slot: str | None) -> bool:
     if slot is None:
         return False
     attribute = slot.rpartition(":")[2]
-    return attribute in _named_attributes(every()) or attribute.startswith(("deadline of ", "name of "))
+    head = attribute.partition(" of ")[0]  # "language of backend": a part's technology (subjects.project_slot)
+    return attribute in _named_attributes(every()) or head in _CATEGORIES or head in ("deadline", "name")
 
 
 @lru_cache(maxsize=16)
