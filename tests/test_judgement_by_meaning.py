@@ -161,6 +161,48 @@ def test_what_a_statement_says_is_gone_updates_only_the_one_that_holds_it(
         assert len(engine.list(namespace=namespace)) == count, engine.list(namespace=namespace)
 
 
+def test_what_the_backend_is_written_in_and_its_database_are_two_facts(
+    default_engine: tuple[MemoryEngine, ManualClock],
+) -> None:
+    """Go is no word of the technology lexicon, so "written in Go" set no language slot (or "my backend"'s)."""
+    engine, clock = default_engine
+    go_zh, go_en = "我们的 backend 用 Go 写的。", "Our backend is written in Go."
+    database_zh = "把 backend 的 MongoDB 换成 PostgreSQL 了。"
+    database_en = "We swapped the backend's MongoDB for Postgres."
+    rust_zh, rust_en = "我们的 backend 现在改用 Rust 写了。", "Our backend is now written in Rust."
+    for namespace, texts, current in (
+        ("a", (go_zh, database_zh), [database_zh, go_zh]),
+        ("b", (go_en, database_en), [database_en, go_en]),
+        ("c", (go_zh, rust_zh), [rust_zh]),  # a new language is still an update
+        ("d", (go_en, rust_en), [rust_en]),
+    ):
+        _write(engine, clock, namespace, *texts)
+        assert sorted(m.content for m in engine.list(namespace=namespace)) == sorted(current), namespace
+
+
+def test_a_backends_language_and_a_frontends_are_two_facts(default_engine: tuple[MemoryEngine, ManualClock]) -> None:
+    engine, clock = default_engine
+    backend, frontend = "Our backend is written in Python.", "Our frontend is written in TypeScript."
+    _write(engine, clock, "a", backend, frontend)
+    assert sorted(m.content for m in engine.list(namespace="a")) == sorted([backend, frontend])
+    _write(engine, clock, "b", "我们的后端用 Go 写的。", "我们的前端用 Go 重写了。")
+    assert len(engine.list(namespace="b")) == 2
+    _write(engine, clock, "c", backend, "Our backend is now written in Rust.")  # the same part: an update
+    assert [m.content for m in engine.list(namespace="c")] == ["Our backend is now written in Rust."]
+
+
+def test_a_thing_kept_with_its_owner_retires_it_where_the_owner_is_named_too(
+    default_engine: tuple[MemoryEngine, ManualClock],
+) -> None:
+    """上班的地铁 keeps 上班 as its owner: it is 地铁 of a memory that says 上班 too, of no other."""
+    assert retires("我每天坐地铁上班。", "现在把上班的地铁换成了自行车。") == {"地铁"}
+    assert not retires("周末我坐地铁去公园。", "现在把上班的地铁换成了自行车。")  # another trip's subway
+    assert not retires("我妹妹的汽车是丰田。", "把我的汽车换成了电动车。")  # 我 names no owner
+    engine, clock = default_engine
+    _write(engine, clock, "u", "我每天坐地铁上班。", "现在把上班的地铁换成了自行车。")
+    assert [m.content for m in engine.list(namespace="u")] == ["现在把上班的地铁换成了自行车。"]
+
+
 def test_two_services_prices_are_two_facts(default_engine: tuple[MemoryEngine, ManualClock]) -> None:
     engine, clock = default_engine
     gym, streaming = "My gym membership costs 30 pounds a month.", "My Netflix subscription costs 12 a month."

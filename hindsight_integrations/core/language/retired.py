@@ -8,7 +8,10 @@ that is gone. The packs' ``cues.retired`` finds where a statement says so: the w
 came first: "moved to Paris from Lyon"; 从…搬到, 把…换成, 把 X 的 A 换成: A). A
 value of the new statement in those words (``values.py``: a name, an amount, a city) that the
 stored memory carries too is what the new one retires. A Chinese object that is no value
-(把地铁换成…) counts when the stored memory contains it as written.
+(把地铁换成…) counts when the stored memory contains it as written. One kept with its owner
+(把上班的地铁换成…) counts when the stored memory names the owner too ("我每天坐地铁上班": 地铁): the
+owner is what says the thing is the stored memory's and not someone else's, so a bare common noun
+(把车换成…) or an owner of one character (把我的车换成…) retires nothing of "我妹妹的车是丰田".
 """
 
 from __future__ import annotations
@@ -42,7 +45,21 @@ def retires(earlier: str, later: str) -> frozenset[str]:
     lowered = [s.lower() for s in spans]
     named = {v for v in values_of(later) if any(v in s for s in lowered)} & values_of(earlier)
     written = {s for s in spans if _chinese(s) and s in earlier}
-    return frozenset(named | written)
+    owned = {thing for s in spans if (thing := _owned_thing_held(s, earlier))}
+    return frozenset(named | written | owned)
+
+
+def _owned_thing_held(span: str, earlier: str) -> str | None:
+    """The thing of a Chinese "owner的thing" span when ``earlier`` names both the owner and the thing.
+
+    The owner must be named in full and be more than a pronoun's one character: "上班的地铁" retires
+    地铁 from "我每天坐地铁上班", "我的车" retires nothing (我 is in nearly every memory).
+    """
+    *owners, thing = span.split("的")
+    parts = [*owners, thing]
+    if not owners or not all(_chinese(part.strip()) and part.strip() in earlier for part in parts):
+        return None
+    return thing.strip()
 
 
 clear_with_packs(retired_spans)

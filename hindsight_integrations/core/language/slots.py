@@ -10,7 +10,9 @@ and Chinese, checked in this order:
   organisation written with a capital; 在X工作/上班, 换了工作, 跳槽, 入职, 辞职), diet
   (vegetarian/vegan/eat meat again; 吃素/不吃肉), manager, partner, car — and of the project:
   deadline (deadline, due date, is due; 截止日期/期限) and budget (budget; 预算);
-* a project's database, language, cloud, OS or frontend named with a project cue;
+* a project's database, language, cloud, OS or frontend named with a project cue; Go, which
+  the lexicon cannot hold ("go" is a verb), where it is what something is written in ("written
+  in Go", "用 Go 写的");
 * "my/our X is Y" and "the/my/our X is now / changed to / moved to Y", X normalised: leading
   "new", "current", articles dropped, synonyms folded (phone number, mobile, cell → phone;
   boss → manager; wife, boyfriend → partner; city, home → location; favorite color →
@@ -73,7 +75,8 @@ def is_named(slot: str | None) -> bool:
     if slot is None:
         return False
     attribute = slot.rpartition(":")[2]
-    return attribute in _named_attributes(every()) or attribute.startswith(("deadline of ", "name of "))
+    head = attribute.partition(" of ")[0]  # "language of backend": a part's technology (subjects.project_slot)
+    return attribute in _named_attributes(every()) or head in _CATEGORIES or head in ("deadline", "name")
 
 
 @lru_cache(maxsize=16)

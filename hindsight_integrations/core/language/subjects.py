@@ -7,7 +7,8 @@ Three questions the write path asks (docs/architecture.md, "Writing"):
   sister's and Mateo's (a leading ``Speaker:`` label is skipped), not the user's;
 * ``project_slot``: which project, and for a deadline which deliverable? "the design doc for
   project Falcon is due on Sunday" and "the release notes for project Ember is due on Friday"
-  are two deadlines, not one deadline changed;
+  are two deadlines, not one deadline changed; for a technology which part ("our backend is
+  written in Go", "our frontend is written in TypeScript": two languages, the packs' ``project_parts``);
 * ``different_subjects``: are two close statements about different things? Different
   identifiers ("Order LZ-56379 was delayed" / "Order ZW-68766 was delayed") or different
   named people's relatives ("Ivan's cousin" / "Ivan's daughter") mean two facts, never an
@@ -47,7 +48,8 @@ def project_slot(content: str, attribute: str) -> str:
     name = _named(named).lower() if named else None
     subject = f"project {name}" if name else "project"
     if attribute != "deadline":
-        return f"{subject}:{attribute}"
+        part = _part_named(content)
+        return f"{subject}:{attribute} of {part}" if part and part != attribute else f"{subject}:{attribute}"
     not_things = every().words("not_due_things")
     for rule in _DUE_RULES:
         if found := search_spans(_rule(content, rule), content):
@@ -55,6 +57,20 @@ def project_slot(content: str, attribute: str) -> str:
             if words:
                 return f"{subject}:deadline of {' '.join(words)}"
     return f"{subject}:deadline"
+
+
+def _part_named(content: str) -> str | None:
+    """The one part of a project ("the backend", 前端) a text names, None when it names none or several.
+
+    "Our backend is written in Go." and "Our frontend is written in TypeScript." set two languages;
+    a text naming two parts says which one changed in words no slot reads, so it gets the whole project's.
+    """
+    parts = every().mapping("project_parts")
+    pattern = every().pattern("subjects.project_part")
+    found = pattern.finditer(content) if pattern else ()
+    spoken = (" ".join(m.group(0).lower().replace("-", " ").split()) for m in found)  # "back-end": "back end"
+    named = {parts.get(words, words) for words in spoken}
+    return named.pop() if len(named) == 1 else None
 
 
 def owner_of(content: str, start: int) -> str | None:
