@@ -14,6 +14,15 @@ from hindsight_integrations.processes import LocalServer, free_port, running
 
 REPO = Path(__file__).resolve().parent.parent
 SERVER_CMD = [sys.executable, "-m", "hindsight_integrations.mcp"]
+MCP_HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+"""What a streamable-HTTP MCP request carries, for tests that speak the protocol by hand."""
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "test", "version": "1"}},
+}
+"""An MCP ``initialize`` request: on a ``--stateful`` server it opens a session."""
 
 
 def server_env(store: Path, **extra: str) -> dict[str, str]:

@@ -23,12 +23,11 @@ from hindsight_integrations.mcp import (
 )
 from hindsight_integrations.mcp.errors import MemoryToolError, MemoryToolInputError
 
-from .mcp_support import REPO, free_port, http_server
+from .mcp_support import MCP_HEADERS, REPO, free_port, http_server
 from .viewer_support import post_sign_in
 
 pytestmark = pytest.mark.server
 ALICE, BOB = "alice-token-0001-5d8f2a7c9e1b3f46", "bob-token-00002-a9c4e1f7b3d52861"
-HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
 
 
 @pytest.fixture(scope="module")
@@ -64,7 +63,7 @@ def test_health_needs_no_token(base: str) -> None:
     ids=["none", "wrong", "not-bearer"],
 )
 def test_requests_without_a_valid_token_get_401(base: str, headers: dict) -> None:
-    response = httpx.post(f"{base}/mcp", json=rpc("tools/list"), headers={**HEADERS, **headers})
+    response = httpx.post(f"{base}/mcp", json=rpc("tools/list"), headers={**MCP_HEADERS, **headers})
     assert response.status_code == 401 and "bearer token" in response.json()["message"]
     assert response.headers["www-authenticate"].startswith("Bearer")
 
@@ -125,14 +124,14 @@ def test_stateless_http_serves_requests_without_a_session(base: str) -> None:
     response = httpx.post(
         f"{base}/mcp",
         json=rpc("tools/call", {"name": "memory_stats", "arguments": {}}),
-        headers={**HEADERS, "Authorization": f"Bearer {BOB}"},
+        headers={**MCP_HEADERS, "Authorization": f"Bearer {BOB}"},
     )
     assert response.status_code == 200 and "mcp-session-id" not in response.headers
     assert response.json()["result"]["structuredContent"]["namespace"] == "bob"
 
 
 def test_malformed_bodies_get_an_error_and_the_server_keeps_serving(base: str, alice: MemoryClient) -> None:
-    auth = {**HEADERS, "Authorization": f"Bearer {ALICE}"}
+    auth = {**MCP_HEADERS, "Authorization": f"Bearer {ALICE}"}
     for body in (
         b"\xff\xfe not utf-8",
         b"{not json",
@@ -210,7 +209,7 @@ def test_unreachable_server_is_a_clear_error_naming_transport_and_target() -> No
 
 
 def test_unreadable_bodies_get_400_and_oversized_ones_413_at_once(base: str, alice: MemoryClient) -> None:
-    auth = {**HEADERS, "Authorization": f"Bearer {ALICE}"}
+    auth = {**MCP_HEADERS, "Authorization": f"Bearer {ALICE}"}
     deep = b'{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": ' + b"[" * 100_000 + b"]" * 100_000 + b"}"
     for body, needle in ((deep, "nested"), (b'{"a": "\xff\xfe"}', "UTF-8")):
         response = httpx.post(f"{base}/mcp", content=body, headers=auth)
@@ -226,7 +225,7 @@ def test_unreadable_bodies_get_400_and_oversized_ones_413_at_once(base: str, ali
 
 def test_a_number_longer_than_python_reads_is_a_400_not_a_500(base: str, alice: MemoryClient) -> None:
     # A bare JSON number of 5,000 digits made the SDK's json.loads raise: HTTP 500, a traceback logged.
-    auth = {**HEADERS, "Authorization": f"Bearer {ALICE}"}
+    auth = {**MCP_HEADERS, "Authorization": f"Bearer {ALICE}"}
     call = '{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "retrieve_memory", "arguments": '
     body = call + '{"query": "tea", "top_k": ' + "9" * 5000 + "}}}"
     response = httpx.post(f"{base}/mcp", content=body, headers=auth)
@@ -239,7 +238,7 @@ def test_a_number_longer_than_python_reads_is_a_400_not_a_500(base: str, alice: 
 
 def test_nan_or_an_infinity_in_a_request_is_refused_not_read_as_not_given(base: str, alice: MemoryClient) -> None:
     # They arrived at the tool as null: update_memory(importance=NaN) said "updated" and changed nothing.
-    auth = {**HEADERS, "Authorization": f"Bearer {ALICE}"}
+    auth = {**MCP_HEADERS, "Authorization": f"Bearer {ALICE}"}
     memory_id = alice.store("The boiler is serviced every October.", apply_filter=False).stored[0].id
     assert alice.update(memory_id, importance=0.3).importance == 0.3
     for number in ("NaN", "Infinity", "-Infinity", "1e999"):
@@ -285,7 +284,7 @@ def limited(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 def post_rpc(base: str, token: str, method: str, params: dict) -> dict:
     response = httpx.post(
-        f"{base}/mcp", json=rpc(method, params), headers={**HEADERS, "Authorization": f"Bearer {token}"}
+        f"{base}/mcp", json=rpc(method, params), headers={**MCP_HEADERS, "Authorization": f"Bearer {token}"}
     )
     assert response.status_code == 200, response.text
     return response.json()

@@ -44,13 +44,12 @@ from hindsight_integrations.mcp import MemoryClient
 from hindsight_integrations.mcp.errors import MemoryToolError, MemoryToolInputError
 from hindsight_integrations.processes import LocalServer
 
-from .mcp_support import http_server_process
+from .mcp_support import MCP_HEADERS, http_server_process
 from .viewer_support import post_sign_in
 
 MALLORY = "mallory-token-3f9c2a7e5b1d4c8a9e0f6b2d"  # the attacking tenant
 VICTIM = "victim-token-8d1e4b7a2c9f5e3d6a0b4c7e"  # everyone else on the server
 LONE = "\ud800"  # an unpaired surrogate: a valid Python string, not encodable as UTF-8
-HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
 
 
 def many_keys(count: int) -> dict[str, str]:
@@ -129,7 +128,7 @@ def test_the_attack_as_json_text_or_a_raw_request_is_refused_too(
         "params": {"name": "retrieve_memory", "arguments": attack("retrieve_memory", 10_000)},
     }
     answer = httpx.post(
-        f"{server.url}/mcp", json=body, headers={**HEADERS, "Authorization": f"Bearer {MALLORY}"}, timeout=120
+        f"{server.url}/mcp", json=body, headers={**MCP_HEADERS, "Authorization": f"Bearer {MALLORY}"}, timeout=120
     )
     assert answer.status_code == 200
     error = answer.json()["result"]["structuredContent"]["error"]

@@ -22,18 +22,11 @@ import pytest
 from hindsight_integrations.mcp import MemoryClient
 from hindsight_integrations.processes import LocalServer, free_port, running
 
-from .mcp_support import REPO, SERVER_CMD, http_server_process, server_env
+from .mcp_support import INITIALIZE, MCP_HEADERS, REPO, SERVER_CMD, http_server_process, server_env
 
 MALLORY = "mallory-token-3f9c2a7e5b1d4c8a9e0f6b2d"  # the attacking tenant
 VICTIM = "victim-token-8d1e4b7a2c9f5e3d6a0b4c7e"  # everyone else on the server
 SESSIONS_PER_NAMESPACE = 3
-HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
-INITIALIZE = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "attack", "version": "1"}},
-}
 
 
 def stateful_server(store: Path, *, more_tokens: str = "", **env: str) -> Iterator[LocalServer]:
@@ -54,11 +47,11 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalServer]:
 
 
 def open_session(base: str, token: str) -> httpx.Response:
-    return httpx.post(f"{base}/mcp", json=INITIALIZE, headers={**HEADERS, "Authorization": f"Bearer {token}"})
+    return httpx.post(f"{base}/mcp", json=INITIALIZE, headers={**MCP_HEADERS, "Authorization": f"Bearer {token}"})
 
 
 def in_session(base: str, token: str, session_id: str, method: str = "POST") -> httpx.Response:
-    headers = {**HEADERS, "Authorization": f"Bearer {token}", "mcp-session-id": session_id}
+    headers = {**MCP_HEADERS, "Authorization": f"Bearer {token}", "mcp-session-id": session_id}
     if method == "DELETE":
         return httpx.delete(f"{base}/mcp", headers=headers)
     listing = {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}
@@ -196,7 +189,7 @@ def test_uploads_that_never_finish_are_bounded_per_namespace_and_ended(stateless
     listing = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
     for _ in range(200):  # until the server has read the stalled requests' headers (they were only sent)
         more = httpx.post(
-            f"{stateless.url}/mcp", json=listing, headers={**HEADERS, "Authorization": f"Bearer {MALLORY}"}
+            f"{stateless.url}/mcp", json=listing, headers={**MCP_HEADERS, "Authorization": f"Bearer {MALLORY}"}
         )
         if more.status_code != 200:
             break

@@ -44,7 +44,7 @@ from hindsight_integrations.mcp.throttle import AuthFailures
 from hindsight_integrations.mcp.viewer import COOKIE, PRE_COOKIE
 from hindsight_integrations.processes import chroma_server, free_port, postgres_binaries, postgres_server
 
-from .mcp_support import REPO, SERVER_CMD, http_server, server_env
+from .mcp_support import INITIALIZE, MCP_HEADERS, REPO, SERVER_CMD, http_server, server_env
 from .viewer_support import ALICE, BOB, csrf_of, local_viewer, post_sign_in, remember, status_of
 
 pytestmark = pytest.mark.server
@@ -53,13 +53,6 @@ LIMIT = 5  # the test server's HINDSIGHT_AUTH_FAILURE_LIMIT
 WINDOW = 600  # its HINDSIGHT_AUTH_FAILURE_WINDOW_SECONDS: long enough that no failure expires mid-test
 CLI = [sys.executable, "-m", "hindsight_integrations.cli"]
 FOREIGN = "attacker.example"
-MCP_HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
-INITIALIZE = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
-}
 
 
 @dataclass(frozen=True)
