@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
+from typer.testing import CliRunner, Result
 
 from hindsight_integrations.cli import app
 from hindsight_integrations.core.recall.context import CONTEXT_HEADER
@@ -437,6 +437,15 @@ def test_compress_says_why_it_did_nothing(tmp_path: Path, embedder) -> None:
     assert missing.exit_code == 2 and "no session 's2' in namespace 'cli'" in missing.stderr
 
 
+def _refused_import(tmp_path: Path, records: list[object]) -> tuple[Path, Result]:
+    """``hindsight import`` of an export file holding ``records``, which it must refuse: exit 2, nothing on stdout."""
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"format": "hindsight-export", "records": records}), encoding="utf-8")
+    result = _run(tmp_path / "store", "import", str(bad))
+    assert result.exit_code == 2 and result.stdout == ""
+    return bad, result
+
+
 def test_import_names_every_bad_record_in_one_line_each(tmp_path: Path, embedder) -> None:
     records = [
         {"id": "a", "content": "The backup bucket is s3://acme-backups."},
@@ -445,10 +454,7 @@ def test_import_names_every_bad_record_in_one_line_each(tmp_path: Path, embedder
         {"id": "a", "content": "A second record with the first one's id."},
         "not an object",
     ]
-    bad = tmp_path / "bad.json"
-    bad.write_text(json.dumps({"format": "hindsight-export", "records": records}), encoding="utf-8")
-    result = _run(tmp_path / "store", "import", str(bad))
-    assert result.exit_code == 2 and result.stdout == ""
+    bad, result = _refused_import(tmp_path, records)
     lines = result.stderr.strip().splitlines()
     assert lines[0].startswith(f"error: {bad}: 4 of 5 records cannot be imported, so nothing was imported.")
     assert lines[1:] == [
@@ -469,10 +475,7 @@ def test_import_refuses_a_blank_context_naming_the_record(tmp_path: Path, embedd
         {"id": "a", "content": "The backup bucket is s3://acme-backups.", "context": "Where do backups go?"},
         {"id": "b", "content": "Deploys need two approvals.", "context": " \n\t "},
     ]
-    bad = tmp_path / "bad.json"
-    bad.write_text(json.dumps({"format": "hindsight-export", "records": records}), encoding="utf-8")
-    result = _run(tmp_path / "store", "import", str(bad))
-    assert result.exit_code == 2 and result.stdout == ""
+    bad, result = _refused_import(tmp_path, records)
     lines = result.stderr.strip().splitlines()
     assert lines[0].startswith(f"error: {bad}: 1 of 2 records cannot be imported, so nothing was imported.")
     assert lines[1:] == ["  records[1].context: is empty or only whitespace/control characters"]
