@@ -278,6 +278,22 @@ def test_an_import_refuses_a_blank_context_as_store_does_and_writes_nothing(engi
     assert engine.import_data(exported, namespace="copy") == 2
 
 
+@pytest.mark.parametrize("invisible", ["\u200b", "\u200b\ufeff \u2060", " \u200d\u200c\n"])
+def test_text_of_only_zero_width_characters_is_refused_as_blank(engine: MemoryEngine, invisible: str) -> None:
+    """A zero-width space or a byte-order mark shows nothing: stored, it was a memory no one could read."""
+    with pytest.raises(InvalidInputError, match="content: is empty or only whitespace/control characters"):
+        engine.store(invisible, namespace="u1")
+    with pytest.raises(InvalidInputError, match="context: is empty or only whitespace/control characters"):
+        engine.store("The standup moved to 10am.", namespace="u1", context=invisible)
+    exported = {"format": "hindsight-export", "records": [{"id": "a", "content": "Payroll runs on the 25th."}]}
+    exported["records"][0]["context"] = invisible
+    with pytest.raises(InvalidRecordsError):
+        engine.import_data(exported, namespace="copy")
+    assert "copy" not in engine.namespaces()  # the import wrote nothing
+    kept = engine.store("\u200bThe team\u2019s \U0001f469\u200d\U0001f4bb moved to Lisbon.", namespace="u1").stored
+    assert [m.content for m in kept] == ["\u200bThe team\u2019s \U0001f469\u200d\U0001f4bb moved to Lisbon."]
+
+
 def test_a_refused_import_into_a_new_namespace_leaves_no_namespace(engine: MemoryEngine) -> None:
     """The namespace an import would make is made only once the export passed its checks."""
     refused = [

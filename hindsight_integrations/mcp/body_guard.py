@@ -4,7 +4,7 @@ The SDK answered a body nested thousands of levels deep (Python's JSON parser re
 it fails), holding a number longer than Python converts to an int (4,300 digits), or not valid
 UTF-8 with HTTP 500, and logged a traceback. And a NaN or an infinity (``NaN``, ``Infinity``, or
 ``1e999``, which reads as one) became null on its way to the tool, "not given": ``update_memory``
-with ``importance: NaN`` reported success and changed nothing. Those are refused with 400. Those are the caller's
+with ``importance: NaN`` reported success and changed nothing. All of these are the caller's
 mistakes, so they get a 400 with a JSON-RPC error saying what is wrong; a body over the size
 limit gets 413 as soon as its length is known, without reading the rest. A body that has not
 arrived in full within ``timeout`` seconds gets 408 and the connection is closed: a stalled upload

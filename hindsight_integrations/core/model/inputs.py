@@ -13,6 +13,7 @@ whether it came as a dict, a string or a model instance (instances are validated
 from __future__ import annotations
 
 import json
+import unicodedata
 from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Annotated, Any
@@ -205,9 +206,14 @@ def validate_content(content: str, *, max_bytes: int, field: str = "content") ->
     if size > max_bytes:
         raise InvalidInputError(field, f"is {size} bytes; the limit is {max_bytes} (HINDSIGHT_MAX_CONTENT_BYTES)")
     cleaned = clean_text(content).strip()
-    if not cleaned:
+    if not any(_visible(character) for character in cleaned):
         raise InvalidInputError(field, "is empty or only whitespace/control characters")
     return cleaned
+
+
+def _visible(character: str) -> bool:
+    """Whether a character shows: not a space, nor a format character (a zero-width space, a byte-order mark)."""
+    return not character.isspace() and unicodedata.category(character) != "Cf"
 
 
 def parse_inputs(
