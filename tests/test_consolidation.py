@@ -142,14 +142,16 @@ def test_recall_returns_the_semantic_memory_in_place_of_its_sources(timed: Memor
     assert [h.record.consolidated_into for h in by_session.hits] == [fact.id]
 
 
+POSTGRES_SESSIONS = (
+    ["Our project uses PostgreSQL 15 for storage."],
+    ["For storage our project uses PostgreSQL 15 in production."],
+    ["In production, our project uses PostgreSQL 15 for storage and backups."],
+)
+"""One fact restated in three sessions: the write path merges the repeats into one episodic memory."""
+
+
 def test_an_episode_said_in_several_sessions_becomes_semantic(timed: MemoryEngine, clock: ManualClock) -> None:
-    _sessions(
-        timed,
-        clock,
-        ["Our project uses PostgreSQL 15 for storage."],
-        ["For storage our project uses PostgreSQL 15 in production."],
-        ["In production, our project uses PostgreSQL 15 for storage and backups."],
-    )
+    _sessions(timed, clock, *POSTGRES_SESSIONS)
     (episode,) = timed.list(namespace=NS)  # the write path merged the repeats into one episodic memory
     assert episode.tier is Tier.EPISODIC and len(episode.sources) == 2
     (fact,) = timed.consolidate(NS).created
@@ -165,13 +167,7 @@ def test_an_import_whose_merged_repeats_carry_no_usable_source_is_consolidated_a
 ) -> None:
     """``sources`` come back from an import as the file has them: a repeat's ``source`` that is not the
     write path's object failed every ``consolidate`` of the namespace (``'str' object has no attribute 'get'``)."""
-    _sessions(
-        timed,
-        clock,
-        ["Our project uses PostgreSQL 15 for storage."],
-        ["For storage our project uses PostgreSQL 15 in production."],
-        ["In production, our project uses PostgreSQL 15 for storage and backups."],
-    )
+    _sessions(timed, clock, *POSTGRES_SESSIONS)
     exported = timed.export(namespace=NS)
     (episode,) = [r for r in exported["records"] if r["tier"] == Tier.EPISODIC.value]
     episode["sources"][0]["source"] = "hand-edited"
