@@ -21,6 +21,7 @@ from hindsight_integrations.mcp import (
     MemoryServerUnavailableError,
     MemoryToolNotFoundError,
 )
+from hindsight_integrations.mcp.body_guard import BodyGuard
 from hindsight_integrations.mcp.errors import MemoryToolError, MemoryToolInputError
 
 from .mcp_support import MCP_HEADERS, REPO, free_port, http_server
@@ -234,6 +235,15 @@ def test_a_number_longer_than_python_reads_is_a_400_not_a_500(base: str, alice: 
     as_text = call + '{"query": "' + "9" * 5000 + '"}}}'  # the same digits inside a string are a question
     assert httpx.post(f"{base}/mcp", content=as_text, headers=auth).status_code == 200
     assert alice.stats().namespace == "alice"
+
+
+@pytest.mark.timeout(3, func_only=True)  # ~10 ms here; the scan of before took ~8 s, the server's loop blocked
+def test_the_scan_for_long_numbers_reads_a_body_of_long_digit_runs_once() -> None:
+    """A 4 MB body of 4,300-digit runs (each one digit short of the limit) was rescanned from every digit."""
+    guard = BodyGuard(None)  # type: ignore[arg-type]  # only its check of a body is called
+    runs = ("1" * (sys.get_int_max_str_digits() or 4300) + ",") * 900
+    assert guard._problem(("[" + runs + "1]").encode()) is None
+    assert "digits" in (guard._problem(("[" + runs + "11" + runs + "]").encode()) or "")
 
 
 def test_nan_or_an_infinity_in_a_request_is_refused_not_read_as_not_given(base: str, alice: MemoryClient) -> None:

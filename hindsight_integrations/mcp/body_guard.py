@@ -26,7 +26,7 @@ MAX_BODY_BYTES = 4 * 1024 * 1024  # the MCP SDK's own limit for one message
 MAX_JSON_DEPTH = 64  # tool arguments are a few levels deep; anything near this is not a real call
 BODY_TIMEOUT_SECONDS = 60.0
 _NOT_FINITE = re.compile(rb"NaN|Infinity|[0-9][eE]\+?[0-9]{3}")  # might hold one; parsing decides
-_LONG_DIGITS = re.compile(rb"[0-9]{%d}" % (sys.get_int_max_str_digits() + 1))
+_DIGIT_RUN = re.compile(rb"[0-9]+")  # each run read once: "[0-9]{4301}" rescans a run from each of its digits
 
 
 class BodyGuard:
@@ -97,7 +97,7 @@ class BodyGuard:
             text = body.decode("utf-8")
         except UnicodeDecodeError as exc:
             return f"the request body is not valid UTF-8 (byte {exc.start})"
-        long_number = sys.get_int_max_str_digits() > 0 and _LONG_DIGITS.search(body) is not None
+        long_number = _holds_long_number(body)
         if not long_number and not _NOT_FINITE.search(body) and text.count("[") + text.count("{") <= self.max_depth:
             return None  # cannot be nested deeper than the limit, nor hold a number Python will not read
         try:
@@ -119,6 +119,12 @@ class BodyGuard:
         if _depth(parsed) > self.max_depth:
             return f"the request body is nested more than {self.max_depth} levels deep"
         return None
+
+
+def _holds_long_number(body: bytes) -> bool:
+    """Whether a run of digits is longer than Python converts to an int (linear in the body's length)."""
+    limit = sys.get_int_max_str_digits()
+    return limit > 0 and any(run.end() - run.start() > limit for run in _DIGIT_RUN.finditer(body))
 
 
 class _NotFinite(ValueError):
