@@ -59,14 +59,18 @@ class CatchUp:
         recent = self._listing - LOOKBACK_SECONDS
         self._seen.update((i, t) for i, f in zip(ids, flats) if (t := f.get("updated_at") or 0.0) > recent)
 
-    def wrote(self, ids: Sequence[str], flats: Sequence[Mapping[str, Any]]) -> bool:
-        """Note this process's writes, indexed already: a sync reading them back skips them.
-
-        True once ``OWN_WRITES_CHECKED`` or more lie above the watermark: ``only_own_since`` cannot
-        tell them from another process's then, and the first recall after an import would search
-        Chroma and start the sync itself; synced as they are written, the copies serve that recall.
-        """
+    def wrote(self, ids: Sequence[str], flats: Sequence[Mapping[str, Any]]) -> None:
+        """Note this process's writes, indexed already: a sync reading them back skips them."""
         self._own.update((i, f.get("updated_at") or 0.0) for i, f in zip(ids, flats))
+
+    @property
+    def owes_a_sync(self) -> bool:
+        """Whether ``OWN_WRITES_CHECKED`` or more of this process's writes lie above the watermark.
+
+        ``only_own_since`` cannot tell them from another process's then, and the first recall
+        after an import would search Chroma and start the sync itself; synced as they are
+        written, the copies serve that recall.
+        """
         return self.own_writes() >= OWN_WRITES_CHECKED
 
     def own_writes(self) -> int:

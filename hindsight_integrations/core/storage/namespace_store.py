@@ -241,7 +241,8 @@ class NamespaceStore:
                     embeddings=float32_matrix(embeddings[start : start + step]),
                 )
             self._index(ids, flats)
-            if self._catch_up.wrote(ids, flats):  # a burst: synced now, not by the next recall
+            self._catch_up.wrote(ids, flats)
+            if self._catch_up.owes_a_sync:  # a burst: synced now, not by the next recall
                 self.refresh_indexes(due=True)
             if self.vector_copy is not None:
                 self.vector_copy.upsert(ids, embeddings)
@@ -281,7 +282,8 @@ class NamespaceStore:
             ids, flats = [r.id for r in records], [r.flat_fields() for r in records]
             rewrite_records(self.collection, ids, flats, embeddings)
             self._index(ids, flats)
-            if self._catch_up.wrote(ids, flats):  # a burst: synced now, not by the next recall
+            self._catch_up.wrote(ids, flats)
+            if self._catch_up.owes_a_sync:  # a burst: synced now, not by the next recall
                 self.refresh_indexes(due=True)
             if embeddings is not None and self.vector_copy is not None:
                 self.vector_copy.upsert(ids, embeddings)
