@@ -310,6 +310,24 @@ def test_a_refused_import_into_a_new_namespace_leaves_no_namespace(engine: Memor
     assert engine.namespaces() == ["fresh"]
 
 
+def test_a_refused_store_into_a_new_namespace_leaves_no_namespace(engine: MemoryEngine) -> None:
+    """A store was checked only after its namespace was opened: each refused call left an empty collection."""
+    refused = [
+        ([{"content": "The offsite is in Lisbon.", "importance": 5}], {}),
+        ([{"content": "The offsite is in Lisbon.", "kind": "gossip"}], {}),
+        (["The offsite is in Lisbon.", "\x00 "], {}),
+        ([], {}),
+        ("The offsite is in Lisbon.", {"request_id": "  "}),
+    ]
+    for memories, options in refused:
+        with pytest.raises(InvalidInputError):
+            engine.store_memories(memories, namespace="typo", **options)
+    assert engine.namespaces() == []
+    assert engine.chroma.client.list_collections() == []  # nor any of its collections, vectors or windows
+    assert engine.store_memories("The offsite is in Lisbon.", namespace="typo").stored
+    assert engine.namespaces() == ["typo"]
+
+
 def test_an_import_is_held_to_the_bounds_of_the_write_path(engine: MemoryEngine) -> None:
     """Content, ids, metadata (hindsight's own keys included), entities and times: every problem named, none written."""
     records = [

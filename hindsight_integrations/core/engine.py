@@ -25,7 +25,7 @@ from .clock import Clock
 from .config import AUTO_MODEL, Settings, engine_settings, validate_namespace
 from .embedding.factory import routes_by_script
 from .embedding.protocol import Embedder, warm_up
-from .lanes import ModelLane, ModelLanes, text_of_inputs
+from .lanes import ModelLane, ModelLanes
 from .language.when import warm as warm_time_reading
 from .llm import LLMClient
 from .model.arguments import whole_number
@@ -169,10 +169,10 @@ class MemoryEngine(UpkeepFacade):
         current). A repeated ``request_id`` returns the first call's result without writing
         again. ``origin`` is recorded in each memory's provenance.
         """
-        handle = self._namespace(namespace, text=text_of_inputs(memories))
-        return self._lane(handle).settler.store(
+        handle, lane, items = self._lanes.storing(namespace, memories, request_id)
+        return lane.settler.store(
             handle,
-            memories,
+            items,
             apply_filter=apply_filter,
             dedup=dedup,
             supersede=supersede,

@@ -194,7 +194,7 @@ class WorkingMemory:
     ) -> StoreResult:
         return self._settler.store(
             handle,
-            items,
+            self._settler.checked(items),
             apply_filter=apply_filter,
             dedup=True,
             supersede=True,
