@@ -217,7 +217,8 @@ class MemoryEngine(UpkeepFacade):
     ) -> MemoryRecord:
         """Change a memory in place; only the given fields change, new content is re-embedded.
 
-        ``metadata`` is merged into the existing metadata; ``ttl_seconds`` expires the memory
+        ``metadata`` is merged into the existing metadata, a key given as None removed (as Chroma's
+        ``update`` does), so filters stop matching it; ``ttl_seconds`` expires the memory
         that many seconds from now.
         """
         handle, lane = self._lanes.holding(namespace, memory_id, text=content if isinstance(content, str) else None)
