@@ -294,6 +294,25 @@ def test_text_of_only_zero_width_characters_is_refused_as_blank(engine: MemoryEn
     assert [m.content for m in kept] == ["\u200bThe team\u2019s \U0001f469\u200d\U0001f4bb moved to Lisbon."]
 
 
+def test_a_refused_turn_into_a_new_namespace_leaves_no_namespace(engine: MemoryEngine) -> None:
+    """``record_turn`` too opened the namespace before checking the turn: each refusal left an empty one."""
+    refused = [
+        {"session_id": ""},
+        {"session_id": "s1", "role": "robot"},
+        {"session_id": "s1", "metadata": {"_supersedes": "x"}},
+        {"session_id": "s1", "speaker": 42},
+        {"session_id": "s1", "occurred_at": "3001-01-01T00:00:00Z"},
+    ]
+    for arguments in refused:
+        with pytest.raises(InvalidInputError):
+            engine.record_turn("I moved to Lisbon last spring.", namespace="typo", **arguments)
+    with pytest.raises(InvalidInputError):
+        engine.record_turn(" \x00 ", namespace="typo", session_id="s1")
+    assert engine.namespaces() == [] and engine.chroma.client.list_collections() == []
+    assert engine.record_turn("I moved to Lisbon last spring.", namespace="typo", session_id="s1").turn
+    assert engine.namespaces() == ["typo"]
+
+
 def test_an_import_stores_text_cleaned_as_store_does(engine: MemoryEngine) -> None:
     """An import stored content and context as given: control characters and stray whitespace that ``store`` drops."""
     raw, context = "  The offsite\x07 is in Lisbon.\x00  \n", "\tWhere\x01 is the offsite? "

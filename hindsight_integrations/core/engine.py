@@ -345,18 +345,12 @@ class MemoryEngine(UpkeepFacade):
         its context and ``metadata`` merged into its own. ``extract=False`` keeps the turn in
         the window only; ``compress=False`` leaves the window as it is even past the threshold.
         """
-        handle = self._namespace(namespace, text=content if isinstance(content, str) else None)
-        return self._lane(handle).working.record_turn(
-            handle,
-            content,
-            session_id=session_id,
-            role=role,
-            occurred_at=occurred_at,
-            metadata=metadata,
-            extract=extract,
-            compress=compress,
-            speaker=speaker,
+        # Checked before the namespace is opened: a refused turn must not leave an empty namespace behind.
+        turn = self._lanes.primary.working.checked_turn(
+            content, session_id=session_id, role=role, occurred_at=occurred_at, metadata=metadata, speaker=speaker
         )
+        handle = self._namespace(namespace, text=turn.said.content)
+        return self._lane(handle).working.record_turn(handle, turn, extract=extract, compress=compress)
 
     def working_window(self, *, session_id: str, namespace: str | None = None) -> builtins.list[MemoryRecord]:
         """The session's live turns, oldest first (a read: it creates no namespace)."""
