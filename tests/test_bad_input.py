@@ -294,6 +294,44 @@ def test_text_of_only_zero_width_characters_is_refused_as_blank(engine: MemoryEn
     assert [m.content for m in kept] == ["\u200bThe team\u2019s \U0001f469\u200d\U0001f4bb moved to Lisbon."]
 
 
+def test_a_refused_turn_into_a_new_namespace_leaves_no_namespace(engine: MemoryEngine) -> None:
+    """``record_turn`` too opened the namespace before checking the turn: each refusal left an empty one."""
+    refused = [
+        {"session_id": ""},
+        {"session_id": "s1", "role": "robot"},
+        {"session_id": "s1", "metadata": {"_supersedes": "x"}},
+        {"session_id": "s1", "speaker": 42},
+        {"session_id": "s1", "occurred_at": "3001-01-01T00:00:00Z"},
+    ]
+    for arguments in refused:
+        with pytest.raises(InvalidInputError):
+            engine.record_turn("I moved to Lisbon last spring.", namespace="typo", **arguments)
+    with pytest.raises(InvalidInputError):
+        engine.record_turn(" \x00 ", namespace="typo", session_id="s1")
+    assert engine.namespaces() == [] and engine.chroma.client.list_collections() == []
+    assert engine.record_turn("I moved to Lisbon last spring.", namespace="typo", session_id="s1").turn
+    assert engine.namespaces() == ["typo"]
+
+
+def test_an_import_stores_text_cleaned_as_store_does(engine: MemoryEngine) -> None:
+    """An import stored content and context as given: control characters and stray whitespace that ``store`` drops."""
+    raw, context = "  The offsite\x07 is in Lisbon.\x00  \n", "\tWhere\x01 is the offsite? "
+    stored = engine.store(raw, namespace="u1", context=context).stored[0]
+    assert (stored.content, stored.context) == ("The offsite is in Lisbon.", "Where is the offsite?")
+    exported = engine.export(namespace="u1")
+    exported["records"][0].update(content=raw, context=context)  # as a hand-edited or older export holds it
+
+    assert engine.import_data(exported, namespace="copy") == 1
+
+    copied = engine.get(stored.id, namespace="copy")
+    assert copied.model_dump(exclude={"namespace"}) == stored.model_dump(exclude={"namespace"})
+    assert [h.record.id for h in engine.recall("Where is the offsite?", namespace="copy").hits] == [stored.id]
+    exported["records"].append({**exported["records"][0], "id": "blank", "content": " \x00\x1b "})
+    with pytest.raises(InvalidRecordsError) as err:  # and what store refuses, it refuses, naming the record
+        engine.import_data(exported, namespace="copy")
+    assert err.value.problems == ["records[1].content: is empty or only whitespace/control characters"]
+
+
 def test_a_refused_import_into_a_new_namespace_leaves_no_namespace(engine: MemoryEngine) -> None:
     """The namespace an import would make is made only once the export passed its checks."""
     refused = [
@@ -308,6 +346,24 @@ def test_a_refused_import_into_a_new_namespace_leaves_no_namespace(engine: Memor
     assert engine.namespaces() == []
     assert engine.import_data({"format": "hindsight-export", "records": refused[0]["records"][:1]}, namespace="fresh")
     assert engine.namespaces() == ["fresh"]
+
+
+def test_a_refused_store_into_a_new_namespace_leaves_no_namespace(engine: MemoryEngine) -> None:
+    """A store was checked only after its namespace was opened: each refused call left an empty collection."""
+    refused = [
+        ([{"content": "The offsite is in Lisbon.", "importance": 5}], {}),
+        ([{"content": "The offsite is in Lisbon.", "kind": "gossip"}], {}),
+        (["The offsite is in Lisbon.", "\x00 "], {}),
+        ([], {}),
+        ("The offsite is in Lisbon.", {"request_id": "  "}),
+    ]
+    for memories, options in refused:
+        with pytest.raises(InvalidInputError):
+            engine.store_memories(memories, namespace="typo", **options)
+    assert engine.namespaces() == []
+    assert engine.chroma.client.list_collections() == []  # nor any of its collections, vectors or windows
+    assert engine.store_memories("The offsite is in Lisbon.", namespace="typo").stored
+    assert engine.namespaces() == ["typo"]
 
 
 def test_an_import_is_held_to_the_bounds_of_the_write_path(engine: MemoryEngine) -> None:

@@ -55,7 +55,9 @@ def test_an_edit_removing_metadata_keys_leaves_no_filter_matching_them(
 
     edited = engine.update(memory.id, namespace=NS, metadata={"color": None, "wheels": [2, 3]})
 
-    assert edited.metadata == {"color": None, "wheels": [2, 3], "shed": "garage"}
+    kept = {"wheels": [2, 3], "shed": "garage"}  # a key set to None is removed, as Chroma's own update does
+    assert edited.metadata == engine.get(memory.id, namespace=NS).metadata == kept
+    assert engine.export(namespace=NS)["records"][0]["metadata"] == kept
     _assert_removed_keys_match_nothing(engine, memory)
     engine.close()
     reopened = MemoryEngine(store=store_path, embedder=embedder, llm=False)  # indexes built from Chroma
@@ -67,7 +69,11 @@ def test_the_update_memory_tool_removing_a_key_leaves_no_filter_matching_it(engi
     with MemoryClient.in_process(engine, namespace=NS) as client:
         memory = client.store({"content": TEXT, "metadata": {**REMOVED, "shed": "garage"}}).stored[0]
 
-        client.update(memory.id, metadata={"color": None, "wheels": [2, 3]})
+        edited = client.update(memory.id, metadata={"color": None, "wheels": [2, 3]})
+
+        for record in (edited, client.list()[0]):  # the caller's keys: hindsight's own start with _
+            callers = {key: value for key, value in record.metadata.items() if not key.startswith("_")}
+            assert callers == {"wheels": [2, 3], "shed": "garage"}
 
         for removed in ({"color": "red"}, {"wheels": 2}, {"color": {"$in": ["red"]}}):
             assert client.list(filters={"metadata": removed}) == [], removed

@@ -20,7 +20,7 @@ from pydantic import ValidationError
 from .config import validate_namespace
 from .errors import InvalidInputError, InvalidRecordsError
 from .model.arguments import validation_problems, whole_number
-from .model.imported import aware, record_problems
+from .model.imported import aware, cleaned, record_problems
 from .model.limits import MAX_OFFSET, MAX_PAGE, InputLimits
 from .model.records import MemoryRecord, Status, Tier
 from .model.results import NamespaceStats
@@ -85,6 +85,11 @@ def _listed(data: dict[str, Any], key: str) -> list[Any]:
     if not isinstance(items, list):
         raise InvalidInputError(key, f"must be a list of records, got {type(items).__name__}")
     return items
+
+
+def _as_exported(record: MemoryRecord, item: dict[str, Any]) -> bool:
+    """Whether ``record``'s texts are its export's as written: else the import cleaned them and embeds them again."""
+    return record.content == item.get("content") and record.context == item.get("context")
 
 
 def _fits(vector: Any, dimension: int | None) -> bool:
@@ -171,11 +176,12 @@ class Backup:
         once (``InvalidRecordsError``); ``checked`` is what this lane's ``checked`` already made
         of ``data``, if the caller checked it before opening the namespace. A record's vectors
         are reused only when the export was made with this store's model and they have its
-        dimension; otherwise (another model, no vectors, a damaged vector) the record is
-        embedded again, since vectors are derived from the content. ``progress`` is told of the
-        records checked, embedded and written. The export's cold records go to the namespace's
-        cold storage, each replacing its id's row there, with their vectors when ``restore`` can
-        reuse them (else it embeds them again); the records imported leave it.
+        dimension; otherwise (another model, no vectors, a damaged vector, text the import
+        cleaned as ``store`` cleans it) the record is embedded again, since vectors are derived
+        from the content. ``progress`` is told of the records checked, embedded and written.
+        The export's cold records go to the namespace's cold storage, each replacing its id's
+        row there, with their vectors when ``restore`` can reuse them (else it embeds them
+        again); the records imported leave it.
         """
         items, cold_items = _listed(data, "records"), _listed(data, COLD_RECORDS)
         records, cold = checked if checked is not None else self.checked(handle.name, data, progress)
@@ -186,7 +192,12 @@ class Backup:
         reembed: list[MemoryRecord] = []
         for record, item in zip(records, items):
             own, framed = item.get("embedding"), item.get("window_embedding")
-            if same_model and _fits(own, dimension) and (_fits(framed, dimension) or not record.context):
+            if (
+                same_model
+                and _as_exported(record, item)
+                and _fits(own, dimension)
+                and (_fits(framed, dimension) or not record.context)
+            ):
                 vectors.append(own)
                 if _fits(framed, dimension):  # else the store embeds it (an export older than undated frames)
                     context_vectors[record.id] = framed
@@ -229,6 +240,7 @@ class Backup:
         dimension = self._parts.embedding_dim
         if (
             model == self._parts.embedder.name
+            and _as_exported(record, item)
             and _fits(own, dimension)
             and (_fits(framed, dimension) or framed is None)
         ):
@@ -284,7 +296,7 @@ class Backup:
         if not record.content.strip():
             return [f"{where}.content: is empty; every memory needs its text"]
         record = aware(record)
-        return record_problems(record, where, self._parts.limits) or record
+        return record_problems(record, where, self._parts.limits) or cleaned(record, self._parts.limits)
 
     def page(self, handle: NamespaceStore, page: Page) -> list[MemoryRecord]:
         """See ``MemoryEngine.list``."""

@@ -25,7 +25,7 @@ from .clock import Clock
 from .config import AUTO_MODEL, Settings, engine_settings, validate_namespace
 from .embedding.factory import routes_by_script
 from .embedding.protocol import Embedder, warm_up
-from .lanes import ModelLane, ModelLanes, text_of_inputs
+from .lanes import ModelLane, ModelLanes
 from .language.when import warm as warm_time_reading
 from .llm import LLMClient
 from .model.arguments import whole_number
@@ -169,10 +169,10 @@ class MemoryEngine(UpkeepFacade):
         current). A repeated ``request_id`` returns the first call's result without writing
         again. ``origin`` is recorded in each memory's provenance.
         """
-        handle = self._namespace(namespace, text=text_of_inputs(memories))
-        return self._lane(handle).settler.store(
+        handle, lane, items = self._lanes.storing(namespace, memories, request_id)
+        return lane.settler.store(
             handle,
-            memories,
+            items,
             apply_filter=apply_filter,
             dedup=dedup,
             supersede=supersede,
@@ -217,7 +217,8 @@ class MemoryEngine(UpkeepFacade):
     ) -> MemoryRecord:
         """Change a memory in place; only the given fields change, new content is re-embedded.
 
-        ``metadata`` is merged into the existing metadata; ``ttl_seconds`` expires the memory
+        ``metadata`` is merged into the existing metadata, a key given as None removed (as Chroma's
+        ``update`` does), so filters stop matching it; ``ttl_seconds`` expires the memory
         that many seconds from now.
         """
         handle, lane = self._lanes.holding(namespace, memory_id, text=content if isinstance(content, str) else None)
@@ -344,18 +345,12 @@ class MemoryEngine(UpkeepFacade):
         its context and ``metadata`` merged into its own. ``extract=False`` keeps the turn in
         the window only; ``compress=False`` leaves the window as it is even past the threshold.
         """
-        handle = self._namespace(namespace, text=content if isinstance(content, str) else None)
-        return self._lane(handle).working.record_turn(
-            handle,
-            content,
-            session_id=session_id,
-            role=role,
-            occurred_at=occurred_at,
-            metadata=metadata,
-            extract=extract,
-            compress=compress,
-            speaker=speaker,
+        # Checked before the namespace is opened: a refused turn must not leave an empty namespace behind.
+        turn = self._lanes.primary.working.checked_turn(
+            content, session_id=session_id, role=role, occurred_at=occurred_at, metadata=metadata, speaker=speaker
         )
+        handle = self._namespace(namespace, text=turn.said.content)
+        return self._lane(handle).working.record_turn(handle, turn, extract=extract, compress=compress)
 
     def working_window(self, *, session_id: str, namespace: str | None = None) -> builtins.list[MemoryRecord]:
         """The session's live turns, oldest first (a read: it creates no namespace)."""

@@ -25,6 +25,7 @@ from .config import DEFAULT_LOCAL_MODEL
 from .embedding.multilingual import MULTILINGUAL_MODEL, MultilingualEmbedder
 from .embedding.routing import calls_for_multilingual, multilingual_available, routed_model, tells_script
 from .errors import EmbeddingModelMismatchError, MemoryNotFoundError
+from .model.inputs import MemoryInput
 from .parts import EngineParts
 from .progress import ProgressCallback
 from .recall.pipeline import Recaller
@@ -139,6 +140,21 @@ class ModelLanes:
         return lane.backup.import_data(
             handle, data, progress=progress, checked=checked if lane is self.primary else None
         )
+
+    def storing(
+        self, namespace: str | None, memories: Any, request_id: str | None
+    ) -> tuple[NamespaceStore, ModelLane, list[MemoryInput]]:
+        """The handle and lane of the namespace a ``store_memories`` call writes to, and its checked items.
+
+        The items are checked before the namespace is opened: under ``auto`` its model is chosen
+        from their text, and a refused call must not leave a namespace (an empty Chroma collection) behind.
+        """
+        name = self.primary.parts.namespace_name(namespace)
+        items = self.primary.settler.checked(memories, request_id)
+        handle = self.open(name, create=True, text=text_of_inputs(items))
+        if handle is None:  # pragma: no cover - create=True always gives a handle
+            raise AssertionError(f"namespace {name!r} was not created")
+        return handle, self.of(handle), items
 
     def holding(
         self, namespace: str | None, memory_id: str, *, text: str | None = None

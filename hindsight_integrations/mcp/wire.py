@@ -272,7 +272,9 @@ class UpdateMemoryArgs(ToolArgs):
     importance: float | None = Field(None, ge=0, le=1, description="New importance 0-1.")
     kind: Annotated[Kind | None, Lower] = Field(None, description="New kind.")
     metadata: Annotated[Metadata | None, JsonObject] = Field(
-        None, description="Keys merged into the memory's metadata (keys starting with _ are reserved)."
+        None,
+        description="Keys merged into the memory's metadata; a key set to null is removed "
+        "(keys starting with _ are reserved).",
     )
     ttl_seconds: int | None = Field(
         None, gt=0, le=MAX_TTL_SECONDS, description="Expire this many seconds from now (at most 100 years)."

@@ -38,6 +38,19 @@ def aware(record: MemoryRecord) -> MemoryRecord:
     return record.model_copy(update=naive) if naive else record
 
 
+def cleaned(record: MemoryRecord, limits: InputLimits) -> MemoryRecord:
+    """``record``, which ``record_problems`` passed, with its content and context cleaned as ``store`` cleans them.
+
+    Control characters dropped, NFC, surrounding whitespace trimmed (``validate_content``): an
+    import stored text as given, so an exported-then-imported namespace differed from one ``store`` wrote.
+    """
+    texts = {"content": validate_content(record.content, max_bytes=limits.max_content_bytes)}
+    if record.context is not None:
+        texts["context"] = validate_content(record.context, max_bytes=limits.max_content_bytes, field="context")
+    changed = {field: text for field, text in texts.items() if text != getattr(record, field)}
+    return record.model_copy(update=changed) if changed else record
+
+
 def record_problems(record: MemoryRecord, where: str, limits: InputLimits) -> list[str]:
     """What of ``record`` (at ``where``, e.g. ``records[3]``) is out of the write path's bounds, one line each."""
     problems: list[str] = []
@@ -79,4 +92,4 @@ def record_problems(record: MemoryRecord, where: str, limits: InputLimits) -> li
     return problems
 
 
-__all__ = ["aware", "record_problems"]
+__all__ = ["aware", "cleaned", "record_problems"]

@@ -10,6 +10,7 @@ threshold (see ``compression.py``).
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -17,7 +18,7 @@ import numpy as np
 
 from ..errors import InvalidInputError, LLMError
 from ..model.arguments import coerce_enum, whole_number
-from ..model.inputs import parse_inputs
+from ..model.inputs import MemoryInput, parse_inputs
 from ..model.limits import MAX_TOKENS, check_id, check_text
 from ..model.records import Kind, MemoryRecord, Role, Source, Status, Tier
 from ..model.results import CompressionResult, StoreResult, TurnResult
@@ -51,6 +52,16 @@ def _speaker(value: object) -> str | None:
     return text or None
 
 
+@dataclass(frozen=True)
+class CheckedTurn:
+    """A turn as ``WorkingMemory.checked_turn`` validated it: what was said (content, time, metadata) and by whom."""
+
+    said: MemoryInput
+    session_id: str
+    role: Role
+    speaker: str | None
+
+
 class WorkingMemory:
     """Record turns, read and clear a session's window, compress it."""
 
@@ -61,24 +72,24 @@ class WorkingMemory:
         self._compressor = Compressor(parts)
         self._forgotten_text = ForgottenText(parts, cold)
 
-    def record_turn(
+    def checked_turn(
         self,
-        handle: NamespaceStore,
         content: str,
         *,
         session_id: str,
         role: Role | str,
         occurred_at: datetime | None,
         metadata: dict[str, Any] | None,
-        extract: bool,
-        compress: bool,
         speaker: str | None = None,
-    ) -> TurnResult:
-        """See ``MemoryEngine.record_turn``."""
+    ) -> CheckedTurn:
+        """A ``record_turn`` call's arguments, validated, or ``InvalidInputError`` naming the bad one.
+
+        Reads nothing of the store: a turn is checked before its namespace is opened, so a refused
+        one leaves no empty namespace behind.
+        """
         session_id = self._session_id(session_id)
         role = coerce_enum(Role, role, "role")
-        speaker = _speaker(speaker)
-        turn_input = parse_inputs(
+        said = parse_inputs(
             [
                 {
                     "content": content,
@@ -91,6 +102,11 @@ class WorkingMemory:
             max_bytes=self._parts.settings.max_content_bytes,
             limits=self._parts.limits,
         )[0]
+        return CheckedTurn(said, session_id, role, _speaker(speaker))
+
+    def record_turn(self, handle: NamespaceStore, checked: CheckedTurn, *, extract: bool, compress: bool) -> TurnResult:
+        """See ``MemoryEngine.record_turn``; ``checked`` is what ``checked_turn`` made of its arguments."""
+        turn_input, session_id, role, speaker = checked.said, checked.session_id, checked.role, checked.speaker
         turn = self._parts.new_record(
             handle.name,
             turn_input.content,
@@ -194,7 +210,7 @@ class WorkingMemory:
     ) -> StoreResult:
         return self._settler.store(
             handle,
-            items,
+            self._settler.checked(items),
             apply_filter=apply_filter,
             dedup=True,
             supersede=True,

@@ -33,6 +33,15 @@ def checked_id(memory_id: object) -> str:
     return memory_id
 
 
+def merged_metadata(held: dict[str, Any], given: dict[str, Any]) -> dict[str, Any]:
+    """``given`` merged into ``held``, a key given as None removed: what Chroma's own ``update`` does with None.
+
+    Keeping ``"k": None`` left a key the caller meant to delete in every read and export.
+    """
+    merged = {**held, **given}
+    return {key: value for key, value in merged.items() if not (key in given and given[key] is None)}
+
+
 class Editor:
     """Changes stored memories one at a time, by id, for any namespace of one engine."""
 
@@ -112,7 +121,7 @@ class Editor:
             record = self._live(handle, memory_id)
             changes["updated_at"] = self._parts.clock.now()
             if metadata is not None:
-                changes["metadata"] = {**record.metadata, **metadata}
+                changes["metadata"] = merged_metadata(record.metadata, metadata)
             if seconds is not None:
                 changes["expires_at"] = changes["updated_at"] + timedelta(seconds=seconds)
             edited = record.model_copy(update=changes)

@@ -128,10 +128,23 @@ class Settler:
         self.neighbours = neighbours if neighbours is not None else SessionNeighbours()
         self._finder = NeighbourFinder(parts)
 
+    def checked(self, memories: Any, request_id: str | None = None) -> list[MemoryInput]:
+        """The items of a ``store_memories`` call, validated, or ``InvalidInputError`` naming the bad one.
+
+        Reads nothing of the store: a call is checked before its namespace is opened, so a refused
+        one (a typo in an embedded app) leaves no empty namespace behind.
+        """
+        items = parse_inputs(memories, limits=self._parts.limits)
+        if request_id is not None:
+            if not isinstance(request_id, str) or not request_id.strip():
+                raise InvalidInputError("request_id", "must be a non-empty string (e.g. a UUID)")
+            check_id(request_id, "request_id", self._parts.limits)
+        return items
+
     def store(
         self,
         handle: NamespaceStore,
-        memories: Any,
+        items: Sequence[MemoryInput],
         *,
         apply_filter: bool,
         dedup: bool,
@@ -140,17 +153,12 @@ class Settler:
         origin: str,
         companions: Sequence[tuple[MemoryRecord, np.ndarray]] = (),
     ) -> StoreResult:
-        """See ``MemoryEngine.store_memories``.
+        """See ``MemoryEngine.store_memories``; ``items`` and ``request_id`` passed ``checked``.
 
         ``companions`` are records (with their vectors) written in the same Chroma ``add`` as
         the new memories, whatever the filter and settling decide: a conversation turn and the
         memory made from it land together, in one write instead of two.
         """
-        items = parse_inputs(memories, limits=self._parts.limits)
-        if request_id is not None:
-            if not isinstance(request_id, str) or not request_id.strip():
-                raise InvalidInputError("request_id", "must be a non-empty string (e.g. a UUID)")
-            check_id(request_id, "request_id", self._parts.limits)
         now = self._parts.clock.now()
         with handle.writing:
             request_hash = _request_hash(items) if request_id else None
