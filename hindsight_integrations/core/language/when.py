@@ -6,9 +6,11 @@ gives the memories dated inside what a question names a bonus (``recall/ranking.
 module turns a question into ``TimeFrame``s. The reading is ``dateparser``'s (English, Chinese
 and the other languages it knows: the packs' ``dateparser`` setting names the language), asked
 only when a pack's ``recall.time_hint`` finds a time word, since most questions name none and
-the parser costs a millisecond or two a question. A date written out ("August 3, 2023") is
-read on its own, which the search over a whole question sometimes misread. Seasons, which
-``dateparser`` does not read, come from the packs' ``seasons`` map (the month each starts).
+the parser costs a millisecond or two a question, and only in the languages of the packs whose
+time words it found ("letzte Woche" is German's to read, "last week" English's). A date written
+out ("August 3, 2023") is read on its own, which the search over a whole question sometimes
+misread. Seasons, which ``dateparser`` does not read, come from the packs' ``seasons`` map (the
+month each starts).
 
 Relative times ("last week", 上个月) are read against an ``anchor``: recall passes the latest date
 its namespace holds, not the clock. A memory's present is the last thing it heard (the adapters
@@ -35,6 +37,8 @@ log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
     from dateparser.date import DateDataParser
+
+    from .rules.loading import Pack
 
 _GRAINS = ("day", "week", "month", "year")
 PARSED_CHARS = 300
@@ -71,12 +75,13 @@ def time_frames(query: str, anchor: datetime) -> tuple[TimeFrame, ...]:
     if not spans and not frames:
         return ()
     unread = [span for span in spans if not any(begin <= span[0] and span[1] <= end for begin, end in read)]
-    if unread:
+    blanked = _blanked(lowered, read)
+    for language in _languages(rules.matched_by(("recall.time_hint",), blanked, unread)) if unread else ():
+        known = {(f.start, f.end, f.grain) for f in frames}  # what another language's parser read already
         frames += [
             frame
-            for language in _languages(rules)
             for frame in _parsed(_blanked(query, read), language, anchor)
-            if _within_hints(frame.said.lower(), _blanked(lowered, read), unread)
+            if _within_hints(frame.said.lower(), blanked, unread) and (frame.start, frame.end, frame.grain) not in known
         ]
     frames += _years(lowered, rules, frames)
     return tuple(_with_seasons(_months(frames, lowered, rules, anchor), lowered, rules, anchor))
@@ -98,8 +103,8 @@ def _blanked(query: str, spans: Sequence[tuple[int, int]]) -> str:
     return query
 
 
-def _languages(rules: Rules) -> list[str]:
-    return [code for pack in rules.packs if (code := pack.properties.get("dateparser"))]
+def _languages(packs: Iterable[Pack]) -> list[str]:
+    return [code for pack in packs if (code := pack.properties.get("dateparser"))]
 
 
 def _dates(lowered: str, rules: Rules, anchor: datetime) -> tuple[list[TimeFrame], list[tuple[int, int]]]:
@@ -118,7 +123,8 @@ def _dates(lowered: str, rules: Rules, anchor: datetime) -> tuple[list[TimeFrame
         return [], []
     from dateparser.date import DateDataParser  # imported on the first question naming a time
 
-    languages = _languages(rules) or _languages(every())  # a date in digits alone ("2023-08-03?") reads in any
+    named = rules.matched_by(("recall.absolute_date", "recall.relative_date", "recall.time_hint"), lowered)
+    languages = _languages(named) or _languages(rules.packs) or _languages(every().packs)  # "2023-08-03?": any
     parsers = [DateDataParser(languages=[language], settings=_settings(anchor)) for language in languages]
     readings: dict[str, TimeFrame | None] = {}
     frames: list[TimeFrame] = []
@@ -255,7 +261,7 @@ def warm() -> None:
 
     anchor = datetime(2000, 1, 1)
     with _PARSING:
-        for language in _languages(every()):
+        for language in _languages(every().packs):
             DateDataParser(languages=[language], settings=_settings(anchor)).get_date_data("2000-01-01")
             search_dates("on 2000-01-01", languages=[language], settings=_settings(anchor))
     _WARMED.set()

@@ -26,7 +26,11 @@ matches text in that pack's script, so the rules a text does not get could not h
 it: picking is a saving, never a change. Compiled rules are cached per combination of packs.
 
 Adding a language is adding a folder (``pack.toml`` with its script, and the lexicons or rules
-it has: a folder with one greeting lexicon already changes the write filter). ``loading.py``
+it has: a folder with one greeting lexicon already changes the write filter). ``common``'s
+``language_rules`` lists the rules every language is expected to have (those English and
+Chinese both do: ``recall.asks_when``, ``recall.time_hint``, the write filter's kinds...); a pack
+names those it goes without in its ``lacks``, exactly, and one that names none loads with a
+warning listing them (``Registry.lacking``), so a partial pack is never silently so. ``loading.py``
 reads and checks a pack, ``compiled.py`` writes out and compiles one combination's rules, and
 this module picks the combination for a text.
 """
@@ -34,9 +38,10 @@ this module picks the combination for a text.
 from __future__ import annotations
 
 import itertools
+import logging
 import re
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -47,6 +52,7 @@ from .compose import Followed, Leftmost, Searcher, patterns_of
 from .loading import ALWAYS, Entry, Pack, PackError, Rule, load_pack, slot_pattern_strings
 
 PACKS_DIR = Path(__file__).parent
+log = logging.getLogger(__name__)
 
 
 class Registry:
@@ -65,6 +71,8 @@ class Registry:
             unknown = pack.scripts - set(scripts) - {ALWAYS}
             if unknown:
                 raise PackError(f"{pack.name}/pack.toml: no [script.{sorted(unknown)[0]}] in any pack")
+        self.lacking = {pack.name: _gaps(pack, self.packs) for pack in self.packs if ALWAYS not in pack.scripts}
+        """Each language pack's gaps: the rules of ``common``'s ``language_rules`` it does not define."""
         used = {s for p in self.packs for s in p.scripts} - {ALWAYS}
         self._scripts = {name: re.compile(scripts[name]) for name in sorted(used)}
         self._by_scripts: dict[frozenset[str], Rules] = {}
@@ -151,6 +159,36 @@ class Registry:
             return any(searcher.search(text) for searcher in compile_with(self.for_text(text)))
 
         return matches
+
+
+def _gaps(pack: Pack, packs: Sequence[Pack]) -> frozenset[str]:
+    """The rules every language has (``common``'s ``language_rules``) that ``pack`` does not define.
+
+    A pack says which it knowingly goes without (``lacks`` in its ``pack.toml``), and that list
+    must be exact: a gap it does not name, or a rule it names but defines, stops the load. A pack
+    that names none (a new folder of greetings) loads, with a warning naming what its language's
+    text goes without, so a partial pack is never silently so.
+    """
+    expected = {name for p in packs for name in p.language_rules}
+    missing = frozenset(expected - set(pack.rules))
+    if pack.lacks is None:
+        if missing:
+            log.warning(
+                "rule pack %s lacks %d rules every language has: %s; a text in it goes without them "
+                "(write them in the pack, or list them in its pack.toml's lacks)",
+                pack.name,
+                len(missing),
+                ", ".join(sorted(missing)),
+            )
+        return missing
+    where, declared = f"{pack.name}/pack.toml", set(pack.lacks)
+    if unknown := sorted(declared - expected):
+        raise PackError(f"{where}: lacks names {', '.join(unknown)}, not among common's language_rules")
+    if defined := sorted(declared & set(pack.rules)):
+        raise PackError(f"{where}: lacks names {', '.join(defined)}, which the pack defines: take it out of lacks")
+    if undeclared := sorted(missing - declared):
+        raise PackError(f"{where}: the pack also lacks {', '.join(undeclared)}: write it, or add it to lacks")
+    return missing
 
 
 def _own_rule(rules: Rules, *, rule: Rule, pack: Pack) -> tuple[Searcher, ...]:

@@ -28,6 +28,7 @@ class Rules:
         self._sets: dict[tuple[str, ...], frozenset[str]] = {}
         self._maps: dict[str, dict[str, Any]] = {}
         self._prescreens: dict[str, Prescreen | None] = {}
+        self._parts: dict[str, tuple[tuple[Pack, re.Pattern[str]], ...]] = {}
         self._lock = threading.Lock()
 
     def pattern(self, name: str) -> re.Pattern[str] | None:
@@ -55,6 +56,32 @@ class Rules:
         """The first match of rule ``name`` in ``text``; None where it does not match or no pack has it."""
         pattern = self.pattern(name)
         return pattern.search(text) if pattern is not None else None
+
+    def matched_by(self, names: Sequence[str], text: str, spans: Sequence[tuple[int, int]] = ()) -> list[Pack]:
+        """The packs whose own part of a rule of ``names`` matches ``text`` (overlapping ``spans``, if given).
+
+        Recall asks the date parser of each pack whose time words a question uses, not of every
+        pack of its script: eight for Latin letters would read an English question eight times,
+        and a word of one language may be another's.
+        """
+        found = {
+            pack.name
+            for name in names
+            for pack, part in self._parts_of(name)
+            for m in part.finditer(text)
+            if not spans or any(m.start() < end and begin < m.end() for begin, end in spans)
+        }
+        return [pack for pack in self.packs if pack.name in found]
+
+    def _parts_of(self, name: str) -> tuple[tuple[Pack, re.Pattern[str]], ...]:
+        """Each of these packs' own part of rule ``name``, compiled alone (and kept)."""
+        try:
+            return self._parts[name]
+        except KeyError:
+            pass
+        found = tuple((pack, self.own(pack.rules[name], pack)) for pack in self.packs if name in pack.rules)
+        with self._lock:
+            return self._parts.setdefault(name, found)
 
     def prescreen(self, name: str) -> Prescreen | None:
         """What a text must hold for rule ``name`` to match (``prescreen.py``); None if a part declares nothing."""

@@ -19,7 +19,9 @@ ALWAYS = "any"  # the script of a pack that applies to every text
 _FLAGS = {"IGNORECASE": re.IGNORECASE, "MULTILINE": re.MULTILINE, "DOTALL": re.DOTALL, "ASCII": re.ASCII}
 _PACK_KEYS = {
     "name": str, "scripts": list, "order": int, "stemmer": str, "dateparser": str, "year_added": str, "doc": str,
+    "lacks": list, "language_rules": list,
 }  # fmt: skip
+_NOT_PROPERTIES = ("name", "scripts", "order", "doc", "lacks", "language_rules")
 _LEXICON_KEYS = {"words": list, "patterns": bool, "flexible_spaces": bool, "doc": str}
 _RULE_KEYS = {
     "pattern": str,
@@ -85,6 +87,8 @@ class Pack:
     scripts_defined: dict[str, str] = field(default_factory=dict)
     tables: dict[str, list[Entry]] = field(default_factory=dict)
     defined: dict[str, str] = field(default_factory=dict)  # what → where, for duplicate errors
+    lacks: tuple[str, ...] | None = None  # the rules every language has that this one knowingly goes without
+    language_rules: tuple[str, ...] = ()  # (``common``) the rules every language pack is expected to have
 
     def names_of(self, name: str) -> tuple[str, ...] | None:
         """The entries of lexicon ``name`` (or the keys of map ``name``) here, None when neither is."""
@@ -105,7 +109,7 @@ def _checked(table: dict[str, Any], allowed: Mapping[str, type], required: Seque
     for key, value in table.items():
         if not isinstance(value, allowed[key]):
             raise PackError(f"{where}: {key} must be a {allowed[key].__name__}, not {type(value).__name__}")
-    for key in ("examples", "counter", "words", "requires_words"):
+    for key in ("examples", "counter", "words", "requires_words", "lacks", "language_rules"):
         if key in table and not all(isinstance(v, str) for v in table[key]):
             raise PackError(f"{where}: every entry of {key} must be a string")
     return table
@@ -133,7 +137,9 @@ def load_pack(folder: Path) -> Pack:
         scripts=frozenset(head["scripts"]),
         order=head.get("order", 50),
         folder=folder,
-        properties={k: v for k, v in head.items() if k not in ("name", "scripts", "order", "doc")},
+        properties={k: v for k, v in head.items() if k not in _NOT_PROPERTIES},
+        lacks=tuple(head["lacks"]) if "lacks" in head else None,
+        language_rules=tuple(head.get("language_rules", ())),
     )
     for path in sorted(folder.glob("*.toml")):
         if path.name != "pack.toml":
