@@ -86,6 +86,17 @@ def test_a_lookup_by_id_parses_only_the_cold_rows_that_hold_it(
         timed.restore(namespace="u1")  # reading every row still names the damaged line
 
 
+def test_a_memory_holding_a_line_separator_is_archived_and_restored(timed: MemoryEngine, clock) -> None:
+    """JSON keeps U+2028 and U+0085 as they are; the cold file was split there, every archived row then unreadable."""
+    text = "The old staging host was called zeus-1.\u2028It ran on the second floor.\x85Nobody misses it."
+    stale = timed.store(text, namespace="u1", importance=0.2).stored[0]
+    clock.advance(days=100)
+    assert timed.maintain(namespace="u1").archived == [stale.id]
+    assert timed.get(stale.id, namespace="u1").status is Status.ARCHIVED
+    assert timed.restore(namespace="u1") == 1
+    assert timed.get(stale.id, namespace="u1").content == text
+
+
 def test_a_memory_imported_again_leaves_cold_storage(timed: MemoryEngine, clock) -> None:
     """A backup brings an archived memory back: its older archived copy must not come back over it at ``restore``."""
     stale = timed.store("The old staging host was called zeus-1.", namespace="u1", importance=0.2).stored[0]

@@ -84,18 +84,31 @@ class ColdStorage:
         A damaged line (a disk filled up mid-write, a hand edit) is named with its line number,
         so the user can repair or drop that one line instead of losing the file.
         """
-        path = self.path(namespace)
-        if not path.exists():
-            return
-        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        for number, line in self._lines(namespace):
             if not line.strip() or (holding is not None and not any(needle in line for needle in holding)):
                 continue
             try:
                 yield number, json.loads(line)
             except json.JSONDecodeError as exc:
-                raise StoreUnavailableError(
-                    f"the cold storage file {path} is damaged at line {number} ({exc.msg}); repair or delete that line"
-                ) from None
+                raise self._damaged(namespace, number, exc.msg) from None
+
+    def _lines(self, namespace: str) -> Iterator[tuple[int, str]]:
+        """Each line of the namespace's cold file with its number, read as it goes; a line ends at a newline only.
+
+        A row's text may hold a character other readers take for a line's end, which JSON leaves as it
+        is (U+2028, U+0085, with ``ensure_ascii=False``): split there, the row was two damaged lines.
+        """
+        path = self.path(namespace)
+        if not path.exists():
+            return
+        with path.open(encoding="utf-8", newline="\n") as lines:
+            yield from enumerate(lines, start=1)
+
+    def _damaged(self, namespace: str, number: int, problem: str) -> StoreUnavailableError:
+        return StoreUnavailableError(
+            f"the cold storage file {self.path(namespace)} is damaged at line {number} ({problem}); "
+            "repair or delete that line"
+        )
 
     def put(self, namespace: str, rows: Iterable[ColdRow], *, leaving: Collection[str] = ()) -> None:
         """Add ``rows`` to the namespace's cold file, each replacing its id's row, and drop the rows of ``leaving``.
