@@ -35,7 +35,8 @@ A text still held by a long-term memory of the session that stays (the memory a 
 was remembered as, a second copy of a forgotten one) is no secret the contexts keep: they keep it,
 and the turns saying it stay in the window. The forgotten memory's own record keeps its text, as a
 soft delete does; ``unforget`` brings the memory back, not the turns nor the contexts it left.
-The copies upkeep made of the text are ``forgotten_copies.py``'s.
+The copies upkeep made of the text are ``forgotten_copies.py``'s; a summary forgotten with the
+text is deleted for good, as they are, so that no record left holds the words.
 """
 
 from __future__ import annotations
@@ -203,13 +204,13 @@ class ForgottenText:
         what upkeep made of them (``forgotten_copies.py``: the members of a consolidated memory and
         the originals merged into them, forgotten too, and the consolidated memories they were
         members of), the turns forgotten, the records
-        whose context changed, then the summaries told again without those turns or forgotten.
+        whose context changed, then the summaries told again without those turns or forgotten. The
+        copies forgotten are returned marked deleted, though deleted for good.
         """
         now = self._parts.clock.now()
         members = self._members.forgotten_with(handle, forgotten, now)
         absorbed = absorbed_originals(handle, [*forgotten, *members], now)
-        if absorbed:
-            handle.rewrite(absorbed)
+        handle.delete([record.id for record in absorbed])
         consolidated = self._members.leave(handle, forgotten, now)
         gone = [*forgotten, *members, *absorbed]
         return [*members, *absorbed, *consolidated, *self._leave_contexts(handle, gone)]
@@ -243,10 +244,10 @@ class ForgottenText:
         retold, untold = summaries_without([*stored, *archived], removed, now, shortened)
         in_cold = {summary.id for summary in archived}
         self._archive.rewrite(handle.name, [s for s in retold if s.id in in_cold], retold=True)
-        self._archive.forget(handle, [s for s in untold if s.id in in_cold])
+        self._archive.forget(handle.name, [s for s in untold if s.id in in_cold])
         if live_retold := [s for s in retold if s.id not in in_cold]:
             handle.rewrite(live_retold, *self._parts.embed_records(live_retold))
-        handle.rewrite([s for s in untold if s.id not in in_cold])
+        handle.delete([s.id for s in untold if s.id not in in_cold])
         gone_summaries = {r.id for r in [*forgotten, *untold] if r.kind is Kind.SUMMARY}
         unlinked = _unlinked(stored, gone_summaries, removed, now)
         if unlinked:
