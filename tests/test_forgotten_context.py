@@ -11,6 +11,7 @@ import json
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from hindsight_integrations import MemoryEngine, Status
 from hindsight_integrations.core.embedding.local import LocalEmbedder
@@ -271,6 +272,20 @@ def test_a_forgotten_text_said_as_sentences_of_a_longer_line_leaves_it_and_the_r
     said_inside = "I told him my PIN is 4417 twice."
     assert without_sentences(said_inside, {"my PIN is 4417"}) == said_inside  # words of another sentence
     assert without_sentences(f" {SECRET} ", {SECRET}) is None
+
+
+@pytest.mark.timeout(20)
+def test_a_line_of_many_blank_lines_is_read_once_for_a_forgotten_sentence() -> None:
+    """A sentence may start after each line break: a turn of 200,000 of them is no stall of the forget (nor a change).
+
+    The pattern that looked for it read the blank lines ahead again from each of them: quadratic,
+    1.5 s at 32,000 and past the timeout here, under the namespace's write lock. Each occurrence is now checked once.
+    """
+    blank_lines = "\n" * 200_000
+    said = f"{blank_lines}Quick note. {SECRET} Keep it safe."
+    assert without_sentences(said, {SECRET}) == "Quick note. Keep it safe."
+    assert without_sentences(f"{blank_lines}x {SECRET}", {SECRET}) == f"{blank_lines}x {SECRET}"  # inside a sentence
+    assert without_sentences(f"Quick note{blank_lines}{SECRET}", {SECRET}) == "Quick note"  # a line of its own
 
 
 def test_a_turn_saying_a_forgotten_text_inside_a_longer_line_keeps_only_the_rest(engine: MemoryEngine) -> None:

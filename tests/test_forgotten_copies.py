@@ -15,6 +15,7 @@ import pytest
 
 from hindsight_integrations import MemoryEngine, MemoryRecord, Status, Tier
 from hindsight_integrations.core.clock import ManualClock
+from hindsight_integrations.core.errors import MemoryNotFoundError
 from hindsight_integrations.core.storage.namespace_store import NamespaceStore
 
 NS = "u1"
@@ -24,6 +25,19 @@ def _stored(handle: NamespaceStore, memory_id: str) -> tuple[dict, str]:
     """The metadata and document Chroma holds for ``memory_id``."""
     got = handle.collection.get(ids=[memory_id], include=["metadatas", "documents"])
     return got["metadatas"][0], got["documents"][0]
+
+
+def _gone(engine: MemoryEngine, ids: list[str]) -> None:
+    """No record of ``ids`` is left to read back: not in Chroma, not by ``get``, not in an export or cold storage.
+
+    A copy of a forgotten text, forgotten with it: soft-deleted, it kept the words for anyone to read.
+    """
+    assert engine.chroma.namespace(NS).collection.get(ids=ids)["ids"] == []
+    for memory_id in ids:
+        with pytest.raises(MemoryNotFoundError):
+            engine.get(memory_id, namespace=NS)
+    exported = engine.export(namespace=NS, include_embeddings=False)
+    assert not {r["id"] for r in [*exported["records"], *exported["cold_records"]]} & set(ids)
 
 
 def test_the_original_upkeep_merged_into_a_forgotten_memory_is_forgotten_with_it(
@@ -43,13 +57,12 @@ def test_the_original_upkeep_merged_into_a_forgotten_memory_is_forgotten_with_it
 
     timed.forget(survivor.id, namespace=NS)
 
-    metadata, _ = _stored(handle, original.id)
-    assert metadata["status"] == "deleted"  # a soft delete, as the survivor's own
+    _gone(timed, [original.id])  # its words are the survivor's sources' (unmerge), not a record of its own
     assert timed.list(namespace=NS, include_history=True) == []
     assert timed.recall("staging server hera-2", namespace=NS, include_history=True).hits == []
     assert timed.get(survivor.id, namespace=NS).sources[0]["memory_id"] == original.id  # nothing lost
     timed.unforget(survivor.id, namespace=NS)
-    assert timed.get(original.id, namespace=NS).status is Status.DELETED  # unforget brings back the memory alone
+    _gone(timed, [original.id])  # unforget brings back the memory alone
     split = timed.unmerge(survivor.id, namespace=NS)  # rebuilt from the survivor's sources, under a new id
     assert split.status is Status.ACTIVE and split.content == "The staging server is called hera-2"
 
@@ -100,11 +113,10 @@ def test_a_consolidated_memory_too_few_members_make_is_forgotten_and_they_stand_
 ) -> None:
     ids, semantic = _consolidate(timed, clock, WINDOW_SEATS[:3])
     before = {i: timed.get(i, namespace=NS).importance for i in ids}
-    handle = timed.chroma.namespace(NS)
 
     timed.forget(ids[0], namespace=NS)
 
-    assert _stored(handle, semantic.id)[0]["status"] == "deleted"
+    _gone(timed, [semantic.id])  # it held the forgotten member's words, as text and in source.members
     for member in ids[1:]:
         record = timed.get(member, namespace=NS)
         assert record.status is Status.ACTIVE and record.consolidated_into is None
@@ -180,7 +192,6 @@ def test_a_forgotten_compressed_turn_leaves_its_summary_and_one_left_with_nothin
     engine: MemoryEngine,
 ) -> None:
     (said,), summary = _compressed(engine, [SECRET])
-    handle = engine.chroma.namespace(NS)
 
     engine.forget(said, namespace=NS)
 
@@ -197,7 +208,7 @@ def test_a_forgotten_compressed_turn_leaves_its_summary_and_one_left_with_nothin
 
     engine.forget(quiet.id, namespace=NS)
 
-    assert _stored(handle, second.id)[0]["status"] == "deleted"
+    _gone(engine, [second.id])
 
 
 def _quiet_secret_then_remembered(engine: MemoryEngine, session: str) -> tuple[str, list[str], MemoryRecord]:
@@ -213,11 +224,10 @@ def _quiet_secret_then_remembered(engine: MemoryEngine, session: str) -> tuple[s
 def test_the_compressed_turns_that_stay_are_not_linked_to_a_summary_that_was_forgotten(engine: MemoryEngine) -> None:
     """Forgotten with nothing left to tell, or by the user: the turns that stay are archived without a summary."""
     quiet, group, summary = _quiet_secret_then_remembered(engine, "s1")
-    handle = engine.chroma.namespace(NS)
 
     engine.forget(quiet, namespace=NS)
 
-    assert _stored(handle, summary.id)[0]["status"] == "deleted"
+    _gone(engine, [summary.id])
     stayed = [turn for turn in group if turn != quiet]
     for turn in stayed:
         record = engine.get(turn, namespace=NS)
@@ -271,7 +281,7 @@ def test_an_archived_member_of_a_consolidated_memory_forgotten_too_stands_alone_
 
     timed.forget(ids[0], namespace=NS)
 
-    assert timed.get(str(fact.id), namespace=NS).status is Status.DELETED
+    _gone(timed, [str(fact.id)])
     rows = _cold_rows(timed)
     for member in archived:
         assert rows[member]["consolidated_into"] is None and rows[member]["importance"] == pytest.approx(0.4)
@@ -311,8 +321,7 @@ def test_an_archived_summary_left_nothing_to_tell_is_forgotten_out_of_cold_stora
 
     timed.forget(quiet, namespace=NS)
 
-    assert summary.id not in _cold_rows(timed)  # ``restore`` cannot bring it back
-    assert _stored(timed.chroma.namespace(NS), summary.id)[0]["status"] == "deleted"  # a soft delete, as in Chroma
+    _gone(timed, [summary.id])  # ``restore`` cannot bring it back
     assert all("summary_id" not in timed.get(t, namespace=NS).metadata for t in group if t != quiet)
 
 
@@ -324,16 +333,15 @@ def test_forgetting_a_consolidated_memory_forgets_the_members_that_say_its_fact(
     members = timed.get(str(fact.id), namespace=NS).source.memory_ids
     assert archived and set(archived) < set(members)
     merged = [i for i in ids if timed.get(i, namespace=NS).status is Status.SUPERSEDED]  # into a member, by upkeep
-    handle = timed.chroma.namespace(NS)
 
     timed.forget(str(fact.id), namespace=NS)
 
-    assert all(_stored(handle, member)[0]["status"] == "deleted" for member in members)  # the archived ones too
-    assert not set(archived) & set(_cold_rows(timed))  # ``restore`` cannot bring one back
+    _gone(timed, members)  # the archived ones too: ``restore`` cannot bring one back
+    assert [m["id"] for m in timed.get(str(fact.id), namespace=NS).source.members] == members  # with their words
     assert not {h.record.id for h in timed.recall("office wifi password", namespace=NS).hits} & set(members)
     assert timed.consolidate(NS).created == []
-    assert all(timed.get(i, namespace=NS).status is Status.DELETED for i in merged)  # as a member's own history
+    _gone(timed, merged)  # as a member's own history
     others = [i for i in ids if i not in members and i not in merged]
     assert others and all(timed.get(i, namespace=NS).status is Status.ACTIVE for i in others)  # not of the fact
     timed.unforget(str(fact.id), namespace=NS)  # brings back the memory alone, as with merged originals
-    assert all(timed.get(member, namespace=NS).status is Status.DELETED for member in members)
+    _gone(timed, members)

@@ -10,6 +10,7 @@ import pytest
 
 from hindsight_integrations import ConfigurationError, MemoryEngine, Status, Tier
 from hindsight_integrations.core.errors import MemoryNotFoundError, StoreUnavailableError
+from hindsight_integrations.core.storage.cold import ColdStorage
 
 
 def test_decay_archive_and_restore(engine: MemoryEngine) -> None:
@@ -84,6 +85,55 @@ def test_a_lookup_by_id_parses_only_the_cold_rows_that_hold_it(
     assert len(parsed) == 1  # its own row, once
     with pytest.raises(StoreUnavailableError, match=r"u1\.jsonl is damaged at line 2"):
         timed.restore(namespace="u1")  # reading every row still names the damaged line
+
+
+def test_a_memory_holding_a_line_separator_is_archived_and_restored(timed: MemoryEngine, clock) -> None:
+    """JSON keeps U+2028 and U+0085 as they are; the cold file was split there, every archived row then unreadable."""
+    text = "The old staging host was called zeus-1.\u2028It ran on the second floor.\x85Nobody misses it."
+    stale = timed.store(text, namespace="u1", importance=0.2).stored[0]
+    clock.advance(days=100)
+    assert timed.maintain(namespace="u1").archived == [stale.id]
+    assert timed.get(stale.id, namespace="u1").status is Status.ARCHIVED
+    assert timed.restore(namespace="u1") == 1
+    assert timed.get(stale.id, namespace="u1").content == text
+
+
+def test_archiving_appends_without_reading_the_rows_archived_before(
+    timed: MemoryEngine, clock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each archive parsed every row of the cold file and its vectors, and wrote them all again (4 min at 100k rows)."""
+    first = timed.store("The old staging host was called zeus-1.", namespace="u1", importance=0.2).stored[0]
+    clock.advance(days=100)
+    assert timed.maintain(namespace="u1").archived == [first.id]
+    cold = timed.settings.resolved_cold_store / "u1.jsonl"
+    before = cold.read_text(encoding="utf-8")
+    cold.write_text(before + '{"id": "torn-by-a-crash", "content": "The', encoding="utf-8")  # no newline
+    second = timed.store("The old build server was called ares-3.", namespace="u1", importance=0.2).stored[0]
+    parsed: list[str] = []
+    real_loads = json.loads
+    monkeypatch.setattr(json, "loads", lambda text, *a, **k: parsed.append(text) or real_loads(text, *a, **k))
+    clock.advance(days=100)
+    assert timed.maintain(namespace="u1").archived == [second.id]
+    assert not [text for text in parsed if first.id in text]
+    lines = cold.read_text(encoding="utf-8").splitlines(keepends=True)
+    assert "".join(lines[:2]) == before + '{"id": "torn-by-a-crash", "content": "The\n'  # a line of its own
+    assert json.loads(lines[2])["id"] == second.id
+    assert timed.get(second.id, namespace="u1").status is Status.ARCHIVED
+    with pytest.raises(StoreUnavailableError, match=r"u1\.jsonl is damaged at line 2"):
+        timed.restore(namespace="u1")
+
+
+def test_a_row_another_process_archived_is_replaced_not_written_twice(tmp_path: Path) -> None:
+    """What this process knows of the file's ids is read again once another process has written it."""
+    here, there = ColdStorage(tmp_path), ColdStorage(tmp_path)
+    here.put("u1", [{"id": "a", "content": "one"}])
+    there.put("u1", [{"id": "b", "content": "two"}])
+    here.put("u1", [{"id": "b", "content": "two, again"}])
+    assert here.rows("u1") == [{"id": "a", "content": "one"}, {"id": "b", "content": "two, again"}]
+    assert len(here.path("u1").read_text(encoding="utf-8").splitlines()) == 2
+    there.put("u1", [], leaving={"a"})
+    here.put("u1", [{"id": "c", "content": "three"}])
+    assert [row["id"] for row in there.rows("u1")] == ["b", "c"]
 
 
 def test_a_memory_imported_again_leaves_cold_storage(timed: MemoryEngine, clock) -> None:

@@ -304,7 +304,7 @@ class NamespaceStore:
                 self.context_copy.upsert(list(vectors), matrix)
 
     def delete(self, ids: Sequence[str]) -> None:
-        """Hard delete (cold-storage archive and purge only; user-facing forget is soft)."""
+        """Hard delete: the cold archive, a purge, the copies a forget takes (the memory forgotten is soft)."""
         if not ids:
             return
         self._check_may_write()

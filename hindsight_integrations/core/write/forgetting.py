@@ -35,7 +35,8 @@ A text still held by a long-term memory of the session that stays (the memory a 
 was remembered as, a second copy of a forgotten one) is no secret the contexts keep: they keep it,
 and the turns saying it stay in the window. The forgotten memory's own record keeps its text, as a
 soft delete does; ``unforget`` brings the memory back, not the turns nor the contexts it left.
-The copies upkeep made of the text are ``forgotten_copies.py``'s.
+The copies upkeep made of the text are ``forgotten_copies.py``'s; a summary forgotten with the
+text is deleted for good, as they are, so that no record left holds the words.
 """
 
 from __future__ import annotations
@@ -62,6 +63,7 @@ from .forgotten_copies import ConsolidatedMembers, absorbed_originals, summaries
 _TOLD = frozenset({Status.ACTIVE, Status.ARCHIVED})  # a turn live in the window, or compressed into a summary
 _SENTENCE_ENDS = ".!?…"
 _WIDE_SENTENCE_ENDS = "。！？"
+_STARTS_AFTER = frozenset(_SENTENCE_ENDS + _WIDE_SENTENCE_ENDS + ":：")  # a sentence said after one of these starts
 
 
 def spoken_forms(record: MemoryRecord) -> set[str]:
@@ -131,22 +133,59 @@ def without_sentences(text: str, sentences: Collection[str]) -> str | None:
     cleaned = text
     for sentence in sorted(sentences, key=len, reverse=True):
         if sentence in cleaned:
-            cleaned = _sentence_pattern(sentence).sub("", cleaned)
+            cleaned = _without_sentence(cleaned, sentence)
     if cleaned == text:
         return text
     cleaned = cleaned.strip()
     return cleaned if any(character.isalnum() for character in cleaned) else None
 
 
+def _without_sentence(text: str, sentence: str) -> str:
+    """``text`` without each occurrence of ``sentence`` that is whole sentences of it, with the spaces before it.
+
+    Each occurrence is found by its words, then the spaces before it are read back once to see
+    whether a sentence starts there. A pattern starting at every line start and reading the
+    spaces ahead read a run of blank lines again from each of its lines: quadratic, seconds for a
+    text of many newlines, under the namespace's write lock.
+    """
+    occurrence = _sentence_pattern(sentence)
+    kept: list[str] = []
+    done = searched = 0
+    while (found := occurrence.search(text, searched)) is not None:
+        start = _sentence_start(text, found.start())
+        if start is None:
+            searched = found.start() + 1
+            continue
+        kept.append(text[done:start])
+        done = searched = found.end()
+    kept.append(text[done:])
+    return "".join(kept)
+
+
+def _sentence_start(text: str, words: int) -> int | None:
+    """Where the sentence said at ``words`` starts, spaces before it included; None if it starts no sentence there.
+
+    A sentence starts the text or a line, or follows a sentence's end or a colon. The spaces
+    before it go with it: all of them after a sentence's end, else those after their first line break.
+    """
+    start = words
+    while start > 0 and text[start - 1].isspace():
+        start -= 1
+    if start == 0 or text[start - 1] in _STARTS_AFTER:
+        return start
+    line = text.find("\n", start, words)
+    return None if line == -1 else line + 1
+
+
 def _sentence_pattern(sentence: str) -> re.Pattern[str]:
-    starts = r"(?:^|(?<=[.!?…:：。！？]))\s*"  # the spaces before it go with it; those after stay
+    """``sentence`` where it ends a sentence: at a sentence's end, its own or the one right after it."""
     if sentence[-1] in _WIDE_SENTENCE_ENDS:
         ends = ""  # a Chinese or Japanese sentence end: the next one follows without a space
     elif sentence[-1] in _SENTENCE_ENDS:
         ends = r"(?!\S)"
     else:
         ends = rf"(?:[{_SENTENCE_ENDS}](?!\S)|[{_WIDE_SENTENCE_ENDS}]|(?!\S))"
-    return re.compile(starts + re.escape(sentence) + ends, re.MULTILINE)
+    return re.compile(re.escape(sentence) + ends)
 
 
 class ForgottenText:
@@ -165,13 +204,13 @@ class ForgottenText:
         what upkeep made of them (``forgotten_copies.py``: the members of a consolidated memory and
         the originals merged into them, forgotten too, and the consolidated memories they were
         members of), the turns forgotten, the records
-        whose context changed, then the summaries told again without those turns or forgotten.
+        whose context changed, then the summaries told again without those turns or forgotten. The
+        copies forgotten are returned marked deleted, though deleted for good.
         """
         now = self._parts.clock.now()
         members = self._members.forgotten_with(handle, forgotten, now)
         absorbed = absorbed_originals(handle, [*forgotten, *members], now)
-        if absorbed:
-            handle.rewrite(absorbed)
+        handle.delete([record.id for record in absorbed])
         consolidated = self._members.leave(handle, forgotten, now)
         gone = [*forgotten, *members, *absorbed]
         return [*members, *absorbed, *consolidated, *self._leave_contexts(handle, gone)]
@@ -205,10 +244,10 @@ class ForgottenText:
         retold, untold = summaries_without([*stored, *archived], removed, now, shortened)
         in_cold = {summary.id for summary in archived}
         self._archive.rewrite(handle.name, [s for s in retold if s.id in in_cold], retold=True)
-        self._archive.forget(handle, [s for s in untold if s.id in in_cold])
+        self._archive.forget(handle.name, [s for s in untold if s.id in in_cold])
         if live_retold := [s for s in retold if s.id not in in_cold]:
             handle.rewrite(live_retold, *self._parts.embed_records(live_retold))
-        handle.rewrite([s for s in untold if s.id not in in_cold])
+        handle.delete([s.id for s in untold if s.id not in in_cold])
         gone_summaries = {r.id for r in [*forgotten, *untold] if r.kind is Kind.SUMMARY}
         unlinked = _unlinked(stored, gone_summaries, removed, now)
         if unlinked:

@@ -8,9 +8,9 @@ forgotten, an archived member of a consolidated memory forgotten (``forgotten_co
 
 Each row is found by an id or a text its line holds (``ColdStorage.rows_naming``,
 ``rows_saying``), so a forget parses the rows it changes, not the whole archive. A row changed
-stays archived, with its vectors (embedded again when its own text changed); one forgotten leaves
-the archive for Chroma, as a forgotten record like any other (``status`` deleted), so ``restore``
-never brings it back and ``unforget`` still can.
+stays archived, with its vectors (embedded again when its own text changed); one forgotten (a
+summary, a member: copies of the text) leaves the archive for good, as it leaves Chroma, so
+``restore`` never brings it back and nothing holds the forgotten words.
 """
 
 from __future__ import annotations
@@ -20,7 +20,6 @@ from collections.abc import Collection, Sequence
 from ..model.records import Kind, MemoryRecord
 from ..parts import EngineParts
 from ..storage.cold import COLD_VECTOR_KEYS, ColdRow, ColdStorage, archived_row
-from ..storage.namespace_store import NamespaceStore
 
 
 def _record(row: ColdRow) -> MemoryRecord:
@@ -75,12 +74,11 @@ class ArchivedCopies:
             ]
         self._cold.put(namespace, rows)
 
-    def forget(self, handle: NamespaceStore, records: Sequence[MemoryRecord]) -> None:
-        """Move ``records`` (already marked deleted) out of the archive into Chroma, embedded as the write path does."""
+    def forget(self, namespace: str, records: Sequence[MemoryRecord]) -> None:
+        """Take ``records`` out of the archive for good: copies of a forgotten text, which no one reads back."""
         if self._cold is None or not records:
             return
-        handle.add(records, *self._parts.embed_records(records))
-        self._cold.put(handle.name, [], leaving={r.id for r in records})
+        self._cold.put(namespace, [], leaving={r.id for r in records})
 
 
 def _same_context(record: MemoryRecord, row: ColdRow) -> list[float] | None:

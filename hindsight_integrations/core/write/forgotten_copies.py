@@ -27,6 +27,12 @@ the namespace:
   (``compression.told_turns``, ``extractive_text``: a model's summary may carry the forgotten
   words), and forgotten when they tell nothing worth a summary.
 
+A copy forgotten (an original, a consolidated memory or a summary forgotten with the text, a
+member forgotten with its consolidated memory) is deleted for good, not marked deleted: marked,
+it kept the forgotten words in its own record, for ``get``, an export or the viewer to show.
+None of them is needed to undo the forget: ``unforget`` brings back the memory the user forgot
+alone, whose record keeps its words, its merged inputs' (``unmerge``) and its members'.
+
 A member or a summary upkeep has archived since is changed in cold storage as in Chroma
 (``forgotten_archive.py``): ``restore`` brings back what the archive holds.
 """
@@ -55,6 +61,8 @@ from .forgotten_archive import ArchivedCopies
 
 def absorbed_originals(handle: NamespaceStore, forgotten: Sequence[MemoryRecord], now: datetime) -> list[MemoryRecord]:
     """The history records upkeep merged into ``forgotten`` (or into one of them in turn), now forgotten too.
+
+    Returned marked deleted; the caller deletes them for good (see the module docstring).
 
     Only a record still superseded by the memory that absorbed it: one split back off
     (``unmerge``) or superseded by something else since is a memory of its own.
@@ -152,8 +160,8 @@ class ConsolidatedMembers:
             for record in [*live.values(), *archived]
             if record.consolidated_into in semantic and record.status is not Status.DELETED
         ]
-        handle.rewrite([m for m in members if m.id in live])
-        self._archive.forget(handle, [m for m in members if m.id not in live])
+        handle.delete([m.id for m in members if m.id in live])
+        self._archive.forget(handle.name, [m for m in members if m.id not in live])
         return members
 
     def leave(self, handle: NamespaceStore, forgotten: Sequence[MemoryRecord], now: datetime) -> list[MemoryRecord]:
@@ -179,7 +187,8 @@ class ConsolidatedMembers:
                 now,
             )
             dropped = semantic.model_copy(update={"status": Status.DELETED, "updated_at": now})
-            handle.rewrite([dropped, *freed])
+            handle.rewrite(freed)
+            handle.delete([dropped.id])
             self._archive.rewrite(handle.name, archived)
             changed.extend([dropped, *freed, *archived])
         return changed
