@@ -203,6 +203,21 @@ def test_a_thing_kept_with_its_owner_retires_it_where_the_owner_is_named_too(
     assert [m.content for m in engine.list(namespace="u")] == ["现在把上班的地铁换成了自行车。"]
 
 
+def test_a_persons_thing_retires_it_only_where_the_memory_says_it_is_theirs(
+    default_engine: tuple[MemoryEngine, ManualClock],
+) -> None:
+    """女儿的钢琴 is her piano: "我女儿在学钢琴" names her and piano but speaks of lessons, which go on."""
+    replaced = "把女儿的钢琴换成了新的。"
+    assert not retires("我女儿在学钢琴。", replaced)
+    assert retires("我女儿有一架旧钢琴。", replaced) == {"钢琴"}
+    assert "钢琴" in retires("我女儿的钢琴是二手的。", replaced)
+    engine, clock = default_engine
+    _write(engine, clock, "a", "我女儿在学钢琴。", replaced)
+    assert len(engine.list(namespace="a")) == 2
+    _write(engine, clock, "b", "我女儿有一架旧钢琴。", replaced)
+    assert [m.content for m in engine.list(namespace="b")] == [replaced]
+
+
 def test_two_services_prices_are_two_facts(default_engine: tuple[MemoryEngine, ManualClock]) -> None:
     engine, clock = default_engine
     gym, streaming = "My gym membership costs 30 pounds a month.", "My Netflix subscription costs 12 a month."
