@@ -30,7 +30,7 @@ from hindsight_integrations.cli import app
 from hindsight_integrations.core.clock import ManualClock
 from hindsight_integrations.core.language.retired import retires
 from hindsight_integrations.core.language.sameness import share_a_topic
-from hindsight_integrations.core.language.slots import is_named
+from hindsight_integrations.core.language.slots import detect_slot, is_named
 from hindsight_integrations.core.language.values import values_of
 from hindsight_integrations.core.model.records import MemoryRecord, Source, Status, Tier
 from hindsight_integrations.core.model.results import RecallHit
@@ -224,6 +224,18 @@ def test_two_services_prices_are_two_facts(default_engine: tuple[MemoryEngine, M
     _write(engine, clock, "u", gym, streaming, "The gym put its prices up, I pay 38 a month now.")
     current = sorted(m.content for m in engine.list(namespace="u"))
     assert current == [streaming, "The gym put its prices up, I pay 38 a month now."]
+
+
+def test_a_kind_of_plan_names_no_service(default_engine: tuple[MemoryEngine, ManualClock]) -> None:
+    """ "family" is no service: a family phone plan's price and a family gym membership's are two facts."""
+    engine, clock = default_engine
+    phone, gym = "Our family plan costs 30 euros a month.", "Our family membership costs 60 euros a month."
+    _write(engine, clock, "a", phone, gym)
+    assert sorted(m.content for m in engine.list(namespace="a")) == sorted([phone, gym])
+    _write(engine, clock, "b", phone, "Our family plan now costs 35 euros a month.")  # the same plan: an update
+    assert [m.content for m in engine.list(namespace="b")] == ["Our family plan now costs 35 euros a month."]
+    netflix, spotify = "My Netflix family plan costs 18 euros.", "My Spotify family plan costs 17 euros."
+    assert detect_slot(netflix) == "user:price of netflix" != detect_slot(spotify)
 
 
 def test_two_pets_names_are_two_facts(default_engine: tuple[MemoryEngine, ManualClock]) -> None:

@@ -124,13 +124,19 @@ def _explicit_slot(rules: Rules, content: str, spans: Sequence[str]) -> str | No
 def _filled(attribute: str, match: Match[str]) -> str:
     """``"name of {animal}"`` with the animal the rule found, in one language: two pets' names are two slots.
 
-    So is ``"price of {service}"``: the gym's price and the phone plan's are two facts.
+    So is ``"price of {service}"``: the gym's price and the phone plan's are two facts. A kind of plan
+    any service sells names none ("our family plan", "our family membership": the packs' ``plan_kinds``),
+    so it is named with its contract, "price of family plan" and "price of family membership".
     """
+    found = match.groupdict()
     if "{animal}" in attribute:
-        animal = (match.groupdict().get("animal") or "pet").lower()
+        animal = (found.get("animal") or "pet").lower()
         return attribute.replace("{animal}", every().mapping("pet_kinds").get(animal, animal))
     if "{service}" in attribute:
-        return attribute.replace("{service}", (match.groupdict().get("service") or "service").lower())
+        service = (found.get("service") or "service").lower()
+        if found.get("contract") and service in every().words("plan_kinds"):
+            service = f"{service} {found['contract'].lower()}"
+        return attribute.replace("{service}", service)
     return attribute
 
 
