@@ -30,6 +30,7 @@ from .recall.context import memory_line
 from .recall.filters import RecallFilters, bounded_filters
 from .storage.cold import COLD_VECTOR_KEYS, ColdRow, ColdStorage, archived_row
 from .storage.namespace_store import NamespaceStore, Vector
+from .write.reslot import slot_now
 
 EXPORT_FORMAT = "hindsight-export"
 COLD_RECORDS = "cold_records"  # the export's key of the namespace's cold storage (optional: absent in older exports)
@@ -284,6 +285,7 @@ class Backup:
         if not record.content.strip():
             return [f"{where}.content: is empty; every memory needs its text"]
         record = aware(record)
+        record = record.model_copy(update={"slot": slot_now(record)})  # an older version's export: its rules' slot
         return record_problems(record, where, self._parts.limits) or record
 
     def page(self, handle: NamespaceStore, page: Page) -> list[MemoryRecord]:

@@ -39,11 +39,13 @@ tried in and what a match means.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Sequence
 from functools import lru_cache
+from pathlib import Path
 from re import Match
 
-from .rules import Rules, Searcher, every, for_text
+from .rules import Rules, Searcher, every, for_text, registry
 from .subjects import owner_of, project_slot
 from .text import in_spans, rule_spans
 
@@ -94,6 +96,23 @@ def detect_slot(content: str) -> str | None:
     spans = rule_spans(content)
     rules = for_text(content)
     return _explicit_slot(rules, content, spans) or _category_slot(content) or _generic_slot(rules, content, spans)
+
+
+def slot_rules() -> str:
+    """A digest of what decides a slot: this layer's code and the packs in use, each file's path and bytes.
+
+    A namespace records it with its slots (``write/reslot.py``): slots read under other rules are read again.
+    """
+    return _digest(Path(__file__).parent, registry().folder)
+
+
+@lru_cache(maxsize=4)
+def _digest(code: Path, packs: Path) -> str:
+    found = hashlib.sha256()
+    for root, pattern in ((code, "*.py"), (packs, "*.toml")):
+        for file in sorted(root.rglob(pattern)):
+            found.update(file.relative_to(root).as_posix().encode() + b"\0" + file.read_bytes())
+    return found.hexdigest()[:16]
 
 
 def change_cue(content: str) -> bool:
@@ -180,4 +199,4 @@ def _attribute(phrase: str) -> str | None:
     return rules.mapping("attribute_synonyms").get(key, key)
 
 
-__all__ = ["LASTING_ATTRIBUTES", "change_cue", "detect_slot", "is_lasting", "is_named"]
+__all__ = ["LASTING_ATTRIBUTES", "change_cue", "detect_slot", "is_lasting", "is_named", "slot_rules"]
