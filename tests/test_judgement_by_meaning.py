@@ -30,7 +30,7 @@ from hindsight_integrations.cli import app
 from hindsight_integrations.core.clock import ManualClock
 from hindsight_integrations.core.language.retired import retires
 from hindsight_integrations.core.language.sameness import share_a_topic
-from hindsight_integrations.core.language.slots import is_named
+from hindsight_integrations.core.language.slots import detect_slot, is_named
 from hindsight_integrations.core.language.values import values_of
 from hindsight_integrations.core.model.records import MemoryRecord, Source, Status, Tier
 from hindsight_integrations.core.model.results import RecallHit
@@ -203,12 +203,39 @@ def test_a_thing_kept_with_its_owner_retires_it_where_the_owner_is_named_too(
     assert [m.content for m in engine.list(namespace="u")] == ["现在把上班的地铁换成了自行车。"]
 
 
+def test_a_persons_thing_retires_it_only_where_the_memory_says_it_is_theirs(
+    default_engine: tuple[MemoryEngine, ManualClock],
+) -> None:
+    """女儿的钢琴 is her piano: "我女儿在学钢琴" names her and piano but speaks of lessons, which go on."""
+    replaced = "把女儿的钢琴换成了新的。"
+    assert not retires("我女儿在学钢琴。", replaced)
+    assert retires("我女儿有一架旧钢琴。", replaced) == {"钢琴"}
+    assert "钢琴" in retires("我女儿的钢琴是二手的。", replaced)
+    engine, clock = default_engine
+    _write(engine, clock, "a", "我女儿在学钢琴。", replaced)
+    assert len(engine.list(namespace="a")) == 2
+    _write(engine, clock, "b", "我女儿有一架旧钢琴。", replaced)
+    assert [m.content for m in engine.list(namespace="b")] == [replaced]
+
+
 def test_two_services_prices_are_two_facts(default_engine: tuple[MemoryEngine, ManualClock]) -> None:
     engine, clock = default_engine
     gym, streaming = "My gym membership costs 30 pounds a month.", "My Netflix subscription costs 12 a month."
     _write(engine, clock, "u", gym, streaming, "The gym put its prices up, I pay 38 a month now.")
     current = sorted(m.content for m in engine.list(namespace="u"))
     assert current == [streaming, "The gym put its prices up, I pay 38 a month now."]
+
+
+def test_a_kind_of_plan_names_no_service(default_engine: tuple[MemoryEngine, ManualClock]) -> None:
+    """ "family" is no service: a family phone plan's price and a family gym membership's are two facts."""
+    engine, clock = default_engine
+    phone, gym = "Our family plan costs 30 euros a month.", "Our family membership costs 60 euros a month."
+    _write(engine, clock, "a", phone, gym)
+    assert sorted(m.content for m in engine.list(namespace="a")) == sorted([phone, gym])
+    _write(engine, clock, "b", phone, "Our family plan now costs 35 euros a month.")  # the same plan: an update
+    assert [m.content for m in engine.list(namespace="b")] == ["Our family plan now costs 35 euros a month."]
+    netflix, spotify = "My Netflix family plan costs 18 euros.", "My Spotify family plan costs 17 euros."
+    assert detect_slot(netflix) == "user:price of netflix" != detect_slot(spotify)
 
 
 def test_two_pets_names_are_two_facts(default_engine: tuple[MemoryEngine, ManualClock]) -> None:

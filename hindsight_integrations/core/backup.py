@@ -30,6 +30,7 @@ from .recall.context import memory_line
 from .recall.filters import RecallFilters, bounded_filters
 from .storage.cold import COLD_VECTOR_KEYS, ColdRow, ColdStorage, archived_row
 from .storage.namespace_store import NamespaceStore, Vector
+from .write.reslot import slot_now
 
 EXPORT_FORMAT = "hindsight-export"
 COLD_RECORDS = "cold_records"  # the export's key of the namespace's cold storage (optional: absent in older exports)
@@ -296,7 +297,11 @@ class Backup:
         if not record.content.strip():
             return [f"{where}.content: is empty; every memory needs its text"]
         record = aware(record)
-        return record_problems(record, where, self._parts.limits) or cleaned(record, self._parts.limits)
+        problems = record_problems(record, where, self._parts.limits)
+        if problems:
+            return problems
+        record = cleaned(record, self._parts.limits)
+        return record.model_copy(update={"slot": slot_now(record)})  # an older version's export: its rules' slot
 
     def page(self, handle: NamespaceStore, page: Page) -> list[MemoryRecord]:
         """See ``MemoryEngine.list``."""

@@ -47,7 +47,7 @@ from .redaction import set_content_in_logs
 from .storage.namespace_store import NamespaceStore
 from .storage.store import ChromaStore
 from .upkeep.facade import UpkeepFacade
-from .write.recovery import finish_interrupted_supersedes
+from .write.recovery import bring_up_to_date
 
 
 class MemoryEngine(UpkeepFacade):
@@ -97,7 +97,7 @@ class MemoryEngine(UpkeepFacade):
         self.chroma: ChromaStore = parts.store
         self.tokens = parts.tokens
         self._parts = parts
-        self.chroma.on_open = lambda handle: finish_interrupted_supersedes(handle, parts.clock)
+        self.chroma.on_open = lambda handle: bring_up_to_date(self.chroma, handle, parts.clock)
         self._lanes = ModelLanes(
             parts, routes=embedder is None and embedding_function is None and routes_by_script(settings)
         )

@@ -11,17 +11,21 @@ stored memory carries too is what the new one retires. A Chinese object that is 
 (把地铁换成…) counts when the stored memory contains it as written. One kept with its owner
 (把上班的地铁换成…) counts when the stored memory names the owner too ("我每天坐地铁上班": 地铁): the
 owner is what says the thing is the stored memory's and not someone else's, so a bare common noun
-(把车换成…) or an owner of one character (把我的车换成…) retires nothing of "我妹妹的车是丰田".
+(把车换成…) or an owner of one character (把我的车换成…) retires nothing of "我妹妹的车是丰田". An owner
+who is a person (把女儿的钢琴换成…) owns the thing: a memory holds it where it says she has it (女儿有一架
+钢琴), not where it names her and that kind of thing ("我女儿在学钢琴": her lessons go on).
 """
 
 from __future__ import annotations
 
+import re
 from functools import lru_cache
 
 from .rules import clear_with_packs, for_text
 from .values import values_of
 
 _CJK_LOW, _CJK_HIGH = "\u4e00", "\u9fff"
+_HAS = "(?:的|有)[\u4e00-\u9fff]{0,4}?"  # between a person and their thing: 女儿的旧钢琴, 女儿有一架钢琴
 
 
 @lru_cache(maxsize=4096)
@@ -53,13 +57,17 @@ def _owned_thing_held(span: str, earlier: str) -> str | None:
     """The thing of a Chinese "owner的thing" span when ``earlier`` names both the owner and the thing.
 
     The owner must be named in full and be more than a pronoun's one character: "上班的地铁" retires
-    地铁 from "我每天坐地铁上班", "我的车" retires nothing (我 is in nearly every memory).
+    地铁 from "我每天坐地铁上班", "我的车" retires nothing (我 is in nearly every memory). An owner who is
+    a person (the pack's ``cues.retired_possessor``) must be said to have it: "女儿的钢琴" retires 钢琴
+    from "我女儿有一架旧钢琴", not from "我女儿在学钢琴" (lessons go on whatever piano she plays).
     """
-    *owners, thing = span.split("的")
-    parts = [*owners, thing]
-    if not owners or not all(_chinese(part.strip()) and part.strip() in earlier for part in parts):
+    *owners, thing = (part.strip() for part in span.split("的"))
+    if not owners or not all(_chinese(part) and part in earlier for part in [*owners, thing]):
         return None
-    return thing.strip()
+    person = for_text(span).search("cues.retired_possessor", owners[-1])
+    if person and not re.search(f"{re.escape(person.group(1))}{_HAS}{re.escape(thing)}", earlier):
+        return None  # 把女儿的钢琴换成: her piano, not the piano "我女儿在学钢琴" speaks of
+    return thing
 
 
 clear_with_packs(retired_spans)

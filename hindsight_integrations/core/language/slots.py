@@ -39,11 +39,13 @@ tried in and what a match means.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Sequence
 from functools import lru_cache
+from pathlib import Path
 from re import Match
 
-from .rules import Rules, Searcher, every, for_text
+from .rules import Rules, Searcher, every, for_text, registry
 from .subjects import owner_of, project_slot
 from .text import in_spans, rule_spans
 
@@ -96,6 +98,23 @@ def detect_slot(content: str) -> str | None:
     return _explicit_slot(rules, content, spans) or _category_slot(content) or _generic_slot(rules, content, spans)
 
 
+def slot_rules() -> str:
+    """A digest of what decides a slot: this layer's code and the packs in use, each file's path and bytes.
+
+    A namespace records it with its slots (``write/reslot.py``): slots read under other rules are read again.
+    """
+    return _digest(Path(__file__).parent, registry().folder)
+
+
+@lru_cache(maxsize=4)
+def _digest(code: Path, packs: Path) -> str:
+    found = hashlib.sha256()
+    for root, pattern in ((code, "*.py"), (packs, "*.toml")):
+        for file in sorted(root.rglob(pattern)):
+            found.update(file.relative_to(root).as_posix().encode() + b"\0" + file.read_bytes())
+    return found.hexdigest()[:16]
+
+
 def change_cue(content: str) -> bool:
     """Whether the text signals a change of an earlier value ("now", "moved to", "no longer", 改成, 不再…)."""
     return in_spans(for_text(content).pattern("slots.change"), content)
@@ -124,13 +143,19 @@ def _explicit_slot(rules: Rules, content: str, spans: Sequence[str]) -> str | No
 def _filled(attribute: str, match: Match[str]) -> str:
     """``"name of {animal}"`` with the animal the rule found, in one language: two pets' names are two slots.
 
-    So is ``"price of {service}"``: the gym's price and the phone plan's are two facts.
+    So is ``"price of {service}"``: the gym's price and the phone plan's are two facts. A kind of plan
+    any service sells names none ("our family plan", "our family membership": the packs' ``plan_kinds``),
+    so it is named with its contract, "price of family plan" and "price of family membership".
     """
+    found = match.groupdict()
     if "{animal}" in attribute:
-        animal = (match.groupdict().get("animal") or "pet").lower()
+        animal = (found.get("animal") or "pet").lower()
         return attribute.replace("{animal}", every().mapping("pet_kinds").get(animal, animal))
     if "{service}" in attribute:
-        return attribute.replace("{service}", (match.groupdict().get("service") or "service").lower())
+        service = (found.get("service") or "service").lower()
+        if found.get("contract") and service in every().words("plan_kinds"):
+            service = f"{service} {found['contract'].lower()}"
+        return attribute.replace("{service}", service)
     return attribute
 
 
@@ -174,4 +199,4 @@ def _attribute(phrase: str) -> str | None:
     return rules.mapping("attribute_synonyms").get(key, key)
 
 
-__all__ = ["LASTING_ATTRIBUTES", "change_cue", "detect_slot", "is_lasting", "is_named"]
+__all__ = ["LASTING_ATTRIBUTES", "change_cue", "detect_slot", "is_lasting", "is_named", "slot_rules"]

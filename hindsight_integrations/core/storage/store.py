@@ -21,6 +21,7 @@ import numpy as np
 
 from ..clock import Clock
 from ..errors import EmbeddingModelMismatchError, EngineForkedError, StoreClosedError, StoreUnavailableError
+from ..language.slots import slot_rules
 from ..model.records import LAYOUT, to_epoch
 from ..redaction import describe_error
 from .access import AccessRecorder
@@ -62,6 +63,8 @@ _PENDING = "embedding_model_pending"
 # Collection metadata: the model was chosen by a text too short to tell its script, and the first
 # text that tells may move the namespace to the other model (``lanes.ModelLanes``).
 _PROVISIONAL = "embedding_model_provisional"
+# Collection metadata: the rules the namespace's slots were read by (``slots.slot_rules``, ``write/reslot.py``).
+SLOT_RULES_KEY = "slot_rules"
 
 
 @dataclass(frozen=True)
@@ -200,6 +203,19 @@ class ChromaStore:
                 self.client.get_collection(prefix + name, embedding_function=None).modify(metadata=meta)
             self._namespaces.pop(name, None)
         return self.namespace(name, model=model)
+
+    def marks(self, name: str) -> dict[str, Any]:
+        """Namespace ``name``'s collection metadata as Chroma holds it now (another process may have changed it)."""
+        return dict(self.client.get_collection(COLLECTION_PREFIX + name, embedding_function=None).metadata or {})
+
+    def set_mark(self, name: str, key: str, value: str) -> None:
+        """Set ``key`` of namespace ``name``'s collection metadata, its other keys as Chroma holds them now.
+
+        Chroma's ``modify`` replaces the whole metadata: the caller holds the namespace's write lock, as
+        ``settle_model``'s does, so no other change of it lands in between.
+        """
+        collection = self.client.get_collection(COLLECTION_PREFIX + name, embedding_function=None)
+        collection.modify(metadata={**(collection.metadata or {}), key: value})
 
     def reopen(self, name: str, model: str) -> NamespaceStore:
         """Open ``name`` again, with ``model`` (another process settled its model since this one opened it)."""
@@ -390,6 +406,7 @@ def _collection_metadata(
     # "schema" is the record layout new collections start with; older collections may hold
     # both layouts, which ``records.unpack`` tells apart per record.
     meta: dict[str, Any] = {"hindsight_namespace": name, "embedding_model": model, "schema": LAYOUT}
+    meta[SLOT_RULES_KEY] = slot_rules()  # a new namespace's slots are read by these rules (write/reslot.py)
     if dimension:
         meta["embedding_dim"] = dimension
     if pending:
@@ -416,4 +433,4 @@ def _max_batch(client: Any) -> int:
         return 1000
 
 
-__all__ = ["COLLECTION_PREFIX", "CONTEXT_PREFIX", "ChromaStore", "open_client"]
+__all__ = ["COLLECTION_PREFIX", "CONTEXT_PREFIX", "SLOT_RULES_KEY", "ChromaStore", "open_client"]

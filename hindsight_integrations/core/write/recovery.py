@@ -4,7 +4,8 @@ A new memory that makes an older one history is two Chroma writes: the new recor
 first, naming what it supersedes (``model.reserved.SUPERSEDES_KEY``), then the older one is
 rewritten as history. A process that dies between the two leaves both active. Each namespace
 is checked when this process opens it (``ChromaStore.on_open``), and a ``request_id``
-replayed after a crash finishes its own (``settle.py``).
+replayed after a crash finishes its own (``settle.py``). The open also reads again the slots an
+older version's rules gave (``reslot.py``).
 """
 
 from __future__ import annotations
@@ -14,9 +15,17 @@ import logging
 from ..clock import Clock
 from ..model.records import Status
 from ..storage.namespace_store import NamespaceStore
+from ..storage.store import ChromaStore
+from .reslot import reslot_if_rules_changed
 from .supersede import history_of
 
 log = logging.getLogger(__name__)
+
+
+def bring_up_to_date(store: ChromaStore, handle: NamespaceStore, clock: Clock) -> None:
+    """What opening a namespace repairs: supersedes a crash interrupted, slots read by older rules."""
+    finish_interrupted_supersedes(handle, clock)
+    reslot_if_rules_changed(store, handle, clock)
 
 
 def finish_interrupted_supersedes(handle: NamespaceStore, clock: Clock) -> int:
@@ -51,4 +60,4 @@ def finish_supersedes_locked(handle: NamespaceStore, clock: Clock, among: set[st
     return len(made)
 
 
-__all__ = ["finish_interrupted_supersedes", "finish_supersedes_locked"]
+__all__ = ["bring_up_to_date", "finish_interrupted_supersedes", "finish_supersedes_locked"]
