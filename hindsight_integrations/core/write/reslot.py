@@ -46,6 +46,7 @@ def reslot_if_rules_changed(store: ChromaStore, handle: NamespaceStore, clock: C
         with handle.writing:
             if store.marks(handle.name).get(SLOT_RULES_KEY) == rules:  # another process did it meanwhile
                 return 0
+            log.info("namespace %r: reading its slots again, once: the rules changed since", handle.name)
             now = clock.now()
             changed = [
                 record.model_copy(update={"slot": slot, "updated_at": now})
