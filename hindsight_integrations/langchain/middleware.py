@@ -232,7 +232,9 @@ class HindsightMiddleware(AgentMiddleware[HindsightState, Any]):
         query = self._query(request)
         if query:
             namespace, _ = self.scope(request.runtime)
-            request = self._inject(request, await self._pool.get(namespace).arecall(query, **self._recall_args()))
+            request = self._inject(
+                request, await (await self._pool.aget(namespace)).arecall(query, **self._recall_args())
+            )
         return await handler(request)
 
     # -- record after the run -----------------------------------------------------------------
@@ -269,10 +271,10 @@ class HindsightMiddleware(AgentMiddleware[HindsightState, Any]):
 
     def _to_record(
         self, state: HindsightState, runtime: Runtime[Any]
-    ) -> tuple[Any, str, list[tuple[str, str, str | None]]]:
-        """The client, the session and the turns ``after_agent`` records."""
+    ) -> tuple[str, str, list[tuple[str, str, str | None]]]:
+        """The namespace, the session and the turns ``after_agent`` records."""
         namespace, session = self.scope(runtime)
-        return self._pool.get(namespace), session, self.named_turns(state["messages"], state.get("hindsight_recorded"))
+        return namespace, session, self.named_turns(state["messages"], state.get("hindsight_recorded"))
 
     @staticmethod
     def _recorded(state: HindsightState) -> dict[str, Any] | None:
@@ -287,7 +289,8 @@ class HindsightMiddleware(AgentMiddleware[HindsightState, Any]):
         """
         if not self.record_turns:
             return None
-        client, session, turns = self._to_record(state, runtime)
+        namespace, session, turns = self._to_record(state, runtime)
+        client = self._pool.get(namespace)
         for text, role, name in turns:
             try:
                 client.record_turn(text, session_id=session, role=role, speaker=name)
@@ -299,7 +302,8 @@ class HindsightMiddleware(AgentMiddleware[HindsightState, Any]):
         """Async ``after_agent``: the same turns, recorded through ``arecord_turn``."""
         if not self.record_turns:
             return None
-        client, session, turns = self._to_record(state, runtime)
+        namespace, session, turns = self._to_record(state, runtime)
+        client = await self._pool.aget(namespace)
         for text, role, name in turns:
             try:
                 await client.arecord_turn(text, session_id=session, role=role, speaker=name)
