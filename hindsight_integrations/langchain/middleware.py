@@ -3,7 +3,8 @@
 Before each model call the memories recalled for the latest user message are appended to
 the system message *of that call only* (``request.override``): they are not written into
 the agent state, so they never pile up in the checkpointed conversation or get recorded
-back as if the user had said them. After the agent finishes, the run's turn (the user's
+back as if the user had said them. A turn's first model call counts as its use of them (access
+counts), not every call of its tool loop. After the agent finishes, the run's turn (the user's
 message, tool results, the final answer: what the thread gained since the middleware last
 recorded it, a private state key) is recorded through the MCP client, where the write
 filter and extraction decide what becomes long-term memory.
@@ -36,6 +37,7 @@ from ..core.config import validate_namespace
 from ..core.errors import ConfigurationError, InvalidInputError
 from ..core.model.limits import MAX_TOKENS
 from ..core.model.results import RecallResult
+from ..mcp.errors import MemoryToolInputError
 from ..mcp.refusals import query_tail, skip_refused_text
 from ..mcp.resolve import ClientPool
 from .tools import MEMORY_TOOL_NAMES
@@ -90,6 +92,13 @@ def _with_memories(system: SystemMessage | None, context: str) -> SystemMessage:
     if isinstance(system.content, str):
         return SystemMessage(content=f"{system.content}\n\n{context}" if system.content else context)
     return SystemMessage(content=[*system.content, {"type": "text", "text": context}])
+
+
+def _touching(refused: MemoryToolInputError, args: dict[str, Any]) -> dict[str, Any]:
+    """``args`` without ``touch`` for a server that predates it and refused it; any other refusal is raised."""
+    if refused.field != "touch" or "touch" not in args:
+        raise refused
+    return {name: value for name, value in args.items() if name != "touch"}
 
 
 class _RecallSettings(BaseModel):
@@ -197,8 +206,17 @@ class HindsightMiddleware(AgentMiddleware[HindsightState, Any]):
         return self.before_agent(state, runtime)
 
     # -- recall before each model call --------------------------------------------------------
-    def _recall_args(self) -> dict[str, Any]:
-        return {"top_k": self.top_k, "min_score": self.min_score, "token_budget": self.token_budget}
+    def _recall_args(self, request: ModelRequest) -> dict[str, Any]:
+        """``recall`` arguments; only the turn's first model call counts an access to what it recalls.
+
+        A tool loop calls the model again after each tool result, recalling the same memories for
+        the same user message: counted each time, a memory would weigh more in later rankings for
+        every tool the turn happened to call, though the turn used it once.
+        """
+        args: dict[str, Any] = {"top_k": self.top_k, "min_score": self.min_score, "token_budget": self.token_budget}
+        if _last_human_index(request.messages) != len(request.messages) - 1:
+            args["touch"] = False
+        return args
 
     @staticmethod
     def _query(request: ModelRequest) -> str:
@@ -222,7 +240,12 @@ class HindsightMiddleware(AgentMiddleware[HindsightState, Any]):
         query = self._query(request)
         if query:
             namespace, _ = self.scope(request.runtime)
-            request = self._inject(request, self._pool.get(namespace).recall(query, **self._recall_args()))
+            client, args = self._pool.get(namespace), self._recall_args(request)
+            try:
+                result = client.recall(query, **args)
+            except MemoryToolInputError as exc:
+                result = client.recall(query, **_touching(exc, args))
+            request = self._inject(request, result)
         return handler(request)
 
     async def awrap_model_call(
@@ -232,9 +255,12 @@ class HindsightMiddleware(AgentMiddleware[HindsightState, Any]):
         query = self._query(request)
         if query:
             namespace, _ = self.scope(request.runtime)
-            request = self._inject(
-                request, await (await self._pool.aget(namespace)).arecall(query, **self._recall_args())
-            )
+            client, args = await self._pool.aget(namespace), self._recall_args(request)
+            try:
+                result = await client.arecall(query, **args)
+            except MemoryToolInputError as exc:
+                result = await client.arecall(query, **_touching(exc, args))
+            request = self._inject(request, result)
         return await handler(request)
 
     # -- record after the run -----------------------------------------------------------------
