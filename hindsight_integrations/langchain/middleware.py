@@ -37,8 +37,7 @@ from ..core.config import validate_namespace
 from ..core.errors import ConfigurationError, InvalidInputError
 from ..core.model.limits import MAX_TOKENS
 from ..core.model.results import RecallResult
-from ..mcp.errors import MemoryToolInputError
-from ..mcp.refusals import query_tail, skip_refused_text
+from ..mcp.refusals import query_tail, skip_refused_text, without_touch
 from ..mcp.resolve import ClientPool
 from .tools import MEMORY_TOOL_NAMES
 
@@ -92,13 +91,6 @@ def _with_memories(system: SystemMessage | None, context: str) -> SystemMessage:
     if isinstance(system.content, str):
         return SystemMessage(content=f"{system.content}\n\n{context}" if system.content else context)
     return SystemMessage(content=[*system.content, {"type": "text", "text": context}])
-
-
-def _touching(refused: MemoryToolInputError, args: dict[str, Any]) -> dict[str, Any]:
-    """``args`` without ``touch`` for a server that predates it and refused it; any other refusal is raised."""
-    if refused.field != "touch" or "touch" not in args:
-        raise refused
-    return {name: value for name, value in args.items() if name != "touch"}
 
 
 class _RecallSettings(BaseModel):
@@ -243,8 +235,8 @@ class HindsightMiddleware(AgentMiddleware[HindsightState, Any]):
             client, args = self._pool.get(namespace), self._recall_args(request)
             try:
                 result = client.recall(query, **args)
-            except MemoryToolInputError as exc:
-                result = client.recall(query, **_touching(exc, args))
+            except InvalidInputError as exc:
+                result = client.recall(query, **without_touch(exc, args))
             request = self._inject(request, result)
         return handler(request)
 
@@ -258,8 +250,8 @@ class HindsightMiddleware(AgentMiddleware[HindsightState, Any]):
             client, args = await self._pool.aget(namespace), self._recall_args(request)
             try:
                 result = await client.arecall(query, **args)
-            except MemoryToolInputError as exc:
-                result = await client.arecall(query, **_touching(exc, args))
+            except InvalidInputError as exc:
+                result = await client.arecall(query, **without_touch(exc, args))
             request = self._inject(request, result)
         return await handler(request)
 
