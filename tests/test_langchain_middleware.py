@@ -15,6 +15,7 @@ from hindsight_integrations import MemoryEngine
 from hindsight_integrations.core.errors import ConfigurationError
 from hindsight_integrations.core.recall.context import CONTEXT_HEADER
 from hindsight_integrations.langchain import HindsightMiddleware, memory_tools
+from hindsight_integrations.mcp.errors import MemoryToolInputError
 
 try:  # tests/ may or may not be a package, depending on how the suite is laid out
     from .langchain_fakes import PromptEcho
@@ -86,6 +87,53 @@ async def test_async_agent(engine: MemoryEngine) -> None:
     await agent.ainvoke({"messages": [HumanMessage("Which OS do our servers run?")]})
     assert "Ubuntu 22.04" in model.prompts[-1].split("[human]")[0]
     assert len(engine.working_window(session_id="s-async", namespace="u1")) == 4
+
+
+def _weather(city: str) -> str:
+    """Today's weather in a city."""
+    return f"Sunny in {city}."
+
+
+@pytest.mark.parametrize("run", ["invoke", "ainvoke"])
+async def test_a_turn_counts_one_access_however_many_model_calls_its_tools_take(engine: MemoryEngine, run: str) -> None:
+    """Recall ranks by access frequency: a turn that called two tools used its memories once, not three times."""
+    fact = engine.store("The user is vegetarian and loves Italian food.", namespace="u1").stored[0]
+    calls = [[{"name": "_weather", "args": {"city": city}, "id": city}] for city in ("Rome", "Oslo")]
+    model = PromptEcho(tool_calls=calls)
+    middleware = HindsightMiddleware("u1", engine=engine, record_turns=False)
+    agent = create_agent(model, [_weather], middleware=[middleware])
+    question = {"messages": [HumanMessage("Which food do I like?")]}
+    await agent.ainvoke(question) if run == "ainvoke" else agent.invoke(question)
+    assert len(model.prompts) == 3 and all("Italian food" in prompt for prompt in model.prompts)
+    hits = engine.recall("vegetarian Italian food", namespace="u1", touch=False).hits
+    assert [h.record.access_count for h in hits if h.record.id == fact.id] == [1]
+
+
+@pytest.mark.parametrize("run", ["invoke", "ainvoke"])
+async def test_a_server_that_predates_touch_still_recalls_for_every_model_call(
+    engine: MemoryEngine, run: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The calls after a turn's first ask for ``touch=False``; a server without it refuses, and is asked without it."""
+    engine.store("The user is vegetarian and loves Italian food.", namespace="u1")
+    model = PromptEcho(tool_calls=[[{"name": "_weather", "args": {"city": "Rome"}, "id": "Rome"}]])
+    middleware = HindsightMiddleware("u1", engine=engine, record_turns=False)
+    client = middleware._pool.get("u1")
+    refused: list[str] = []
+    for name in ("recall", "arecall"):
+        method = getattr(client, name)
+
+        def older_server(*args: Any, _method: Any = method, _name: str = name, **kwargs: Any) -> Any:
+            if "touch" in kwargs:
+                refused.append(_name)
+                raise MemoryToolInputError("retrieve_memory", "touch: unknown argument", field="touch")
+            return _method(*args, **kwargs)
+
+        monkeypatch.setattr(client, name, older_server)
+    agent = create_agent(model, [_weather], middleware=[middleware])
+    question = {"messages": [HumanMessage("Which food do I like?")]}
+    await agent.ainvoke(question) if run == "ainvoke" else agent.invoke(question)
+    assert len(model.prompts) == 2 and all("Italian food" in prompt for prompt in model.prompts)
+    assert refused == ["arecall" if run == "ainvoke" else "recall"]
 
 
 def test_memory_tools_and_malformed_arguments(engine: MemoryEngine) -> None:

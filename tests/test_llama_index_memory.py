@@ -147,6 +147,25 @@ async def test_react_agent_sees_the_fact(stores: Stores, insert_method: str, sys
     assert QUESTION in str(sent[-1].content)
 
 
+async def test_an_agent_turn_counts_one_access_however_many_steps_read_the_memory(stores: Stores) -> None:
+    """A FunctionAgent reads its memory at each step and to finish: a turn used its memories once, not per read."""
+    engine = stores.engine()
+    fact = engine.store(FACT, namespace="u1").stored[0]
+    memory = HindsightChatMemory.from_defaults(namespace="u1", session_id="agent", client=stores.client("u1", engine))
+
+    def accesses() -> list[int]:
+        hits = engine.recall("dog called Biscuit beagle", namespace="u1", touch=False).hits
+        return [h.record.access_count for h in hits if h.record.id == fact.id]
+
+    agent = FunctionAgent(llm=MockFunctionCallingLLMWithChatMemoryOfLastCall(), tools=[], streaming=False)
+    await agent.run(QUESTION, memory=memory)
+    assert "Biscuit" in texts(await memory.aget())  # every read still gets the memory
+    assert accesses() == [1]
+    await agent.run(QUESTION, memory=memory)  # the same question again is a new turn, a new use
+    memory.get()
+    assert accesses() == [2]
+
+
 def test_reset_clears_the_window_but_keeps_long_term_memory(stores: Stores) -> None:
     client = stores.client("u1")
     memory = HindsightChatMemory.from_defaults(namespace="u1", session_id="s1", client=client)

@@ -68,6 +68,24 @@ async def test_later_agent_run_prompt_contains_the_fact(stores: Stores) -> None:
     assert "Biscuit" in texts(llm.last_chat_messages)
 
 
+async def test_an_agent_turn_counts_one_access_however_many_steps_read_the_block(stores: Stores) -> None:
+    """``Memory`` asks the block at each step of a FunctionAgent's turn and to finish: a turn uses its memories once."""
+    engine = stores.engine()
+    fact = engine.store(FACT, namespace="u1").stored[0]
+    block = HindsightMemoryBlock(namespace="u1", client=stores.client("u1", engine))
+    memory = Memory.from_defaults(session_id="agent", memory_blocks=[block])
+
+    def accesses() -> list[int]:
+        hits = engine.recall("dog called Biscuit beagle", namespace="u1", touch=False).hits
+        return [h.record.access_count for h in hits if h.record.id == fact.id]
+
+    llm = MockFunctionCallingLLMWithChatMemoryOfLastCall()
+    await FunctionAgent(llm=llm, tools=[], streaming=False).run(QUESTION, memory=memory)
+    assert "Biscuit" in texts(llm.last_chat_messages) and accesses() == [1]
+    await FunctionAgent(llm=llm, tools=[], streaming=False).run(QUESTION, memory=memory)  # asked again: a new turn
+    assert "Biscuit" in texts(llm.last_chat_messages) and accesses() == [2]
+
+
 async def test_namespaces_are_isolated(stores: Stores) -> None:
     await teach(stores, namespace="alice")
     messages = [ChatMessage(role="user", content=QUESTION)]

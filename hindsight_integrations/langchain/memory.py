@@ -123,6 +123,10 @@ class HindsightMemory(SharedConnection, BaseMemory):
         # The validator has replaced a missing namespace with the resolved one (or raised).
         return self._pool.get(cast(str, self.namespace))
 
+    async def _aclient(self) -> Any:
+        """``memory_client`` for the async methods: a first use is resolved off the event loop (``ClientPool.aget``)."""
+        return await self._pool.aget(cast(str, self.namespace))
+
     @property
     def memory_variables(self) -> list[str]:
         """``BaseMemory.memory_variables``: the two keys the prompt must have placeholders for.
@@ -179,7 +183,7 @@ class HindsightMemory(SharedConnection, BaseMemory):
 
     async def aload_memory_variables(self, inputs: dict[str, Any]) -> dict[str, Any]:
         """Async ``load_memory_variables``: same variables, through the client's async calls."""
-        client = self.memory_client
+        client = await self._aclient()
         window = await client.aworking_memory(self.session_id)
         query = self._query(inputs)
         recalled = (
@@ -231,7 +235,7 @@ class HindsightMemory(SharedConnection, BaseMemory):
 
     async def asave_context(self, inputs: dict[str, Any], outputs: dict[str, Any]) -> None:
         """Async ``save_context``: the same turns, through ``arecord_turn``."""
-        client = self.memory_client
+        client = await self._aclient()
         for text, role, name in self._turns(inputs, outputs):
             try:
                 await client.arecord_turn(text, session_id=self.session_id, role=role, speaker=name)
@@ -244,7 +248,7 @@ class HindsightMemory(SharedConnection, BaseMemory):
 
     async def aclear(self) -> None:
         """Async ``clear``: ends this session's working memory; long-term memories are kept."""
-        await self.memory_client.aclear_working(self.session_id)
+        await (await self._aclient()).aclear_working(self.session_id)
 
 
 __all__ = ["HindsightMemory", "long_term_context", "message_text", "turn_message"]

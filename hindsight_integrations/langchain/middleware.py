@@ -3,7 +3,8 @@
 Before each model call the memories recalled for the latest user message are appended to
 the system message *of that call only* (``request.override``): they are not written into
 the agent state, so they never pile up in the checkpointed conversation or get recorded
-back as if the user had said them. After the agent finishes, the run's turn (the user's
+back as if the user had said them. A turn's first model call counts as its use of them (access
+counts), not every call of its tool loop. After the agent finishes, the run's turn (the user's
 message, tool results, the final answer: what the thread gained since the middleware last
 recorded it, a private state key) is recorded through the MCP client, where the write
 filter and extraction decide what becomes long-term memory.
@@ -36,7 +37,7 @@ from ..core.config import validate_namespace
 from ..core.errors import ConfigurationError, InvalidInputError
 from ..core.model.limits import MAX_TOKENS
 from ..core.model.results import RecallResult
-from ..mcp.refusals import query_tail, skip_refused_text
+from ..mcp.refusals import query_tail, skip_refused_text, without_touch
 from ..mcp.resolve import ClientPool
 from .tools import MEMORY_TOOL_NAMES
 
@@ -197,8 +198,17 @@ class HindsightMiddleware(AgentMiddleware[HindsightState, Any]):
         return self.before_agent(state, runtime)
 
     # -- recall before each model call --------------------------------------------------------
-    def _recall_args(self) -> dict[str, Any]:
-        return {"top_k": self.top_k, "min_score": self.min_score, "token_budget": self.token_budget}
+    def _recall_args(self, request: ModelRequest) -> dict[str, Any]:
+        """``recall`` arguments; only the turn's first model call counts an access to what it recalls.
+
+        A tool loop calls the model again after each tool result, recalling the same memories for
+        the same user message: counted each time, a memory would weigh more in later rankings for
+        every tool the turn happened to call, though the turn used it once.
+        """
+        args: dict[str, Any] = {"top_k": self.top_k, "min_score": self.min_score, "token_budget": self.token_budget}
+        if _last_human_index(request.messages) != len(request.messages) - 1:
+            args["touch"] = False
+        return args
 
     @staticmethod
     def _query(request: ModelRequest) -> str:
@@ -222,7 +232,12 @@ class HindsightMiddleware(AgentMiddleware[HindsightState, Any]):
         query = self._query(request)
         if query:
             namespace, _ = self.scope(request.runtime)
-            request = self._inject(request, self._pool.get(namespace).recall(query, **self._recall_args()))
+            client, args = self._pool.get(namespace), self._recall_args(request)
+            try:
+                result = client.recall(query, **args)
+            except InvalidInputError as exc:
+                result = client.recall(query, **without_touch(exc, args))
+            request = self._inject(request, result)
         return handler(request)
 
     async def awrap_model_call(
@@ -232,7 +247,12 @@ class HindsightMiddleware(AgentMiddleware[HindsightState, Any]):
         query = self._query(request)
         if query:
             namespace, _ = self.scope(request.runtime)
-            request = self._inject(request, await self._pool.get(namespace).arecall(query, **self._recall_args()))
+            client, args = await self._pool.aget(namespace), self._recall_args(request)
+            try:
+                result = await client.arecall(query, **args)
+            except InvalidInputError as exc:
+                result = await client.arecall(query, **without_touch(exc, args))
+            request = self._inject(request, result)
         return await handler(request)
 
     # -- record after the run -----------------------------------------------------------------
@@ -269,10 +289,10 @@ class HindsightMiddleware(AgentMiddleware[HindsightState, Any]):
 
     def _to_record(
         self, state: HindsightState, runtime: Runtime[Any]
-    ) -> tuple[Any, str, list[tuple[str, str, str | None]]]:
-        """The client, the session and the turns ``after_agent`` records."""
+    ) -> tuple[str, str, list[tuple[str, str, str | None]]]:
+        """The namespace, the session and the turns ``after_agent`` records."""
         namespace, session = self.scope(runtime)
-        return self._pool.get(namespace), session, self.named_turns(state["messages"], state.get("hindsight_recorded"))
+        return namespace, session, self.named_turns(state["messages"], state.get("hindsight_recorded"))
 
     @staticmethod
     def _recorded(state: HindsightState) -> dict[str, Any] | None:
@@ -287,7 +307,8 @@ class HindsightMiddleware(AgentMiddleware[HindsightState, Any]):
         """
         if not self.record_turns:
             return None
-        client, session, turns = self._to_record(state, runtime)
+        namespace, session, turns = self._to_record(state, runtime)
+        client = self._pool.get(namespace)
         for text, role, name in turns:
             try:
                 client.record_turn(text, session_id=session, role=role, speaker=name)
@@ -299,7 +320,8 @@ class HindsightMiddleware(AgentMiddleware[HindsightState, Any]):
         """Async ``after_agent``: the same turns, recorded through ``arecord_turn``."""
         if not self.record_turns:
             return None
-        client, session, turns = self._to_record(state, runtime)
+        namespace, session, turns = self._to_record(state, runtime)
+        client = await self._pool.aget(namespace)
         for text, role, name in turns:
             try:
                 await client.arecord_turn(text, session_id=session, role=role, speaker=name)

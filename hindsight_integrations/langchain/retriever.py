@@ -82,6 +82,10 @@ class HindsightRetriever(SharedConnection, BaseRetriever):
         # The validator has replaced a missing namespace with the resolved one (or raised).
         return self._pool.get(cast(str, self.namespace))
 
+    async def _aclient(self) -> Any:
+        """``memory_client`` for the async methods: a first use is resolved off the event loop (``ClientPool.aget``)."""
+        return await self._pool.aget(cast(str, self.namespace))
+
     def _args(self, k: int | None, filters: dict[str, Any] | None, min_score: float | None) -> dict[str, Any]:
         """``recall`` arguments: per-call values where given, else the retriever's own."""
         return {
@@ -122,7 +126,9 @@ class HindsightRetriever(SharedConnection, BaseRetriever):
         min_score: float | None = None,
     ) -> list[Document]:
         """Async ``_get_relevant_documents``: the same recall through the client's ``arecall``."""
-        return self._documents(await self.memory_client.arecall(query_tail(query), **self._args(k, filters, min_score)))
+        return self._documents(
+            await (await self._aclient()).arecall(query_tail(query), **self._args(k, filters, min_score))
+        )
 
 
 __all__ = ["HindsightRetriever", "hit_document"]

@@ -123,7 +123,7 @@ def memory_tools(
 
     async def aremember(content: str, kind: str | None = None, importance: float | None = None) -> str:
         try:
-            return _stored_text(await pool.get(ns).astore([remember_args(content, kind, importance)]))
+            return _stored_text(await (await pool.aget(ns)).astore([remember_args(content, kind, importance)]))
         except HindsightError as exc:
             raise ToolException(str(exc)) from exc
 
@@ -135,7 +135,7 @@ def memory_tools(
 
     async def arecall(query: str, top_k: int = 5) -> str:
         try:
-            return _recalled_text(await pool.get(ns).arecall(query, top_k=top_k))
+            return _recalled_text(await (await pool.aget(ns)).arecall(query, top_k=top_k))
         except HindsightError as exc:
             raise ToolException(str(exc)) from exc
 
@@ -148,7 +148,7 @@ def memory_tools(
 
     async def aforget(memory_id: str) -> str:
         try:
-            record = await pool.get(ns).aforget(memory_id)
+            record = await (await pool.aget(ns)).aforget(memory_id)
         except HindsightError as exc:
             raise ToolException(str(exc)) from exc
         return f"Forgot [{record.id}]: {record.content}"

@@ -34,7 +34,7 @@ from ..core.errors import InvalidInputError
 from ..core.model.records import MemoryRecord, Role
 from ..core.redaction import describe_error
 from ..mcp.address import StoreAddress
-from ..mcp.refusals import SHORTENED_BYTES, query_tail, rejected_text, shortened, skip_refused_text
+from ..mcp.refusals import SHORTENED_BYTES, query_tail, rejected_text, shortened, skip_refused_text, without_touch
 from ._connected import ConnectedComponent
 from ._messages import (
     CONTEXT_FLAG,
@@ -101,6 +101,7 @@ class HindsightChatMemory(ConnectedComponent, BaseMemory):
     )
 
     _client: Any = PrivateAttr(default=None)
+    _counted: tuple[str, str] | None = PrivateAttr(default=None)
 
     @field_validator("filters")
     @classmethod
@@ -312,6 +313,20 @@ class HindsightChatMemory(ConnectedComponent, BaseMemory):
         block = ChatMessage(role=MessageRole.SYSTEM, content=context, additional_kwargs={CONTEXT_FLAG: True})
         return [block, *history]
 
+    def _recall_args(self, window: list[MemoryRecord], query: str, cap: int | None) -> dict[str, Any]:
+        """``recall`` arguments; only the first recall for the user's latest message counts an access.
+
+        A workflow agent reads its memory at every step of a turn and once more to finish it:
+        counted each time, a memory would weigh more in later rankings for every step the turn
+        took, though the turn used it once. The turn is the window's latest user message.
+        """
+        args = self.recall_options.call_kwargs(_OVERFETCH, cap)
+        turn = (next((r.id for r in reversed(window) if r.role is Role.USER), ""), query)
+        if turn == self._counted:
+            args["touch"] = False
+        self._counted = turn
+        return args
+
     def get(self, input: str | None = None, **kwargs: Any) -> list[ChatMessage]:
         """``BaseMemory.get``: the working window plus the long-term memories recalled for ``input``.
 
@@ -326,8 +341,11 @@ class HindsightChatMemory(ConnectedComponent, BaseMemory):
         result = None
         if query:
             try:
-                cap = self._client.max_top_k()
-                result = self._client.recall(query, **self.recall_options.call_kwargs(_OVERFETCH, cap))
+                args = self._recall_args(window, query, self._client.max_top_k())
+                try:
+                    result = self._client.recall(query, **args)
+                except InvalidInputError as exc:
+                    result = self._client.recall(query, **without_touch(exc, args))
             except InvalidInputError as exc:
                 if not rejected_text(exc, "query"):
                     raise
@@ -342,8 +360,11 @@ class HindsightChatMemory(ConnectedComponent, BaseMemory):
         result = None
         if query:
             try:
-                cap = await self._client.amax_top_k()
-                result = await self._client.arecall(query, **self.recall_options.call_kwargs(_OVERFETCH, cap))
+                args = self._recall_args(window, query, await self._client.amax_top_k())
+                try:
+                    result = await self._client.arecall(query, **args)
+                except InvalidInputError as exc:
+                    result = await self._client.arecall(query, **without_touch(exc, args))
             except InvalidInputError as exc:
                 if not rejected_text(exc, "query"):
                     raise

@@ -24,7 +24,7 @@ import logging
 from collections import OrderedDict
 from typing import TYPE_CHECKING, Any
 
-from llama_index.core.base.llms.types import ChatMessage
+from llama_index.core.base.llms.types import ChatMessage, MessageRole
 from llama_index.core.bridge.pydantic import Field, PrivateAttr, field_validator
 from llama_index.core.memory.memory import BaseMemoryBlock
 
@@ -33,7 +33,7 @@ from ..core.language.tokens import estimate_tokens
 from ..core.recall.context import CONTEXT_FOOTER, CONTEXT_HEADER
 from ..core.redaction import describe_error
 from ..mcp.address import StoreAddress
-from ..mcp.refusals import MAX_QUERY_CHARS, rejected_text
+from ..mcp.refusals import MAX_QUERY_CHARS, rejected_text, without_touch
 from ._connected import ConnectedComponent
 from ._messages import hindsight_role, is_injected_context, latest_user_text, message_text
 from ._recall import DEFAULT_TOKEN_BUDGET, RecallOptions, Selected, check_filters, context_of, select_hits
@@ -78,6 +78,7 @@ class HindsightMemoryBlock(ConnectedComponent, BaseMemoryBlock[str]):
 
     _client: Any = PrivateAttr(default=None)
     _selected: OrderedDict[str, Selected] = PrivateAttr(default_factory=OrderedDict)
+    _counted: tuple[str, ...] | None = PrivateAttr(default=None)
 
     @field_validator("filters")
     @classmethod
@@ -109,14 +110,23 @@ class HindsightMemoryBlock(ConnectedComponent, BaseMemoryBlock[str]):
     async def _aget(self, messages: list[ChatMessage] | None = None, **block_kwargs: Any) -> str:
         """``BaseMemoryBlock._aget``: the memories relevant to the latest messages, as the dated context block.
 
-        Returns '' when there is no query or nothing is recalled. The hits behind each block
-        are remembered (the last 64), so ``atruncate`` can drop the lowest-scoring first.
+                Returns '' when there is no query or nothing is recalled. The hits behind each block
+                are remembered (the last 64), so ``atruncate`` can drop the lowest-scoring first. Only a turn's
+        first recall counts an access to its memories (``_turn_of``).
         """
         query = self._query(messages or [])
         if not query:
             return ""
+        args = self.recall_options.call_kwargs()
+        turn = (str(block_kwargs.get("session_id")), query, *_turn_of(messages or []))
+        if turn == self._counted:
+            args["touch"] = False
+        self._counted = turn
         try:
-            result = await self._client.arecall(query, **self.recall_options.call_kwargs())
+            try:
+                result = await self._client.arecall(query, **args)
+            except InvalidInputError as exc:
+                result = await self._client.arecall(query, **without_touch(exc, args))
         except InvalidInputError as exc:
             if not rejected_text(exc, "query"):
                 raise
@@ -201,6 +211,20 @@ class HindsightMemoryBlock(ConnectedComponent, BaseMemoryBlock[str]):
         shorter = context_of(kept)
         self._selected[shorter] = kept
         return shorter
+
+
+def _turn_of(messages: list[ChatMessage]) -> tuple[str, str]:
+    """What tells the user's latest turn apart: their latest message and the one before it.
+
+    ``Memory`` asks the block at every step of an agent's turn and once more to finish it; only the
+    first recall of a turn counts an access, or a memory would weigh more in later rankings for every
+    step the turn took. The same question asked again follows another answer: a new turn.
+    """
+    live = [m for m in messages if not is_injected_context(m)]
+    for index in range(len(live) - 1, -1, -1):
+        if live[index].role == MessageRole.USER:
+            return message_text(live[index]), message_text(live[index - 1]) if index else ""
+    return "", ""
 
 
 _BATCH_ITEMS = 100

@@ -6,12 +6,15 @@ tail of a long message (``query_tail``) and, when the server refuses a turn's te
 record the rest (``skip_refused_text``). A memory whose working window *is* the prompt
 (LlamaIndex's chat memory) cannot leave a message out, or the model never sees it: it records
 the message ``shortened`` to its beginning and end instead. Any other invalid argument (a bad
-namespace, a bad filter) is a configuration mistake and is raised.
+namespace, a bad filter) is a configuration mistake and is raised. A server that predates an
+argument an adapter sends only to spare the memories' access counts (``touch``) is asked again
+without it (``without_touch``).
 """
 
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 from ..core.errors import InvalidInputError
 from ..core.redaction import describe_error
@@ -60,4 +63,19 @@ def skip_refused_text(exc: InvalidInputError, what: str = "message") -> None:
     log.warning("%s not recorded in memory: %s", what, describe_error(exc))
 
 
-__all__ = ["MAX_QUERY_CHARS", "SHORTENED_BYTES", "query_tail", "rejected_text", "shortened", "skip_refused_text"]
+def without_touch(refused: InvalidInputError, args: dict[str, Any]) -> dict[str, Any]:
+    """Recall ``args`` without ``touch`` for a server that predates it and refused it; any other refusal is raised."""
+    if getattr(refused, "field", None) != "touch" or "touch" not in args:
+        raise refused
+    return {name: value for name, value in args.items() if name != "touch"}
+
+
+__all__ = [
+    "MAX_QUERY_CHARS",
+    "SHORTENED_BYTES",
+    "query_tail",
+    "rejected_text",
+    "shortened",
+    "skip_refused_text",
+    "without_touch",
+]

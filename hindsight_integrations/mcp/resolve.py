@@ -21,6 +21,7 @@ An adapter is copied with the connection it has (a copy shares it) and saved wit
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 import os
@@ -274,6 +275,16 @@ class ClientPool:
                     found = resolve_client(self.client, namespace=namespace, engine=self.engine)
                 self._clients[namespace] = found
             return found
+
+    async def aget(self, namespace: str) -> MemoryClient:
+        """``get`` for async callers: a first use resolves the client in a worker thread.
+
+        Resolving may build an engine (open its store, load its embedding model: seconds), which
+        on the caller's event loop would stall every other coroutine of the application meanwhile.
+        """
+        with self._lock:
+            found = self._clients.get(namespace)
+        return found if found is not None else await asyncio.to_thread(self.get, namespace)
 
     def saved_address(self) -> StoreAddress:
         """Where this pool's memories live, as saved with the adapter: pinned now, even when the environment decided."""
