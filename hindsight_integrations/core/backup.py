@@ -29,6 +29,7 @@ from .progress import ProgressCallback, report
 from .recall.context import memory_line
 from .recall.filters import RecallFilters, bounded_filters
 from .storage.cold import COLD_VECTOR_KEYS, ColdRow, ColdStorage, archived_row
+from .storage.listing import newest_first
 from .storage.namespace_store import NamespaceStore, Vector
 from .write.reslot import slot_now
 
@@ -305,9 +306,10 @@ class Backup:
 
     def page(self, handle: NamespaceStore, page: Page) -> list[MemoryRecord]:
         """See ``MemoryEngine.list``."""
-        records = handle.find(page.filters.where(include_history=page.include_history, now=self._parts.clock.now()))
-        records.sort(key=lambda r: r.occurred_at, reverse=True)
-        return records[page.offset : page.offset + page.limit]
+        now = self._parts.clock.now()
+        return newest_first(
+            handle, page.filters, include_history=page.include_history, now=now, limit=page.limit, offset=page.offset
+        )
 
     def stats(self, name: str, handle: NamespaceStore | None) -> NamespaceStats:
         """See ``MemoryEngine.stats``; ``handle`` is None for a namespace never written (all counts 0)."""

@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 import sys
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -205,6 +205,12 @@ class FactsIndex:
         """Facts for the ids known here; the rest must be read from Chroma."""
         facts = self._facts
         return {memory_id: found for memory_id in memory_ids if (found := facts.get(memory_id)) is not None}
+
+    def matching(self, passes: Callable[[MemoryFacts], bool]) -> list[tuple[str, float]]:
+        """The ids whose facts pass ``passes`` (``RecallFilters.attribute_matcher``), each with its ``occurred_at``."""
+        with self._lock:  # a snapshot: a write indexing meanwhile must not change the dict being read
+            held = list(self._facts.items())
+        return [(memory_id, facts.occurred_at) for memory_id, facts in held if passes(facts)]
 
     def merged_from(self, sessions: Iterable[str]) -> set[str]:
         """The memories, of any status, holding a repeat merged from one of ``sessions`` while they are of another.

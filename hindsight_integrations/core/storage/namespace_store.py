@@ -2,19 +2,18 @@
 
 A namespace is two Chroma collections: its records (one vector per memory: the memory's own text) and its *context
 vectors* (one per memory that has a context, e.g. the turns around a conversation turn: the memory framed by that
-context, see ``indexing.framed_text``). The indexes are derived data, kept per namespace in this process: the
-lexical (BM25) index, the facts recall filters and ranks on (``field_index.py``), each session's live window
+context, see ``indexing.framed_text``). The indexes are derived data, kept per namespace in this process: the lexical
+(BM25) index, the facts recall filters and ranks on (``field_index.py``), each session's live window
 (``session_windows.py``) and, unless turned off, copies of both kinds of vector (``vector_copy.py``) and of a small
 namespace's records (``record_copy.py``). All are filled from Chroma when the namespace is first opened in this
 process, updated on this process's writes, and caught up with other writers' changes by an ``updated_at`` watermark
 query (``catch_up.py``) once they are older than ``sync_seconds``. Recall starts that query in the background rather
-than waiting for it: what it brings is only other processes' newest writes, which recall still finds by vector
-search meanwhile: it searches the copies only while nothing changed elsewhere since the sync (``copies_current``),
-and Chroma otherwise. A sync lists again what was stamped just before the last one (``catch_up.py``: a record is
-stamped before it is written). A hard delete (the cold archive), or a batch slower than that, shows in the count
-(through a server within ``quiet_files.COUNT_SECONDS``): a sync finding the copy holding more than Chroma, or less,
-lists Chroma's ids and follows them. A burst of this process's own writes (an import) is synced as it is written
-(``CatchUp.wrote``)."""
+than waiting for it: what it brings is only other processes' newest writes, which recall still finds by vector search
+meanwhile: it searches the copies only while nothing changed elsewhere since the sync (``copies_current``), and
+Chroma otherwise. A sync lists again what was stamped just before the last one (``catch_up.py``: a record is stamped
+before it is written). A hard delete (the cold archive), or a batch slower than that, shows in the count (through a
+server within ``quiet_files.COUNT_SECONDS``): a sync finding the copy holding more than Chroma, or less, lists
+Chroma's ids and follows them. A burst of this process's own writes (an import) is synced as written (``CatchUp``)."""
 
 from __future__ import annotations
 
@@ -177,10 +176,8 @@ class NamespaceStore:
             self._catch_up.still_lagging(asked, self.facts.lookup([i for i in asked if i in lacking]))
 
     def _reconcile_ids(self) -> None:
-        """Bring the indexes' ids to Chroma's where no watermark shows the difference (module docstring).
-
-        Listed without the write lock (a long paging at 100k); what differs is asked about again
-        under it, as this process may have written meanwhile."""
+        """Bring the indexes' ids to Chroma's where no watermark shows the difference (module docstring): listed
+        without the write lock (long at 100k), what differs is asked about again under it (this process may write)."""
         assert self.vector_copy is not None
         present = {i for got in pages(self.collection, include=[]) for i in got["ids"]}
         with self._lock:
@@ -402,11 +399,10 @@ class NamespaceStore:
         return {i: list(map(float, v)) for i, v in zip(got["ids"], got["embeddings"])}
 
     def copies_current(self) -> bool:
-        """Whether recall may search the copies and take its finalists from memory, not Chroma.
-
-        The copies must be searchable (``VectorCopy.searchable``), and Chroma must hold as many records as the copy
-        and none newer than the watermark but this process's own writes: two small reads (``currency_checks``),
-        unless its files show no write since."""
+        """Whether recall may search the copies and take its finalists from memory, not Chroma: the copies must be
+        searchable (``VectorCopy.searchable``), and Chroma must hold as many records as the copy and none newer than
+        the watermark but this process's own writes: two small reads (``currency_checks``), unless its files show no
+        write since."""
         checks = self.currency_checks()
         return checks is not None and all(check() for check in checks)
 
@@ -417,6 +413,10 @@ class NamespaceStore:
             return None
         count = lambda: self.collection.count() == len(own)  # noqa: E731
         return self._currency.checks([self._nothing_changed_elsewhere], (len(own), len(context)), count=count)
+
+    def facts_current(self) -> bool:
+        """Whether ``facts`` holds Chroma's records as they are: as many, and none changed elsewhere since the sync."""
+        return self.collection.count() == len(self.facts) and self._catch_up.only_own_since(self.collection) is True
 
     def _nothing_changed_elsewhere(self) -> bool:
         only_own = self._catch_up.only_own_since(self.collection)
