@@ -9,6 +9,7 @@ loads Chroma or an embedding model.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import shlex
 import sys
@@ -137,12 +138,27 @@ def http(url: str, token: str | None = None, *, headers: dict[str, str] | None =
         client = await stack.enter_async_context(
             create_mcp_http_client(headers=all_headers, timeout=httpx.Timeout(30.0, read=max(read_timeout, 30.0) + 5))
         )
-        read, write, _ = await stack.enter_async_context(streamable_http_client(url, http_client=client))
+        read, write, session_id = await stack.enter_async_context(
+            streamable_http_client(url, http_client=client, terminate_on_close=False)
+        )
+        stack.push_async_callback(_end_session, client, url, session_id)
         session = await stack.enter_async_context(ClientSession(read, write))
         await session.initialize()
         return session
 
     return Transport("http", url, open_http)
+
+
+async def _end_session(client: httpx.AsyncClient, url: str, session_id: Callable[[], str | None]) -> None:
+    """Tell a ``--stateful`` server the session is over (``DELETE``), so its place is free now, not when idle.
+
+    Done here, not by the SDK, which logs a warning when the session is already gone: after
+    the server ended it or restarted (404), or when it is down, there is nothing left to end.
+    """
+    if (ended := session_id()) is None:
+        return
+    with contextlib.suppress(httpx.HTTPError):
+        await client.delete(url, headers={"mcp-session-id": ended}, timeout=5)
 
 
 def in_process(engine: MemoryEngine | None = None, namespace: str | None = None, *, owned: bool = False) -> Transport:
