@@ -19,7 +19,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from hindsight_integrations.mcp import MemoryClient
+from hindsight_integrations.mcp import MemoryClient, MemoryServerUnavailableError
 from hindsight_integrations.processes import LocalServer, free_port, running
 
 from .mcp_support import INITIALIZE, MCP_HEADERS, REPO, SERVER_CMD, http_server_process, server_env
@@ -222,3 +222,18 @@ def test_a_request_head_that_never_finishes_is_closed_without_any_token(stateles
     assert answer_then_close(fresh) == b""  # closed, where before the server waited for as long as we liked
     assert answer_then_close(kept_alive) == b""
     assert httpx.get(f"{stateless.url}/health").status_code == 200
+
+
+def test_a_client_refused_its_session_says_why_and_what_to_do(tmp_path: Path) -> None:
+    """The client said only "HTTP 429 from <url>", and "Session terminated" for a URL that serves no MCP."""
+    for session in stateful_server(tmp_path, HINDSIGHT_MAX_SESSIONS_PER_NAMESPACE="1"):
+        assert open_session(session.url, MALLORY).status_code == 200  # the namespace's one place
+        refused = MemoryClient.http(f"{session.url}/mcp", token=MALLORY, retries=0)
+        with refused, pytest.raises(MemoryServerUnavailableError, match="HTTP 429") as err:
+            refused.stats()
+        assert "HINDSIGHT_MAX_SESSIONS_PER_NAMESPACE" in str(err.value) and "MemoryClient.close()" in str(err.value)
+
+        misdirected = MemoryClient.http(f"{session.url}/", token=VICTIM, retries=0)
+        with misdirected, pytest.raises(MemoryServerUnavailableError, match="is the URL right") as err:
+            misdirected.stats()
+        assert "/mcp" in str(err.value) and "Session terminated" not in str(err.value)

@@ -44,7 +44,7 @@ from .errors import (
     MemoryToolError,
 )
 from .protocol import announced_max_top_k, announced_namespace
-from .transports import Transport
+from .transports import Transport, server_says
 
 T = TypeVar("T")
 
@@ -116,11 +116,15 @@ def unavailable(transport: Transport, exc: BaseException, *, before_send: bool) 
             )
     leaf = leaves[0] if leaves else exc
     if isinstance(leaf, httpx.HTTPStatusError):
-        reason = f"HTTP {leaf.response.status_code} from {leaf.request.url}"
+        reason = f"HTTP {leaf.response.status_code} from {leaf.request.url}" + server_says(leaf.response)
     elif isinstance(leaf, (httpx.ConnectError, ConnectionError)):
         reason = f"cannot connect: {leaf}"
     elif isinstance(leaf, FileNotFoundError):
         reason = f"cannot start the server command: {leaf}"
+    elif isinstance(leaf, McpError) and session_ended(leaf) and transport.kind == "http":
+        reason = (
+            "HTTP 404 to the MCP handshake: is the URL right? (`hindsight serve` answers MCP at http://HOST:PORT/mcp)"
+        )
     elif isinstance(leaf, McpError):
         reason = leaf.error.message
     else:
