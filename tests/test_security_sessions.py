@@ -11,12 +11,15 @@ files unable to accept anyone's request; half a request head did the same withou
 
 from __future__ import annotations
 
+import os
+import shutil
 import socket
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
+import mcp
 import pytest
 
 from hindsight_integrations.mcp import MemoryClient, MemoryServerUnavailableError
@@ -237,3 +240,28 @@ def test_a_client_refused_its_session_says_why_and_what_to_do(tmp_path: Path) ->
         with misdirected, pytest.raises(MemoryServerUnavailableError, match="is the URL right") as err:
             misdirected.stats()
         assert "/mcp" in str(err.value) and "Session terminated" not in str(err.value)
+
+
+def sdk_without_the_session_table(into: Path) -> Path:
+    """A copy of the MCP SDK that keeps its sessions under another name, as another version might."""
+    shutil.copytree(Path(mcp.__file__).parent, into / "mcp", ignore=shutil.ignore_patterns("__pycache__"))
+    manager = into / "mcp" / "server" / "streamable_http_manager.py"
+    manager.write_text(manager.read_text().replace("_server_instances", "_sessions_by_id"))
+    return into
+
+
+def test_without_the_sdks_session_table_sessions_are_bounded_and_freed(tmp_path: Path) -> None:
+    """Without it the server still bounds sessions; idle ones the SDK ended counted for ever, locking the tenant out."""
+    sdk = sdk_without_the_session_table(tmp_path / "sdk")
+    limits = {"HINDSIGHT_MAX_SESSIONS_PER_NAMESPACE": "2", "HINDSIGHT_SESSION_IDLE_SECONDS": "10"}
+    for session in stateful_server(tmp_path / "store", PYTHONPATH=f"{sdk}{os.pathsep}{REPO}", **limits):
+        opened = [open_session(session.url, MALLORY) for _ in range(3)]
+        assert [answer.status_code for answer in opened] == [200, 200, 429]  # bounded all the same
+        assert in_session(session.url, MALLORY, opened[0].headers["mcp-session-id"], "DELETE").status_code == 200
+        assert open_session(session.url, MALLORY).status_code == 200  # a deleted session frees its place
+
+        time.sleep(11)  # every session has been idle past the SDK's timeout: it has ended them
+        assert in_session(session.url, MALLORY, opened[1].headers["mcp-session-id"]).status_code == 404
+        assert [open_session(session.url, MALLORY).status_code for _ in range(2)] == [200, 200]
+        assert open_session(session.url, MALLORY).status_code == 429
+        assert session.process.poll() is None

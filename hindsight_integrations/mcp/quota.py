@@ -21,11 +21,19 @@ sessions each would fill its 10,000 places. The server keeps ``HINDSIGHT_MAX_SES
 in all and reserves each namespace of the token map its share of them (``Sessions.guaranteed``):
 a namespace past its share opens another only while the places others may still claim stay
 free, else a 503 says the server's sessions are taken and what to do.
+
+Which sessions the SDK still holds is read from its private table (``_server_instances``).
+An SDK without it must not stop the server nor leave a tenant locked out: sessions the SDK
+ends by itself (idle) would then count for ever. So every request of a known session is
+tracked here too, and without that table a session is counted until it is deleted, answers
+404, or has had no request in flight for longer than the idle timeout (``Sessions.idle_seconds``;
+the SDK's clock starts when a request ends inside it, ours just after, so we never forget first).
 """
 
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable, Collection, Container
 from dataclasses import dataclass, field
 
@@ -50,24 +58,57 @@ class Sessions:
     ``live`` says which session ids the MCP SDK still holds (it ends idle ones by itself); None, or None returned,
     when that cannot be asked, and then a session counts until it is deleted or found gone (404).
     ``server_wide`` places in all are shared by ``namespaces`` (the token map's), each guaranteed its share.
+    ``idle_seconds``: after how long without a request the SDK ends a session (None: never).
     """
 
     live: Callable[[], Container[str] | None] | None = None
     server_wide: int | None = None
     namespaces: Collection[str] = ()
+    idle_seconds: float | None = None
     owner: dict[str, str] = field(default_factory=dict)
     opening: dict[str, int] = field(default_factory=dict)
+    busy: dict[str, int] = field(default_factory=dict)
+    idle_since: dict[str, float] = field(default_factory=dict)
 
     def held(self) -> dict[str, int]:
         """Sessions each namespace holds now (opening ones included), forgetting those the SDK has ended."""
         live = self.live() if self.live is not None else None
         if live is not None:
-            for ended in [sid for sid in self.owner if sid not in live]:
-                del self.owner[ended]
+            ended = [sid for sid in self.owner if sid not in live]
+        elif self.idle_seconds is not None:
+            cutoff = time.monotonic() - self.idle_seconds
+            ended = [sid for sid, since in self.idle_since.items() if since < cutoff and not self.busy.get(sid)]
+        else:
+            ended = []
+        for session_id in ended:
+            self.forget(session_id)
         counts = dict(self.opening)
         for owner in self.owner.values():
             counts[owner] = counts.get(owner, 0) + 1
         return counts
+
+    def opened(self, session_id: str, namespace: str) -> None:
+        """Count a session the SDK has just opened for ``namespace``; idle from now."""
+        self.owner[session_id] = namespace
+        self.idle_since[session_id] = time.monotonic()
+
+    def request_started(self, session_id: str) -> None:
+        """A request of a known session is in flight: the SDK will not end it as idle meanwhile."""
+        if session_id in self.owner:
+            self.busy[session_id] = self.busy.get(session_id, 0) + 1
+
+    def request_ended(self, session_id: str) -> None:
+        """A request of a known session has ended: the session is idle again once none is left."""
+        if (left := self.busy.pop(session_id, 0) - 1) > 0:
+            self.busy[session_id] = left
+        if session_id in self.owner:
+            self.idle_since[session_id] = time.monotonic()
+
+    def forget(self, session_id: str) -> None:
+        """The session has ended (deleted, expired, unknown to the SDK): its place is free."""
+        self.owner.pop(session_id, None)
+        self.idle_since.pop(session_id, None)
+        self.busy.pop(session_id, None)
 
     def open_count(self, namespace: str) -> int:
         """Sessions ``namespace`` holds now."""
@@ -113,6 +154,7 @@ class NamespaceQuota:
         max_sessions: int | None,
         stateful: bool = True,
         live_sessions: Callable[[], Container[str] | None] | None = None,
+        idle_seconds: float | None = None,
         server_sessions: int | None = None,
         namespaces: Collection[str] = (),
         default_namespace: str | None = None,
@@ -127,7 +169,7 @@ class NamespaceQuota:
         self.default_namespace = default_namespace
         self.over_rate_limit = over_rate_limit
         self.mcp_path = mcp_path
-        self.sessions = Sessions(live_sessions, server_sessions, frozenset(namespaces))
+        self.sessions = Sessions(live_sessions, server_sessions, frozenset(namespaces), idle_seconds)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         """Serve the request within its namespace's bounds, or refuse it before it holds anything."""
@@ -185,9 +227,13 @@ class NamespaceQuota:
                 status = message["status"]
             await send(message)
 
-        await self.app(scope, receive, watch)
+        self.sessions.request_started(session_id)
+        try:
+            await self.app(scope, receive, watch)
+        finally:
+            self.sessions.request_ended(session_id)
         if status == 404 or (scope.get("method") == "DELETE" and 200 <= status < 300):
-            self.sessions.owner.pop(session_id, None)
+            self.sessions.forget(session_id)
 
     async def _open_session(self, namespace: str, scope: Scope, receive: Receive, send: Send) -> None:
         held = self.sessions.open_count(namespace)
@@ -217,16 +263,22 @@ class NamespaceQuota:
         opening = self.sessions.opening
         opening[namespace] = opening.get(namespace, 0) + 1
 
+        opened: list[str] = []
+
         async def record(message: Message) -> None:
             if message["type"] == "http.response.start":
                 session_id = dict(message.get("headers") or []).get(SESSION_HEADER)
                 if session_id:
-                    self.sessions.owner[session_id.decode("latin-1")] = namespace
+                    opened.append(session_id.decode("latin-1"))
+                    self.sessions.opened(opened[0], namespace)
+                    self.sessions.request_started(opened[0])
             await send(message)
 
         try:
             await self.app(scope, receive, record)
         finally:
+            if opened:
+                self.sessions.request_ended(opened[0])
             opening[namespace] -= 1
             if not opening[namespace]:
                 del opening[namespace]
