@@ -242,6 +242,25 @@ def test_a_client_refused_its_session_says_why_and_what_to_do(tmp_path: Path) ->
         assert "/mcp" in str(err.value) and "Session terminated" not in str(err.value)
 
 
+def test_a_request_head_past_64_kb_is_refused_without_any_token(stateless: LocalServer) -> None:
+    """uvicorn (httptools) read any head: 150 MB of small headers grew the server by 1.1 GB in 8 s, no token needed."""
+    port = int(stateless.url.rsplit(":", 1)[1])
+    flood = socket.create_connection(("127.0.0.1", port), timeout=60)
+    flood.sendall(f"GET /health HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n".encode() + b"X-Pad: a\r\n" * 7000)
+    answer = answer_then_close(flood)  # 70 KB of headers sent, the head not ended: refused before its end
+    assert answer.startswith(b"HTTP/1.1 431"), answer[:200]
+    assert b"request_head_too_large" in answer
+
+    cookies = "; ".join(f"c{i}={'v' * 200}" for i in range(40))  # 8 KB of cookies, as a browser may send
+    assert httpx.get(f"{stateless.url}/health", headers={"Cookie": cookies}).status_code == 200
+    kept_alive = socket.create_connection(("127.0.0.1", port), timeout=60)
+    for _ in range(20):  # many ordinary requests on one connection do not add up to one large head
+        kept_alive.sendall(f"GET /health HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nX-Pad: {'a' * 8000}\r\n\r\n".encode())
+        assert one_response(kept_alive).startswith(b"HTTP/1.1 200")
+    kept_alive.close()
+    assert stateless.process.poll() is None
+
+
 def sdk_without_the_session_table(into: Path) -> Path:
     """A copy of the MCP SDK that keeps its sessions under another name, as another version might."""
     shutil.copytree(Path(mcp.__file__).parent, into / "mcp", ignore=shutil.ignore_patterns("__pycache__"))
