@@ -22,6 +22,8 @@ import httpx
 import mcp
 import pytest
 
+from hindsight_integrations import MemoryEngine
+from hindsight_integrations.core.embedding.local import LocalEmbedder
 from hindsight_integrations.mcp import MemoryClient, MemoryServerUnavailableError
 from hindsight_integrations.processes import LocalServer, free_port, running
 
@@ -259,6 +261,34 @@ def test_a_request_head_past_64_kb_is_refused_without_any_token(stateless: Local
         assert one_response(kept_alive).startswith(b"HTTP/1.1 200")
     kept_alive.close()
     assert stateless.process.poll() is None
+
+
+def test_answers_a_tenant_never_reads_count_as_requests_in_flight(tmp_path: Path, embedder: LocalEmbedder) -> None:
+    """A tenant held 30 unread ``/debug/dump`` answers (~10 MB each) past a bound of 4: GETs were not counted, and
+    any request ended once uvicorn had buffered its whole answer, read or not."""
+    store = tmp_path / "store"
+    with MemoryEngine(store=store, embedder=embedder, llm=False, max_content_bytes=2_000_000) as filling:
+        huge = " ".join(f"w{i}" for i in range(200_000)) + "."  # 1.5 MB: four fill more than a socket buffers
+        filling.store_memories([{"content": huge}] * 4, namespace="mallory", apply_filter=False, dedup=False)
+    limits = {"HINDSIGHT_MAX_REQUESTS_IN_FLIGHT_PER_NAMESPACE": str(IN_FLIGHT)}
+    with http_server_process(store, tokens={MALLORY: "mallory", VICTIM: "victim"}, env=limits) as running_server:
+        port = int(running_server.url.rsplit(":", 1)[1])
+        unread = []
+        for _ in range(IN_FLIGHT):
+            reader = socket.socket()
+            reader.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+            reader.connect(("127.0.0.1", port))
+            head = f"GET /debug/dump HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nAuthorization: Bearer {MALLORY}\r\n\r\n"
+            reader.sendall(head.encode())
+            assert reader.recv(12) == b"HTTP/1.1 200"  # being answered, and never read further
+            unread.append(reader)
+        more = httpx.get(f"{running_server.url}/debug/dump", headers={"Authorization": f"Bearer {MALLORY}"})
+        assert more.status_code == 429 and more.json()["error"] == "too_many_requests_in_flight", more.text[:200]
+        with MemoryClient.http(f"{running_server.url}/mcp", token=VICTIM, retries=0) as victim:  # others are served
+            assert victim.stats() is not None
+        for reader in unread:
+            reader.close()
+        assert running_server.process.poll() is None
 
 
 def sdk_without_the_session_table(into: Path) -> Path:

@@ -45,6 +45,7 @@ from .auth import SCOPE_KEY
 SESSION_HEADER = b"mcp-session-id"
 RETRY_SECONDS = 1
 SERVER_FULL_RETRY_SECONDS = 30
+ANSWER_PIECE_BYTES = 64 * 1024  # uvicorn's write buffer high-water mark
 CLOSE_SESSIONS = (
     "close the sessions you no longer use (MemoryClient.close(), or DELETE /mcp with their mcp-session-id) "
     "or wait for idle ones to expire"
@@ -138,12 +139,16 @@ class Sessions:
 class NamespaceQuota:
     """ASGI middleware (after authentication): bound a namespace's requests in flight and its stateful sessions.
 
-    ``GET`` requests are not counted in flight: on a stateful server each session may hold one
-    open event stream, and those are bounded by the sessions. None for ``max_in_flight`` or
-    ``max_sessions`` (per namespace): no such bound. ``stateful`` False: the server keeps no
-    sessions. ``default_namespace``: the namespace of a request no token named (a server without
-    tokens: its own). ``over_rate_limit`` counts one request of a namespace against its rate
-    limit, returning the 429 to answer past it (``routes.over_rate_limit``).
+    ``GET /mcp`` requests are not counted in flight: on a stateful server each session may hold
+    one open event stream, and those are bounded by the sessions. Every other ``GET`` is: a
+    ``/debug/dump`` whose answer is never read holds the whole namespace's text. And an answer
+    counts until it is delivered, not only until it is written (``paced``): uvicorn takes a whole
+    answer into its buffer at once, so a tenant that never read them held 30 dumps (~10 MB each)
+    past a bound of 4.
+    None for ``max_in_flight`` or ``max_sessions`` (per namespace): no such bound. ``stateful``
+    False: the server keeps no sessions. ``default_namespace``: the namespace of a request no
+    token named (a server without tokens: its own). ``over_rate_limit`` counts one request of a
+    namespace against its rate limit, returning the 429 to answer past it (``routes.over_rate_limit``).
     """
 
     def __init__(
@@ -180,7 +185,8 @@ class NamespaceQuota:
         if namespace is None:
             await self.app(scope, receive, send)
             return
-        if scope.get("method") == "GET" or self.max_in_flight is None:
+        event_stream = scope.get("method") == "GET" and scope.get("path") == self.mcp_path
+        if event_stream or self.max_in_flight is None:
             await self._serve_session(namespace, scope, receive, send)
             return
         held = self.in_flight.get(namespace, 0)
@@ -194,7 +200,7 @@ class NamespaceQuota:
             return
         self.in_flight[namespace] = held + 1
         try:
-            await self._serve_session(namespace, scope, receive, send)
+            await self._serve_session(namespace, scope, receive, paced(send))
         finally:
             self.in_flight[namespace] -= 1
             if not self.in_flight[namespace]:
@@ -284,6 +290,27 @@ class NamespaceQuota:
                 del opening[namespace]
 
 
+def paced(send: Send) -> Send:
+    """``send`` handing a large answer body on in pieces, so it returns once all but the last are delivered.
+
+    uvicorn writes what it is sent at once and waits for the client to read only before the next
+    piece; one whole body is written and the request ends, however slowly the client reads.
+    """
+
+    async def send_in_pieces(message: Message) -> None:
+        body = message.get("body", b"")
+        if message["type"] != "http.response.body" or len(body) <= ANSWER_PIECE_BYTES:
+            await send(message)
+            return
+        more_body = message.get("more_body", False)
+        for start in range(0, len(body), ANSWER_PIECE_BYTES):
+            last = start + ANSWER_PIECE_BYTES >= len(body)
+            piece = body[start : start + ANSWER_PIECE_BYTES]
+            await send({"type": "http.response.body", "body": piece, "more_body": more_body or not last})
+
+    return send_in_pieces
+
+
 async def _too_many(
     send: Send, error: str, message: str, *, status: int = 429, retry_seconds: int = RETRY_SECONDS
 ) -> None:
@@ -307,4 +334,4 @@ async def _answer(send: Send, status: int, body: bytes, headers: list[tuple[byte
     await send({"type": "http.response.body", "body": body})
 
 
-__all__ = ["NamespaceQuota", "Sessions"]
+__all__ = ["NamespaceQuota", "Sessions", "paced"]
