@@ -8,6 +8,7 @@ that is not idempotent.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
 import threading
@@ -21,8 +22,9 @@ import pytest
 from hindsight_integrations import MemoryEngine
 from hindsight_integrations.mcp import MemoryClient, MemoryServerUnavailableError
 from hindsight_integrations.mcp.errors import MemoryTimeoutError
+from hindsight_integrations.processes import free_port, running
 
-from .mcp_support import http_server, server_env
+from .mcp_support import REPO, SERVER_CMD, http_server, server_env
 
 TOKEN = "failures-token-01-7c2e9a4f5b8d3e61"
 
@@ -139,3 +141,33 @@ def test_a_timeout_names_the_seconds(engine: MemoryEngine, held: tuple[threading
         with pytest.raises(MemoryTimeoutError, match=r"store_memory did not answer within 0\.25 s"):
             client.store("The spare key is under the blue pot.")  # the old message said "within 0 s"
         held[1].set()
+
+
+def _stateful_server(store: Path, port: int, **env: str) -> contextlib.AbstractContextManager[Any]:
+    command = [*SERVER_CMD, "--transport", "http", "--port", str(port), "--stateful"]
+    tokens = {"HINDSIGHT_TOKENS": f"{TOKEN}=alice"}
+    return running(
+        command, health_url=f"http://127.0.0.1:{port}/health", env=server_env(store, **tokens, **env), cwd=REPO
+    )
+
+
+@pytest.mark.server
+def test_a_session_the_server_lost_is_opened_again_and_the_call_sent_once(tmp_path: Path) -> None:
+    """A restarted ``--stateful`` server answers 404 to the old session; each later call failed "Session terminated"."""
+    port = free_port()
+    client = MemoryClient.http(f"http://127.0.0.1:{port}/mcp", TOKEN, retries=0)
+    with _stateful_server(tmp_path, port):
+        client.store("I am allergic to peanuts.")
+    with client, _stateful_server(tmp_path, port):
+        turn = client.record_turn("I moved to Porto last month.", session_id="s1")  # not idempotent, never run: sent
+        assert [t.id for t in client.working_memory("s1")] == [turn.turn.id]  # once
+        assert "peanuts" in client.recall("what am I allergic to").context
+
+
+@pytest.mark.server
+def test_a_closed_client_frees_its_session_on_the_server(tmp_path: Path) -> None:
+    port = free_port()
+    with _stateful_server(tmp_path, port, HINDSIGHT_MAX_SESSIONS_PER_NAMESPACE="1"):
+        for _ in range(2):  # the second would be refused (429) if the first client's session were still held
+            with MemoryClient.http(f"http://127.0.0.1:{port}/mcp", TOKEN, retries=0) as client:
+                assert client.stats().namespace == "alice"

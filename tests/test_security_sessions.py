@@ -11,15 +11,20 @@ files unable to accept anyone's request; half a request head did the same withou
 
 from __future__ import annotations
 
+import os
+import shutil
 import socket
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
+import mcp
 import pytest
 
-from hindsight_integrations.mcp import MemoryClient
+from hindsight_integrations import MemoryEngine
+from hindsight_integrations.core.embedding.local import LocalEmbedder
+from hindsight_integrations.mcp import MemoryClient, MemoryServerUnavailableError
 from hindsight_integrations.processes import LocalServer, free_port, running
 
 from .mcp_support import INITIALIZE, MCP_HEADERS, REPO, SERVER_CMD, http_server_process, server_env
@@ -222,3 +227,90 @@ def test_a_request_head_that_never_finishes_is_closed_without_any_token(stateles
     assert answer_then_close(fresh) == b""  # closed, where before the server waited for as long as we liked
     assert answer_then_close(kept_alive) == b""
     assert httpx.get(f"{stateless.url}/health").status_code == 200
+
+
+def test_a_client_refused_its_session_says_why_and_what_to_do(tmp_path: Path) -> None:
+    """The client said only "HTTP 429 from <url>", and "Session terminated" for a URL that serves no MCP."""
+    for session in stateful_server(tmp_path, HINDSIGHT_MAX_SESSIONS_PER_NAMESPACE="1"):
+        assert open_session(session.url, MALLORY).status_code == 200  # the namespace's one place
+        refused = MemoryClient.http(f"{session.url}/mcp", token=MALLORY, retries=0)
+        with refused, pytest.raises(MemoryServerUnavailableError, match="HTTP 429") as err:
+            refused.stats()
+        assert "HINDSIGHT_MAX_SESSIONS_PER_NAMESPACE" in str(err.value) and "MemoryClient.close()" in str(err.value)
+
+        misdirected = MemoryClient.http(f"{session.url}/", token=VICTIM, retries=0)
+        with misdirected, pytest.raises(MemoryServerUnavailableError, match="is the URL right") as err:
+            misdirected.stats()
+        assert "/mcp" in str(err.value) and "Session terminated" not in str(err.value)
+
+
+def test_a_request_head_past_64_kb_is_refused_without_any_token(stateless: LocalServer) -> None:
+    """uvicorn (httptools) read any head: 150 MB of small headers grew the server by 1.1 GB in 8 s, no token needed."""
+    port = int(stateless.url.rsplit(":", 1)[1])
+    flood = socket.create_connection(("127.0.0.1", port), timeout=60)
+    flood.sendall(f"GET /health HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n".encode() + b"X-Pad: a\r\n" * 7000)
+    answer = answer_then_close(flood)  # 70 KB of headers sent, the head not ended: refused before its end
+    assert answer.startswith(b"HTTP/1.1 431"), answer[:200]
+    assert b"request_head_too_large" in answer
+
+    cookies = "; ".join(f"c{i}={'v' * 200}" for i in range(40))  # 8 KB of cookies, as a browser may send
+    assert httpx.get(f"{stateless.url}/health", headers={"Cookie": cookies}).status_code == 200
+    kept_alive = socket.create_connection(("127.0.0.1", port), timeout=60)
+    for _ in range(20):  # many ordinary requests on one connection do not add up to one large head
+        kept_alive.sendall(f"GET /health HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nX-Pad: {'a' * 8000}\r\n\r\n".encode())
+        assert one_response(kept_alive).startswith(b"HTTP/1.1 200")
+    kept_alive.close()
+    assert stateless.process.poll() is None
+
+
+def test_answers_a_tenant_never_reads_count_as_requests_in_flight(tmp_path: Path, embedder: LocalEmbedder) -> None:
+    """A tenant held 30 unread ``/debug/dump`` answers (~10 MB each) past a bound of 4: GETs were not counted, and
+    any request ended once uvicorn had buffered its whole answer, read or not."""
+    store = tmp_path / "store"
+    with MemoryEngine(store=store, embedder=embedder, llm=False, max_content_bytes=2_000_000) as filling:
+        huge = " ".join(f"w{i}" for i in range(200_000)) + "."  # 1.5 MB: four fill more than a socket buffers
+        filling.store_memories([{"content": huge}] * 4, namespace="mallory", apply_filter=False, dedup=False)
+    limits = {"HINDSIGHT_MAX_REQUESTS_IN_FLIGHT_PER_NAMESPACE": str(IN_FLIGHT)}
+    with http_server_process(store, tokens={MALLORY: "mallory", VICTIM: "victim"}, env=limits) as running_server:
+        port = int(running_server.url.rsplit(":", 1)[1])
+        unread = []
+        for _ in range(IN_FLIGHT):
+            reader = socket.socket()
+            reader.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+            reader.connect(("127.0.0.1", port))
+            head = f"GET /debug/dump HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nAuthorization: Bearer {MALLORY}\r\n\r\n"
+            reader.sendall(head.encode())
+            assert reader.recv(12) == b"HTTP/1.1 200"  # being answered, and never read further
+            unread.append(reader)
+        more = httpx.get(f"{running_server.url}/debug/dump", headers={"Authorization": f"Bearer {MALLORY}"})
+        assert more.status_code == 429 and more.json()["error"] == "too_many_requests_in_flight", more.text[:200]
+        with MemoryClient.http(f"{running_server.url}/mcp", token=VICTIM, retries=0) as victim:  # others are served
+            assert victim.stats() is not None
+        for reader in unread:
+            reader.close()
+        assert running_server.process.poll() is None
+
+
+def sdk_without_the_session_table(into: Path) -> Path:
+    """A copy of the MCP SDK that keeps its sessions under another name, as another version might."""
+    shutil.copytree(Path(mcp.__file__).parent, into / "mcp", ignore=shutil.ignore_patterns("__pycache__"))
+    manager = into / "mcp" / "server" / "streamable_http_manager.py"
+    manager.write_text(manager.read_text().replace("_server_instances", "_sessions_by_id"))
+    return into
+
+
+def test_without_the_sdks_session_table_sessions_are_bounded_and_freed(tmp_path: Path) -> None:
+    """Without it the server still bounds sessions; idle ones the SDK ended counted for ever, locking the tenant out."""
+    sdk = sdk_without_the_session_table(tmp_path / "sdk")
+    limits = {"HINDSIGHT_MAX_SESSIONS_PER_NAMESPACE": "2", "HINDSIGHT_SESSION_IDLE_SECONDS": "10"}
+    for session in stateful_server(tmp_path / "store", PYTHONPATH=f"{sdk}{os.pathsep}{REPO}", **limits):
+        opened = [open_session(session.url, MALLORY) for _ in range(3)]
+        assert [answer.status_code for answer in opened] == [200, 200, 429]  # bounded all the same
+        assert in_session(session.url, MALLORY, opened[0].headers["mcp-session-id"], "DELETE").status_code == 200
+        assert open_session(session.url, MALLORY).status_code == 200  # a deleted session frees its place
+
+        time.sleep(11)  # every session has been idle past the SDK's timeout: it has ended them
+        assert in_session(session.url, MALLORY, opened[1].headers["mcp-session-id"]).status_code == 404
+        assert [open_session(session.url, MALLORY).status_code for _ in range(2)] == [200, 200]
+        assert open_session(session.url, MALLORY).status_code == 429
+        assert session.process.poll() is None

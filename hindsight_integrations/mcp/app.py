@@ -294,6 +294,7 @@ class HindsightMCP(FastMCP):
                 max_sessions=settings.max_sessions_per_namespace if tenants else None,
                 stateful=stateful,
                 live_sessions=self._live_session_ids if stateful else None,
+                idle_seconds=settings.session_idle_seconds,
                 server_sessions=settings.max_sessions if tenants else None,
                 namespaces=set(self.token_map.values()) if self.token_map is not None else (),
                 default_namespace=None if tenants else self.namespace,

@@ -39,6 +39,16 @@ class MemoryTimeoutError(MemoryServerUnavailableError):
     """A call did not complete within the client's timeout (the server may still finish it)."""
 
 
+class MemorySessionEndedError(MemoryServerUnavailableError):
+    """A ``--stateful`` HTTP server answered 404 "Session not found" for the client's MCP session.
+
+    It ended the session (idle past ``HINDSIGHT_SESSION_IDLE_SECONDS``, or deleted) or lost it
+    in a restart. The server refused the call before running it, so any call may be sent again
+    on a new session: the client does that once by itself, and raises this only when the new
+    session was not known either.
+    """
+
+
 class MemoryAuthError(MemoryServerUnavailableError):
     """The HTTP server rejected the bearer token (401/403). Retrying will not help.
 
@@ -156,6 +166,7 @@ __all__ = [
     "MemoryAuthError",
     "MemoryNamespaceError",
     "MemoryServerUnavailableError",
+    "MemorySessionEndedError",
     "MemoryStoreUnavailableError",
     "MemoryTimeoutError",
     "MemoryToolError",

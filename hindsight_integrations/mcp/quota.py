@@ -21,11 +21,19 @@ sessions each would fill its 10,000 places. The server keeps ``HINDSIGHT_MAX_SES
 in all and reserves each namespace of the token map its share of them (``Sessions.guaranteed``):
 a namespace past its share opens another only while the places others may still claim stay
 free, else a 503 says the server's sessions are taken and what to do.
+
+Which sessions the SDK still holds is read from its private table (``_server_instances``).
+An SDK without it must not stop the server nor leave a tenant locked out: sessions the SDK
+ends by itself (idle) would then count for ever. So every request of a known session is
+tracked here too, and without that table a session is counted until it is deleted, answers
+404, or has had no request in flight for longer than the idle timeout (``Sessions.idle_seconds``;
+the SDK's clock starts when a request ends inside it, ours just after, so we never forget first).
 """
 
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable, Collection, Container
 from dataclasses import dataclass, field
 
@@ -37,6 +45,7 @@ from .auth import SCOPE_KEY
 SESSION_HEADER = b"mcp-session-id"
 RETRY_SECONDS = 1
 SERVER_FULL_RETRY_SECONDS = 30
+ANSWER_PIECE_BYTES = 64 * 1024  # uvicorn's write buffer high-water mark
 CLOSE_SESSIONS = (
     "close the sessions you no longer use (MemoryClient.close(), or DELETE /mcp with their mcp-session-id) "
     "or wait for idle ones to expire"
@@ -50,24 +59,57 @@ class Sessions:
     ``live`` says which session ids the MCP SDK still holds (it ends idle ones by itself); None, or None returned,
     when that cannot be asked, and then a session counts until it is deleted or found gone (404).
     ``server_wide`` places in all are shared by ``namespaces`` (the token map's), each guaranteed its share.
+    ``idle_seconds``: after how long without a request the SDK ends a session (None: never).
     """
 
     live: Callable[[], Container[str] | None] | None = None
     server_wide: int | None = None
     namespaces: Collection[str] = ()
+    idle_seconds: float | None = None
     owner: dict[str, str] = field(default_factory=dict)
     opening: dict[str, int] = field(default_factory=dict)
+    busy: dict[str, int] = field(default_factory=dict)
+    idle_since: dict[str, float] = field(default_factory=dict)
 
     def held(self) -> dict[str, int]:
         """Sessions each namespace holds now (opening ones included), forgetting those the SDK has ended."""
         live = self.live() if self.live is not None else None
         if live is not None:
-            for ended in [sid for sid in self.owner if sid not in live]:
-                del self.owner[ended]
+            ended = [sid for sid in self.owner if sid not in live]
+        elif self.idle_seconds is not None:
+            cutoff = time.monotonic() - self.idle_seconds
+            ended = [sid for sid, since in self.idle_since.items() if since < cutoff and not self.busy.get(sid)]
+        else:
+            ended = []
+        for session_id in ended:
+            self.forget(session_id)
         counts = dict(self.opening)
         for owner in self.owner.values():
             counts[owner] = counts.get(owner, 0) + 1
         return counts
+
+    def opened(self, session_id: str, namespace: str) -> None:
+        """Count a session the SDK has just opened for ``namespace``; idle from now."""
+        self.owner[session_id] = namespace
+        self.idle_since[session_id] = time.monotonic()
+
+    def request_started(self, session_id: str) -> None:
+        """A request of a known session is in flight: the SDK will not end it as idle meanwhile."""
+        if session_id in self.owner:
+            self.busy[session_id] = self.busy.get(session_id, 0) + 1
+
+    def request_ended(self, session_id: str) -> None:
+        """A request of a known session has ended: the session is idle again once none is left."""
+        if (left := self.busy.pop(session_id, 0) - 1) > 0:
+            self.busy[session_id] = left
+        if session_id in self.owner:
+            self.idle_since[session_id] = time.monotonic()
+
+    def forget(self, session_id: str) -> None:
+        """The session has ended (deleted, expired, unknown to the SDK): its place is free."""
+        self.owner.pop(session_id, None)
+        self.idle_since.pop(session_id, None)
+        self.busy.pop(session_id, None)
 
     def open_count(self, namespace: str) -> int:
         """Sessions ``namespace`` holds now."""
@@ -97,12 +139,16 @@ class Sessions:
 class NamespaceQuota:
     """ASGI middleware (after authentication): bound a namespace's requests in flight and its stateful sessions.
 
-    ``GET`` requests are not counted in flight: on a stateful server each session may hold one
-    open event stream, and those are bounded by the sessions. None for ``max_in_flight`` or
-    ``max_sessions`` (per namespace): no such bound. ``stateful`` False: the server keeps no
-    sessions. ``default_namespace``: the namespace of a request no token named (a server without
-    tokens: its own). ``over_rate_limit`` counts one request of a namespace against its rate
-    limit, returning the 429 to answer past it (``routes.over_rate_limit``).
+    ``GET /mcp`` requests are not counted in flight: on a stateful server each session may hold
+    one open event stream, and those are bounded by the sessions. Every other ``GET`` is: a
+    ``/debug/dump`` whose answer is never read holds the whole namespace's text. And an answer
+    counts until it is delivered, not only until it is written (``paced``): uvicorn takes a whole
+    answer into its buffer at once, so a tenant that never read them held 30 dumps (~10 MB each)
+    past a bound of 4.
+    None for ``max_in_flight`` or ``max_sessions`` (per namespace): no such bound. ``stateful``
+    False: the server keeps no sessions. ``default_namespace``: the namespace of a request no
+    token named (a server without tokens: its own). ``over_rate_limit`` counts one request of a
+    namespace against its rate limit, returning the 429 to answer past it (``routes.over_rate_limit``).
     """
 
     def __init__(
@@ -113,6 +159,7 @@ class NamespaceQuota:
         max_sessions: int | None,
         stateful: bool = True,
         live_sessions: Callable[[], Container[str] | None] | None = None,
+        idle_seconds: float | None = None,
         server_sessions: int | None = None,
         namespaces: Collection[str] = (),
         default_namespace: str | None = None,
@@ -127,7 +174,7 @@ class NamespaceQuota:
         self.default_namespace = default_namespace
         self.over_rate_limit = over_rate_limit
         self.mcp_path = mcp_path
-        self.sessions = Sessions(live_sessions, server_sessions, frozenset(namespaces))
+        self.sessions = Sessions(live_sessions, server_sessions, frozenset(namespaces), idle_seconds)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         """Serve the request within its namespace's bounds, or refuse it before it holds anything."""
@@ -138,7 +185,8 @@ class NamespaceQuota:
         if namespace is None:
             await self.app(scope, receive, send)
             return
-        if scope.get("method") == "GET" or self.max_in_flight is None:
+        event_stream = scope.get("method") == "GET" and scope.get("path") == self.mcp_path
+        if event_stream or self.max_in_flight is None:
             await self._serve_session(namespace, scope, receive, send)
             return
         held = self.in_flight.get(namespace, 0)
@@ -152,7 +200,7 @@ class NamespaceQuota:
             return
         self.in_flight[namespace] = held + 1
         try:
-            await self._serve_session(namespace, scope, receive, send)
+            await self._serve_session(namespace, scope, receive, paced(send))
         finally:
             self.in_flight[namespace] -= 1
             if not self.in_flight[namespace]:
@@ -185,9 +233,13 @@ class NamespaceQuota:
                 status = message["status"]
             await send(message)
 
-        await self.app(scope, receive, watch)
+        self.sessions.request_started(session_id)
+        try:
+            await self.app(scope, receive, watch)
+        finally:
+            self.sessions.request_ended(session_id)
         if status == 404 or (scope.get("method") == "DELETE" and 200 <= status < 300):
-            self.sessions.owner.pop(session_id, None)
+            self.sessions.forget(session_id)
 
     async def _open_session(self, namespace: str, scope: Scope, receive: Receive, send: Send) -> None:
         held = self.sessions.open_count(namespace)
@@ -217,19 +269,46 @@ class NamespaceQuota:
         opening = self.sessions.opening
         opening[namespace] = opening.get(namespace, 0) + 1
 
+        opened: list[str] = []
+
         async def record(message: Message) -> None:
             if message["type"] == "http.response.start":
                 session_id = dict(message.get("headers") or []).get(SESSION_HEADER)
                 if session_id:
-                    self.sessions.owner[session_id.decode("latin-1")] = namespace
+                    opened.append(session_id.decode("latin-1"))
+                    self.sessions.opened(opened[0], namespace)
+                    self.sessions.request_started(opened[0])
             await send(message)
 
         try:
             await self.app(scope, receive, record)
         finally:
+            if opened:
+                self.sessions.request_ended(opened[0])
             opening[namespace] -= 1
             if not opening[namespace]:
                 del opening[namespace]
+
+
+def paced(send: Send) -> Send:
+    """``send`` handing a large answer body on in pieces, so it returns once all but the last are delivered.
+
+    uvicorn writes what it is sent at once and waits for the client to read only before the next
+    piece; one whole body is written and the request ends, however slowly the client reads.
+    """
+
+    async def send_in_pieces(message: Message) -> None:
+        body = message.get("body", b"")
+        if message["type"] != "http.response.body" or len(body) <= ANSWER_PIECE_BYTES:
+            await send(message)
+            return
+        more_body = message.get("more_body", False)
+        for start in range(0, len(body), ANSWER_PIECE_BYTES):
+            last = start + ANSWER_PIECE_BYTES >= len(body)
+            piece = body[start : start + ANSWER_PIECE_BYTES]
+            await send({"type": "http.response.body", "body": piece, "more_body": more_body or not last})
+
+    return send_in_pieces
 
 
 async def _too_many(
@@ -255,4 +334,4 @@ async def _answer(send: Send, status: int, body: bytes, headers: list[tuple[byte
     await send({"type": "http.response.body", "body": body})
 
 
-__all__ = ["NamespaceQuota", "Sessions"]
+__all__ = ["NamespaceQuota", "Sessions", "paced"]

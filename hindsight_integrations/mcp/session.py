@@ -11,6 +11,12 @@ Retries (``retryable``): a transport failure is retried with exponential backoff
 cannot run a write twice, that is when the call is idempotent (reads, and writes carrying a
 ``request_id``) or when the failure happened before anything was sent (``before_send``). Tool
 errors and auth errors are never retried: they would fail the same way again.
+
+A ``--stateful`` HTTP server ends a session left idle and forgets every session when it
+restarts; a call in such a session is answered 404 before the server runs it. The SDK reports
+that as a "Session terminated" error and keeps the dead session, so every later call failed
+the same way until the client was rebuilt. Such a call is now sent again, once and at once,
+on a new session (``_in_live_session``), writes included: none of it was run.
 """
 
 from __future__ import annotations
@@ -18,7 +24,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import threading
-from collections.abc import Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from contextlib import AsyncExitStack
 from datetime import timedelta
 from typing import Any, Protocol, TypeVar
@@ -26,18 +32,19 @@ from typing import Any, Protocol, TypeVar
 import anyio
 import httpx
 from mcp import ClientSession, McpError
-from mcp.types import CONNECTION_CLOSED, CallToolResult
+from mcp.types import CONNECTION_CLOSED, INVALID_REQUEST, CallToolResult
 from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_exponential
 
 from .errors import (
     MemoryAuthError,
     MemoryNamespaceError,
     MemoryServerUnavailableError,
+    MemorySessionEndedError,
     MemoryTimeoutError,
     MemoryToolError,
 )
 from .protocol import announced_max_top_k, announced_namespace
-from .transports import Transport
+from .transports import Transport, server_says
 
 T = TypeVar("T")
 
@@ -78,6 +85,14 @@ class LoopThread:
             self.loop.close()
 
 
+def session_ended(exc: McpError) -> bool:
+    """Whether the server answered 404 for the session: it ended it (idle, deleted) or lost it (a restart).
+
+    The SDK reports that 404 as this error, with INVALID_REQUEST's code without its minus sign.
+    """
+    return abs(exc.error.code) == abs(INVALID_REQUEST) and exc.error.message == "Session terminated"
+
+
 def retryable(exc: BaseException, *, idempotent: bool) -> bool:
     """Whether a call that failed with ``exc`` may be sent again (see the module docstring)."""
     if not isinstance(exc, MemoryServerUnavailableError) or isinstance(exc, MemoryAuthError):
@@ -101,11 +116,15 @@ def unavailable(transport: Transport, exc: BaseException, *, before_send: bool) 
             )
     leaf = leaves[0] if leaves else exc
     if isinstance(leaf, httpx.HTTPStatusError):
-        reason = f"HTTP {leaf.response.status_code} from {leaf.request.url}"
+        reason = f"HTTP {leaf.response.status_code} from {leaf.request.url}" + server_says(leaf.response)
     elif isinstance(leaf, (httpx.ConnectError, ConnectionError)):
         reason = f"cannot connect: {leaf}"
     elif isinstance(leaf, FileNotFoundError):
         reason = f"cannot start the server command: {leaf}"
+    elif isinstance(leaf, McpError) and session_ended(leaf) and transport.kind == "http":
+        reason = (
+            "HTTP 404 to the MCP handshake: is the URL right? (`hindsight serve` answers MCP at http://HOST:PORT/mcp)"
+        )
     elif isinstance(leaf, McpError):
         reason = leaf.error.message
     else:
@@ -161,7 +180,7 @@ class Connection:
         self._stop: asyncio.Event | None = None
         self._lock: asyncio.Lock | None = None
         self._calls: set[asyncio.Task[Any]] = set()  # calls in flight, ended before the loop stops
-        self._answers: set[asyncio.Future[CallToolResult]] = set()  # their awaited answers, cut short by a close
+        self._answers: set[asyncio.Future[Any]] = set()  # their awaited answers, cut short by a close
 
     def error(self, reason: str, *, before_send: bool = False) -> MemoryServerUnavailableError:
         """A ``MemoryServerUnavailableError`` naming this transport."""
@@ -236,8 +255,10 @@ class Connection:
         self.announced_namespace = announced
         self.announced_max_top_k = announced_max_top_k(experimental)
 
-    async def drop(self) -> None:
-        """Close the current session (if any) so the next call opens a fresh one."""
+    async def drop(self, session: ClientSession | None = None) -> None:
+        """Close the current session (if any, or if it is still ``session``) so the next call opens a fresh one."""
+        if session is not None and session is not self._session:
+            return  # another call has replaced it already
         owner, stop = self._owner, self._stop
         self._session = None
         self._owner = None
@@ -269,24 +290,51 @@ class Connection:
             retry=retry_if_exception(lambda exc: not self.closed and retryable(exc, idempotent=idempotent)),
             reraise=True,
         )
-        calling = asyncio.current_task()
-        if calling is not None:
-            self._calls.add(calling)
+        timeout = timedelta(seconds=self.policy.timeout)
+
+        def calling(session: ClientSession) -> Awaitable[CallToolResult]:
+            return session.call_tool(tool, arguments, read_timeout_seconds=timeout)
+
+        task = asyncio.current_task()
+        if task is not None:
+            self._calls.add(task)
         try:
             async for attempt in retrying:
                 with attempt:
-                    session = await self.ensure()
-                    result = await self._send(session, tool, arguments)
+                    result = await self._in_live_session(tool, calling)
             return result
         finally:
-            if calling is not None:
-                self._calls.discard(calling)
+            if task is not None:
+                self._calls.discard(task)
 
-    async def _send(self, session: ClientSession, tool: str, arguments: dict[str, Any]) -> CallToolResult:
-        """``tool``'s answer, or the failure of the transport (or the close) that ended the session first."""
+    async def _in_live_session(self, tool: str, request: Callable[[ClientSession], Awaitable[T]]) -> T:
+        """``request``'s answer in the open session, or in a new one if the server no longer knows it (once).
+
+        A second 404 right after opening a session means the server does not keep them: most
+        likely a load balancer sends each request of a ``--stateful`` server to another replica.
+        """
+        session = await self.ensure()
+        try:
+            return await self._send(session, tool, request)
+        except MemorySessionEndedError:
+            await self.drop(session)
+        session = await self.ensure()
+        try:
+            return await self._send(session, tool, request)
+        except MemorySessionEndedError:
+            await self.drop(session)
+            raise MemorySessionEndedError(
+                self.transport.kind,
+                self.transport.target,
+                f"the server did not know the MCP session it had just opened, so {tool} was not run; a server "
+                "behind a load balancer needs sticky sessions to serve --stateful, or run it without --stateful",
+                before_send=True,
+            ) from None
+
+    async def _send(self, session: ClientSession, tool: str, request: Callable[[ClientSession], Awaitable[T]]) -> T:
+        """``request``'s answer, or the failure of the transport (or the close) that ended the session first."""
         owner = self._owner
-        timeout = timedelta(seconds=self.policy.timeout)
-        answer = asyncio.ensure_future(session.call_tool(tool, arguments, read_timeout_seconds=timeout))
+        answer = asyncio.ensure_future(request(session))
         self._answers.add(answer)
         try:
             if owner is not None:
@@ -300,6 +348,14 @@ class Connection:
                     self.transport.kind,
                     self.transport.target,
                     f"{tool} did not answer within {self.policy.timeout:g} s",
+                ) from None
+            if session_ended(exc):
+                raise MemorySessionEndedError(
+                    self.transport.kind,
+                    self.transport.target,
+                    f"the server no longer knows this MCP session (it ended it as idle, or restarted); {tool} was "
+                    "not run",
+                    before_send=True,
                 ) from None
             if exc.error.code == CONNECTION_CLOSED:
                 await self.drop()
@@ -331,8 +387,8 @@ class Connection:
 
     async def tool_names(self) -> list[str]:
         """Names of the tools the server offers."""
-        session = await self.ensure()
-        return [t.name for t in (await session.list_tools()).tools]
+        listing = await self._in_live_session("tools/list", lambda session: session.list_tools())
+        return [t.name for t in listing.tools]
 
     # -- running on the loop from any thread ---------------------------------------------------
     def submit(self, coro: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:

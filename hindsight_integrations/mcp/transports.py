@@ -9,6 +9,8 @@ loads Chroma or an embedding model.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import json
 import os
 import shlex
 import sys
@@ -27,6 +29,9 @@ from .server_stderr import StderrTail
 if TYPE_CHECKING:
     from ..core.engine import MemoryEngine
     from .app import HindsightMCP
+
+_REFUSAL_BYTES = 64 * 1024
+_QUOTED_CHARS = 500  # of a refusal's message, in an error
 
 TransportKind = Literal["stdio", "http", "in-process"]
 
@@ -137,12 +142,54 @@ def http(url: str, token: str | None = None, *, headers: dict[str, str] | None =
         client = await stack.enter_async_context(
             create_mcp_http_client(headers=all_headers, timeout=httpx.Timeout(30.0, read=max(read_timeout, 30.0) + 5))
         )
-        read, write, _ = await stack.enter_async_context(streamable_http_client(url, http_client=client))
+        client.event_hooks["response"].append(read_refusal)
+        read, write, session_id = await stack.enter_async_context(
+            streamable_http_client(url, http_client=client, terminate_on_close=False)
+        )
+        stack.push_async_callback(_end_session, client, url, session_id)
         session = await stack.enter_async_context(ClientSession(read, write))
         await session.initialize()
         return session
 
     return Transport("http", url, open_http)
+
+
+async def read_refusal(response: httpx.Response) -> None:
+    """Read a small refusal's body, which the SDK leaves unread, so the client's error can quote what it says to do.
+
+    The server's 429s and 503s (too many sessions, the rate limit) say what to do in it.
+    """
+    length = response.headers.get("content-length", "")
+    if response.status_code >= 400 and length.isdigit() and int(length) <= _REFUSAL_BYTES:
+        await response.aread()
+
+
+def server_says(response: httpx.Response) -> str:
+    """What a refusal's body explains (our 429s and 503s say what to do), as ``": <message>"``; "" if nothing.
+
+    Its body was read only when small (``read_refusal``); a longer one is not quoted.
+    """
+    try:
+        body = json.loads(response.content)
+    except (httpx.ResponseNotRead, ValueError):
+        return ""
+    if not isinstance(body, dict):
+        return ""
+    error = body.get("error")
+    message = body.get("message") or (error.get("message") if isinstance(error, dict) else None)
+    return f": {message[:_QUOTED_CHARS]}" if isinstance(message, str) and message else ""
+
+
+async def _end_session(client: httpx.AsyncClient, url: str, session_id: Callable[[], str | None]) -> None:
+    """Tell a ``--stateful`` server the session is over (``DELETE``), so its place is free now, not when idle.
+
+    Done here, not by the SDK, which logs a warning when the session is already gone: after
+    the server ended it or restarted (404), or when it is down, there is nothing left to end.
+    """
+    if (ended := session_id()) is None:
+        return
+    with contextlib.suppress(httpx.HTTPError):
+        await client.delete(url, headers={"mcp-session-id": ended}, timeout=5)
 
 
 def in_process(engine: MemoryEngine | None = None, namespace: str | None = None, *, owned: bool = False) -> Transport:
@@ -174,4 +221,4 @@ def in_process(engine: MemoryEngine | None = None, namespace: str | None = None,
     )
 
 
-__all__ = ["Opener", "Transport", "TransportKind", "http", "in_process", "stdio"]
+__all__ = ["Opener", "Transport", "TransportKind", "http", "in_process", "server_says", "stdio"]
