@@ -76,6 +76,10 @@ def guarded(
                 if self._head_bytes > max_head_bytes:
                     self._head_too_large()
 
+        def _logged(self, event: str, reason: str) -> None:
+            client = self.client
+            security_event(event, client=str(client[0]) if client else "unknown", path="", reason=reason)
+
         def connection_lost(self, exc: Exception | None) -> None:
             if self._head_timer is not None:
                 self._head_timer.cancel()
@@ -92,22 +96,12 @@ def guarded(
             self._head_timer = None
             if self.cycle is not self._head_after or self.transport.is_closing():
                 return  # a request head arrived meanwhile
-            client = self.client
-            security_event(
-                "slow_request_head",
-                client=str(client[0]) if client else "unknown",
-                path="",
-                reason=f"no complete request head within {head_timeout:g} s; connection closed",
-            )
+            self._logged("slow_request_head", f"no complete request head within {head_timeout:g} s; connection closed")
             self.transport.close()
 
         def _head_too_large(self) -> None:
-            client = self.client
-            security_event(
-                "oversized_request_head",
-                client=str(client[0]) if client else "unknown",
-                path="",
-                reason=f"request head past {max_head_bytes} bytes; answered 431, connection closed",
+            self._logged(
+                "oversized_request_head", f"request head past {max_head_bytes} bytes; answered 431, connection closed"
             )
             body = json.dumps(
                 {
