@@ -652,3 +652,44 @@ def test_a_filtered_search_lists_only_the_items_its_filter_can_keep(
         assert numbers == []  # no text condition: every item listed, as before
     finally:
         engine.close()
+
+
+def test_a_put_removes_the_fields_its_value_no_longer_has(
+    store: HindsightStore, engine: MemoryEngine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A put updating a key merged the item's metadata, so a field the new value dropped kept its ``lg_f.`` key.
+
+    The memory's metadata still said ``b: y``, every search filtering on ``b`` read the item again, and an item
+    whose fields changed from put to put grew past the metadata's own limits.
+    """
+    store.put(("docs",), "k", {"a": "x", "b": "y"})
+    first = _record(engine, "k")
+    store.put(("docs",), "k", {"a": "z"})
+    updated = _record(engine, "k")
+    assert updated.id == first.id, "a put of an existing key updates its memory in place"
+    assert "lg_f.b" not in updated.metadata and updated.metadata["lg_f.a"] == "z"
+    assert updated.metadata["lg_created_at"] == first.metadata["lg_created_at"]
+    assert store.get(("docs",), "k").value == {"a": "z"}  # type: ignore[union-attr]
+
+    client = store.memory_client
+    listing = client.list
+    read: list[str] = []
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        found = listing(*args, **kwargs)
+        read.extend(record.metadata["lg_key"] for record in found)
+        return found
+
+    monkeypatch.setattr(client, "list", counted)
+    for query in ("z", None):
+        read.clear()
+        assert store.search(("docs",), query=query, filter={"b": "y"}) == []
+        assert "k" not in read, query
+
+    many = {f"old{n}": "x" for n in range(40)}  # these and the next value's fields: more keys than metadata holds
+    store.put(("docs",), "wide", many)
+    store.put(("docs",), "wide", {f"new{n}": "x" for n in range(40)})
+    wide = _record(engine, "wide")
+    assert not any(key.startswith("lg_f.old") for key in wide.metadata)
+    assert sum(key.startswith("lg_f.new") for key in wide.metadata) == 40
+    assert store.get(("docs",), "wide").value == {f"new{n}": "x" for n in range(40)}  # type: ignore[union-attr]

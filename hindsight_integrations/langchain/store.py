@@ -73,6 +73,8 @@ from .store_values import ParsedValues, flatten, item_value, stored_value
 MARK = STORE_ITEM_KEY  # every item carries it: what the store lists and recalls, and a pin for upkeep
 _ACTIVE = ["active", "superseded"]  # a superseded store item is still the current value of its key
 _PAGE = 1000  # list_memories' largest page
+_STORE_PREFIX = "lg_"  # the metadata keys the store writes (the item's own, its value's and its fields')
+_CREATED_AT = "lg_created_at"
 _SIZE_LIMIT = "HINDSIGHT_MAX_METADATA_BYTES"  # the server setting its refusal of too much metadata names
 
 
@@ -83,6 +85,18 @@ def _updated_at(record: MemoryRecord) -> datetime:
     """
     stamp = record.metadata.get("lg_updated_at")
     return datetime.fromisoformat(stamp) if stamp else record.updated_at
+
+
+def _dropped_keys(record: MemoryRecord, metadata: Mapping[str, Any]) -> dict[str, None]:
+    """The store's keys ``record`` holds that ``metadata`` no longer sets, each as None: an update removes them.
+
+    ``lg_created_at`` stays (an update keeps the item's first put); keys the store does not own are left alone.
+    """
+    return {
+        key: None
+        for key in record.metadata
+        if key.startswith(_STORE_PREFIX) and key not in metadata and key != _CREATED_AT
+    }
 
 
 def _namespace_matches(condition: MatchCondition, namespace: tuple[str, ...]) -> bool:
@@ -369,13 +383,25 @@ class HindsightStore(BaseStore):
     def _write(
         self, existing: list[MemoryRecord], text: str, tier: str, metadata: dict[str, Any], ttl_seconds: int | None
     ) -> None:
-        """Update the item's memory in place, or replace it (and any duplicate from a race)."""
+        """Update the item's memory in place, or replace it (and any duplicate from a race).
+
+        An update merges metadata, so it names each store key the new value no longer sets as None
+        (which removes it): else a text field the value dropped kept its ``lg_f.<field>`` key, every
+        filtered listing on that field read the item again, and the metadata grew with each put.
+        """
         client = self.memory_client
         current = existing[0] if existing else None
+        dropped = _dropped_keys(current, metadata) if current is not None else {}
         # An in-place update cannot drop an expiry or move a memory between tiers, so
-        # those changes replace the memory instead (created_at is carried over).
-        if current is not None and current.tier.value == tier and (ttl_seconds or not current.expires_at):
-            client.update(current.id, content=text, metadata=metadata, ttl_seconds=ttl_seconds)
+        # those changes replace the memory instead (created_at is carried over); nor can
+        # it name more keys than metadata may hold, so such a change replaces it too.
+        if (
+            current is not None
+            and current.tier.value == tier
+            and (ttl_seconds or not current.expires_at)
+            and len(metadata) + len(dropped) <= MAX_METADATA_KEYS
+        ):
+            client.update(current.id, content=text, metadata={**metadata, **dropped}, ttl_seconds=ttl_seconds)
             stale = existing[1:]
         else:
             created = current.metadata.get("lg_created_at") if current else None
