@@ -574,7 +574,13 @@ def test_items_written_in_one_moment_are_scored_a_group_at_a_time(
         monkeypatch.setattr(client, "recall", older_server)
         recalls.clear()
         again = store.search(("docs",), query=query, filter=keep)
-        assert [(i.key, i.score) for i in again] == [(i.key, i.score) for i in found] and len(recalls) == 9
+        assert [(i.key, i.score) for i in again] == [(i.key, i.score) for i in found]
+        # The first page, then a recall for each kept key it did not hold, one key at a time. Which
+        # kept keys the first page holds follows the ranking (the first search counted an access to
+        # each it returned), so only their number is not fixed.
+        first, singles = recalls[0], recalls[1:]
+        assert first is None and singles and len(set(singles)) == len(singles)
+        assert set(singles) <= {f"d{n}" for n in range(22, 30)}
     finally:
         engine.close()
 
