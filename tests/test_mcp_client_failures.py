@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import os
 import signal
 import threading
@@ -20,7 +21,7 @@ from typing import Any
 import pytest
 
 from hindsight_integrations import MemoryEngine
-from hindsight_integrations.mcp import MemoryClient, MemoryServerUnavailableError
+from hindsight_integrations.mcp import MemoryClient, MemoryServerUnavailableError, session
 from hindsight_integrations.mcp.errors import MemoryTimeoutError
 from hindsight_integrations.processes import free_port, running
 
@@ -95,9 +96,49 @@ def test_a_call_to_an_http_server_gone_since_connecting_fails_at_once(tmp_path: 
         client = MemoryClient.http(f"{base}/mcp", TOKEN, timeout=20, retries=0)
         client.store("I am allergic to peanuts.")
     with client, pytest.raises(MemoryServerUnavailableError) as err:
-        # Not idempotent, so not retried: the old client waited out its timeout and said "did not answer".
+        # Not retried (retries=0): the old client waited out its timeout and said "did not answer".
         client.record_turn("I moved to Porto last month.", session_id="s1")
     assert not isinstance(err.value, MemoryTimeoutError) and "cannot connect" in str(err.value)
+
+
+@pytest.mark.server
+def test_a_turn_sent_while_the_http_server_restarts_is_retried_until_it_is_back(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A refused connection proves nothing was sent, so even a write that is not idempotent is sent again."""
+    port = free_port()
+    command = [*SERVER_CMD, "--transport", "http", "--port", str(port)]
+    env = server_env(tmp_path, HINDSIGHT_TOKENS=f"{TOKEN}=alice")
+    health = f"http://127.0.0.1:{port}/health"
+    refused = threading.Event()
+    judge = session.retryable
+
+    def noting_a_refusal(exc: BaseException, *, idempotent: bool) -> bool:
+        refused.set()
+        return judge(exc, idempotent=idempotent)
+
+    monkeypatch.setattr(session, "retryable", noting_a_refusal)
+    client = MemoryClient.http(f"http://127.0.0.1:{port}/mcp", TOKEN, retries=100, backoff=0.2)
+    with running(command, health_url=health, env=env, cwd=REPO):
+        client.store("I am allergic to peanuts.")
+    outcome: list[Any] = []
+    turn = functools.partial(client.record_turn, "I moved to Porto last month.", session_id="s1")
+    caller = threading.Thread(target=lambda: outcome.append(_outcome(turn)))
+    caller.start()
+    assert refused.wait(60), "the turn was never sent"
+    with client, running(command, health_url=health, env=env, cwd=REPO):  # up once the first attempt was refused
+        caller.join(600)
+        # The old client gave up at the first refused connection: "cannot connect".
+        assert not isinstance(outcome[0], BaseException), outcome[0]
+        assert [t.id for t in client.working_memory("s1")] == [outcome[0].turn.id]
+
+
+def _outcome(call: Callable[[], Any]) -> Any:
+    """What ``call`` returned, or the exception it raised."""
+    try:
+        return call()
+    except Exception as exc:  # the outcome is what the test reads
+        return exc
 
 
 def _children(name: str) -> list[int]:

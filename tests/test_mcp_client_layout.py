@@ -69,6 +69,7 @@ CLIENT_SIDE = [
     "client.py",
     "client_calls.py",
     "session.py",
+    "transport_failures.py",
     "transports.py",
     "server_stderr.py",
     "wire.py",

@@ -28,6 +28,7 @@ from hindsight_integrations.mcp import MemoryClient, MemoryServerUnavailableErro
 from hindsight_integrations.processes import LocalServer, free_port, running
 
 from .mcp_support import INITIALIZE, MCP_HEADERS, REPO, SERVER_CMD, http_server_process, server_env
+from .viewer_support import post_sign_in
 
 MALLORY = "mallory-token-3f9c2a7e5b1d4c8a9e0f6b2d"  # the attacking tenant
 VICTIM = "victim-token-8d1e4b7a2c9f5e3d6a0b4c7e"  # everyone else on the server
@@ -283,6 +284,41 @@ def test_answers_a_tenant_never_reads_count_as_requests_in_flight(tmp_path: Path
             assert reader.recv(12) == b"HTTP/1.1 200"  # being answered, and never read further
             unread.append(reader)
         more = httpx.get(f"{running_server.url}/debug/dump", headers={"Authorization": f"Bearer {MALLORY}"})
+        assert more.status_code == 429 and more.json()["error"] == "too_many_requests_in_flight", more.text[:200]
+        with MemoryClient.http(f"{running_server.url}/mcp", token=VICTIM, retries=0) as victim:  # others are served
+            assert victim.stats() is not None
+        for reader in unread:
+            reader.close()
+        assert running_server.process.poll() is None
+
+
+def test_viewer_exports_a_tenant_never_reads_count_against_its_requests_in_flight(
+    tmp_path: Path, embedder: LocalEmbedder
+) -> None:
+    """The viewer's pages carry no token, so ``/ui/export.json`` went past the bound: its namespace is its cookie's."""
+    store = tmp_path / "store"
+    with MemoryEngine(store=store, embedder=embedder, llm=False, max_content_bytes=2_000_000) as filling:
+        huge = " ".join(f"w{i}" for i in range(200_000)) + "."  # 1.5 MB: four fill more than a socket buffers
+        filling.store_memories([{"content": huge}] * 4, namespace="mallory", apply_filter=False, dedup=False)
+    limits = {"HINDSIGHT_MAX_REQUESTS_IN_FLIGHT_PER_NAMESPACE": str(IN_FLIGHT)}
+    with (
+        http_server_process(store, tokens={MALLORY: "mallory", VICTIM: "victim"}, env=limits) as running_server,
+        httpx.Client(base_url=running_server.url) as browser,
+    ):
+        assert post_sign_in(browser, MALLORY).status_code == 303
+        cookie = "; ".join(f"{name}={value}" for name, value in browser.cookies.items())
+        port = int(running_server.url.rsplit(":", 1)[1])
+        unread = []
+        for _ in range(IN_FLIGHT):
+            reader = socket.socket()
+            reader.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+            reader.connect(("127.0.0.1", port))
+            reader.sendall(
+                f"GET /ui/export.json HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nCookie: {cookie}\r\n\r\n".encode()
+            )
+            assert reader.recv(12) == b"HTTP/1.1 200"  # being answered, and never read further
+            unread.append(reader)
+        more = browser.get("/ui/export.json")
         assert more.status_code == 429 and more.json()["error"] == "too_many_requests_in_flight", more.text[:200]
         with MemoryClient.http(f"{running_server.url}/mcp", token=VICTIM, retries=0) as victim:  # others are served
             assert victim.stats() is not None

@@ -21,12 +21,13 @@ from mcp.server.fastmcp.exceptions import ToolError
 from mcp.server.fastmcp.tools import Tool as RegisteredTool
 from mcp.server.lowlevel.helper_types import ReadResourceContents
 from starlette.applications import Starlette
-from starlette.requests import Request
+from starlette.requests import Request, cookie_parser
+from starlette.types import Scope
 
 from ..core.config import validate_namespace
 from ..core.redaction import call_text, text_summary
 from . import routes, viewer
-from .auth import SCOPE_KEY, BearerNamespaceMiddleware, current_namespace, validate_token_map
+from .auth import SCOPE_KEY, VIEWER_PREFIX, BearerNamespaceMiddleware, current_namespace, validate_token_map
 from .body_guard import BodyGuard
 from .failures import Refusal, describe_failure, error_result, rate_limited
 from .hosts import HostGuard, allowed_hosts, transport_security
@@ -46,6 +47,7 @@ from .resources import register_resources
 from .throttle import AuthFailures, RateLimitLog
 from .tool_table import register_tools
 from .tools import TOOLS
+from .viewer_sessions import COOKIE, ViewerSessions
 
 if TYPE_CHECKING:
     from pydantic import AnyUrl
@@ -99,6 +101,7 @@ class HindsightMCP(FastMCP):
         self.rate_limit_log = RateLimitLog(rate_limit_per_minute) if rate_limit_per_minute is not None else None
         self.auth_failures = AuthFailures.from_settings(engine.settings)
         self.allowed_hosts: list[str] | None = None
+        self.viewer_sessions: ViewerSessions | None = None  # the viewer's, once its routes are added
         self.serve_on(self.settings.host)
         self._announce_namespace()
 
@@ -300,6 +303,7 @@ class HindsightMCP(FastMCP):
                 default_namespace=None if tenants else self.namespace,
                 over_rate_limit=lambda namespace: routes.over_rate_limit(self, namespace),
                 mcp_path=self.settings.streamable_http_path,
+                viewer_namespace=self._viewer_namespace,
             )
         namespaces = len(set(self.token_map.values())) if self.token_map is not None else 0
         if stateful and namespaces > settings.max_sessions:
@@ -313,6 +317,14 @@ class HindsightMCP(FastMCP):
         if self.allowed_hosts is not None:
             app.add_middleware(HostGuard, allowed=self.allowed_hosts)  # outermost: a foreign Host learns nothing
         return app
+
+    def _viewer_namespace(self, scope: Scope) -> str | None:
+        """The namespace of a viewer request's session cookie: its pages count against that namespace's bounds."""
+        path = scope.get("path") or ""
+        if self.viewer_sessions is None or not (path == VIEWER_PREFIX or path.startswith(VIEWER_PREFIX + "/")):
+            return None
+        cookies = cookie_parser(dict(scope.get("headers") or []).get(b"cookie", b"").decode("latin-1"))
+        return self.viewer_sessions.signed_namespace(cookies.get(COOKIE))
 
     def _live_session_ids(self) -> Container[str] | None:
         """The ids of the stateful sessions the MCP SDK still holds, when this SDK version lets us ask."""
@@ -350,7 +362,9 @@ def build_server(
         json_response=json_response,
     )
     register_tools(server, server, TOOLS)
-    for path, method, endpoint in [*routes.http_routes(server), *viewer.viewer_routes(server)]:
+    the_viewer = viewer.Viewer(server)
+    server.viewer_sessions = the_viewer.sessions
+    for path, method, endpoint in [*routes.http_routes(server), *viewer.viewer_routes(the_viewer)]:
         server.custom_route(path, methods=[method])(endpoint)
     register_resources(server, server)
     return server

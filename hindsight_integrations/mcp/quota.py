@@ -149,6 +149,8 @@ class NamespaceQuota:
     False: the server keeps no sessions. ``default_namespace``: the namespace of a request no
     token named (a server without tokens: its own). ``over_rate_limit`` counts one request of a
     namespace against its rate limit, returning the 429 to answer past it (``routes.over_rate_limit``).
+    ``viewer_namespace``: the namespace of a viewer request, which no token names (its session
+    cookie's); without it, a signed-in viewer's exports went past the bound on requests in flight.
     """
 
     def __init__(
@@ -165,6 +167,7 @@ class NamespaceQuota:
         default_namespace: str | None = None,
         over_rate_limit: Callable[[str], Response | None] | None = None,
         mcp_path: str = "/mcp",
+        viewer_namespace: Callable[[Scope], str | None] | None = None,
     ) -> None:
         self.app = app
         self.max_in_flight = max_in_flight
@@ -174,6 +177,7 @@ class NamespaceQuota:
         self.default_namespace = default_namespace
         self.over_rate_limit = over_rate_limit
         self.mcp_path = mcp_path
+        self.viewer_namespace = viewer_namespace
         self.sessions = Sessions(live_sessions, server_sessions, frozenset(namespaces), idle_seconds)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -181,7 +185,7 @@ class NamespaceQuota:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        namespace = scope.get("state", {}).get(SCOPE_KEY) or self.default_namespace
+        namespace = scope.get("state", {}).get(SCOPE_KEY) or self._namespace_of_viewer(scope) or self.default_namespace
         if namespace is None:
             await self.app(scope, receive, send)
             return
@@ -205,6 +209,9 @@ class NamespaceQuota:
             self.in_flight[namespace] -= 1
             if not self.in_flight[namespace]:
                 del self.in_flight[namespace]
+
+    def _namespace_of_viewer(self, scope: Scope) -> str | None:
+        return self.viewer_namespace(scope) if self.viewer_namespace is not None else None
 
     async def _serve_session(self, namespace: str, scope: Scope, receive: Receive, send: Send) -> None:
         if not self.stateful or scope.get("path") != self.mcp_path:

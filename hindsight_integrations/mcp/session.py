@@ -9,8 +9,9 @@ waiting request unanswered until its timeout, so the call ends with the transpor
 
 Retries (``retryable``): a transport failure is retried with exponential backoff when a retry
 cannot run a write twice, that is when the call is idempotent (reads, and writes carrying a
-``request_id``) or when the failure happened before anything was sent (``before_send``). Tool
-errors and auth errors are never retried: they would fail the same way again.
+``request_id``) or when the failure happened before anything was sent (``before_send``): before
+the session opened, or a failure to connect (a server restarting) that can only be this call's.
+Tool errors and auth errors are never retried: they would fail the same way again.
 
 A ``--stateful`` HTTP server ends a session left idle and forgets every session when it
 restarts; a call in such a session is answered 404 before the server runs it. The SDK reports
@@ -32,7 +33,7 @@ from typing import Any, Protocol, TypeVar
 import anyio
 import httpx
 from mcp import ClientSession, McpError
-from mcp.types import CONNECTION_CLOSED, INVALID_REQUEST, CallToolResult
+from mcp.types import CONNECTION_CLOSED, CallToolResult
 from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_exponential
 
 from .errors import (
@@ -44,7 +45,8 @@ from .errors import (
     MemoryToolError,
 )
 from .protocol import announced_max_top_k, announced_namespace
-from .transports import Transport, server_says
+from .transport_failures import never_connected, session_ended, unavailable
+from .transports import Transport
 
 T = TypeVar("T")
 
@@ -85,14 +87,6 @@ class LoopThread:
             self.loop.close()
 
 
-def session_ended(exc: McpError) -> bool:
-    """Whether the server answered 404 for the session: it ended it (idle, deleted) or lost it (a restart).
-
-    The SDK reports that 404 as this error, with INVALID_REQUEST's code without its minus sign.
-    """
-    return abs(exc.error.code) == abs(INVALID_REQUEST) and exc.error.message == "Session terminated"
-
-
 def retryable(exc: BaseException, *, idempotent: bool) -> bool:
     """Whether a call that failed with ``exc`` may be sent again (see the module docstring)."""
     if not isinstance(exc, MemoryServerUnavailableError) or isinstance(exc, MemoryAuthError):
@@ -100,53 +94,10 @@ def retryable(exc: BaseException, *, idempotent: bool) -> bool:
     return idempotent or exc.before_send
 
 
-def unavailable(transport: Transport, exc: BaseException, *, before_send: bool) -> MemoryServerUnavailableError:
-    """Turn whatever the transport raised into one clear error naming transport and target."""
-    leaves = _leaf_exceptions(exc)
-    for leaf in leaves:
-        if isinstance(leaf, MemoryServerUnavailableError):
-            return leaf  # ours already (e.g. the namespace check), with its own before_send
-        if isinstance(leaf, httpx.HTTPStatusError) and leaf.response.status_code in (401, 403):
-            return MemoryAuthError(
-                transport.kind,
-                transport.target,
-                f"HTTP {leaf.response.status_code}: the server rejected the bearer token "
-                "(set token= / HINDSIGHT_MCP_TOKEN)",
-                before_send=True,
-            )
-    leaf = leaves[0] if leaves else exc
-    if isinstance(leaf, httpx.HTTPStatusError):
-        reason = f"HTTP {leaf.response.status_code} from {leaf.request.url}" + server_says(leaf.response)
-    elif isinstance(leaf, (httpx.ConnectError, ConnectionError)):
-        reason = f"cannot connect: {leaf}"
-    elif isinstance(leaf, FileNotFoundError):
-        reason = f"cannot start the server command: {leaf}"
-    elif isinstance(leaf, McpError) and session_ended(leaf) and transport.kind == "http":
-        reason = (
-            "HTTP 404 to the MCP handshake: is the URL right? (`hindsight serve` answers MCP at http://HOST:PORT/mcp)"
-        )
-    elif isinstance(leaf, McpError):
-        reason = leaf.error.message
-    else:
-        reason = f"{type(leaf).__name__}: {leaf}" if str(leaf) else type(leaf).__name__
-    if transport.last_words is not None and (words := transport.last_words()) is not None:
-        reason += f"; the server exited saying: {words}" if words else "; the server exited without a word on stderr"
-    return MemoryServerUnavailableError(transport.kind, transport.target, reason, before_send=before_send)
-
-
 def _retrieved(task: asyncio.Future[Any]) -> None:
     """Take a cut-short call's outcome, so asyncio does not log it as never retrieved."""
     if not task.cancelled():
         task.exception()
-
-
-def _leaf_exceptions(exc: BaseException) -> list[BaseException]:
-    if isinstance(exc, BaseExceptionGroup):
-        out: list[BaseException] = []
-        for inner in exc.exceptions:
-            out.extend(_leaf_exceptions(inner))
-        return out
-    return [exc]
 
 
 class Policy(Protocol):
@@ -181,6 +132,7 @@ class Connection:
         self._lock: asyncio.Lock | None = None
         self._calls: set[asyncio.Task[Any]] = set()  # calls in flight, ended before the loop stops
         self._answers: set[asyncio.Future[Any]] = set()  # their awaited answers, cut short by a close
+        self._unanswered_when_ended = 0  # how many calls the last session left waiting when it failed
 
     def error(self, reason: str, *, before_send: bool = False) -> MemoryServerUnavailableError:
         """A ``MemoryServerUnavailableError`` naming this transport."""
@@ -231,6 +183,7 @@ class Connection:
                     ready.set_result(session)
                 await stop.wait()
         except BaseException as exc:
+            self._unanswered_when_ended = sum(not answer.done() for answer in self._answers)
             if not ready.done():
                 ready.set_exception(exc if isinstance(exc, Exception) else RuntimeError(repr(exc)))
             if isinstance(exc, (KeyboardInterrupt, SystemExit)):
@@ -368,7 +321,7 @@ class Connection:
             raise unavailable(self.transport, exc, before_send=True) from exc
         except (anyio.EndOfStream, OSError, httpx.HTTPError) as exc:
             await self.drop()
-            raise unavailable(self.transport, exc, before_send=False) from exc
+            raise unavailable(self.transport, exc, before_send=never_connected(exc)) from exc
         finally:
             self._answers.discard(answer)
             if not answer.done():
@@ -376,14 +329,19 @@ class Connection:
                 answer.add_done_callback(_retrieved)
 
     async def _ended_during(self, tool: str, owner: asyncio.Task[BaseException | None] | None) -> Exception:
-        """The error of a call whose session ended (or was closed) before it was answered; it may have been sent."""
+        """The error of a call whose session ended (or was closed) before it was answered; it may have been sent.
+
+        The session's failure is every waiting call's: a failure to connect proves this call was not
+        sent only when no other call was waiting, whose own request may be the one that failed.
+        """
         if self.closed:  # shutdown closes the session
             return self.error(f"the client was closed during {tool}")
         failure = owner.result() if owner is not None and owner.done() and not owner.cancelled() else None
         await self.drop()
         if failure is None:
             return self.error(f"connection closed during {tool}")
-        return unavailable(self.transport, failure, before_send=False)
+        alone = self._unanswered_when_ended <= 1
+        return unavailable(self.transport, failure, before_send=alone and never_connected(failure))
 
     async def tool_names(self) -> list[str]:
         """Names of the tools the server offers."""

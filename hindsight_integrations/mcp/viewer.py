@@ -30,7 +30,7 @@ import webbrowser
 import httpx
 
 from . import viewer_memories, viewer_signin
-from .serving import Endpoint, ServerHost, bind_routes
+from .serving import Endpoint, bind_routes
 from .viewer_memories import list_filters
 from .viewer_requests import Viewer
 from .viewer_sessions import COOKIE, PRE_COOKIE, ViewerSessions
@@ -39,9 +39,9 @@ ROUTES = [*viewer_signin.ROUTES, *viewer_memories.ROUTES]
 """Every viewer route, sign-in first."""
 
 
-def viewer_routes(host: ServerHost) -> list[tuple[str, str, Endpoint]]:
-    """The viewer of ``host``: ``(path, method, endpoint)`` of each route, a store outage a 503 page."""
-    return bind_routes(ROUTES, Viewer(host), around=Viewer.guarded)
+def viewer_routes(viewer: Viewer) -> list[tuple[str, str, Endpoint]]:
+    """``viewer``'s ``(path, method, endpoint)`` of each route, a store outage a 503 page."""
+    return bind_routes(ROUTES, viewer, around=Viewer.guarded)
 
 
 def open_when_ready(url: str, *, health_url: str, wait_seconds: float = 120.0) -> threading.Thread:

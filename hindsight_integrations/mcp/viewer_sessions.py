@@ -112,6 +112,15 @@ class ViewerSessions:
             return None
         return namespace
 
+    def signed_namespace(self, cookie: str | None) -> str | None:
+        """The namespace an unexpired cookie this key signed was issued to, signed out or not (no store read).
+
+        Enough to count a viewer request against its namespace's bounds before the page runs
+        (``NamespaceQuota``): only that namespace's token could have made the cookie.
+        """
+        verified = self._verified(cookie)
+        return self._by_fingerprint.get(verified[0]) if verified is not None else None
+
     def sign_out(self, cookie: str | None) -> None:
         """Refuse ``cookie`` from now on, on every replica sharing the store (may raise StoreUnavailableError)."""
         verified = self._verified(cookie)
