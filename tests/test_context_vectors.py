@@ -8,6 +8,7 @@ import math
 import os
 import sys
 import threading
+import time
 from pathlib import Path
 
 import numpy as np
@@ -475,3 +476,22 @@ def test_waiting_for_context_vectors_is_bounded_unless_told_otherwise(engine: Me
     finally:
         stalled.set()
     rebuilt(handle)
+
+
+def test_a_close_past_its_timeout_gives_up_the_queue_and_leaves_no_worker_running() -> None:
+    """The worker is joined once its current batch is written, not left inside the model for the exit to kill."""
+    embedding = threading.Event()
+    batches: list[int] = []
+
+    def embed(texts):  # type: ignore[no-untyped-def]
+        embedding.set()
+        time.sleep(0.05)  # a model run in progress when the close comes
+        batches.append(len(texts))
+        return _zeros(texts)
+
+    worker = BackgroundContextVectors(embed, batch_size=1, linger_seconds=0.0)
+    worker.submit(_Recording(), {f"m{i}": "a" for i in range(200)})
+    assert embedding.wait(timeout=30)
+    assert worker.close(timeout=0) is False  # given up: queued again when the namespace is next opened
+    assert worker._worker is None  # the thread has returned: nothing of ours runs on
+    assert worker.pending() == 0 and len(batches) < 200

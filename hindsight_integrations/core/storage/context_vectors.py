@@ -42,6 +42,8 @@ _BATCH = 32
 # turn waited ~8 ms for the write: README §3).
 _LINGER_SECONDS = 0.15
 _EXIT_WAIT_SECONDS = 10.0
+# How long a close waits for the batch being embedded (~0.3 s for 32 texts) to be written after it gave up the rest.
+_BATCH_STOP_SECONDS = 30.0
 
 
 class ContextTarget(Protocol):
@@ -152,20 +154,47 @@ class BackgroundContextVectors:
     def close(self, timeout: float | None = 10.0) -> bool:
         """Write what is queued (False if ``timeout`` ran out first), then stop the worker thread.
 
+        Past ``timeout`` what is still queued is given up (its records are queued again when their
+        namespace is next opened) and the worker is joined once its current batch is written, so
+        no thread of ours is left inside the model when the caller goes on, or the interpreter exits.
         Work queued after this starts the thread again: a store being closed is refused its
         writes before this is called, so there is none unless a second store shares the worker.
+        """
+        with self._changed:
+            if self._exit_hook:
+                atexit.unregister(self._stop)
+                self._exit_hook = False
+        return self._stop(timeout)
+
+    def _stop(self, timeout: float | None = _EXIT_WAIT_SECONDS) -> bool:
+        """``close`` without touching the exit hook: it is the exit hook, run before the interpreter finalises.
+
+        A daemon thread still inside onnxruntime when the interpreter finalises is killed as it
+        takes the GIL back, and the C++ frames it unwinds abort the process ("terminate called
+        without an active exception", exit code 134): a clean exit needs this thread stopped first.
         """
         written = self.wait(timeout)
         with self._changed:
             self._closed = True
             worker = self._worker
+            if not written:
+                self._give_up_queued()
             self._changed.notify_all()
-            if self._exit_hook:
-                atexit.unregister(self.wait)
-                self._exit_hook = False
         if worker is not None and worker is not threading.current_thread():
-            worker.join(_EXIT_WAIT_SECONDS if timeout is None else timeout)
+            worker.join(_BATCH_STOP_SECONDS)
         return written
+
+    def _give_up_queued(self) -> None:
+        """Drop what is queued and not yet taken by the worker; the caller holds ``_changed``."""
+        if not self._queue:
+            return
+        log.info(
+            "%d context vectors were not made before the close; they are queued again when the namespace is next "
+            "opened",
+            len(self._queue),
+        )
+        self._held_upto = max(self._held_upto, self._queue[-1][0])
+        self._queue.clear()
 
     def _start(self) -> None:
         self._closed = False
@@ -173,9 +202,9 @@ class BackgroundContextVectors:
             self._worker = threading.Thread(target=self._run, name="hindsight-context-vectors", daemon=True)
             self._worker.start()
         if not self._exit_hook:
-            # A daemon thread dies with the interpreter; give queued work a moment to land first
-            # (what does not is repaired when the namespace is next opened).
-            atexit.register(self.wait, _EXIT_WAIT_SECONDS)
+            # Give queued work a moment to land, then stop the thread before the interpreter finalises
+            # (what does not land is repaired when the namespace is next opened).
+            atexit.register(self._stop, _EXIT_WAIT_SECONDS)
             self._exit_hook = True
 
     def _run(self) -> None:
@@ -243,7 +272,7 @@ class BackgroundContextVectors:
                 for (seq, target, memory_id, _), vector in zip(live, vectors):
                     self._held.setdefault(id(target), (target, {}))[1][memory_id] = (seq, vector)
                     self._held_count += 1
-            self._held_upto = batch[-1][0]
+            self._held_upto = max(self._held_upto, batch[-1][0])  # ``_give_up_queued`` may have passed it
 
     def _flush(self) -> None:
         """Write what is held, one Chroma write per namespace; a store outage is logged, never fatal."""
